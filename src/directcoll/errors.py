@@ -1,0 +1,25 @@
+"""Exceptions raised by directcoll: every message names the offending input and what is accepted."""
+
+
+class DirectcollError(Exception):
+    """Base class of every error directcoll raises on bad input."""
+
+
+class SpecError(DirectcollError, ValueError):
+    """A topology spec string could not be parsed or names an impossible shape."""
+
+
+class TopologyError(DirectcollError, ValueError):
+    """A topology is unusable for the request (disconnected, wrong kind, node out of range)."""
+
+
+class ScheduleError(DirectcollError, ValueError):
+    """A schedule is malformed (ranks or pieces out of range, inconsistent arrays, bad collective)."""
+
+
+class ScheduleFormatError(ScheduleError):
+    """A schedule file could not be read (unknown format, version, or missing fields)."""
+
+
+class UnsupportedShapeError(DirectcollError, ValueError):
+    """An algorithm cannot serve the requested topology, shape, collective or variant."""

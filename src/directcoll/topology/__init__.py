@@ -1,0 +1,26 @@
+"""Topologies: the directed-multigraph network model, generators, spec strings, routing and metrics."""
+
+from directcoll.topology.generators import hammingmesh, hypercube, hyperx, mesh, ring, torus
+from directcoll.topology.metrics import TopologySummary, describe
+from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
+from directcoll.topology.routing import bfs_distances, hop_distance, link_loads, minimal_route
+from directcoll.topology.spec import parse
+
+__all__ = [
+    "DEFAULT_LINK_BANDWIDTH",
+    "DEFAULT_LINK_LATENCY",
+    "Topology",
+    "TopologySummary",
+    "bfs_distances",
+    "describe",
+    "hammingmesh",
+    "hop_distance",
+    "hypercube",
+    "hyperx",
+    "link_loads",
+    "mesh",
+    "minimal_route",
+    "parse",
+    "ring",
+    "torus",
+]

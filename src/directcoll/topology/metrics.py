@@ -1,0 +1,94 @@
+"""Topology metrics: size, degree, diameter, average distance, bisection facts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from directcoll.topology.model import Topology
+from directcoll.topology.routing import bfs_distances
+
+
+@dataclass(frozen=True)
+class TopologySummary:
+    """What ``directcoll topology describe`` prints. Distances are hop counts between compute nodes."""
+
+    spec: str
+    kind: str
+    nodes: int
+    switches: int
+    links: int
+    shape: tuple[int, ...] | None
+    degree_min: int
+    degree_max: int
+    diameter: int
+    average_distance: float
+    link_bandwidth_bytes_per_s: float
+    node_bandwidth_bytes_per_s: float
+    bisection_links: int | None
+    bisection_bandwidth_bytes_per_s: float | None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["shape"] = list(self.shape) if self.shape is not None else None
+        return d
+
+
+def distance_stats(topo: Topology) -> tuple[int, float]:
+    """(diameter, average distance over ordered pairs of distinct compute nodes).
+
+    Cayley topologies need one BFS (every node sees the same distance profile); others run a BFS from
+    every compute node, in chunks to bound memory.
+    """
+    n = topo.num_compute
+    if n == 1:
+        return 0, 0.0
+    if topo.is_cayley:
+        d = bfs_distances(topo, [0])[0][:n]
+        return int(d.max()), float(d.sum() / (n - 1))
+    diameter, total = 0, 0.0
+    for start in range(0, n, 512):
+        d = bfs_distances(topo, np.arange(start, min(n, start + 512)))[:, :n]
+        diameter = max(diameter, int(d.max()))
+        total += float(d.sum())
+    return diameter, total / (n * (n - 1))
+
+
+def bisection_links(topo: Topology) -> int | None:
+    """Directed links crossing the minimum bisection, one direction, for families where it is known in
+    closed form (cut the largest dimension in half); None otherwise.
+
+    torus: 2 N / d_max (wrap-around doubles the cut; with d_max = 2 the two parallel cables both cross);
+    mesh: N / d_max; ring:N:uni: 1; hypercube: N / 2; HyperX: (d_max/2)^2 * N / d_max for even d_max.
+    """
+    if topo.shape is None:
+        return None
+    n, dmax = topo.num_compute, max(topo.shape)
+    if topo.kind == "torus":
+        return 2 * n // dmax
+    if topo.kind == "ring":
+        return 2 if topo.params.get("bidirectional", True) else 1
+    if topo.kind == "mesh":
+        return n // dmax
+    if topo.kind == "hypercube":
+        return n // 2
+    if topo.kind == "hyperx" and dmax % 2 == 0:
+        return (dmax // 2) ** 2 * (n // dmax)
+    return None
+
+
+def describe(topo: Topology) -> TopologySummary:
+    """Summarize a topology: N, switches, directed links, degree range, diameter, average distance,
+    bandwidths (bytes/s) and the bisection where known."""
+    deg = topo.out_degree[: topo.num_compute]
+    diameter, avg = distance_stats(topo)
+    cut = bisection_links(topo)
+    bw = float(np.median(topo.link_bandwidth)) if topo.num_links else 0.0
+    return TopologySummary(
+        spec=topo.spec, kind=topo.kind, nodes=topo.num_compute, switches=topo.num_nodes - topo.num_compute,
+        links=topo.num_links, shape=topo.shape, degree_min=int(deg.min()), degree_max=int(deg.max()),
+        diameter=diameter, average_distance=avg, link_bandwidth_bytes_per_s=bw,
+        node_bandwidth_bytes_per_s=topo.node_bandwidth, bisection_links=cut,
+        bisection_bandwidth_bytes_per_s=None if cut is None else cut * bw,
+    )

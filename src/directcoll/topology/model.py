@@ -1,0 +1,165 @@
+"""The network model of DESIGN.md: a directed multigraph of compute nodes, switches and links.
+
+Compute nodes are ``0..N-1`` (rank r runs on node r); switch nodes, where a topology has them, come after
+them. A bidirectional cable is two directed links; parallel links are allowed. Grid topologies keep their
+``shape``: compute node r has coordinates ``numpy.unravel_index(r, shape)`` (row-major, the last dimension
+varies fastest). Topologies that are Cayley graphs of the abelian group Z_{d0} x ... x Z_{d(D-1)} (tori,
+rings, hypercubes, HyperX) also keep their generator offsets, which makes routing translation-invariant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from directcoll.errors import TopologyError
+
+#: Link bandwidth and latency used when a generator is not told otherwise: the Swing paper's SST setup
+#: (Sec. 5: 400 Gb/s links, 100 ns latency), in bytes/s and seconds.
+DEFAULT_LINK_BANDWIDTH = 400e9 / 8
+DEFAULT_LINK_LATENCY = 100e-9
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """A directed multigraph with per-link bandwidth (bytes/s) and latency (s).
+
+    Attributes:
+        spec: the spec string that rebuilds this topology (see :func:`directcoll.topology.parse`).
+        kind: family name (``torus``, ``mesh``, ``ring``, ``hypercube``, ``hyperx``, ``hammingmesh``...).
+        num_compute: N, the number of compute nodes (ranks), numbered ``0..N-1``.
+        num_nodes: N plus the number of switch nodes.
+        link_src, link_dst: int64 arrays of shape (L,), the endpoints of each directed link.
+        link_bandwidth: float64 (L,), bytes per second.
+        link_latency: float64 (L,), seconds.
+        shape: the logical grid of the compute nodes, or None for topologies without one.
+        wraps: whether grid coordinates wrap around (tori, rings, HyperX, hypercubes).
+        port_offsets: int64 (K, D) generator offsets when the topology is a Cayley graph of
+            Z_shape; then link ``u*K + k`` goes from u to ``u + port_offsets[k]`` (coordinate-wise, mod shape).
+
+    Raises:
+        TopologyError: arrays of inconsistent length, a link endpoint out of range, a non-positive
+            bandwidth, or compute nodes that cannot all reach each other.
+    """
+
+    spec: str
+    kind: str
+    num_compute: int
+    num_nodes: int
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    link_bandwidth: np.ndarray
+    link_latency: np.ndarray
+    shape: tuple[int, ...] | None = None
+    wraps: bool = False
+    port_offsets: np.ndarray | None = None
+    params: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n_links = len(self.link_src)
+        for name in ("link_dst", "link_bandwidth", "link_latency"):
+            if len(getattr(self, name)) != n_links:
+                raise TopologyError(f"{self.spec}: {name} has {len(getattr(self, name))} entries, "
+                                    f"link_src has {n_links}")
+        if self.num_compute < 1 or self.num_nodes < self.num_compute:
+            raise TopologyError(f"{self.spec}: need 1 <= num_compute <= num_nodes, got "
+                                f"{self.num_compute} and {self.num_nodes}")
+        if n_links and (min(self.link_src.min(), self.link_dst.min()) < 0
+                        or max(self.link_src.max(), self.link_dst.max()) >= self.num_nodes):
+            raise TopologyError(f"{self.spec}: a link endpoint is outside 0..{self.num_nodes - 1}")
+        if n_links and not (np.all(self.link_bandwidth > 0) and np.all(self.link_latency >= 0)):
+            raise TopologyError(f"{self.spec}: link bandwidths must be > 0 and latencies >= 0")
+        if self.shape is not None and int(np.prod(self.shape)) != self.num_compute:
+            raise TopologyError(f"{self.spec}: shape {self.shape} does not hold {self.num_compute} nodes")
+        if self.num_compute > 1:
+            _, labels = connected_components(self.adjacency, directed=True, connection="strong")
+            if len(np.unique(labels[: self.num_compute])) != 1:
+                raise TopologyError(f"{self.spec}: the compute nodes are not strongly connected; "
+                                    "every rank must be able to reach every other rank")
+
+    # -- sizes ---------------------------------------------------------------------------------------
+    @property
+    def num_links(self) -> int:
+        return len(self.link_src)
+
+    @property
+    def ndim(self) -> int:
+        """D, the number of grid dimensions (0 for topologies without a shape)."""
+        return 0 if self.shape is None else len(self.shape)
+
+    @property
+    def is_cayley(self) -> bool:
+        """True when routing is translation-invariant (links laid out as ``node*K + port``)."""
+        return self.port_offsets is not None
+
+    @cached_property
+    def out_degree(self) -> np.ndarray:
+        """Number of outgoing links of every node, shape (num_nodes,)."""
+        return np.bincount(self.link_src, minlength=self.num_nodes)
+
+    @cached_property
+    def node_bandwidth(self) -> float:
+        """B: the largest total outgoing bandwidth of a compute node, bytes/s (Zhao et al. Sec. 3.2)."""
+        out = np.bincount(self.link_src, weights=self.link_bandwidth, minlength=self.num_nodes)
+        return float(out[: self.num_compute].max())
+
+    @cached_property
+    def adjacency(self) -> sp.csr_matrix:
+        """Sparse (num_nodes x num_nodes) matrix of link counts."""
+        ones = np.ones(self.num_links, dtype=np.int64)
+        return sp.csr_matrix((ones, (self.link_src, self.link_dst)), shape=(self.num_nodes, self.num_nodes))
+
+    @cached_property
+    def reverse_link(self) -> np.ndarray:
+        """For every link (u, v), the index of a link (v, u), or -1 when there is none; shape (L,)."""
+        key = self.link_src * self.num_nodes + self.link_dst
+        rkey = self.link_dst * self.num_nodes + self.link_src
+        order = np.argsort(key, kind="stable")
+        pos = np.searchsorted(key[order], rkey)
+        pos = np.minimum(pos, self.num_links - 1)
+        found = key[order][pos] == rkey
+        return np.where(found, order[pos], -1)
+
+    # -- coordinates ---------------------------------------------------------------------------------
+    def _require_shape(self) -> tuple[int, ...]:
+        if self.shape is None:
+            raise TopologyError(f"{self.spec}: this {self.kind} topology has no grid coordinates")
+        return self.shape
+
+    def coords(self, nodes) -> np.ndarray:
+        """Grid coordinates of compute nodes: array of shape (len(nodes), D), int64."""
+        shape = self._require_shape()
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if nodes.size and (nodes.min() < 0 or nodes.max() >= self.num_compute):
+            raise TopologyError(f"{self.spec}: compute node out of range 0..{self.num_compute - 1}")
+        return np.stack(np.unravel_index(nodes, shape), axis=-1).astype(np.int64)
+
+    def node_at(self, coords) -> np.ndarray:
+        """Compute node ids of grid coordinates (..., D); coordinates wrap modulo the shape."""
+        shape = self._require_shape()
+        coords = np.asarray(coords, dtype=np.int64) % np.asarray(shape)
+        return np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), shape).astype(np.int64)
+
+    def translate(self, nodes, by) -> np.ndarray:
+        """Cayley topologies: node ids ``nodes + by`` (coordinate-wise, modulo the shape); broadcasts."""
+        return self.node_at(self.coords(np.ravel(nodes)).reshape(*np.shape(nodes), -1)
+                            + self.coords(np.ravel(by)).reshape(*np.shape(by), -1))
+
+    def offset(self, src, dst) -> np.ndarray:
+        """Cayley topologies: the node id of ``dst - src`` (coordinate-wise, modulo the shape)."""
+        return self.node_at(self.coords(dst) - self.coords(src))
+
+    def translate_links(self, links, by) -> np.ndarray:
+        """Cayley topologies: the link ids of ``links`` moved by the group element ``by`` (broadcasts)."""
+        if self.port_offsets is None:
+            raise TopologyError(f"{self.spec}: links of a non-Cayley topology cannot be translated")
+        k = len(self.port_offsets)
+        links = np.asarray(links, dtype=np.int64)
+        return self.translate(links // k, by) * k + links % k
+
+    def describe_short(self) -> str:
+        return f"{self.spec} ({self.num_compute} ranks, {self.num_links} directed links)"

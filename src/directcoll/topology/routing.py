@@ -1,0 +1,173 @@
+"""Minimal-path routing: hop distances and the load every transfer puts on every directed link.
+
+Traffic between two nodes is split evenly over *all* shortest paths (every minimal path carries the same
+share), which approximates minimal adaptive routing (Swing Sec. 2.2, DESIGN.md "Cost and simulation").
+Under that split, a link (u, v) carries the share ``sigma_s(u) * sigma_t(v) / sigma_s(t)`` of the s -> t
+traffic when ``d(s,u) + 1 + d(v,t) = d(s,t)``, with sigma the shortest-path counts.
+
+On Cayley topologies (tori, rings, hypercubes, HyperX) the pattern of s -> t depends on t - s only, so one
+pattern per distinct offset is computed and translated to every source: a 16,384-node torus routes in
+milliseconds. Other topologies aggregate all destinations of a source in one backward pass over its BFS DAG
+(Brandes' accumulation), one source at a time.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy.sparse.csgraph import shortest_path
+
+from directcoll.errors import TopologyError
+from directcoll.topology.model import Topology
+
+
+def bfs_distances(topo: Topology, sources, *, reverse: bool = False) -> np.ndarray:
+    """Hop distances from every source to every node (to every source, with ``reverse``).
+
+    Returns:
+        int64 array of shape (len(sources), num_nodes); -1 where unreachable.
+    """
+    sources = np.atleast_1d(np.asarray(sources, dtype=np.int64))
+    graph = topo.adjacency.T.tocsr() if reverse else topo.adjacency
+    d = shortest_path(graph, unweighted=True, directed=True, indices=sources)
+    d = np.where(np.isinf(d), -1, d)
+    return d.astype(np.int64).reshape(len(sources), topo.num_nodes)
+
+
+def _dag(topo: Topology, dist: np.ndarray, reverse: bool):
+    """Links on shortest paths from the BFS root, sorted by the layer of their near end."""
+    near, far = (topo.link_dst, topo.link_src) if reverse else (topo.link_src, topo.link_dst)
+    ok = (dist[near] >= 0) & (dist[far] == dist[near] + 1)
+    links = np.flatnonzero(ok)
+    links = links[np.argsort(dist[near[links]], kind="stable")]
+    bounds = np.searchsorted(dist[near[links]], np.arange(dist.max() + 2))
+    return links, near, far, bounds
+
+
+def path_counts(topo: Topology, dist: np.ndarray, *, reverse: bool = False) -> np.ndarray:
+    """Number of shortest paths from the BFS root of ``dist`` to every node (float64, exact below 2**53).
+
+    With ``reverse``, ``dist`` holds distances *to* a root and the counts are of paths to it.
+    """
+    links, near, far, bounds = _dag(topo, dist, reverse)
+    sigma = np.zeros(topo.num_nodes)
+    sigma[dist == 0] = 1.0
+    for k in range(len(bounds) - 1):
+        layer = links[bounds[k]: bounds[k + 1]]
+        if len(layer):
+            sigma += np.bincount(far[layer], weights=sigma[near[layer]], minlength=topo.num_nodes)
+    return sigma
+
+
+def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
+    """Links used by traffic from ``src`` to ``dst`` split evenly over all shortest paths.
+
+    Returns:
+        (links, share): int64 link ids and the float64 share of the traffic each carries (shares of the
+        links leaving ``src`` sum to 1). Empty arrays when src == dst.
+
+    Raises:
+        TopologyError: a node out of range or dst unreachable from src.
+    """
+    for node in (src, dst):
+        if not 0 <= node < topo.num_nodes:
+            raise TopologyError(f"{topo.spec}: node {node} outside 0..{topo.num_nodes - 1}")
+    if src == dst:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    ds = bfs_distances(topo, [src])[0]
+    dt = bfs_distances(topo, [dst], reverse=True)[0]
+    if ds[dst] < 0:
+        raise TopologyError(f"{topo.spec}: node {dst} is unreachable from node {src}")
+    ss = path_counts(topo, ds)
+    st = path_counts(topo, dt, reverse=True)
+    u, v = topo.link_src, topo.link_dst
+    on = (ds[u] >= 0) & (dt[v] >= 0) & (ds[u] + 1 + dt[v] == ds[dst])
+    links = np.flatnonzero(on)
+    return links.astype(np.int64), ss[u[links]] * st[v[links]] / ss[dst]
+
+
+@lru_cache(maxsize=64)
+def _distances_from_origin(topo: Topology) -> np.ndarray:
+    return bfs_distances(topo, [0])[0]
+
+
+def hop_distance(topo: Topology, src, dst) -> np.ndarray:
+    """Shortest-path hop counts between compute nodes, vectorized over pairs (int64, same shape as src).
+
+    Cayley topologies use one BFS from node 0 and translation; others run one BFS per distinct source.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if topo.is_cayley:
+        return _distances_from_origin(topo)[topo.offset(src.ravel(), dst.ravel())].reshape(src.shape)
+    out = np.empty(src.size, dtype=np.int64)
+    s_flat, d_flat = src.ravel(), dst.ravel()
+    uniq, inv = np.unique(s_flat, return_inverse=True)
+    for chunk in range(0, len(uniq), 256):
+        rows = bfs_distances(topo, uniq[chunk: chunk + 256])
+        sel = (inv >= chunk) & (inv < chunk + 256)
+        out[sel] = rows[inv[sel] - chunk, d_flat[sel]]
+    if (out < 0).any():
+        raise TopologyError(f"{topo.spec}: some destination is unreachable")
+    return out.reshape(src.shape)
+
+
+def link_loads(topo: Topology, src, dst, amount) -> np.ndarray:
+    """Total traffic on every directed link when every (src[i] -> dst[i]) carries ``amount[i]``.
+
+    Args:
+        src, dst: int arrays of shape (T,), node ids.
+        amount: float array of shape (T,) (bytes, or any unit: the result is in the same unit).
+
+    Returns:
+        float64 array of shape (L,), the load of every link under even splitting over all shortest paths.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    amount = np.broadcast_to(np.asarray(amount, dtype=float), src.shape)
+    keep = src != dst
+    src, dst, amount = src[keep], dst[keep], amount[keep]
+    loads = np.zeros(topo.num_links)
+    if not len(src):
+        return loads
+    if topo.is_cayley:
+        off = topo.offset(src, dst)
+        for o in np.unique(off):
+            links, share = _cayley_pattern(topo, int(o))
+            sel = off == o
+            moved = topo.translate_links(links[None, :], src[sel][:, None])
+            loads += np.bincount(moved.ravel(), weights=(amount[sel][:, None] * share[None, :]).ravel(),
+                                 minlength=topo.num_links)
+        return loads
+    for s in np.unique(src):
+        sel = src == s
+        loads += _source_loads(topo, int(s), dst[sel], amount[sel])
+    return loads
+
+
+@lru_cache(maxsize=4096)
+def _cayley_pattern(topo: Topology, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """The route from node 0 to node ``offset``; translating it by s gives the route s -> s + offset."""
+    return minimal_route(topo, 0, offset)
+
+
+def _source_loads(topo: Topology, s: int, dst: np.ndarray, amount: np.ndarray) -> np.ndarray:
+    """Brandes-style accumulation of all traffic leaving ``s`` over its shortest-path DAG."""
+    dist = bfs_distances(topo, [s])[0]
+    if (dist[dst] < 0).any():
+        raise TopologyError(f"{topo.spec}: a destination is unreachable from node {s}")
+    sigma = path_counts(topo, dist)
+    links, near, far, bounds = _dag(topo, dist, reverse=False)
+    demand = np.bincount(dst, weights=amount, minlength=topo.num_nodes)
+    through = np.zeros(topo.num_nodes)  # traffic that passes through or ends at a node, per node
+    loads = np.zeros(topo.num_links)
+    for k in range(len(bounds) - 2, -1, -1):
+        layer = links[bounds[k]: bounds[k + 1]]
+        if not len(layer):
+            continue
+        v = far[layer]
+        flow = sigma[near[layer]] / sigma[v] * (demand[v] + through[v])
+        loads[layer] = flow
+        through += np.bincount(near[layer], weights=flow, minlength=topo.num_nodes)
+    return loads
