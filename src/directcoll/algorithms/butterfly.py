@@ -1,0 +1,186 @@
+"""Butterfly schedules on tori: the shared machinery of Swing and torus-optimized recursive doubling.
+
+Both algorithms pair every rank with one peer per step, one torus dimension at a time (Swing Sec. 4.1,
+Fig. 2): at step s the dimension is chosen round-robin, starting from the collective's first dimension and
+skipping dimensions whose log2(d_i) steps are done (Sec. 4.2); sigma(s) counts the steps already taken in
+that dimension. The peer of a coordinate a at dimension-step sigma is
+
+- Swing (Eq. 2): a + rho(sigma) if a is even, a - rho(sigma) if odd, with rho(s) = (1 - (-2)^(s+1)) / 3.
+  Sec. 4.1 writes delta(sigma(s)) with a sign flip for odd a; we read it as rho(sigma(s)), which is what
+  Eq. 2, Fig. 1 and App. A.1 use (node 0 meets node p-1 at step 1).
+- recursive doubling: a XOR 2^sigma.
+
+A *mirrored* collective (Sec. 4.1) conjugates the peer function by negation, a -> -a mod d, so it leaves
+every rank through the port opposite to the plain one.
+
+When every dimension is a power of two, placing rank r's block at the position v(r) of
+:func:`block_positions` (the logical block remapping of Sec. 3.1.1) makes every reduce-scatter send one
+contiguous range: at step s a rank sends the aligned range of 2^(L-1-s) positions that holds its peer's
+position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
+
+
+def rho(s) -> np.ndarray:
+    """Swing's signed distance rho(s) = sum_{i<=s} (-2)^i = (1 - (-2)^(s+1)) / 3 (Eq. 2)."""
+    s = np.asarray(s, dtype=np.int64)
+    return (1 - (-2) ** (s + 1)) // 3
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def steps_per_dim(shape) -> list[int]:
+    """ceil(log2 d) steps in every dimension."""
+    return [int(np.ceil(np.log2(d))) for d in shape]
+
+
+def dimension_sequence(counts: list[int], first_dim: int = 0) -> list[tuple[int, int]]:
+    """Steps as (dimension, sigma): round-robin from ``first_dim``, skipping finished dimensions (Sec. 4.2)."""
+    done = [0] * len(counts)
+    seq: list[tuple[int, int]] = []
+    dim = first_dim % len(counts)
+    while len(seq) < sum(counts):
+        if done[dim] < counts[dim]:
+            seq.append((dim, done[dim]))
+            done[dim] += 1
+        dim = (dim + 1) % len(counts)
+    return seq
+
+
+def coordinate_peer(kind: str, a: np.ndarray, sigma: int, d: int, mirrored: bool) -> np.ndarray:
+    """Peer coordinates in one dimension of size d for ``kind`` in {"swing", "recdoub"}."""
+    a = np.asarray(a, dtype=np.int64)
+    if mirrored:
+        return (-coordinate_peer(kind, (-a) % d, sigma, d, False)) % d
+    if kind == "swing":
+        r = int(rho(sigma))
+        return np.where(a % 2 == 0, a + r, a - r) % d
+    if kind == "recdoub":
+        return a ^ (1 << sigma)
+    raise ValueError(f"unknown butterfly kind {kind!r}")
+
+
+def peer_table(kind: str, shape: tuple[int, ...], first_dim: int, mirrored: bool) -> np.ndarray:
+    """Peers of every rank (row-major in ``shape``) at every step: int64 array (L, p)."""
+    coords = np.stack(np.unravel_index(np.arange(int(np.prod(shape))), shape), axis=-1)
+    rows = []
+    for dim, sigma in dimension_sequence(steps_per_dim(shape), first_dim):
+        c = coords.copy()
+        c[:, dim] = coordinate_peer(kind, c[:, dim], sigma, shape[dim], mirrored)
+        rows.append(np.ravel_multi_index(tuple(c.T), shape))
+    return np.array(rows, dtype=np.int64).reshape(len(rows), -1)
+
+
+def block_positions(peers: np.ndarray) -> np.ndarray:
+    """The logical block remapping: a position v(r) for every rank's block such that at every step s the
+    peer's position shares its first s bits with v(r) and differs in bit s (bits counted from the top).
+
+    The blocks a rank still reduces after step s are those of the ranks it reaches through steps > s
+    (Listing 1's get_rs_idx); on a power-of-two torus these sets are laminar, each splitting into the set of
+    the rank and that of its step-s peer. Labelling every set by its smallest rank and giving bit s = 0 to
+    the half that keeps the parent's label makes each set an aligned range of positions.
+
+    Args:
+        peers: int64 (L, p), the peer of every rank at every step.
+
+    Returns:
+        int64 (p,), a permutation of 0..p-1.
+
+    Raises:
+        UnsupportedShapeError: the sets are not laminar (some dimension is not a power of two).
+    """
+    steps, p = peers.shape
+    label = np.arange(p)
+    bits = np.zeros(p, dtype=np.int64)
+    for s in range(steps - 1, -1, -1):
+        parent = np.minimum(label, label[peers[s]])
+        bits |= (label != parent).astype(np.int64) << (steps - 1 - s)
+        label = parent
+    ok = len(np.unique(bits)) == p
+    for s in range(steps):
+        shift = steps - 1 - s
+        ok = ok and np.array_equal(bits[peers[s]] >> shift, (bits >> shift) ^ 1)
+    if not ok:
+        raise UnsupportedShapeError("the butterfly construction needs every dimension to be a power of two "
+                                    "(the reduce-scatter block sets are not laminar otherwise)")
+    return bits
+
+
+def add_reduce_scatter(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int,
+                       base: int) -> np.ndarray:
+    """Add a butterfly reduce-scatter on the ranks ``ranks`` (local index -> global rank).
+
+    The collective occupies blocks [base, base + p) of the builder's buffer, p = len(ranks). Returns the
+    block position of every local rank's result, shape (p,): base + v(r).
+    """
+    v = block_positions(peers)
+    steps = len(peers)
+    local = np.arange(len(ranks))
+    for s in range(steps):
+        width = 1 << (steps - 1 - s)
+        lo = (v[peers[s]] // width) * width + base
+        b.add(step0 + s, ranks[local], ranks[peers[s]], REDUCE, lo, lo + width)
+    return base + v
+
+
+def add_allgather(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int, base: int) -> None:
+    """Add the butterfly allgather that reverses :func:`add_reduce_scatter` (far peers first, doubling)."""
+    v = block_positions(peers)
+    steps = len(peers)
+    local = np.arange(len(ranks))
+    for s in range(steps):
+        width = 1 << (steps - 1 - s)
+        lo = (v // width) * width + base
+        b.add(step0 + steps - 1 - s, ranks[local], ranks[peers[s]], COPY, lo, lo + width)
+
+
+def add_exchange(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int, lo: int, hi: int) -> None:
+    """Latency-optimal allreduce: at every step every rank reduces its whole part [lo, hi) into its peer."""
+    local = np.arange(len(ranks))
+    for s in range(len(peers)):
+        b.add(step0 + s, ranks[local], ranks[peers[s]], REDUCE, lo, hi)
+
+
+class Fold:
+    """The standard non-power-of-two pre/post steps, applied per torus dimension.
+
+    In every dimension of size d, d' = 2^floor(log2 d) coordinates stay and the other x = d - d' fold onto
+    coordinate a - x. A rank with any folded coordinate sends its whole vector (reduce) to its image in the
+    d'_0 x d'_1 x ... sub-grid in one pre-step; the sub-grid runs the power-of-two algorithm; one post-step
+    copies the result back (Swing Sec. 2.3.2, "Non-power-of-two"; Thakur et al.). Costs two extra steps and
+    one extra vector transfer.
+    """
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = tuple(shape)
+        self.sub_shape = tuple(1 << int(np.floor(np.log2(d))) for d in shape)
+        p = int(np.prod(shape))
+        coords = np.stack(np.unravel_index(np.arange(p), shape), axis=-1)
+        sub = np.asarray(self.sub_shape)
+        extra = (coords >= sub).any(axis=1)
+        image = np.where(coords >= sub, coords - (np.asarray(shape) - sub), coords)
+        self.extras = np.flatnonzero(extra)
+        self.targets = np.ravel_multi_index(tuple(image[extra].T), shape)
+        sub_coords = np.stack(np.unravel_index(np.arange(int(np.prod(self.sub_shape))), self.sub_shape), -1)
+        self.sub_ranks = np.ravel_multi_index(tuple(sub_coords.T), shape).astype(np.int64)
+
+    @property
+    def needed(self) -> bool:
+        return len(self.extras) > 0
+
+    def add_pre(self, b: ScheduleBuilder, lo: int, hi: int) -> int:
+        if self.needed:
+            b.add(0, self.extras, self.targets, REDUCE, lo, hi)
+        return int(self.needed)
+
+    def add_post(self, b: ScheduleBuilder, step: int, lo: int, hi: int) -> None:
+        if self.needed:
+            b.add(step, self.targets, self.extras, COPY, lo, hi)

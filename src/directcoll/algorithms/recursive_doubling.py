@@ -1,0 +1,119 @@
+"""Torus-optimized recursive doubling (Swing Sec. 2.3.2-2.3.3, Fig. 2; Thakur et al.; Sack & Gropp).
+
+- **latency-optimal recursive doubling**: at step s every rank exchanges its whole vector with the rank whose
+  coordinate in dimension w(s) differs in bit sigma(s) (one dimension per step, Fig. 2).
+- **Rabenseifner** (bandwidth-optimized recursive doubling): reduce-scatter by recursive halving of the data
+  while the distance doubles, then the mirror-image allgather, with the same per-dimension peers.
+- **mirrored** (Swing Sec. 5.1): ``ports`` > 1 runs plain and mirrored collectives side by side on equal
+  parts of the vector, like multiport Swing.
+
+Non-power-of-two shapes use the standard pre/post steps (:class:`~directcoll.algorithms.butterfly.Fold`):
+allreduce only, since after folding the extra ranks hold no share of a reduce-scatter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from directcoll.algorithms import butterfly as bf
+from directcoll.algorithms.registry import Algorithm, register
+from directcoll.algorithms.swing import collectives_for_ports, logical_shape
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import Collective, Schedule, ScheduleBuilder
+from directcoll.schedule.ops import reverse
+from directcoll.topology.model import Topology
+
+VARIANTS = ("latency", "bandwidth")
+
+
+def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
+                       ports: int | None = None) -> Schedule:
+    """Recursive doubling on the topology's grid.
+
+    Args:
+        topology: any topology (its shape, or a 1D ring of its ranks).
+        collective: allreduce; reduce_scatter / allgather with the bandwidth variant on power-of-two shapes.
+        variant: "latency" (default: log2 p steps, whole vector) or "bandwidth" (Rabenseifner:
+            2 log2 p steps, Psi = 2D single-port).
+        ports: concurrent collectives, 1 (default, the classic algorithm) .. 2D (mirrored, Sec. 5.1).
+
+    Returns:
+        The schedule; meta = {algorithm, variant, ports, construction}.
+
+    Raises:
+        UnsupportedShapeError: latency variant for reduce_scatter / allgather; reduce_scatter / allgather on
+            a shape with a dimension that is not a power of two; ports out of range.
+    """
+    collective = Collective.parse(collective)
+    variant = variant or "latency"
+    if variant not in VARIANTS:
+        raise UnsupportedShapeError(f"recursive-doubling: unknown variant {variant!r}; accepted: "
+                                    f"{', '.join(VARIANTS)}")
+    shape = logical_shape(topology)
+    parts = collectives_for_ports(shape, ports if ports is not None else 1, "recursive-doubling")
+    name = "rabenseifner" if variant == "bandwidth" else "recursive-doubling"
+    if len(parts) > 1:
+        name = "mirrored-" + name
+    p = topology.num_compute
+    fold = bf.Fold(shape)
+    meta = {"algorithm": name, "variant": variant, "ports": len(parts),
+            "construction": "fold" if fold.needed else "butterfly"}
+    if variant == "latency" and collective is not Collective.ALLREDUCE:
+        raise UnsupportedShapeError("recursive-doubling: the latency-optimal variant is an allreduce; use "
+                                    "--variant bandwidth (Rabenseifner) for reduce_scatter and allgather")
+    if collective is not Collective.ALLREDUCE and fold.needed:
+        raise UnsupportedShapeError(
+            f"{name}: {collective.value} needs every dimension to be a power of two (shape "
+            f"{'x'.join(map(str, shape))}); the standard non-power-of-two steps only serve allreduce. "
+            "Swing serves this shape.")
+    peers = [bf.peer_table("recdoub", fold.sub_shape, dim, mirrored) for dim, mirrored in parts]
+    nsteps = len(peers[0])
+    if variant == "latency":
+        b = ScheduleBuilder(collective, p, len(parts))
+        s0 = fold.add_pre(b, 0, len(parts))
+        for i, pt in enumerate(peers):
+            bf.add_exchange(b, pt, fold.sub_ranks, s0, i, i + 1)
+        fold.add_post(b, s0 + nsteps, 0, len(parts))
+        return b.build(meta=meta)
+    q = len(fold.sub_ranks)
+    whole = collective is Collective.ALLREDUCE
+    b = ScheduleBuilder(Collective.ALLREDUCE if whole else Collective.REDUCE_SCATTER, p, q * len(parts))
+    s0 = fold.add_pre(b, 0, q * len(parts))
+    owner = np.empty(q * len(parts), dtype=np.int64)
+    for i, pt in enumerate(peers):
+        owner[bf.add_reduce_scatter(b, pt, fold.sub_ranks, s0, i * q)] = fold.sub_ranks
+        if whole:
+            bf.add_allgather(b, pt, fold.sub_ranks, s0 + nsteps, i * q)
+    if whole:
+        fold.add_post(b, s0 + 2 * nsteps, 0, q * len(parts))
+        return b.build(meta=meta)
+    rs = b.build(owner=owner, meta=meta)
+    return rs if collective is Collective.REDUCE_SCATTER else reverse(rs)
+
+
+def _rabenseifner(topology, collective=Collective.ALLREDUCE, *, variant=None, ports=None) -> Schedule:
+    return recursive_doubling(topology, collective, variant="bandwidth", ports=ports)
+
+
+def _mirrored(topology, collective=Collective.ALLREDUCE, *, variant=None, ports=None) -> Schedule:
+    shape = logical_shape(topology)
+    return recursive_doubling(topology, collective, variant=variant, ports=ports or 2 * len(shape))
+
+
+_GRID = ("any grid topology (its shape) or a 1D ring of ranks; non-power-of-two dimensions through "
+         "the standard pre/post steps (allreduce only)")
+register(Algorithm(
+    name="recursive-doubling", build=recursive_doubling, collectives=("allreduce", "reduce_scatter", "allgather"),
+    variants=VARIANTS, topologies=_GRID, aliases=("recdoub", "rd"),
+    summary="torus-optimized recursive doubling: latency-optimal (default) or bandwidth-optimized",
+))
+register(Algorithm(
+    name="rabenseifner", build=_rabenseifner, collectives=("allreduce", "reduce_scatter", "allgather"),
+    variants=("bandwidth",), topologies=_GRID,
+    summary="bandwidth-optimized recursive doubling: recursive-halving reduce-scatter + allgather",
+))
+register(Algorithm(
+    name="mirrored-recursive-doubling", build=_mirrored, collectives=("allreduce", "reduce_scatter", "allgather"),
+    variants=VARIANTS, topologies=_GRID,
+    summary="recursive doubling with D plain + D mirrored collectives on all 2D ports (Swing Sec. 5.1)",
+))

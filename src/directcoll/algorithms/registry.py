@@ -1,0 +1,78 @@
+"""The algorithm registry: every algorithm module registers what it builds, for the CLI and comparisons."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import Collective, Schedule
+from directcoll.topology.model import Topology
+from directcoll.topology.spec import parse
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """An entry of the registry.
+
+    ``build(topology, collective, *, variant, ports)`` returns a Schedule or raises UnsupportedShapeError
+    with a message saying what the algorithm serves.
+    """
+
+    name: str
+    build: Callable[..., Schedule]
+    collectives: tuple[str, ...]
+    variants: tuple[str, ...]
+    topologies: str
+    summary: str
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "collectives": list(self.collectives), "variants": list(self.variants),
+                "topologies": self.topologies, "summary": self.summary, "aliases": list(self.aliases)}
+
+
+ALGORITHMS: dict[str, Algorithm] = {}
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    ALGORITHMS[algorithm.name] = algorithm
+    return algorithm
+
+
+def get(name: str) -> Algorithm:
+    """The algorithm called ``name`` (or one of its aliases).
+
+    Raises:
+        UnsupportedShapeError: unknown name; the message lists the registered ones.
+    """
+    key = name.strip().lower().replace("_", "-")
+    for alg in ALGORITHMS.values():
+        if key == alg.name or key in alg.aliases:
+            return alg
+    raise UnsupportedShapeError(f"unknown algorithm {name!r}; available: {', '.join(sorted(ALGORITHMS))}")
+
+
+def build(name: str, topology, collective="allreduce", *, variant: str | None = None,
+          ports: int | None = None) -> Schedule:
+    """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
+
+    The schedule's meta records the algorithm, variant, ports and topology spec.
+
+    Raises:
+        UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
+        SpecError: an unparseable topology spec.
+    """
+    alg = get(name)
+    topo: Topology = parse(topology) if not isinstance(topology, Topology) else topology
+    coll = Collective.parse(collective)
+    if coll.value not in alg.collectives:
+        raise UnsupportedShapeError(f"{alg.name} does not implement {coll.value}; it implements "
+                                    f"{', '.join(alg.collectives)}")
+    if variant is not None and variant not in alg.variants:
+        raise UnsupportedShapeError(f"{alg.name}: unknown variant {variant!r}; accepted: "
+                                    f"{', '.join(alg.variants)}")
+    if ports is not None and ports < 1:
+        raise UnsupportedShapeError(f"{alg.name}: ports must be >= 1, got {ports}")
+    schedule = alg.build(topo, coll, variant=variant, ports=ports)
+    return schedule.with_meta(topology=topo.spec, **{"algorithm": alg.name, **schedule.meta})

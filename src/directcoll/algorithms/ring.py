@@ -1,0 +1,303 @@
+"""Ring reduce-scatter / allgather / allreduce, single- and multiport (Swing paper Sec. 2.3.1).
+
+The ring algorithm arranges the N ranks in a ring and splits the vector into N blocks. The reduce-scatter
+runs N-1 steps; at every step every rank sends one block to its ring successor, which reduces it into its
+own copy. The allgather is the time reversal of the reduce-scatter, the allreduce is the two in sequence.
+
+Multiport versions split the vector into equal parts and run one ring per part concurrently:
+
+* ``unidirectional``: one ring, one port.
+* ``bidirectional``: the same ring in both directions, each on half of the vector (two ports).
+* ``hamiltonian``: on an r x c 2D torus, two edge-disjoint Hamiltonian cycles, each run in both directions,
+  each of the four rings on a quarter of the vector (four ports, every link used by at most one ring per
+  direction). Exists when r = c*k (k >= 1) and gcd(r, c-1) = 1, or the same with r and c swapped.
+
+Algorithms never look at link bandwidths: they only use the topology's shape, N, kind and port count.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+import numpy as np
+
+from directcoll.algorithms.registry import Algorithm, register
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import REDUCE, Collective, Schedule, ScheduleBuilder
+from directcoll.schedule.ops import concat, concurrent, reverse
+from directcoll.topology.model import Topology
+
+VARIANTS = ("unidirectional", "bidirectional", "hamiltonian")
+_PORTS_TO_VARIANT = {1: "unidirectional", 2: "bidirectional", 4: "hamiltonian"}
+_VARIANT_PORTS = {v: p for p, v in _PORTS_TO_VARIANT.items()}
+_HAMILTONIAN_CONDITION = ("two edge-disjoint Hamiltonian cycles of an r x c 2D torus are built only when "
+                          "r = c*k (k >= 1) and gcd(r, c-1) = 1, or the same with r and c swapped "
+                          "(Swing paper Sec. 2.3.1)")
+
+
+# -- ring orders -------------------------------------------------------------------------------------------
+def ring_order(topology: Topology) -> np.ndarray:
+    """The ranks in ring order for ``topology``: int64 array of shape (N,), a permutation of 0..N-1.
+
+    For a topology whose grid shape has D >= 2 dimensions, the order is the reflected mixed-radix Gray code
+    of the grid (snake / boustrophedon order, dimension 0 most significant): consecutive ranks of the order
+    are grid neighbours (they differ by +-1 in exactly one coordinate, without wrap-around). The closing hop
+    from the last rank back to the first is a single grid hop only when the snake happens to close into a
+    cycle (e.g. a 2D torus with an even number of rows, where the wrap-around link of column 0 joins the
+    ends); otherwise it spans more than one hop and the router forwards it. For 1D shapes and topologies
+    without a shape the order is simply 0..N-1.
+
+    Implements the ring arrangement of Sec. 2.3.1 of the Swing paper. Never raises for a valid topology.
+    """
+    n = int(topology.num_compute)
+    shape = topology.shape
+    if shape is None or len(shape) < 2:
+        return np.arange(n, dtype=np.int64)
+    return _snake(tuple(int(d) for d in shape))
+
+
+def _snake(shape: tuple[int, ...]) -> np.ndarray:
+    """Reflected mixed-radix Gray code of ``shape`` as row-major node ids, vectorized over positions."""
+    n = int(np.prod(shape))
+    i = np.arange(n, dtype=np.int64)
+    coords = []
+    below = n
+    for d in shape:
+        below //= d
+        digit = (i // below) % d
+        prefix = i // (below * d)  # mixed-radix value of the more significant digits
+        coords.append(np.where(prefix % 2 == 0, digit, d - 1 - digit))
+    return np.ravel_multi_index(tuple(coords), shape).astype(np.int64)
+
+
+def hamiltonian_cycles_2d(shape) -> tuple[np.ndarray, np.ndarray]:
+    """Two edge-disjoint Hamiltonian cycles of an r x c 2D torus (Swing paper Sec. 2.3.1, Bae et al.).
+
+    Args:
+        shape: (r, c), the torus dimensions; node (x, y) has id x*c + y (row-major).
+
+    Returns:
+        (h1, h2): two int64 arrays of shape (r*c,), each the nodes of one cycle in visiting order starting at
+        node 0. Consecutive nodes (including last -> first) are torus neighbours, every node appears once in
+        each, and the two cycles share no link (a size-2 dimension counts its "+" and "-" cables as
+        distinct links).
+
+    Construction on an r x c torus: H1 starts at (0, 0) and repeats r times {c-1 moves +1 along y, one move
+    +1 along x}, so it leaves row x at column (-x-1) mod c; H2 is the complementary 2-factor: from (x, y) it
+    moves +1 along y when y = (-x-1) mod c, else +1 along x. Both are Hamiltonian exactly when c divides r
+    and gcd(r, c-1) = 1. If (r, c) fails, the transposed orientation (c, r) is tried. The result is always
+    checked programmatically.
+
+    Raises:
+        UnsupportedShapeError: ``shape`` is not 2D with sizes >= 2, or neither orientation satisfies the
+            paper's condition (r = c*k, k >= 1, and gcd(r, c-1) = 1).
+    """
+    shape = tuple(int(d) for d in shape)
+    if len(shape) != 2 or min(shape) < 2:
+        raise UnsupportedShapeError(f"hamiltonian_cycles_2d: need a 2D torus shape (r, c) with r, c >= 2, "
+                                    f"got {shape}")
+    r, c = shape
+    for rr, cc, transposed in ((r, c, False), (c, r, True)):
+        if rr % cc or gcd(rr, cc - 1) != 1:
+            continue
+        cycles = [_follow(rr, cc, _cycle_moves(rr, cc, which)) for which in (1, 2)]
+        if any(h is None for h in cycles) or not _edge_disjoint(rr, cc, cycles[0], cycles[1]):
+            continue
+        out = []
+        for nodes in cycles:
+            if transposed:  # node (x', y') of the (c, r) torus is node (y', x') of the (r, c) torus
+                xt, yt = np.divmod(nodes, cc)
+                nodes = yt * c + xt
+            out.append(nodes.astype(np.int64))
+        return out[0], out[1]
+    raise UnsupportedShapeError(f"hamiltonian ring: torus shape {r}x{c} is not supported; "
+                                f"{_HAMILTONIAN_CONDITION}")
+
+
+def _cycle_moves(r: int, c: int, which: int) -> np.ndarray:
+    """Successor dimension of every node (0 = +x, 1 = +y) in cycle H1 or H2 of an r x c torus."""
+    x, y = np.divmod(np.arange(r * c, dtype=np.int64), c)
+    leave_row = y == (-x - 1) % c
+    return np.where(leave_row, 0, 1) if which == 1 else np.where(leave_row, 1, 0)
+
+
+def _successor(r: int, c: int, moves: np.ndarray) -> np.ndarray:
+    """Node reached from every node of an r x c torus by its move (0 = +x, 1 = +y)."""
+    x, y = np.divmod(np.arange(r * c, dtype=np.int64), c)
+    return np.where(moves == 0, ((x + 1) % r) * c + y, x * c + (y + 1) % c)
+
+
+def _follow(r: int, c: int, moves: np.ndarray) -> np.ndarray | None:
+    """Follow the successor function given by ``moves`` from node 0: the visit order, or None when the
+    walk is not one cycle through every node."""
+    n = r * c
+    nxt = _successor(r, c, moves)
+    order = np.empty(n, dtype=np.int64)
+    v = 0
+    for i in range(n):  # one pass per node of the torus, O(N)
+        order[i] = v
+        v = int(nxt[v])
+        if v == 0 and i < n - 1:
+            return None
+    if v != 0 or len(np.unique(order)) != n:
+        return None
+    return order
+
+
+def _edge_disjoint(r: int, c: int, first: np.ndarray, second: np.ndarray) -> bool:
+    """Both cycles (node orders) step only to a torus neighbour (+1 along x or y, modulo the shape) and
+    share no link; a link is keyed (node, dim) for the cable from node to node + e_dim."""
+    keys = []
+    for nodes in (first, second):
+        x, y = np.divmod(nodes, c)
+        dx = (np.roll(x, -1) - x) % r
+        dy = (np.roll(y, -1) - y) % c
+        plus_x, plus_y = (dx == 1) & (dy == 0), (dx == 0) & (dy == 1)
+        if not np.all(plus_x | plus_y):
+            return False
+        keys.append(nodes * 2 + plus_y)
+    return len(np.intersect1d(keys[0], keys[1])) == 0
+
+
+# -- schedules ---------------------------------------------------------------------------------------------
+def ring_reduce_scatter(order, direction: int = +1) -> Schedule:
+    """Ring reduce-scatter over the ranks of ``order`` (Swing paper Sec. 2.3.1).
+
+    Args:
+        order: int array of shape (p,), a permutation of 0..p-1: the ranks in ring order. p is N, the number
+            of ranks of the schedule.
+        direction: +1 (position i sends to position i+1) or -1 (the ring runs the other way).
+
+    Returns:
+        A reduce-scatter Schedule with N = p, nblocks = p and p-1 steps. At step t the rank at ring position
+        i sends block (i - direction*(t+1)) mod p to the rank at position (i + direction) mod p (op reduce).
+        Block i ends at position i: ``owner[i] = order[i]``.
+
+    Raises:
+        UnsupportedShapeError: ``order`` is empty or not a permutation of 0..p-1, or ``direction`` is not
+            +1 or -1.
+    """
+    order = np.asarray(order, dtype=np.int64).ravel()
+    p = len(order)
+    if p < 1 or not np.array_equal(np.sort(order), np.arange(p)):
+        raise UnsupportedShapeError(f"ring_reduce_scatter: order must be a permutation of 0..p-1 (p >= 1), "
+                                    f"got {order.tolist() if p <= 16 else f'{p} entries'}")
+    if direction not in (1, -1):
+        raise UnsupportedShapeError(f"ring_reduce_scatter: direction must be +1 or -1, got {direction!r}")
+    builder = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
+    pos = np.arange(p, dtype=np.int64)
+    dst = order[(pos + direction) % p]
+    for t in range(p - 1):
+        block = (pos - direction * (t + 1)) % p
+        builder.add(t, order, dst, REDUCE, block, block + 1)
+    return builder.build(owner=order.copy())
+
+
+def collective_from_reduce_scatter(rs: Schedule, collective, meta: dict) -> Schedule:
+    """The ``collective`` built from the reduce-scatter ``rs``: rs itself, its time reversal (allgather) or
+    rs followed by its reversal (allreduce), with ``meta`` attached.
+
+    Raises:
+        ScheduleError: ``collective`` is not a collective name.
+    """
+    coll = Collective.parse(collective)
+    if coll is Collective.REDUCE_SCATTER:
+        return rs.with_meta(**meta)
+    if coll is Collective.ALLGATHER:
+        return reverse(rs, meta=dict(meta))
+    return concat(rs, reverse(rs), meta=dict(meta))
+
+
+def ring_rings(topology: Topology, variant: str) -> list[tuple[np.ndarray, int]]:
+    """The (order, direction) pairs of the concurrent rings of ``variant`` on ``topology``.
+
+    ``unidirectional``: [(ring_order, +1)]; ``bidirectional``: the same order in both directions;
+    ``hamiltonian``: both edge-disjoint Hamiltonian cycles of a 2D torus, each in both directions.
+
+    Raises:
+        UnsupportedShapeError: an unknown variant, or ``hamiltonian`` on anything but a 2D torus that
+            satisfies the condition of Sec. 2.3.1 (r = c*k and gcd(r, c-1) = 1, in either orientation).
+    """
+    if variant == "unidirectional":
+        return [(ring_order(topology), +1)]
+    if variant == "bidirectional":
+        order = ring_order(topology)
+        return [(order, +1), (order, -1)]
+    if variant == "hamiltonian":
+        if topology.kind != "torus" or topology.shape is None or len(topology.shape) != 2:
+            raise UnsupportedShapeError(f"ring variant 'hamiltonian' needs a 2D torus; got {topology.spec} "
+                                        f"(kind {topology.kind}, shape {topology.shape})")
+        h1, h2 = hamiltonian_cycles_2d(topology.shape)
+        return [(h1, +1), (h1, -1), (h2, +1), (h2, -1)]
+    raise UnsupportedShapeError(f"ring: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
+
+
+def _hamiltonian_ok(topology: Topology) -> bool:
+    if topology.kind != "torus" or topology.shape is None or len(topology.shape) != 2:
+        return False
+    try:
+        hamiltonian_cycles_2d(topology.shape)
+    except UnsupportedShapeError:
+        return False
+    return True
+
+
+def default_variant(topology: Topology) -> str:
+    """The ring variant used when none is asked for: ``hamiltonian`` on a 2D torus satisfying the condition
+    of Sec. 2.3.1, else ``bidirectional`` when every compute node has >= 2 outgoing links, else
+    ``unidirectional``."""
+    if _hamiltonian_ok(topology):
+        return "hamiltonian"
+    if int(topology.out_degree[: topology.num_compute].min()) >= 2:
+        return "bidirectional"
+    return "unidirectional"
+
+
+def build_ring(topology: Topology, collective="allreduce", *, variant: str | None = None,
+               ports: int | None = None) -> Schedule:
+    """Ring allreduce / reduce-scatter / allgather on ``topology`` (Swing paper Sec. 2.3.1).
+
+    Args:
+        topology: any topology; rings follow :func:`ring_order` (or the Hamiltonian cycles of a 2D torus).
+        collective: ``allreduce``, ``reduce_scatter`` or ``allgather``.
+        variant: ``unidirectional`` (1 ring), ``bidirectional`` (2 rings, opposite directions, halves of the
+            vector) or ``hamiltonian`` (4 rings on quarters: two edge-disjoint Hamiltonian cycles of a 2D
+            torus, each in both directions). None picks :func:`default_variant` (or the one ``ports``
+            selects).
+        ports: 1, 2 or 4 select unidirectional, bidirectional, hamiltonian; None leaves it to ``variant``.
+
+    Returns:
+        A Schedule with N = topology.num_compute and nblocks = rings * N; the reduce-scatter runs N-1 steps,
+        the allreduce 2(N-1). Block b of ring part k is owned by the rank at ring position b of that ring.
+        ``meta`` = {"algorithm": "ring", "variant": ..., "ports": number of rings}.
+
+    Raises:
+        UnsupportedShapeError: ``ports`` not in {1, 2, 4}, ``ports`` contradicting ``variant``, an unknown
+            variant, or ``hamiltonian`` on a shape that has no two edge-disjoint Hamiltonian cycles.
+    """
+    if ports is not None:
+        if ports not in _PORTS_TO_VARIANT:
+            raise UnsupportedShapeError(f"ring: ports={ports} is not supported; accepted: "
+                                        "1 (unidirectional), 2 (bidirectional), 4 (hamiltonian)")
+        if variant is not None and variant != _PORTS_TO_VARIANT[ports]:
+            raise UnsupportedShapeError(f"ring: ports={ports} contradicts variant {variant!r} "
+                                        f"({variant!r} uses {_VARIANT_PORTS.get(variant, '?')} ports)")
+        variant = _PORTS_TO_VARIANT[ports]
+    if variant is None:
+        variant = default_variant(topology)
+    rings = ring_rings(topology, variant)
+    parts = [ring_reduce_scatter(order, direction) for order, direction in rings]
+    meta = {"algorithm": "ring", "variant": variant, "ports": len(rings)}
+    rs = concurrent(parts, meta=meta)
+    return collective_from_reduce_scatter(rs, collective, meta)
+
+
+register(Algorithm(
+    name="ring",
+    build=build_ring,
+    collectives=("allreduce", "reduce_scatter", "allgather"),
+    variants=VARIANTS,
+    topologies="any (snake ring over the grid shape, else ranks 0..N-1); hamiltonian: 2D tori r x c with "
+               "r = c*k and gcd(r, c-1) = 1 (either orientation)",
+    summary="ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper Sec. 2.3.1)",
+))

@@ -1,0 +1,213 @@
+"""Swing allreduce, reduce-scatter and allgather (De Sensi et al., NSDI'24, Sec. 3-4, App. A).
+
+Constructions:
+
+- **Power-of-two tori, bandwidth-optimal** (Sec. 3.1.1, 4.1, 4.2): a butterfly reduce-scatter with Swing's
+  peers and the logical block remapping, so every send is one contiguous piece; the allgather is its
+  reversal. See :mod:`directcoll.algorithms.butterfly`.
+- **Other shapes, bandwidth-optimal** (Sec. 3.2, App. A.2), built per dimension and lifted to the torus as a
+  product: in a dimension of even size every rank sends only blocks its peer does not already have ("never
+  send a block twice"); in a dimension of odd size d the first d-1 coordinates run Swing and the last one
+  exchanges one block directly with ceil(remaining/2) of them per step (the last step takes the rest),
+  as in Fig. 3. No extra step is needed; an odd dimension adds one block per rank (the 1/p of Sec. 3.2).
+  Blocks stay in rank order, and a send is as many pieces as its block set has runs.
+- **Latency-optimal** (Sec. 3.1.2): every step exchanges the whole vector with the Swing peer. Power-of-two
+  tori only; other shapes first fold onto the largest power-of-two sub-grid and unfold at the end
+  (:class:`~directcoll.algorithms.butterfly.Fold`), our documented fallback: Sec. 3.2 only treats the
+  bandwidth-optimal algorithm, and whole-vector reductions cannot skip duplicated contributions.
+
+Multiport (Sec. 4.1): ``ports`` collectives run side by side on equal parts of the vector, ordered
+plain(dim 0), mirrored(dim 0), plain(dim 1), mirrored(dim 1), ...; the default uses all 2D.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from directcoll.algorithms import butterfly as bf
+from directcoll.algorithms.registry import Algorithm, register
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
+from directcoll.schedule.ops import concat, concurrent, reverse
+from directcoll.topology.model import Topology
+
+VARIANTS = ("bandwidth", "latency")
+
+
+def logical_shape(topology: Topology) -> tuple[int, ...]:
+    """The grid the torus algorithms run on: the topology's shape, or a 1D ring of its ranks."""
+    return topology.shape if topology.shape is not None else (topology.num_compute,)
+
+
+def collectives_for_ports(shape: tuple[int, ...], ports: int | None, name: str) -> list[tuple[int, bool]]:
+    """(first dimension, mirrored) of each concurrent collective: all 2D of them by default.
+
+    Raises:
+        UnsupportedShapeError: ports outside 1..2D.
+    """
+    full = [(dim, mirrored) for dim in range(len(shape)) for mirrored in (False, True)]
+    ports = len(full) if ports is None else ports
+    if not 1 <= ports <= len(full):
+        raise UnsupportedShapeError(f"{name}: ports must be between 1 and 2D = {len(full)} on shape "
+                                    f"{'x'.join(map(str, shape))}, got {ports}")
+    return full[:ports]
+
+
+# -- 1D building block for the general shapes -------------------------------------------------------------
+def swing_1d_allgather(d: int) -> dict[int, list[tuple[int, int, np.ndarray]]]:
+    """Plain Swing allgather on a ring of d >= 2 ranks as block sets (Sec. 3.1.1, 3.2, App. A.2).
+
+    Returns:
+        For every reduce-scatter step index sigma (0 = nearest peer), the allgather's transfers
+        (src, dst, blocks) at that step, blocks a bool mask of shape (d,). The allgather runs sigma from
+        the largest down to 0. Block b starts at rank b.
+
+    Raises:
+        UnsupportedShapeError: if the construction leaves some rank without some block (not expected; the
+            paper's App. A.2 proves it cannot happen).
+    """
+    m = d if d % 2 == 0 else d - 1          # ranks that run Swing; an odd d adds rank d-1 (Fig. 3)
+    steps = max(1, int(np.ceil(np.log2(m))))
+    base = np.arange(m)
+    known = np.eye(d, dtype=bool)
+    in_base = np.arange(d) < m
+    groups: dict[int, np.ndarray] = {}
+    rest = list(range(m)) if m < d else []
+    for sigma in range(steps):
+        take = len(rest) if sigma == steps - 1 else -(-len(rest) // 2)
+        groups[sigma], rest = np.array(rest[:take], dtype=np.int64), rest[take:]
+    plan: dict[int, list[tuple[int, int, np.ndarray]]] = {}
+    for sigma in range(steps - 1, -1, -1):
+        r = int(bf.rho(sigma))
+        peer = np.where(base % 2 == 0, base + r, base - r) % m
+        sends = [(int(a), int(q), known[a] & ~known[q] & in_base) for a, q in zip(base, peer, strict=True)]
+        sends = [t for t in sends if t[2].any()]
+        for j in groups.get(sigma, ()):
+            sends.append((d - 1, int(j), np.arange(d) == d - 1))
+            sends.append((int(j), d - 1, np.arange(d) == j))
+        for a, q, mask in sends:
+            known[q] |= mask
+        plan[sigma] = sends
+    if not known.all():
+        raise UnsupportedShapeError(f"swing: the block-set construction is incomplete on a ring of {d} ranks")
+    return plan
+
+
+def _mirror_1d(plan, d: int):
+    """Conjugate a 1D plan by a -> -a mod d (ranks and blocks): the mirrored collective of Sec. 4.1."""
+    neg = (-np.arange(d)) % d
+    return {s: [(int(neg[a]), int(neg[q]), mask[neg]) for a, q, mask in sends] for s, sends in plan.items()}
+
+
+def _mask_runs(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of True in every row of a (B, n) bool array: (row, start, stop), sorted by row then start."""
+    padded = np.zeros((masks.shape[0], masks.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = masks
+    edges = np.diff(padded, axis=1)
+    rows, starts = np.nonzero(edges == 1)
+    _, stops = np.nonzero(edges == -1)
+    return rows, starts, stops
+
+
+def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool) -> Schedule:
+    """Swing allgather on any torus shape, lifted dimension by dimension from :func:`swing_1d_allgather`.
+
+    At a step in dimension w, a 1D transfer x -> y with block set M becomes, for every rank a with a_w = x,
+    a transfer to a + (y - x) e_w of the blocks b with b_w in M and b_i in the set rank a currently knows
+    in dimension i (i != w). Blocks are in rank order (block b starts at rank b).
+    """
+    p = int(np.prod(shape))
+    plans = [swing_1d_allgather(d) for d in shape]
+    if mirrored:
+        plans = [_mirror_1d(pl, d) for pl, d in zip(plans, shape, strict=True)]
+    known = [np.eye(d, dtype=bool) for d in shape]
+    coords = np.stack(np.unravel_index(np.arange(p), shape), axis=-1)
+    seq = bf.dimension_sequence([len(pl) for pl in plans], first_dim)
+    b = ScheduleBuilder(Collective.ALLGATHER, p, p)
+    for step, (dim, sigma) in enumerate(reversed(seq)):
+        for x, y, mask in plans[dim][sigma]:
+            senders = np.flatnonzero(coords[:, dim] == x)
+            sets = np.ones((len(senders),) + shape, dtype=bool)
+            for i, d in enumerate(shape):
+                view = [len(senders)] + [1] * len(shape)
+                view[i + 1] = d
+                rows = np.broadcast_to(mask, (len(senders), d)) if i == dim else known[i][coords[senders, i]]
+                sets &= rows.reshape(view)
+            row, start, stop = _mask_runs(sets.reshape(len(senders), p))
+            counts = np.bincount(row, minlength=len(senders))
+            dst = senders + (y - x) * int(np.prod(shape[dim + 1:]))
+            b.add_pieces(step, senders, dst, COPY, counts, start, stop)
+        for x, y, mask in plans[dim][sigma]:
+            known[dim][y] |= mask
+    return b.build()
+
+
+# -- the algorithm ----------------------------------------------------------------------------------------
+def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
+          ports: int | None = None) -> Schedule:
+    """Swing on the topology's grid (its shape; a 1D ring of its ranks if it has none).
+
+    Args:
+        topology: any topology; tori, meshes, HyperX, HammingMesh and hypercubes use their shape.
+        collective: allreduce, reduce_scatter or allgather (the latter two bandwidth-optimal only).
+        variant: "bandwidth" (default; 2 ceil(log2 d_i) steps summed over dimensions, Psi = 1) or
+            "latency" (allreduce only, sum of log2 steps, whole vector every step).
+        ports: concurrent collectives, 1..2D (default 2D: D plain + D mirrored, Sec. 4.1).
+
+    Returns:
+        The schedule, meta = {algorithm, variant, ports, construction}. nblocks = ports * N for the
+        bandwidth-optimal variant, ports for the latency-optimal one.
+
+    Raises:
+        UnsupportedShapeError: latency variant with a collective other than allreduce, ports out of range.
+    """
+    collective = Collective.parse(collective)
+    variant = variant or "bandwidth"
+    shape = logical_shape(topology)
+    parts = collectives_for_ports(shape, ports, "swing")
+    meta = {"algorithm": "swing", "variant": variant, "ports": len(parts)}
+    p = topology.num_compute
+    if variant == "latency":
+        if collective is not Collective.ALLREDUCE:
+            raise UnsupportedShapeError("swing: the latency-optimal variant is an allreduce; use "
+                                        "--variant bandwidth for reduce_scatter and allgather")
+        fold = bf.Fold(shape)
+        b = ScheduleBuilder(Collective.ALLREDUCE, p, len(parts))
+        s0 = fold.add_pre(b, 0, len(parts))
+        steps = 0
+        for i, (dim, mirrored) in enumerate(parts):
+            peers = bf.peer_table("swing", fold.sub_shape, dim, mirrored)
+            bf.add_exchange(b, peers, fold.sub_ranks, s0, i, i + 1)
+            steps = len(peers)
+        fold.add_post(b, s0 + steps, 0, len(parts))
+        return b.build(meta={**meta, "construction": "fold" if fold.needed else "butterfly"})
+    if variant != "bandwidth":
+        raise UnsupportedShapeError(f"swing: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
+    if all(bf.is_power_of_two(d) for d in shape):
+        rs_parts = []
+        for dim, mirrored in parts:
+            b = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
+            pos = bf.add_reduce_scatter(b, bf.peer_table("swing", shape, dim, mirrored), np.arange(p), 0, 0)
+            owner = np.empty(p, dtype=np.int64)
+            owner[pos] = np.arange(p)
+            rs_parts.append(b.build(owner=owner))
+        rs = concurrent(rs_parts)
+        construction = "butterfly"
+    else:
+        rs = reverse(concurrent([product_allgather(shape, dim, mirrored) for dim, mirrored in parts]))
+        construction = "block-set product"
+    meta["construction"] = construction
+    if collective is Collective.REDUCE_SCATTER:
+        return rs.with_meta(**meta)
+    ag = reverse(rs)
+    if collective is Collective.ALLGATHER:
+        return ag.with_meta(**meta)
+    return concat(rs, ag, meta=meta)
+
+
+register(Algorithm(
+    name="swing", build=swing, collectives=("allreduce", "reduce_scatter", "allgather"), variants=VARIANTS,
+    topologies="any grid topology (torus, mesh, HyperX, HammingMesh, hypercube, ring) of any shape and size; "
+               "other topologies as a 1D ring of their ranks",
+    summary="Swing (De Sensi et al. NSDI'24): short-cutting butterfly, multiport plain + mirrored",
+))

@@ -1,0 +1,24 @@
+"""The schedule IR (DESIGN.md): columnar transfers over a block-addressed buffer, and passes over it."""
+
+from directcoll.schedule.io import from_dict, load, save, to_dict
+from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder, default_owner
+from directcoll.schedule.ops import StepSummary, concat, concurrent, offset_steps, reverse, step_summary
+
+__all__ = [
+    "COPY",
+    "REDUCE",
+    "Collective",
+    "Schedule",
+    "ScheduleBuilder",
+    "StepSummary",
+    "concat",
+    "concurrent",
+    "default_owner",
+    "from_dict",
+    "load",
+    "offset_steps",
+    "reverse",
+    "save",
+    "step_summary",
+    "to_dict",
+]

@@ -1,0 +1,254 @@
+"""The schedule IR of DESIGN.md: one columnar representation for every collective and algorithm.
+
+Buffer coordinate: every rank sees one buffer of ``nblocks`` equal blocks, addressed by x in [0, nblocks).
+A piece is a half-open interval [a, b) of that coordinate, stored exactly as integer numerators over the
+schedule-wide ``denominator`` (block algorithms use denominator 1; LP schedules use the least common
+denominator of their rational ends).
+
+A transfer is (step, src rank, dst rank, op in {copy, reduce}, pieces, optional route). Semantics are
+bulk-synchronous: all transfers of step t read their pieces as they stood at the end of step t-1; then
+``reduce`` adds into the destination and ``copy`` overwrites it.
+
+Ownership (reduce-scatter and allgather): ``owner[b]`` is the rank that ends with (reduce-scatter) or starts
+with (allgather) block b. The default is MPI's: rank r owns blocks [r*k, (r+1)*k) with k = nblocks / N.
+Algorithms that remap blocks logically (Swing Sec. 3.1.1) say so through ``owner``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cached_property
+
+import numpy as np
+
+from directcoll.errors import ScheduleError
+
+
+class Collective(StrEnum):
+    """The collectives a schedule can implement (MPI semantics)."""
+
+    ALLGATHER = "allgather"
+    REDUCE_SCATTER = "reduce_scatter"
+    ALLREDUCE = "allreduce"
+
+    @classmethod
+    def parse(cls, name) -> Collective:
+        text = str(name).strip().lower().replace("-", "_")
+        aliases = {"reducescatter": "reduce_scatter", "rs": "reduce_scatter", "ag": "allgather"}
+        text = aliases.get(text, text)
+        try:
+            return cls(text)
+        except ValueError:
+            raise ScheduleError(f"unknown collective {name!r}; accepted: "
+                                f"{', '.join(c.value for c in cls)}") from None
+
+    @property
+    def has_owner(self) -> bool:
+        return self in (Collective.ALLGATHER, Collective.REDUCE_SCATTER)
+
+
+COPY = np.uint8(0)
+REDUCE = np.uint8(1)
+OP_NAMES = ("copy", "reduce")
+
+
+def default_owner(nranks: int, nblocks: int) -> np.ndarray:
+    """MPI ownership: block b belongs to rank b // (nblocks / N). Requires N | nblocks."""
+    if nblocks % nranks:
+        raise ScheduleError(f"default ownership needs nblocks ({nblocks}) divisible by N ({nranks})")
+    return np.arange(nblocks, dtype=np.int64) // (nblocks // nranks)
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A collective schedule in columnar form.
+
+    Attributes (T transfers, P pieces):
+        collective: what the schedule implements.
+        nranks: N.
+        nblocks: number of equal blocks of the buffer.
+        step, src, dst: int64 (T,), sorted by step.
+        op: uint8 (T,), 0 = copy, 1 = reduce.
+        piece_offsets: int64 (T+1,), transfer i owns pieces piece_offsets[i]:piece_offsets[i+1].
+        piece_start, piece_stop: int64 (P,), numerators over ``denominator`` of the piece ends.
+        denominator: positive int.
+        owner: int64 (nblocks,) for reduce-scatter / allgather, None for allreduce.
+        route_offsets, route_links: optional explicit routes (CSR over link ids of the topology);
+            transfer i follows route_links[route_offsets[i]:route_offsets[i+1]], empty = route it yourself.
+        meta: algorithm name and parameters, topology spec, anything else JSON-serializable.
+
+    Raises:
+        ScheduleError: on construction, if any array is inconsistent (see :meth:`validate`).
+    """
+
+    collective: Collective
+    nranks: int
+    nblocks: int
+    step: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    op: np.ndarray
+    piece_offsets: np.ndarray
+    piece_start: np.ndarray
+    piece_stop: np.ndarray
+    denominator: int = 1
+    owner: np.ndarray | None = None
+    route_offsets: np.ndarray | None = None
+    route_links: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "collective", Collective.parse(self.collective))
+        for name in ("step", "src", "dst", "piece_offsets", "piece_start", "piece_stop"):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
+        object.__setattr__(self, "op", np.ascontiguousarray(self.op, dtype=np.uint8))
+        if self.owner is None and self.collective.has_owner:
+            object.__setattr__(self, "owner", default_owner(self.nranks, self.nblocks))
+        if self.owner is not None:
+            if not self.collective.has_owner:
+                object.__setattr__(self, "owner", None)
+            else:
+                object.__setattr__(self, "owner", np.ascontiguousarray(self.owner, dtype=np.int64))
+        self.validate()
+
+    # -- checks ----------------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check every structural invariant; raise ScheduleError naming the first violation."""
+        t = len(self.step)
+        if self.nranks < 1 or self.nblocks < 1 or self.denominator < 1:
+            raise ScheduleError(f"need nranks, nblocks, denominator >= 1; got {self.nranks}, "
+                                f"{self.nblocks}, {self.denominator}")
+        for name in ("src", "dst", "op"):
+            if len(getattr(self, name)) != t:
+                raise ScheduleError(f"{name} has {len(getattr(self, name))} entries, step has {t}")
+        po = self.piece_offsets
+        if len(po) != t + 1 or po[0] != 0 or (t and np.any(np.diff(po) < 0)):
+            raise ScheduleError("piece_offsets must have T+1 non-decreasing entries starting at 0")
+        if po[-1] != len(self.piece_start) or len(self.piece_stop) != len(self.piece_start):
+            raise ScheduleError("piece_offsets[-1] must equal the number of pieces in piece_start/piece_stop")
+        if t:
+            if self.step.min() < 0 or np.any(np.diff(self.step) < 0):
+                raise ScheduleError("steps must be >= 0 and transfers sorted by step")
+            for name in ("src", "dst"):
+                a = getattr(self, name)
+                if a.min() < 0 or a.max() >= self.nranks:
+                    bad = int(np.flatnonzero((a < 0) | (a >= self.nranks))[0])
+                    raise ScheduleError(f"transfer {bad} (step {self.step[bad]}): {name} rank {a[bad]} "
+                                        f"outside 0..{self.nranks - 1}")
+            if np.any(self.src == self.dst):
+                bad = int(np.flatnonzero(self.src == self.dst)[0])
+                raise ScheduleError(f"transfer {bad} (step {self.step[bad]}) sends rank {self.src[bad]} "
+                                    "to itself")
+            if self.op.max() > 1:
+                raise ScheduleError("op must be 0 (copy) or 1 (reduce)")
+        hi = self.nblocks * self.denominator
+        if len(self.piece_start):
+            bad = (self.piece_start < 0) | (self.piece_stop > hi) | (self.piece_stop <= self.piece_start)
+            if bad.any():
+                p = int(np.flatnonzero(bad)[0])
+                i = int(np.searchsorted(po, p, side="right") - 1)
+                raise ScheduleError(f"transfer {i} (step {self.step[i]}): piece "
+                                    f"[{self.piece_start[p]}/{self.denominator}, "
+                                    f"{self.piece_stop[p]}/{self.denominator}) is empty or outside "
+                                    f"[0, {self.nblocks})")
+        if self.owner is not None:
+            if len(self.owner) != self.nblocks or (self.nblocks and (
+                    self.owner.min() < 0 or self.owner.max() >= self.nranks)):
+                raise ScheduleError(f"owner must map each of the {self.nblocks} blocks to a rank "
+                                    f"0..{self.nranks - 1}")
+        if (self.route_offsets is None) != (self.route_links is None):
+            raise ScheduleError("route_offsets and route_links come together")
+        if self.route_offsets is not None and len(self.route_offsets) != t + 1:
+            raise ScheduleError("route_offsets must have T+1 entries")
+
+    # -- derived ---------------------------------------------------------------------------------------
+    @property
+    def num_transfers(self) -> int:
+        return len(self.step)
+
+    @property
+    def num_pieces(self) -> int:
+        return len(self.piece_start)
+
+    @property
+    def num_steps(self) -> int:
+        """Number of steps (one more than the largest step index; 0 for an empty schedule)."""
+        return int(self.step[-1]) + 1 if len(self.step) else 0
+
+    @cached_property
+    def step_bounds(self) -> np.ndarray:
+        """Transfers of step t are ``step_bounds[t]:step_bounds[t+1]``; shape (num_steps+1,)."""
+        return np.searchsorted(self.step, np.arange(self.num_steps + 1))
+
+    @cached_property
+    def piece_transfer(self) -> np.ndarray:
+        """For every piece, the index of its transfer; shape (P,)."""
+        return np.repeat(np.arange(self.num_transfers), np.diff(self.piece_offsets))
+
+    @cached_property
+    def transfer_size(self) -> np.ndarray:
+        """Size of every transfer as a fraction of the whole buffer (vector); float64 (T,)."""
+        lengths = (self.piece_stop - self.piece_start).astype(float)
+        sizes = np.bincount(self.piece_transfer, weights=lengths, minlength=self.num_transfers)
+        return sizes / (self.nblocks * self.denominator)
+
+    @property
+    def algorithm(self) -> str:
+        return str(self.meta.get("algorithm", "unknown"))
+
+    def with_meta(self, **meta) -> Schedule:
+        return replace(self, meta={**self.meta, **meta})
+
+    def __repr__(self) -> str:
+        return (f"Schedule({self.collective.value}, {self.algorithm}, N={self.nranks}, "
+                f"nblocks={self.nblocks}, steps={self.num_steps}, transfers={self.num_transfers})")
+
+
+def reorder_csr(offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reorder the rows of a CSR structure: returns (new offsets, indices of the entries in new order)."""
+    counts = np.diff(offsets)[order]
+    new_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    idx = np.repeat(offsets[:-1][order] - new_offsets[:-1], counts) + np.arange(new_offsets[-1])
+    return new_offsets, idx
+
+
+class ScheduleBuilder:
+    """Collects transfers as numpy arrays, one batch at a time, and builds a sorted :class:`Schedule`.
+
+    ``add`` takes one piece per transfer (the common case: contiguous sends); ``add_pieces`` takes CSR
+    pieces. Batches may come in any step order; ``build`` sorts them stably by step.
+    """
+
+    def __init__(self, collective, nranks: int, nblocks: int, *, denominator: int = 1) -> None:
+        self.collective = Collective.parse(collective)
+        self.nranks, self.nblocks, self.denominator = int(nranks), int(nblocks), int(denominator)
+        self._cols: list[tuple[np.ndarray, ...]] = []
+
+    def add(self, step, src, dst, op, start, stop) -> None:
+        """Add transfers with one piece [start, stop) each (numerators over ``denominator``); broadcasts."""
+        step, src, dst, op, start, stop = (np.ravel(a) for a in np.broadcast_arrays(
+            np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
+            np.asarray(op, np.int64), np.asarray(start, np.int64), np.asarray(stop, np.int64)))
+        self._cols.append((step, src, dst, op, np.ones(len(step), np.int64), start, stop))
+
+    def add_pieces(self, step, src, dst, op, counts, start, stop) -> None:
+        """Add transfers whose pieces are CSR: transfer i has ``counts[i]`` consecutive pieces."""
+        step, src, dst, op, counts = (np.ravel(a) for a in np.broadcast_arrays(
+            np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
+            np.asarray(op, np.int64), np.asarray(counts, np.int64)))
+        start, stop = np.asarray(start, np.int64).ravel(), np.asarray(stop, np.int64).ravel()
+        if counts.sum() != len(start) or len(start) != len(stop):
+            raise ScheduleError("add_pieces: counts must sum to the number of pieces")
+        self._cols.append((step, src, dst, op, counts, start, stop))
+
+    def build(self, *, owner=None, meta: dict | None = None) -> Schedule:
+        if self._cols:
+            step, src, dst, op, counts, start, stop = (np.concatenate(c) for c in zip(*self._cols, strict=True))
+        else:
+            step = src = dst = op = counts = start = stop = np.zeros(0, np.int64)
+        order = np.argsort(step, kind="stable")
+        offsets, idx = reorder_csr(np.concatenate([[0], np.cumsum(counts)]), order)
+        return Schedule(self.collective, self.nranks, self.nblocks, step[order], src[order], dst[order],
+                        op[order], offsets, start[idx], stop[idx], self.denominator, owner=owner,
+                        meta=meta or {})

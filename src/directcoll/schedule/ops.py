@@ -1,0 +1,160 @@
+"""Passes over the schedule IR: sequence, reverse, run side by side, shift steps, summarize."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import lcm
+
+import numpy as np
+
+from directcoll.errors import ScheduleError
+from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, reorder_csr
+
+_SEQUENCES = {(Collective.REDUCE_SCATTER, Collective.ALLGATHER): Collective.ALLREDUCE}
+
+
+def offset_steps(schedule: Schedule, by: int) -> Schedule:
+    """The same schedule with every step index increased by ``by`` (>= -first step)."""
+    if schedule.num_transfers and schedule.step[0] + by < 0:
+        raise ScheduleError(f"offset_steps: shifting by {by} would make step {schedule.step[0] + by} negative")
+    return replace(schedule, step=schedule.step + by)
+
+
+def concat(first: Schedule, second: Schedule, *, meta: dict | None = None) -> Schedule:
+    """Run ``second`` after ``first``: reduce-scatter followed by allgather gives allreduce.
+
+    Both must have the same N, nblocks and ownership. Denominators are brought to their lcm.
+
+    Raises:
+        ScheduleError: a pair other than (reduce_scatter, allgather), or mismatched N / nblocks / owner.
+    """
+    kind = _SEQUENCES.get((first.collective, second.collective))
+    if kind is None:
+        raise ScheduleError(f"concat: cannot sequence {first.collective.value} then "
+                            f"{second.collective.value}; accepted: reduce_scatter then allgather")
+    if (first.nranks, first.nblocks) != (second.nranks, second.nblocks):
+        raise ScheduleError(f"concat: N/nblocks differ: {first.nranks}/{first.nblocks} vs "
+                            f"{second.nranks}/{second.nblocks}")
+    if not np.array_equal(first.owner, second.owner):
+        raise ScheduleError("concat: the reduce-scatter leaves blocks where the allgather does not start")
+    a, b = _common_denominator(first, second)
+    b = offset_steps(b, a.num_steps)
+    offsets = np.concatenate([a.piece_offsets, b.piece_offsets[1:] + a.piece_offsets[-1]])
+    routes = _concat_routes([a, b])
+    return Schedule(kind, a.nranks, a.nblocks, np.concatenate([a.step, b.step]),
+                    np.concatenate([a.src, b.src]), np.concatenate([a.dst, b.dst]),
+                    np.concatenate([a.op, b.op]), offsets, np.concatenate([a.piece_start, b.piece_start]),
+                    np.concatenate([a.piece_stop, b.piece_stop]), a.denominator, None, *routes,
+                    meta=meta if meta is not None else dict(first.meta))
+
+
+def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
+    """Time-reverse a schedule on the transposed graph: allgather <-> reduce-scatter.
+
+    Step t becomes step T-1-t, src and dst swap, copy becomes reduce and vice versa (Zhao et al. Theorem 1,
+    Corollary 1.1). Ownership is kept: the reduce-scatter that reverses an allgather leaves block b at the
+    rank the allgather started it from.
+
+    Raises:
+        ScheduleError: an allreduce (it is its own kind of collective, not a reversal pair) or a schedule
+            with explicit routes (their links would need the topology to be reversed).
+    """
+    flip = {Collective.ALLGATHER: Collective.REDUCE_SCATTER, Collective.REDUCE_SCATTER: Collective.ALLGATHER}
+    if schedule.collective not in flip:
+        raise ScheduleError(f"reverse: only allgather and reduce_scatter reverse; got {schedule.collective}")
+    if schedule.route_offsets is not None:
+        raise ScheduleError("reverse: schedules with explicit routes cannot be reversed without the topology")
+    t = schedule.num_steps
+    order = np.arange(schedule.num_transfers)[::-1]
+    order = order[np.argsort(t - 1 - schedule.step[order], kind="stable")]
+    offsets, idx = reorder_csr(schedule.piece_offsets, order)
+    op = np.where(schedule.op[order] == REDUCE, COPY, REDUCE)
+    return Schedule(flip[schedule.collective], schedule.nranks, schedule.nblocks, t - 1 - schedule.step[order],
+                    schedule.dst[order], schedule.src[order], op, offsets,
+                    schedule.piece_start[idx], schedule.piece_stop[idx], schedule.denominator,
+                    schedule.owner, meta=meta if meta is not None else dict(schedule.meta))
+
+
+def concurrent(parts: list[Schedule], *, meta: dict | None = None) -> Schedule:
+    """Run several schedules of one collective at the same time on consecutive parts of the buffer.
+
+    Part i's blocks become blocks ``[sum of earlier nblocks, ...)`` of the result; every part must have the
+    same nblocks, so the parts are equal slices of the vector (the multiport technique of Swing Sec. 4.1:
+    2D collectives on n/(2D) bytes each). Steps are kept: step t of every part runs in step t.
+
+    Raises:
+        ScheduleError: no parts, or parts of different collectives, N or nblocks.
+    """
+    if not parts:
+        raise ScheduleError("concurrent: need at least one schedule")
+    c, n, nb = parts[0].collective, parts[0].nranks, parts[0].nblocks
+    if any((p.collective, p.nranks, p.nblocks) != (c, n, nb) for p in parts):
+        raise ScheduleError("concurrent: every part must have the same collective, N and nblocks")
+    parts = list(_common_denominator(*parts))
+    den = parts[0].denominator
+    shift = [i * nb * den for i in range(len(parts))]
+    step = np.concatenate([p.step for p in parts])
+    order = np.argsort(step, kind="stable")
+    starts = np.concatenate([p.piece_start + s for p, s in zip(parts, shift, strict=True)])
+    stops = np.concatenate([p.piece_stop + s for p, s in zip(parts, shift, strict=True)])
+    base = np.cumsum([0] + [p.num_pieces for p in parts])
+    all_offsets = np.concatenate([[0]] + [p.piece_offsets[1:] + b for p, b in zip(parts, base, strict=False)])
+    offsets, idx = reorder_csr(all_offsets, order)
+    owner = None if parts[0].owner is None else np.concatenate([p.owner for p in parts])
+    routes = _concat_routes(parts)
+    if routes[0] is not None:
+        route_offsets, ridx = reorder_csr(routes[0], order)
+        routes = (route_offsets, routes[1][ridx])
+    return Schedule(c, n, nb * len(parts), step[order], np.concatenate([p.src for p in parts])[order],
+                    np.concatenate([p.dst for p in parts])[order], np.concatenate([p.op for p in parts])[order],
+                    offsets, starts[idx], stops[idx], den, owner, *routes,
+                    meta=meta if meta is not None else dict(parts[0].meta))
+
+
+def _common_denominator(*schedules: Schedule) -> tuple[Schedule, ...]:
+    den = lcm(*(s.denominator for s in schedules))
+    return tuple(s if s.denominator == den else replace(
+        s, denominator=den, piece_start=s.piece_start * (den // s.denominator),
+        piece_stop=s.piece_stop * (den // s.denominator)) for s in schedules)
+
+
+def _concat_routes(parts) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if all(p.route_offsets is None for p in parts):
+        return None, None
+    offs, links, base = [np.zeros(1, np.int64)], [], 0
+    for p in parts:
+        o = p.route_offsets if p.route_offsets is not None else np.zeros(p.num_transfers + 1, np.int64)
+        offs.append(o[1:] + base)
+        links.append(p.route_links if p.route_links is not None else np.zeros(0, np.int64))
+        base += o[-1]
+    return np.concatenate(offs), np.concatenate(links)
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """Per-step figures, each an array of shape (num_steps,); sizes are fractions of the vector."""
+
+    transfers: np.ndarray
+    bytes_per_rank: np.ndarray      # mean over ranks of the data a rank sends in the step
+    max_bytes_per_rank: np.ndarray  # the most any rank sends in the step
+    max_transfer: np.ndarray        # the largest single transfer in the step
+
+    def rows(self) -> list[dict]:
+        return [{"step": i, "transfers": int(self.transfers[i]), "bytes_per_rank": float(self.bytes_per_rank[i]),
+                 "max_bytes_per_rank": float(self.max_bytes_per_rank[i]),
+                 "max_transfer": float(self.max_transfer[i])} for i in range(len(self.transfers))]
+
+
+def step_summary(schedule: Schedule) -> StepSummary:
+    """Transfers, mean and max data sent per rank, and largest transfer, for every step.
+
+    Sizes are fractions of the vector (multiply by the vector's bytes to get bytes).
+    """
+    s, size = schedule.step, schedule.transfer_size
+    nsteps = schedule.num_steps
+    transfers = np.bincount(s, minlength=nsteps)
+    per_rank = np.zeros((nsteps, schedule.nranks))
+    np.add.at(per_rank, (s, schedule.src), size)
+    biggest = np.zeros(nsteps)
+    np.maximum.at(biggest, s, size)
+    return StepSummary(transfers, per_rank.mean(axis=1), per_rank.max(axis=1), biggest)
