@@ -85,7 +85,7 @@ def swing_1d_allgather(d: int) -> dict[int, list[tuple[int, int, np.ndarray]]]:
         for j in groups.get(sigma, ()):
             sends.append((d - 1, int(j), np.arange(d) == d - 1))
             sends.append((int(j), d - 1, np.arange(d) == j))
-        for a, q, mask in sends:
+        for _src, q, mask in sends:
             known[q] |= mask
         plan[sigma] = sends
     if not known.all():
@@ -137,7 +137,7 @@ def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool) ->
             counts = np.bincount(row, minlength=len(senders))
             dst = senders + (y - x) * int(np.prod(shape[dim + 1:]))
             b.add_pieces(step, senders, dst, COPY, counts, start, stop)
-        for x, y, mask in plans[dim][sigma]:
+        for _x, y, mask in plans[dim][sigma]:
             known[dim][y] |= mask
     return b.build()
 
