@@ -43,11 +43,14 @@ def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
     if d.get("version") != VERSION:
         raise ScheduleFormatError(f"{source}: schedule format version {d.get('version')!r} is not supported; "
                                   f"this directcoll reads version {VERSION}")
-    missing = [k for k in ("collective", "nranks", "nblocks", *_ARRAYS) if k not in d]
+    missing = [k for k in ("collective", "nranks", "nblocks", *_ARRAYS) if d.get(k) is None]
     if missing:
         raise ScheduleFormatError(f"{source}: missing fields {', '.join(missing)}")
-    arrays = {k: np.asarray(d[k], dtype=np.int64) for k in _ARRAYS}
-    optional = {k: None if d.get(k) is None else np.asarray(d[k], dtype=np.int64) for k in _OPTIONAL}
+    try:
+        arrays = {k: np.asarray(d[k], dtype=np.int64) for k in _ARRAYS}
+        optional = {k: None if d.get(k) is None else np.asarray(d[k], dtype=np.int64) for k in _OPTIONAL}
+    except (TypeError, ValueError) as exc:
+        raise ScheduleFormatError(f"{source}: schedule arrays must hold integers ({exc})") from None
     try:
         return Schedule(d["collective"], int(d["nranks"]), int(d["nblocks"]), denominator=int(d.get("denominator", 1)),
                         meta=dict(d.get("meta") or {}), **arrays, **optional)
@@ -80,8 +83,8 @@ def load(path) -> Schedule:
         try:
             with np.load(path, allow_pickle=False) as z:
                 d = json.loads(str(z["header"]))
-                for k in _ARRAYS + _OPTIONAL:
-                    d[k] = z[k] if k in z.files else None
+                if isinstance(d, dict):  # anything else is rejected by from_dict
+                    d.update({k: z[k] for k in _ARRAYS + _OPTIONAL if k in z.files})
         except (OSError, ValueError, KeyError) as exc:
             raise ScheduleFormatError(f"{path}: not a readable .npz schedule ({exc})") from None
         return from_dict(d, source=str(path))

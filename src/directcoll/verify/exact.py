@@ -11,6 +11,7 @@ rank) to name the step where the fault was introduced and what went wrong.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
@@ -97,22 +98,27 @@ def _chunks(lengths: np.ndarray, limit: int) -> list[tuple[int, int]]:
 
 
 def _overlaps(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Indices (into the inputs) of pieces that overlap an earlier piece written to the same rank."""
+    """Indices (into the inputs) of every piece that overlaps another piece written to the same rank,
+    in (rank, lo) order: both sides of each overlap, so a clash is seen whichever piece sorts first."""
     order = np.lexsort((lo, rank))
     big = int(hi.max()) + 1
     r, a, b = rank[order], lo[order], hi[order]
     reach = np.maximum.accumulate(r * big + b)  # running max of hi within each rank (ranks ascend)
-    overlap = np.r_[False, (r[1:] == r[:-1]) & (r[1:] * big + a[1:] < reach[:-1])]
-    return order[overlap]
+    same = r[1:] == r[:-1]
+    overlaps_earlier = np.r_[False, same & (r[1:] * big + a[1:] < reach[:-1])]
+    overlaps_next = np.r_[same & (a[1:] < b[:-1]), False]  # sorted by lo: the next piece is the first to hit
+    return order[overlaps_earlier | overlaps_next]
 
 
-def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22) -> VerifyResult:
+def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
+           on_step: Callable[[int, int], None] | None = None) -> VerifyResult:
     """Execute ``schedule`` exactly and check it implements its collective.
 
     Args:
         schedule: any schedule of the IR.
         seed: seed of the random words (results do not depend on it except with probability 2^-64).
         chunk_elements: bound on the index arrays built at once (memory, not semantics).
+        on_step: called as on_step(steps done, total steps) after every step (progress bars).
 
     Returns:
         VerifyResult with ``ok`` and, when not ok, the first failure: the step that introduced it, the
@@ -141,6 +147,8 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22) 
                   transfers=s.num_transfers, segments=nseg)
 
     for t in range(s.num_steps):
+        if on_step is not None:
+            on_step(t, s.num_steps)
         p0, p1 = s.piece_offsets[bounds[t]], s.piece_offsets[bounds[t + 1]]
         if p0 == p1:
             continue
@@ -149,9 +157,11 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22) 
         lo, hi = seg.lo[p0:p1], seg.hi[p0:p1]
         clash = _overlaps(dst, lo, hi)
         if len(clash) and np.any(op[clash] == COPY):
-            i = int(clash[0])
+            i = int(clash[op[clash] == COPY][0])
+            other = np.flatnonzero((dst == dst[i]) & (lo < hi[i]) & (hi > lo[i]))
+            cell = max(int(lo[i]), int(lo[other[other != i]].min()))  # first segment both write
             return VerifyResult(False, **result, failure=Failure(
-                t, int(dst[i]), seg.interval(int(lo[i])), "-", "-",
+                t, int(dst[i]), seg.interval(cell), "-", "-",
                 "a copy and another transfer write the same segment of this rank in one step"))
         chunks = _chunks(hi - lo, chunk_elements)
         values = [flat[_flat_indices(src[a:b], lo[a:b], hi[a:b], nseg)] for a, b in chunks]

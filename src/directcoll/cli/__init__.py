@@ -1,0 +1,1 @@
+"""The directcoll command line."""

@@ -1,0 +1,138 @@
+"""Closed-form metrics of a schedule on a topology: steps, bytes, the deficiencies of Swing Sec. 2.2, Zhao et
+al.'s T_L and T_B, and an alpha-beta-gamma time without contention.
+
+Definitions (sizes are fractions of the vector, so they scale with any vector size n):
+
+- **steps** and **T_L** (in units of alpha): the number of steps.
+- **bytes per rank**: the most data any rank sends over the whole schedule.
+- **port time** of a step: the largest of, over ranks, its biggest single transfer and its total sent or
+  received data divided by its number of ports (out-degree), i.e. the step's duration at one byte per unit
+  time per port when nothing else interferes.
+- **Lambda** (latency deficiency, Eq. 1): steps / log2 p.
+- **Psi** (bandwidth deficiency, Eq. 1): the sum of port times divided by the lower bound
+  2 (p-1)/p * n / ports for allreduce ((p-1)/p * n / ports for reduce-scatter and allgather); the paper
+  drops the (p-1)/p factor, so its optimal Psi of 1 is exactly 1 here for every p.
+- **Xi** (congestion deficiency): sum over steps of the largest size x hop distance of a transfer, divided by
+  the sum over steps of the largest transfer size: the bandwidth term of Sec. 4.1,
+  sum_s n/(2D) delta(s) / 2^(s+1), with the distance each transfer actually travels on the topology in
+  place of delta, normalised by the same sum with all distances 1. For Swing-B this is the quantity of
+  Table 2 (1.19 on 64x64, 1.03 on 8x8x8, 1.008 on 8x8x8x8).
+- **T_B** (Zhao et al. Sec. 3.2): sum over steps of max over links of load / link bandwidth, with loads from
+  minimal-path routing split evenly over all shortest paths; reported in units of M/B with B the node
+  bandwidth (degree x link bandwidth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from directcoll.errors import TopologyError
+from directcoll.schedule.ir import REDUCE, Collective, Schedule
+from directcoll.topology.model import Topology
+from directcoll.topology.routing import hop_distance, link_loads
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """alpha (s per step), gamma (s per byte reduced); beta (s per byte) defaults to 1 / link bandwidth.
+
+    The default alpha is one hop of the Swing paper's SST setup (Sec. 5: 100 ns link + 300 ns per-hop).
+    """
+
+    alpha: float = 400e-9
+    gamma: float = 0.0
+    beta: float | None = None
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """The metrics of :func:`analyze` (see the module docstring for their definitions)."""
+
+    algorithm: str
+    collective: str
+    topology: str
+    ranks: int
+    steps: int
+    bytes_per_rank: float
+    latency_deficiency: float
+    bandwidth_deficiency: float
+    congestion_deficiency: float
+    t_l_steps: int
+    t_b_m_over_b: float | None
+    port_time: np.ndarray = field(repr=False)      # per step, fraction of n per port
+    reduce_time: np.ndarray = field(repr=False)    # per step, largest fraction of n reduced by one rank
+    link_bound: np.ndarray | None = field(repr=False, default=None)  # per step, max load / bandwidth (s/byte)
+    link_bandwidth: float = 0.0
+
+    def time(self, size_bytes, params: CostParams = CostParams()) -> np.ndarray:
+        """alpha-beta-gamma time without contention, seconds, for one or many vector sizes (bytes)."""
+        beta = params.beta if params.beta is not None else 1.0 / self.link_bandwidth
+        size = np.asarray(size_bytes, dtype=float)
+        return (self.steps * params.alpha + size * beta * self.port_time.sum()
+                + size * params.gamma * self.reduce_time.sum())
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("port_time", "reduce_time", "link_bound"):
+            d.pop(k)
+        return d
+
+
+def _per_step_max(step: np.ndarray, values: np.ndarray, nsteps: int) -> np.ndarray:
+    out = np.zeros(nsteps)
+    np.maximum.at(out, step, values)
+    return out
+
+
+def lower_bound_port_time(collective: Collective, ranks: int, ports: int) -> float:
+    """Least total port time of a collective: 2 (p-1)/p / ports for allreduce, half for RS and AG."""
+    factor = 2.0 if collective is Collective.ALLREDUCE else 1.0
+    return factor * (ranks - 1) / ranks / ports
+
+
+def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = True) -> CostReport:
+    """Compute the metrics of the module docstring for ``schedule`` run on ``topology``.
+
+    Args:
+        schedule: a schedule whose ranks are the topology's compute nodes 0..N-1.
+        topology: where it runs; hop distances and link loads come from its minimal paths.
+        link_loads_too: route every step to compute T_B (the only part that needs link loads).
+
+    Raises:
+        TopologyError: the schedule has more ranks than the topology has compute nodes.
+    """
+    s, n = schedule, schedule.nranks
+    if n != topology.num_compute:
+        raise TopologyError(f"schedule has {n} ranks but {topology.spec} has {topology.num_compute} compute nodes")
+    nsteps = s.num_steps
+    size = s.transfer_size
+    ports = topology.out_degree[:n].astype(float)
+    sent = np.bincount(s.step * n + s.src, weights=size, minlength=nsteps * n).reshape(nsteps, n)
+    recv = np.bincount(s.step * n + s.dst, weights=size, minlength=nsteps * n).reshape(nsteps, n)
+    reduced = np.bincount(s.step * n + s.dst, weights=size * (s.op == REDUCE), minlength=nsteps * n)
+    biggest = _per_step_max(s.step, size, nsteps)
+    port_time = np.maximum(biggest, np.maximum(sent / ports, recv / ports).max(axis=1))
+    hops = hop_distance(topology, s.src, s.dst)
+    xi_num = _per_step_max(s.step, size * hops, nsteps).sum()
+    bound = lower_bound_port_time(s.collective, n, int(ports.max())) if n > 1 else 1.0
+    link_bound = None
+    t_b = None
+    if link_loads_too:
+        link_bound = np.zeros(nsteps)
+        for t in range(nsteps):
+            a, b = s.step_bounds[t], s.step_bounds[t + 1]
+            loads = link_loads(topology, s.src[a:b], s.dst[a:b], size[a:b])
+            link_bound[t] = (loads / topology.link_bandwidth).max() if len(loads) else 0.0
+        t_b = float(link_bound.sum() * topology.node_bandwidth)
+    return CostReport(
+        algorithm=s.algorithm, collective=s.collective.value, topology=topology.spec, ranks=n, steps=nsteps,
+        bytes_per_rank=float(sent.sum(axis=0).max()) if nsteps else 0.0,
+        latency_deficiency=nsteps / np.log2(n) if n > 1 else 0.0,
+        bandwidth_deficiency=float(port_time.sum() / bound),
+        congestion_deficiency=float(xi_num / biggest.sum()) if biggest.sum() else 1.0,
+        t_l_steps=nsteps, t_b_m_over_b=t_b, port_time=port_time,
+        reduce_time=reduced.reshape(nsteps, n).max(axis=1) if nsteps else np.zeros(0),
+        link_bound=link_bound, link_bandwidth=float(np.median(topology.link_bandwidth)),
+    )
