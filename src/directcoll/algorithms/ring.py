@@ -23,7 +23,7 @@ import numpy as np
 
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
-from directcoll.schedule.ir import REDUCE, Collective, Schedule, ScheduleBuilder
+from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, concurrent, reverse
 from directcoll.topology.model import Topology
 
@@ -160,6 +160,17 @@ def _edge_disjoint(r: int, c: int, first: np.ndarray, second: np.ndarray) -> boo
 
 
 # -- schedules ---------------------------------------------------------------------------------------------
+def _check_ring(order, direction: int) -> np.ndarray:
+    order = np.asarray(order, dtype=np.int64).ravel()
+    p = len(order)
+    if p < 1 or not np.array_equal(np.sort(order), np.arange(p)):
+        raise UnsupportedShapeError(f"ring: order must be a permutation of 0..p-1 (p >= 1), "
+                                    f"got {order.tolist() if p <= 16 else f'{p} entries'}")
+    if direction not in (1, -1):
+        raise UnsupportedShapeError(f"ring: direction must be +1 or -1, got {direction!r}")
+    return order
+
+
 def ring_reduce_scatter(order, direction: int = +1) -> Schedule:
     """Ring reduce-scatter over the ranks of ``order`` (Swing paper Sec. 2.3.1).
 
@@ -177,19 +188,31 @@ def ring_reduce_scatter(order, direction: int = +1) -> Schedule:
         UnsupportedShapeError: ``order`` is empty or not a permutation of 0..p-1, or ``direction`` is not
             +1 or -1.
     """
-    order = np.asarray(order, dtype=np.int64).ravel()
+    order = _check_ring(order, direction)
     p = len(order)
-    if p < 1 or not np.array_equal(np.sort(order), np.arange(p)):
-        raise UnsupportedShapeError(f"ring_reduce_scatter: order must be a permutation of 0..p-1 (p >= 1), "
-                                    f"got {order.tolist() if p <= 16 else f'{p} entries'}")
-    if direction not in (1, -1):
-        raise UnsupportedShapeError(f"ring_reduce_scatter: direction must be +1 or -1, got {direction!r}")
     builder = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
     pos = np.arange(p, dtype=np.int64)
     dst = order[(pos + direction) % p]
     for t in range(p - 1):
         block = (pos - direction * (t + 1)) % p
         builder.add(t, order, dst, REDUCE, block, block + 1)
+    return builder.build(owner=order.copy())
+
+
+def ring_allgather(order, direction: int = +1) -> Schedule:
+    """Ring allgather running the same way as :func:`ring_reduce_scatter` (not its time reversal, which
+    would run against the ring: wrong on a unidirectional ring).
+
+    At step t the rank at position i forwards block (i - direction*t) mod p to position i + direction
+    (op copy); block i starts at position i (``owner[i] = order[i]``). p-1 steps.
+    """
+    order = _check_ring(order, direction)
+    p = len(order)
+    builder = ScheduleBuilder(Collective.ALLGATHER, p, p)
+    pos = np.arange(p, dtype=np.int64)
+    for t in range(p - 1):
+        block = (pos - direction * t) % p
+        builder.add(t, order, order[(pos + direction) % p], COPY, block, block + 1)
     return builder.build(owner=order.copy())
 
 
@@ -286,10 +309,13 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
     if variant is None:
         variant = default_variant(topology)
     rings = ring_rings(topology, variant)
-    parts = [ring_reduce_scatter(order, direction) for order, direction in rings]
     meta = {"algorithm": "ring", "variant": variant, "ports": len(rings)}
-    rs = concurrent(parts, meta=meta)
-    return collective_from_reduce_scatter(rs, collective, meta)
+    coll = Collective.parse(collective)
+    rs = concurrent([ring_reduce_scatter(order, d) for order, d in rings], meta=meta)
+    if coll is Collective.REDUCE_SCATTER:
+        return rs
+    ag = concurrent([ring_allgather(order, d) for order, d in rings], meta=meta)
+    return ag if coll is Collective.ALLGATHER else concat(rs, ag, meta=meta)
 
 
 register(Algorithm(
