@@ -7,6 +7,7 @@ columnar arrays of :class:`~directcoll.schedule.ir.Schedule`.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +86,7 @@ def load(path) -> Schedule:
                 d = json.loads(str(z["header"]))
                 if isinstance(d, dict):  # anything else is rejected by from_dict
                     d.update({k: z[k] for k in _ARRAYS + _OPTIONAL if k in z.files})
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise ScheduleFormatError(f"{path}: not a readable .npz schedule ({exc})") from None
         return from_dict(d, source=str(path))
     try:

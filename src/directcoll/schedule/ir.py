@@ -103,6 +103,9 @@ class Schedule:
         for name in ("step", "src", "dst", "piece_offsets", "piece_start", "piece_stop"):
             object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
         object.__setattr__(self, "op", np.ascontiguousarray(self.op, dtype=np.uint8))
+        for name in ("route_offsets", "route_links"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
         if self.owner is None and self.collective.has_owner:
             object.__setattr__(self, "owner", default_owner(self.nranks, self.nblocks))
         if self.owner is not None:
@@ -159,8 +162,11 @@ class Schedule:
                                     f"0..{self.nranks - 1}")
         if (self.route_offsets is None) != (self.route_links is None):
             raise ScheduleError("route_offsets and route_links come together")
-        if self.route_offsets is not None and len(self.route_offsets) != t + 1:
-            raise ScheduleError("route_offsets must have T+1 entries")
+        if self.route_offsets is not None:
+            ro = self.route_offsets
+            if len(ro) != t + 1 or ro[0] != 0 or np.any(np.diff(ro) < 0) or ro[-1] != len(self.route_links):
+                raise ScheduleError("route_offsets must have T+1 non-decreasing entries from 0 to the number "
+                                    "of route_links")
 
     # -- derived ---------------------------------------------------------------------------------------
     @property
