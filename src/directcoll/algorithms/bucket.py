@@ -18,10 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from directcoll.algorithms.registry import Algorithm, register
-from directcoll.algorithms.ring import collective_from_reduce_scatter
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import REDUCE, Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import concurrent
+from directcoll.schedule.ops import concurrent, from_reduce_scatter
 from directcoll.topology.model import Topology
 
 VARIANTS = ("bandwidth",)
@@ -169,7 +168,7 @@ def build_bucket(topology: Topology, collective="allreduce", *, variant: str | N
     instances = bucket_instances(len(shape), ports)
     meta = {"algorithm": "bucket", "variant": "bandwidth", "ports": len(instances)}
     rs = bucket_reduce_scatter(shape, len(instances)).with_meta(**meta)
-    return collective_from_reduce_scatter(rs, collective, meta)
+    return from_reduce_scatter(rs, collective, meta=meta)
 
 
 register(Algorithm(

@@ -20,7 +20,7 @@ from directcoll.algorithms.registry import Algorithm, register
 from directcoll.algorithms.swing import collectives_for_ports, logical_shape
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import reverse
+from directcoll.schedule.ops import from_reduce_scatter
 from directcoll.topology.model import Topology
 
 VARIANTS = ("latency", "bandwidth")
@@ -87,8 +87,7 @@ def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, v
     if whole:
         fold.add_post(b, s0 + 2 * nsteps, 0, q * len(parts))
         return b.build(meta=meta)
-    rs = b.build(owner=owner, meta=meta)
-    return rs if collective is Collective.REDUCE_SCATTER else reverse(rs)
+    return from_reduce_scatter(b.build(owner=owner, meta=meta), collective)
 
 
 def _rabenseifner(topology, collective=Collective.ALLREDUCE, *, variant=None, ports=None) -> Schedule:

@@ -24,7 +24,7 @@ import numpy as np
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import concat, concurrent, reverse
+from directcoll.schedule.ops import concat, concurrent
 from directcoll.topology.model import Topology
 
 VARIANTS = ("unidirectional", "bidirectional", "hamiltonian")
@@ -214,21 +214,6 @@ def ring_allgather(order, direction: int = +1) -> Schedule:
         block = (pos - direction * t) % p
         builder.add(t, order, order[(pos + direction) % p], COPY, block, block + 1)
     return builder.build(owner=order.copy())
-
-
-def collective_from_reduce_scatter(rs: Schedule, collective, meta: dict) -> Schedule:
-    """The ``collective`` built from the reduce-scatter ``rs``: rs itself, its time reversal (allgather) or
-    rs followed by its reversal (allreduce), with ``meta`` attached.
-
-    Raises:
-        ScheduleError: ``collective`` is not a collective name.
-    """
-    coll = Collective.parse(collective)
-    if coll is Collective.REDUCE_SCATTER:
-        return rs.with_meta(**meta)
-    if coll is Collective.ALLGATHER:
-        return reverse(rs, meta=dict(meta))
-    return concat(rs, reverse(rs), meta=dict(meta))
 
 
 def ring_rings(topology: Topology, variant: str) -> list[tuple[np.ndarray, int]]:

@@ -28,7 +28,7 @@ from directcoll.algorithms import butterfly as bf
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import concat, concurrent, reverse
+from directcoll.schedule.ops import concurrent, from_reduce_scatter, reverse
 from directcoll.topology.model import Topology
 
 VARIANTS = ("bandwidth", "latency")
@@ -196,13 +196,7 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
     else:
         rs = reverse(concurrent([product_allgather(shape, dim, mirrored) for dim, mirrored in parts]))
         construction = "block-set product"
-    meta["construction"] = construction
-    if collective is Collective.REDUCE_SCATTER:
-        return rs.with_meta(**meta)
-    ag = reverse(rs)
-    if collective is Collective.ALLGATHER:
-        return ag.with_meta(**meta)
-    return concat(rs, ag, meta=meta)
+    return from_reduce_scatter(rs, collective, meta={**meta, "construction": construction})
 
 
 register(Algorithm(

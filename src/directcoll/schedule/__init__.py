@@ -2,7 +2,15 @@
 
 from directcoll.schedule.io import from_dict, load, save, to_dict
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder, default_owner
-from directcoll.schedule.ops import StepSummary, concat, concurrent, offset_steps, reverse, step_summary
+from directcoll.schedule.ops import (
+    StepSummary,
+    concat,
+    concurrent,
+    from_reduce_scatter,
+    offset_steps,
+    reverse,
+    step_summary,
+)
 
 __all__ = [
     "COPY",
@@ -15,6 +23,7 @@ __all__ = [
     "concurrent",
     "default_owner",
     "from_dict",
+    "from_reduce_scatter",
     "load",
     "offset_steps",
     "reverse",

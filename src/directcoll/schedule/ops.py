@@ -75,6 +75,24 @@ def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
                     schedule.owner, meta=meta if meta is not None else dict(schedule.meta))
 
 
+def from_reduce_scatter(rs: Schedule, collective, *, meta: dict | None = None) -> Schedule:
+    """The ``collective`` a reduce-scatter yields: itself, its reversal (allgather), or itself followed by its
+    reversal (allreduce). ``meta`` (default: rs.meta) is attached to the result.
+
+    Raises:
+        ScheduleError: ``rs`` is not a reduce-scatter, or ``collective`` is not a collective name.
+    """
+    if rs.collective is not Collective.REDUCE_SCATTER:
+        raise ScheduleError(f"from_reduce_scatter: expected a reduce_scatter, got {rs.collective.value}")
+    coll = Collective.parse(collective)
+    meta = dict(rs.meta if meta is None else meta)
+    if coll is Collective.REDUCE_SCATTER:
+        return replace(rs, meta=meta)
+    if coll is Collective.ALLGATHER:
+        return reverse(rs, meta=meta)
+    return concat(rs, reverse(rs), meta=meta)
+
+
 def concurrent(parts: list[Schedule], *, meta: dict | None = None) -> Schedule:
     """Run several schedules of one collective at the same time on consecutive parts of the buffer.
 
