@@ -53,7 +53,7 @@ def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, v
     parts = collectives_for_ports(shape, ports if ports is not None else 1, "recursive-doubling")
     name = "rabenseifner" if variant == "bandwidth" else "recursive-doubling"
     if len(parts) > 1:
-        name = "mirrored-" + name
+        name = "mirrored-recursive-doubling"
     p = topology.num_compute
     fold = bf.Fold(shape)
     meta = {"algorithm": name, "variant": variant, "ports": len(parts),

@@ -1,0 +1,23 @@
+"""Shared test fixtures: ``timings`` records measured durations that the run prints at its end.
+
+Speed targets are benchmarks, not assertions: a test that measures something calls
+``timings(label, seconds)`` and the figure appears in the terminal summary of every run (CI included).
+"""
+
+import pytest
+
+_TIMINGS: list[tuple[str, float]] = []
+
+
+@pytest.fixture
+def timings():
+    def record(label: str, seconds: float) -> None:
+        _TIMINGS.append((label, seconds))
+    return record
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _TIMINGS:
+        terminalreporter.section("measured times (benchmarks, not assertions)")
+        for label, seconds in _TIMINGS:
+            terminalreporter.write_line(f"{label}: {seconds:.2f} s")
