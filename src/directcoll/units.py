@@ -1,10 +1,11 @@
-"""Human units for sizes and times: ``64KiB``, ``1MB``, ``512MiB``; 1.5 ms."""
+"""Human units for sizes, size lists, bandwidths and times: ``64KiB``, ``32B..512MiB``, ``400Gbps``; 1.5 ms."""
 
 from __future__ import annotations
 
 import re
 
 from directcoll.errors import DirectcollError
+from directcoll.presets import workload_names, workload_sizes
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
@@ -41,3 +42,103 @@ def format_time(seconds: float) -> str:
         if seconds >= f:
             return f"{seconds / f:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+_SIZE_FORMS = ("a size (4096, 32B, 64KiB, 1MB), a power-of-two range LOW..HIGH (32B..512MiB), "
+               "a comma list (1KiB,1MiB,64MiB) or a workload name")
+
+
+def _size_error(text, why: str = "") -> DirectcollError:
+    reason = f" ({why})" if why else ""
+    return DirectcollError(f"cannot read sizes {text!r}{reason}; use {_SIZE_FORMS}; "
+                           f"workloads: {', '.join(workload_names())}")
+
+
+def _parse_size_item(item: str, text) -> list[int]:
+    sizes = workload_sizes(item) if item and not item[0].isdigit() else None
+    if sizes is not None:
+        return sizes
+    parts = item.split("..", 1)
+    try:
+        bounds = [parse_size(part) for part in parts]
+    except DirectcollError:
+        raise _size_error(text, f"bad item {item!r}") from None
+    if len(bounds) == 1:
+        if bounds[0] <= 0:
+            raise _size_error(text, f"size {item!r} must be positive")
+        return bounds
+    low, high = bounds
+    if low <= 0 or high < low:
+        raise _size_error(text, f"range {item!r} needs 0 < LOW <= HIGH")
+    out = []
+    while low <= high:
+        out.append(low)
+        low *= 2
+    return out
+
+
+def parse_sizes(text) -> list[int]:
+    """Message sizes in bytes from a size, a range, a comma list or a workload name, in order given.
+
+    * ``4096``, ``64KiB``: one size (see :func:`parse_size`);
+    * ``32B..512MiB``: LOW, 2*LOW, 4*LOW, ... up to and including HIGH (every power of two when LOW is one);
+    * ``1KiB,1MiB,64MiB``: a comma list whose items may be sizes, ranges or workload names;
+    * ``swing_sweep`` or ``swing-sweep``: a workload of workloads.json (see
+      :func:`directcoll.presets.workload_sizes`; tensor workloads give ``elements * dtype_bytes`` per tensor).
+
+    An int is one size; a list or tuple is parsed item by item.
+
+    Raises:
+        DirectcollError: anything else, naming the text, the accepted forms and the workload names.
+    """
+    if isinstance(text, bool):
+        raise _size_error(text)
+    if isinstance(text, int):
+        if text <= 0:
+            raise _size_error(text, "size must be positive")
+        return [text]
+    if isinstance(text, list | tuple):
+        return [s for item in text for s in parse_sizes(item)]
+    items = [item.strip() for item in str(text).split(",")]
+    if not all(items):
+        raise _size_error(text, "empty item")
+    return [s for item in items for s in _parse_size_item(item, text)]
+
+
+_BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)\s*(\S*)\s*$")
+_BW_PREFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15,
+              "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40, "pi": 2**50}
+_BW_BITS = {"bps", "b/s", "bit/s", "bits/s", "bitps"}
+_BW_BYTES = {"Bps", "B/s", "byte/s", "bytes/s", "Byte/s", "Bytes/s"}
+
+
+def parse_bandwidth(text) -> float:
+    """Bytes/s from ``400Gbps``, ``400Gb/s``, ``400 Gbit/s`` (bits), ``50GB/s``, ``50GBps``, ``10GiB/s`` (bytes),
+    or a plain number (bytes/s, ``5e10`` accepted).
+
+    A lowercase ``b`` means bits, an uppercase ``B`` bytes; prefixes k, M, G, T, P (SI) or Ki, Mi, Gi, Ti, Pi
+    (binary) in either case.
+
+    Raises:
+        DirectcollError: anything else or a non-positive value, naming the text and the accepted forms.
+    """
+    forms = "use 400Gbps, 400Gb/s, 100Mbps (bits/s), 50GB/s, 10GiB/s (bytes/s) or a plain number of bytes/s"
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = _BANDWIDTH.match(str(text))
+        if not m:
+            raise DirectcollError(f"cannot read bandwidth {text!r}; {forms}")
+        unit = m.group(2)
+        p = re.match(r"([kmgtpKMGTP]i?)?(.*)$", unit)
+        prefix, suffix = (p.group(1) or "").lower(), p.group(2)
+        if suffix in _BW_BITS or suffix.lower() in ("bit/s", "bits/s"):
+            per_byte = 1 / 8
+        elif suffix in _BW_BYTES or (not unit):
+            per_byte = 1.0
+        else:
+            raise DirectcollError(f"cannot read bandwidth {text!r}; {forms}")
+        value = float(m.group(1)) * _BW_PREFIX[prefix] * per_byte
+    if not value > 0 or value == float("inf"):
+        raise DirectcollError(f"bandwidth {text!r} must be a positive finite number; {forms}")
+    return value

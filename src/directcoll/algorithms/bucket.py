@@ -21,6 +21,7 @@ from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concurrent, from_reduce_scatter
+from directcoll.schedule.pattern import StepPattern, pattern_from_reduce_scatter
 from directcoll.topology.model import Topology
 
 VARIANTS = ("bandwidth",)
@@ -139,6 +140,52 @@ def bucket_reduce_scatter(shape, ports: int | None = None) -> Schedule:
     return concurrent(parts)
 
 
+def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
+                   ports: int | None = None) -> StepPattern:
+    """The step pattern of :func:`build_bucket` without building its transfers' blocks (equal to
+    ``pattern_of(build_bucket(...))``; a 128x128 bucket allreduce has 33 million transfers but 4 distinct
+    steps). Same arguments and errors as :func:`build_bucket`."""
+    shape, instances, meta = _bucket_setup(topology, variant, ports)
+    n, ndim, dmax = int(np.prod(shape)), len(shape), max(shape)
+    coords = np.stack(np.unravel_index(np.arange(n), shape), axis=-1)
+    part = 1.0 / len(instances)
+    steps: list[tuple] = []
+    keys: dict[tuple, int] = {}
+    rs_sequence = []
+    for k in range(ndim):
+        for t in range(dmax - 1):
+            active = tuple(i for i, (c, _) in enumerate(instances) if shape[(c + k) % ndim] - 1 > t)
+            if (k, active) not in keys:
+                src, dst, size = [], [], []
+                for i in active:
+                    c, direction = instances[i]
+                    dims = [(c + j) % ndim for j in range(k + 1)]
+                    nbr = coords.copy()
+                    nbr[:, dims[-1]] = (nbr[:, dims[-1]] + direction) % shape[dims[-1]]
+                    src.append(np.arange(n))
+                    dst.append(np.ravel_multi_index(tuple(nbr.T), shape))
+                    size.append(np.full(n, part / np.prod([shape[w] for w in dims])))
+                keys[(k, active)] = len(steps)
+                empty = np.zeros(0, dtype=np.int64)
+                steps.append((np.concatenate(src) if src else empty, np.concatenate(dst) if dst else empty,
+                              np.concatenate(size) if size else np.zeros(0), True))
+            rs_sequence.append(keys[(k, active)])
+    while rs_sequence and not len(steps[rs_sequence[-1]][0]):  # a schedule has no trailing idle steps
+        rs_sequence.pop()
+    return pattern_from_reduce_scatter(n, steps, rs_sequence, collective, meta)
+
+
+def _bucket_setup(topology: Topology, variant, ports):
+    if variant is not None and variant not in VARIANTS:
+        raise UnsupportedShapeError(f"bucket: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
+    if topology.shape is None:
+        raise UnsupportedShapeError(f"bucket: topology {topology.spec} ({topology.kind}) has no grid shape; "
+                                    "accepted: torus, mesh, ring, hypercube, hyperx, hammingmesh")
+    shape = _check_shape(topology.shape)
+    instances = bucket_instances(len(shape), ports)
+    return shape, instances, {"algorithm": "bucket", "variant": "bandwidth", "ports": len(instances)}
+
+
 def build_bucket(topology: Topology, collective="allreduce", *, variant: str | None = None,
                  ports: int | None = None) -> Schedule:
     """Bucket allreduce / reduce-scatter / allgather on a grid topology (Swing paper Sec. 2.3.4, 5.2).
@@ -159,14 +206,7 @@ def build_bucket(topology: Topology, collective="allreduce", *, variant: str | N
     Raises:
         UnsupportedShapeError: a topology without a shape, an unknown variant or ``ports`` outside 1..2D.
     """
-    if variant is not None and variant not in VARIANTS:
-        raise UnsupportedShapeError(f"bucket: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
-    if topology.shape is None:
-        raise UnsupportedShapeError(f"bucket: topology {topology.spec} ({topology.kind}) has no grid shape; "
-                                    "accepted: torus, mesh, ring, hypercube, hyperx, hammingmesh")
-    shape = _check_shape(topology.shape)
-    instances = bucket_instances(len(shape), ports)
-    meta = {"algorithm": "bucket", "variant": "bandwidth", "ports": len(instances)}
+    shape, instances, meta = _bucket_setup(topology, variant, ports)
     rs = bucket_reduce_scatter(shape, len(instances)).with_meta(**meta)
     return from_reduce_scatter(rs, collective, meta=meta)
 
@@ -174,6 +214,7 @@ def build_bucket(topology: Topology, collective="allreduce", *, variant: str | N
 register(Algorithm(
     name="bucket",
     build=build_bucket,
+    pattern=bucket_pattern,
     collectives=("allreduce", "reduce_scatter", "allgather"),
     variants=VARIANTS,
     topologies="any topology with a grid shape (torus, mesh, ring, hypercube, hyperx, hammingmesh); "

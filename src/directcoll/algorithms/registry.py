@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
+from directcoll.schedule.pattern import StepPattern, pattern_of
 from directcoll.topology.model import Topology
 from directcoll.topology.spec import parse
 
@@ -26,6 +27,9 @@ class Algorithm:
     topologies: str
     summary: str
     aliases: tuple[str, ...] = ()
+    #: optional ``pattern(topology, collective, *, variant, ports) -> StepPattern`` for algorithms whose full
+    #: schedule is too large to time (ring, bucket); must equal pattern_of(build(...)).
+    pattern: Callable[..., StepPattern] | None = None
 
     def to_dict(self) -> dict:
         return {"name": self.name, "collectives": list(self.collectives), "variants": list(self.variants),
@@ -53,16 +57,7 @@ def get(name: str) -> Algorithm:
     raise UnsupportedShapeError(f"unknown algorithm {name!r}; available: {', '.join(sorted(ALGORITHMS))}")
 
 
-def build(name: str, topology, collective="allreduce", *, variant: str | None = None,
-          ports: int | None = None) -> Schedule:
-    """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
-
-    The schedule's meta records the algorithm, variant, ports and topology spec.
-
-    Raises:
-        UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
-        SpecError: an unparseable topology spec.
-    """
+def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm, Topology, Collective]:
     alg = get(name)
     topo: Topology = parse(topology) if not isinstance(topology, Topology) else topology
     coll = Collective.parse(collective)
@@ -74,5 +69,35 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
                                     f"{', '.join(alg.variants)}")
     if ports is not None and ports < 1:
         raise UnsupportedShapeError(f"{alg.name}: ports must be >= 1, got {ports}")
+    return alg, topo, coll
+
+
+def build_pattern(name: str, topology, collective="allreduce", *, variant: str | None = None,
+                  ports: int | None = None) -> StepPattern:
+    """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (so
+    huge ring and bucket schedules are never materialised), else ``pattern_of(build(...))``.
+
+    Raises:
+        UnsupportedShapeError, SpecError: as :func:`build`.
+    """
+    alg, topo, coll = _resolve(name, topology, collective, variant, ports)
+    if alg.pattern is None:
+        return pattern_of(build(name, topo, coll, variant=variant, ports=ports))
+    pattern = alg.pattern(topo, coll, variant=variant, ports=ports)
+    pattern.meta.update({"topology": topo.spec, "algorithm": alg.name, **pattern.meta})
+    return pattern
+
+
+def build(name: str, topology, collective="allreduce", *, variant: str | None = None,
+          ports: int | None = None) -> Schedule:
+    """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
+
+    The schedule's meta records the algorithm, variant, ports and topology spec.
+
+    Raises:
+        UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
+        SpecError: an unparseable topology spec.
+    """
+    alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     schedule = alg.build(topo, coll, variant=variant, ports=ports)
     return schedule.with_meta(topology=topo.spec, **{"algorithm": alg.name, **schedule.meta})

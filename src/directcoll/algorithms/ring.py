@@ -25,6 +25,7 @@ from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, concurrent
+from directcoll.schedule.pattern import StepPattern, from_steps
 from directcoll.topology.model import Topology
 
 VARIANTS = ("unidirectional", "bidirectional", "hamiltonian")
@@ -261,6 +262,39 @@ def default_variant(topology: Topology) -> str:
     return "unidirectional"
 
 
+def _ring_setup(topology: Topology, variant, ports) -> tuple[list[tuple[np.ndarray, int]], dict]:
+    if ports is not None:
+        if ports not in _PORTS_TO_VARIANT:
+            raise UnsupportedShapeError(f"ring: ports={ports} is not supported; accepted: "
+                                        "1 (unidirectional), 2 (bidirectional), 4 (hamiltonian)")
+        if variant is not None and variant != _PORTS_TO_VARIANT[ports]:
+            raise UnsupportedShapeError(f"ring: ports={ports} contradicts variant {variant!r} "
+                                        f"({variant!r} uses {_VARIANT_PORTS.get(variant, '?')} ports)")
+        variant = _PORTS_TO_VARIANT[ports]
+    if variant is None:
+        variant = default_variant(topology)
+    rings = ring_rings(topology, variant)
+    meta = {"algorithm": "ring", "variant": variant, "ports": len(rings)}
+    return rings, meta
+
+
+def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
+                 ports: int | None = None) -> StepPattern:
+    """The step pattern of :func:`build_ring` (equal to ``pattern_of(build_ring(...))``) without its
+    2(N-1) steps of transfers: one reduce-scatter step and one allgather step, each run N-1 times.
+    Same arguments and errors as :func:`build_ring`."""
+    rings, meta = _ring_setup(topology, variant, ports)
+    coll = Collective.parse(collective)
+    p = topology.num_compute
+    src = np.concatenate([order for order, _ in rings])
+    dst = np.concatenate([order[(np.arange(p) + d) % p] for order, d in rings])
+    size = np.full(len(src), 1.0 / (len(rings) * p))
+    steps = [(src, dst, size, True), (src, dst, size, False)]
+    sequence = {Collective.REDUCE_SCATTER: [0] * (p - 1), Collective.ALLGATHER: [1] * (p - 1),
+                Collective.ALLREDUCE: [0] * (p - 1) + [1] * (p - 1)}[coll]
+    return from_steps(p, coll.value, steps, sequence, meta)
+
+
 def build_ring(topology: Topology, collective="allreduce", *, variant: str | None = None,
                ports: int | None = None) -> Schedule:
     """Ring allreduce / reduce-scatter / allgather on ``topology`` (Swing paper Sec. 2.3.1).
@@ -283,18 +317,7 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
         UnsupportedShapeError: ``ports`` not in {1, 2, 4}, ``ports`` contradicting ``variant``, an unknown
             variant, or ``hamiltonian`` on a shape that has no two edge-disjoint Hamiltonian cycles.
     """
-    if ports is not None:
-        if ports not in _PORTS_TO_VARIANT:
-            raise UnsupportedShapeError(f"ring: ports={ports} is not supported; accepted: "
-                                        "1 (unidirectional), 2 (bidirectional), 4 (hamiltonian)")
-        if variant is not None and variant != _PORTS_TO_VARIANT[ports]:
-            raise UnsupportedShapeError(f"ring: ports={ports} contradicts variant {variant!r} "
-                                        f"({variant!r} uses {_VARIANT_PORTS.get(variant, '?')} ports)")
-        variant = _PORTS_TO_VARIANT[ports]
-    if variant is None:
-        variant = default_variant(topology)
-    rings = ring_rings(topology, variant)
-    meta = {"algorithm": "ring", "variant": variant, "ports": len(rings)}
+    rings, meta = _ring_setup(topology, variant, ports)
     coll = Collective.parse(collective)
     rs = concurrent([ring_reduce_scatter(order, d) for order, d in rings], meta=meta)
     if coll is Collective.REDUCE_SCATTER:
@@ -306,6 +329,7 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
 register(Algorithm(
     name="ring",
     build=build_ring,
+    pattern=ring_pattern,
     collectives=("allreduce", "reduce_scatter", "allgather"),
     variants=VARIANTS,
     topologies="any (snake ring over the grid shape, else ranks 0..N-1); hamiltonian: 2D tori r x c with "

@@ -172,3 +172,74 @@ def _source_loads(topo: Topology, s: int, dst: np.ndarray, amount: np.ndarray) -
         loads[layer] = flow
         through += np.bincount(near[layer], weights=flow, minlength=topo.num_nodes)
     return loads
+
+
+# -- route patterns for the simulator ---------------------------------------------------------------------
+ROUTINGS = ("adaptive", "dor")
+
+
+def link_between(topo: Topology, u, v) -> np.ndarray:
+    """Id of a link u -> v for every pair (the first one when cables are parallel); -1 where none exists."""
+    key = topo.link_src * topo.num_nodes + topo.link_dst
+    order = np.argsort(key, kind="stable")
+    want = np.asarray(u, dtype=np.int64) * topo.num_nodes + np.asarray(v, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(key[order], want), max(topo.num_links - 1, 0))
+    return np.where(key[order][pos] == want, order[pos], -1)
+
+
+def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dimension-order route: correct dimension 0 first, then 1, ...; one path, every link share 1.
+
+    On wrapping dimensions the shorter direction is taken (ties go "+"); HyperX and hypercube dimensions
+    take one hop. Needs a grid topology whose neighbours differ in one coordinate (torus, mesh, ring,
+    hypercube, HyperX).
+
+    Raises:
+        TopologyError: a topology without a grid shape, or a hop the topology has no link for.
+    """
+    if topo.shape is None or topo.kind == "hammingmesh":
+        raise TopologyError(f"{topo.spec}: dimension-order routing needs a torus, mesh, ring, hypercube or "
+                            "HyperX; use adaptive routing")
+    cur = topo.coords([src])[0].copy()
+    goal = topo.coords([dst])[0]
+    nodes = [topo.node_at(cur)]
+    for dim, d in enumerate(topo.shape):
+        if topo.kind in ("hyperx", "hypercube"):
+            if cur[dim] != goal[dim]:
+                cur[dim] = goal[dim]
+                nodes.append(topo.node_at(cur))
+            continue
+        delta = int(goal[dim] - cur[dim])
+        if topo.wraps:
+            delta %= d
+            bidirectional = topo.params.get("bidirectional", True)
+            if bidirectional and delta > d - delta:
+                delta -= d
+        step = 1 if delta > 0 else -1
+        for _ in range(abs(delta)):
+            cur[dim] = (cur[dim] + step) % d
+            nodes.append(topo.node_at(cur))
+    nodes = np.array(nodes, dtype=np.int64)
+    links = link_between(topo, nodes[:-1], nodes[1:])
+    if (links < 0).any():
+        raise TopologyError(f"{topo.spec}: dimension-order route {src} -> {dst} needs a missing link")
+    return links, np.ones(len(links))
+
+
+@lru_cache(maxsize=65536)
+def _route_cached(topo: Topology, src: int, dst: int, routing: str) -> tuple[np.ndarray, np.ndarray]:
+    if routing == "dor":
+        return dor_route(topo, src, dst)
+    return minimal_route(topo, src, dst)
+
+
+def route_pattern(topo: Topology, src: int, dst: int, routing: str = "adaptive") -> tuple[np.ndarray, np.ndarray]:
+    """(links, shares) of a transfer src -> dst under ``routing`` ("adaptive": even split over all minimal
+    paths; "dor": dimension order), cached. Cayley topologies cache one pattern per offset from node 0.
+
+    Raises:
+        TopologyError: an unknown routing name.
+    """
+    if routing not in ROUTINGS:
+        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
+    return _route_cached(topo, int(src), int(dst), routing)

@@ -1,0 +1,218 @@
+"""Named system presets and message-size workloads from the packaged, sourced data files.
+
+The data lives in ``directcoll/data/systems.json`` and ``directcoll/data/workloads.json`` (verbatim copies of the
+project's ``shared/data``). Every entry names its published source. Keys starting with ``_`` are metadata.
+
+Units: the JSON gives bandwidths in bits/s as published; :class:`SystemPreset` holds bytes/s (divided by 8),
+seconds, and seconds per byte.
+
+User-facing names are the JSON keys with ``_`` replaced by ``-`` (``swing-sst``, ``kolmakov-cluster``, ...) plus
+the short aliases in :data:`_ALIASES`. Lookups are case-insensitive and accept ``_`` or ``-``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib.resources import files
+
+from directcoll.errors import DirectcollError
+
+__all__ = [
+    "SystemPreset",
+    "get_preset",
+    "list_presets",
+    "load_systems",
+    "load_workloads",
+    "preset_names",
+    "preset_topology",
+    "workload_names",
+    "workload_sizes",
+]
+
+
+@cache
+def _load_json(filename: str) -> dict:
+    return json.loads((files("directcoll") / "data" / filename).read_text(encoding="utf-8"))
+
+
+def load_systems() -> dict:
+    """The packaged ``systems.json`` as a dict (a fresh copy of the cached parse; ``_about`` included)."""
+    return copy.deepcopy(_load_json("systems.json"))
+
+
+def load_workloads() -> dict:
+    """The packaged ``workloads.json`` as a dict (a fresh copy of the cached parse; ``_about`` included)."""
+    return copy.deepcopy(_load_json("workloads.json"))
+
+
+@dataclass(frozen=True)
+class SystemPreset:
+    """One named system: published network parameters in SI base units (None where the source gives none).
+
+    Attributes:
+        name: the user-facing name (``swing-sst``, ``trn1``, ...).
+        key: the entry's key in systems.json (``swing_sst``, ``aws_trainium_trn1``, ...).
+        source: the publication the facts come from.
+        topologies: topology spec strings, default first; empty when the source gives no exact shape.
+        link_bandwidth: bytes/s per link.
+        link_latency: seconds per link.
+        per_hop_latency: seconds per hop (switch/router traversal).
+        alpha: seconds of latency per message.
+        beta: seconds per byte transferred.
+        gamma: seconds per byte reduced.
+        host_injection: bytes/s a host can inject into the network.
+        notes: everything else the entry says, plus how this preset was derived from it.
+    """
+
+    name: str
+    key: str
+    source: str
+    topologies: tuple[str, ...] = ()
+    link_bandwidth: float | None = None
+    link_latency: float | None = None
+    per_hop_latency: float | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    gamma: float | None = None
+    host_injection: float | None = None
+    notes: str = ""
+
+    @property
+    def topology(self) -> str | None:
+        """The default topology spec (first of :attr:`topologies`), or None."""
+        return self.topologies[0] if self.topologies else None
+
+
+# Short aliases: user-facing name -> (systems.json key, topologies override or None to keep the entry's, note).
+_ALIASES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
+    # AWS Trainium trn1: 16 chips on a 2D torus (torus:4x4).
+    "trn1": ("aws_trainium_trn1", None, "alias of aws-trainium-trn1"),
+    # One TPU v4 building block: the 4x4x4 cube (first topology of google_tpu_v4).
+    "tpu-v4-cube": ("google_tpu_v4", ("torus:4x4x4",), "alias of google-tpu-v4 restricted to one 4x4x4 cube"),
+    # The full 4096-chip TPU v4 pod as a 16x16x16 torus (second topology of google_tpu_v4).
+    "tpu-v4": ("google_tpu_v4", ("torus:16x16x16",), "alias of google-tpu-v4 restricted to the 16x16x16 pod"),
+    # Fugaku's Tofu-D 6D torus, 24x23x24x2x3x2.
+    "fugaku": ("fugaku_tofu_d", None, "alias of fugaku-tofu-d"),
+    # Graphcore IPU-POD64: the source says 64 chips on a 2D torus but gives no shape, so topologies=().
+    "ipu-pod64": ("graphcore_ipu_pod64", None, "alias of graphcore-ipu-pod64"),
+    # Frontera's Rockport 6D torus partition; default topology is the first subtorus used (torus:3x3x3).
+    "frontera": ("frontera_rockport", None, "alias of frontera-rockport"),
+}
+
+# JSON fields mapped onto SystemPreset attributes, with the factor to SI base units (bits/s -> bytes/s: /8).
+_FIELDS = {
+    "link_bandwidth_bps": ("link_bandwidth", 1 / 8),
+    "link_latency_s": ("link_latency", 1.0),
+    "per_hop_latency_s": ("per_hop_latency", 1.0),
+    "alpha_s": ("alpha", 1.0),
+    "beta_s_per_byte": ("beta", 1.0),
+    "gamma_s_per_byte": ("gamma", 1.0),
+    "host_injection_bps": ("host_injection", 1 / 8),
+}
+
+
+def _normalize(name: str) -> str:
+    return str(name).strip().lower().replace("_", "-")
+
+
+def _from_entry(name: str, key: str, entry: dict) -> SystemPreset:
+    values: dict[str, float] = {}
+    notes: list[str] = []
+    if entry.get("notes"):
+        notes.append(str(entry["notes"]))
+    topologies: tuple[str, ...] = tuple(entry.get("topologies", ()))
+    if not topologies and entry.get("subtori_used"):
+        topologies = tuple(entry["subtori_used"])
+        notes.append("topologies are the subtori used in the source's experiments")
+    for field, value in entry.items():
+        if field in _FIELDS:
+            attr, factor = _FIELDS[field]
+            values[attr] = float(value) * factor
+        elif field not in ("source", "notes", "topologies", "subtori_used"):
+            notes.append(f"{field}={value}")
+    if "node_bandwidth_bps" in entry:
+        # Zhao et al.'s model: a node's bandwidth B is split evenly over its d links (b = B/d).
+        values["host_injection"] = float(entry["node_bandwidth_bps"]) / 8
+        if entry.get("degree") and "link_bandwidth" not in values:
+            values["link_bandwidth"] = float(entry["node_bandwidth_bps"]) / 8 / int(entry["degree"])
+            notes.append("host_injection = node bandwidth B; link_bandwidth = B/degree (derived)")
+    if not topologies:
+        notes.append("no topology shape in the source data: topologies=()")
+    return SystemPreset(name=name, key=key, source=str(entry["source"]), topologies=topologies,
+                        notes="; ".join(notes), **values)
+
+
+@cache
+def _presets() -> dict[str, SystemPreset]:
+    systems = _load_json("systems.json")
+    out: dict[str, SystemPreset] = {}
+    for key, entry in systems.items():
+        if key.startswith("_"):
+            continue
+        name = _normalize(key)
+        out[name] = _from_entry(name, key, entry)
+    for alias, (key, topologies, note) in _ALIASES.items():
+        base = _from_entry(alias, key, systems[key])
+        if topologies is not None:
+            missing = [t for t in topologies if t not in base.topologies]
+            assert not missing, f"alias {alias}: {missing} not in {key} topologies"
+        else:
+            topologies = base.topologies
+        notes = "; ".join(s for s in (note, base.notes) if s)
+        out[alias] = replace(base, topologies=topologies, notes=notes)
+    return out
+
+
+def preset_names() -> list[str]:
+    """Every accepted preset name: the JSON-derived names, then the aliases."""
+    return list(_presets())
+
+
+def list_presets() -> list[SystemPreset]:
+    """Every preset, JSON-derived names first (in file order), then the aliases."""
+    return list(_presets().values())
+
+
+def get_preset(name: str) -> SystemPreset:
+    """The preset called ``name`` (case-insensitive; ``_`` or ``-``).
+
+    Raises:
+        DirectcollError: unknown name, listing the available names.
+    """
+    preset = _presets().get(_normalize(name))
+    if preset is None:
+        raise DirectcollError(f"unknown system preset {name!r}; available: {', '.join(preset_names())}")
+    return preset
+
+
+def preset_topology(name: str) -> str | None:
+    """The default topology spec of preset ``name`` (first of its topologies), or None when it has none."""
+    return get_preset(name).topology
+
+
+def workload_names() -> list[str]:
+    """The workload keys of workloads.json (``swing_sweep``, ...), metadata excluded."""
+    return [k for k in _load_json("workloads.json") if not k.startswith("_")]
+
+
+def workload_sizes(name: str) -> list[int] | None:
+    """Message sizes in bytes of workload ``name`` (case-insensitive, ``_`` or ``-``), or None if no such workload.
+
+    Entries with ``sizes_bytes`` give those sizes. Entries with ``tensors`` (one gradient tensor per parameter
+    tensor, e.g. ``gpt2_small_fp32_gradients``) give one message per tensor, in file order, duplicates kept:
+    ``elements * dtype_bytes`` bytes each (one allreduce per tensor, no bucketing).
+    """
+    workloads = _load_json("workloads.json")
+    key = str(name).strip().lower().replace("-", "_")
+    entry = workloads.get(key) if not key.startswith("_") else None
+    if entry is None:
+        return None
+    if "sizes_bytes" in entry:
+        return [int(s) for s in entry["sizes_bytes"]]
+    if "tensors" in entry:
+        dtype_bytes = int(entry.get("dtype_bytes", 1))
+        return [int(t["elements"]) * dtype_bytes for t in entry["tensors"]]
+    raise DirectcollError(f"workload {name!r} has neither sizes_bytes nor tensors")

@@ -1,0 +1,159 @@
+"""Step patterns: what a schedule looks like to a network, without its data.
+
+Timing a step needs only who sends how much to whom (and whether the receiver reduces); which blocks move is
+irrelevant. Many schedules repeat the same step pattern: a ring allreduce on p ranks has 2(p-1) steps but
+only two distinct patterns, and on a 128x128 torus it has 2 billion transfers. A :class:`StepPattern` keeps
+each distinct step once with its multiplicity and the order of steps, so the simulator can time any
+schedule — and algorithms whose full schedule would be too large can emit their pattern directly
+(``Algorithm.pattern`` in the registry; tests check it equals ``pattern_of`` of the full schedule).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from directcoll.errors import ScheduleError
+from directcoll.schedule.ir import REDUCE, Schedule
+
+
+@dataclass(frozen=True, eq=False)
+class StepPattern:
+    """Distinct steps of a schedule, as columns over their transfers.
+
+    Attributes (K distinct steps, T transfers over them):
+        nranks: N.
+        collective: the collective's name.
+        step_offsets: int64 (K+1,): distinct step k holds transfers step_offsets[k]:step_offsets[k+1].
+        src, dst: int64 (T,).
+        size: float64 (T,), fraction of the vector each transfer carries.
+        reduce: bool (T,), whether the receiver reduces what it gets.
+        sequence: int64 (S,), the distinct step run at every step of the schedule (S steps in all).
+        route_offsets, route_links: optional explicit routes per transfer (CSR over link ids).
+        meta: the schedule's metadata.
+    """
+
+    nranks: int
+    collective: str
+    step_offsets: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    size: np.ndarray
+    reduce: np.ndarray
+    sequence: np.ndarray
+    route_offsets: np.ndarray | None = None
+    route_links: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        k = len(self.step_offsets) - 1
+        if k < 0 or self.step_offsets[0] != 0 or self.step_offsets[-1] != len(self.src):
+            raise ScheduleError("StepPattern: step_offsets must run from 0 to the number of transfers")
+        if len(self.sequence) and (self.sequence.min() < 0 or self.sequence.max() >= k):
+            raise ScheduleError("StepPattern: sequence names a distinct step that does not exist")
+        if any(len(a) != len(self.src) for a in (self.dst, self.size, self.reduce)):
+            raise ScheduleError("StepPattern: src, dst, size and reduce must have the same length")
+
+    @property
+    def num_distinct(self) -> int:
+        return len(self.step_offsets) - 1
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.sequence)
+
+    @property
+    def multiplicity(self) -> np.ndarray:
+        """How many steps of the schedule run each distinct step, shape (K,)."""
+        return np.bincount(self.sequence, minlength=self.num_distinct)
+
+    @property
+    def algorithm(self) -> str:
+        return str(self.meta.get("algorithm", "unknown"))
+
+    def step(self, k: int) -> slice:
+        return slice(int(self.step_offsets[k]), int(self.step_offsets[k + 1]))
+
+    def equivalent(self, other: StepPattern) -> bool:
+        """Same steps in the same order, up to the order of transfers within a step."""
+        if self.num_steps != other.num_steps or self.nranks != other.nranks:
+            return False
+        mine = [_step_key(self, k) for k in self.sequence]
+        theirs = [_step_key(other, k) for k in other.sequence]
+        return mine == theirs
+
+
+def _canonical(src, dst, size, reduce) -> tuple[np.ndarray, ...]:
+    size = np.round(np.asarray(size, dtype=float), 15)
+    order = np.lexsort((reduce, size, dst, src))
+    return src[order], dst[order], size[order], reduce[order]
+
+
+def _digest(*arrays) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def _step_key(p: StepPattern, k: int) -> str:
+    sl = p.step(int(k))
+    return _digest(*_canonical(p.src[sl], p.dst[sl], p.size[sl], p.reduce[sl]))
+
+
+def pattern_of(schedule: Schedule) -> StepPattern:
+    """The step pattern of a schedule: identical steps (same transfers up to order and block identity)
+    are stored once.
+
+    Explicit routes, when the schedule has them, make every step distinct (kept as they are).
+    """
+    s = schedule
+    size = s.transfer_size
+    reduce = s.op == REDUCE
+    bounds = s.step_bounds
+    keys: dict[str, int] = {}
+    sequence = np.zeros(s.num_steps, dtype=np.int64)
+    cols: list[tuple[np.ndarray, ...]] = []
+    routed = s.route_offsets is not None
+    for t in range(s.num_steps):
+        a, b = bounds[t], bounds[t + 1]
+        canon = _canonical(s.src[a:b], s.dst[a:b], size[a:b], reduce[a:b])
+        key = _digest(*canon) if not routed else f"step{t}"
+        if key not in keys:
+            keys[key] = len(cols)
+            cols.append(canon if not routed else (s.src[a:b], s.dst[a:b], size[a:b], reduce[a:b]))
+        sequence[t] = keys[key]
+    offsets = np.concatenate([[0], np.cumsum([len(c[0]) for c in cols])]).astype(np.int64)
+    src, dst, sz, red = (np.concatenate([c[i] for c in cols]) if cols else np.zeros(0) for i in range(4))
+    return StepPattern(s.nranks, s.collective.value, offsets, src.astype(np.int64), dst.astype(np.int64),
+                       sz.astype(float), red.astype(bool), sequence,
+                       s.route_offsets if routed else None, s.route_links if routed else None, dict(s.meta))
+
+
+def from_steps(nranks: int, collective: str, steps: list[tuple], sequence, meta: dict | None = None) -> StepPattern:
+    """Build a pattern from distinct steps given as (src, dst, size, reduce) arrays and the step sequence."""
+    offsets = np.concatenate([[0], np.cumsum([len(np.atleast_1d(st[0])) for st in steps])]).astype(np.int64)
+    cols = [np.concatenate([np.broadcast_to(np.asarray(st[i]), np.shape(np.atleast_1d(st[0]))) for st in steps])
+            for i in range(4)]
+    return StepPattern(nranks, collective, offsets, cols[0].astype(np.int64), cols[1].astype(np.int64),
+                       cols[2].astype(float), cols[3].astype(bool), np.asarray(sequence, dtype=np.int64),
+                       meta=meta or {})
+
+
+def pattern_from_reduce_scatter(nranks: int, steps: list[tuple], rs_sequence, collective, meta: dict) -> StepPattern:
+    """The pattern of a reduce-scatter given by its distinct steps, or of the allgather that reverses it
+    (steps in reverse order, src and dst swapped, copies), or of both in sequence (allreduce), as
+    :func:`directcoll.schedule.ops.from_reduce_scatter` builds them."""
+    from directcoll.schedule.ir import Collective
+
+    coll = Collective.parse(collective)
+    rs_sequence = list(rs_sequence)
+    ag_steps = [(dst, src, size, False) for src, dst, size, _ in steps]
+    ag_sequence = [k + len(steps) for k in reversed(rs_sequence)]
+    if coll is Collective.REDUCE_SCATTER:
+        return from_steps(nranks, coll.value, steps, rs_sequence, meta)
+    if coll is Collective.ALLGATHER:
+        return from_steps(nranks, coll.value, steps + ag_steps, [k + len(steps) for k in reversed(rs_sequence)], meta)
+    return from_steps(nranks, coll.value, steps + ag_steps, rs_sequence + ag_sequence, meta)

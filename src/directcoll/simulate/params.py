@@ -1,0 +1,75 @@
+"""Network parameters for the simulators, and presets from published systems."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from directcoll.errors import DirectcollError
+
+FORWARDING = ("cut-through", "store-and-forward")
+
+
+@dataclass(frozen=True)
+class NetworkParams:
+    """What the simulators need besides the topology.
+
+    Attributes:
+        alpha: per-message software overhead, s (paid once per transfer, before its first byte leaves).
+        per_hop_latency: router processing per hop, s (added to every link's own latency).
+        gamma: reduction cost, s per byte reduced at the receiver.
+        host_injection: bytes/s a rank can send (and receive) in total, or None for no limit beyond links.
+        forwarding: "cut-through" (default: a message pays its bandwidth term once, pipelined over the hops,
+            as packet networks such as the Swing paper's SST model do) or "store-and-forward" (every hop
+            receives the whole message before forwarding it: the bandwidth term is paid per hop).
+        link_bandwidth, link_latency: override every link of the topology (bytes/s, s); None keeps its own.
+        name, source: where the values come from.
+    """
+
+    alpha: float = 0.0
+    per_hop_latency: float = 0.0
+    gamma: float = 0.0
+    host_injection: float | None = None
+    forwarding: str = "cut-through"
+    link_bandwidth: float | None = None
+    link_latency: float | None = None
+    name: str = "custom"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.forwarding not in FORWARDING:
+            raise DirectcollError(f"unknown forwarding {self.forwarding!r}; accepted: {', '.join(FORWARDING)}")
+        for key in ("alpha", "per_hop_latency", "gamma"):
+            if getattr(self, key) < 0:
+                raise DirectcollError(f"network parameter {key} must be >= 0, got {getattr(self, key)}")
+        for key in ("host_injection", "link_bandwidth"):
+            if getattr(self, key) is not None and getattr(self, key) <= 0:
+                raise DirectcollError(f"network parameter {key} must be > 0, got {getattr(self, key)}")
+
+    def with_(self, **changes) -> NetworkParams:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+#: The Swing paper's SST setup (Sec. 5): 400 Gb/s links, 100 ns link latency, 300 ns per hop. The paper
+#: gives no per-message software overhead, so alpha is 0.
+SWING_SST = NetworkParams(alpha=0.0, per_hop_latency=300e-9, link_bandwidth=400e9 / 8, link_latency=100e-9,
+                          name="swing-sst", source="Swing (NSDI'24) Sec. 5: SST packet-level simulation parameters")
+
+
+def network_params(name: str | None) -> NetworkParams:
+    """Parameters of a named system preset (``swing-sst``, ``kolmakov-cluster``, ``zhao-model``, ...).
+
+    Raises:
+        DirectcollError: an unknown name, listing the known ones.
+    """
+    if name is None or name.lower().replace("_", "-") == "swing-sst":
+        return SWING_SST
+    from directcoll.presets import get_preset
+
+    p = get_preset(name)
+    values = {"alpha": p.alpha or 0.0, "per_hop_latency": p.per_hop_latency or 0.0, "gamma": p.gamma or 0.0,
+              "host_injection": p.host_injection, "link_latency": p.link_latency,
+              "link_bandwidth": p.link_bandwidth or (1.0 / p.beta if p.beta else None)}
+    return NetworkParams(**values, name=p.name, source=p.source)
