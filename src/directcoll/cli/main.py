@@ -102,7 +102,7 @@ class _progress:
             return None
         from rich.progress import Progress
 
-        self._bar = Progress(transient=True)
+        self._bar = Progress(transient=True, disable=not sys.stderr.isatty())
         self._bar.start()
         task = self._bar.add_task(self.label, total=self.total)
         return lambda done, total: self._bar.update(task, completed=done)
@@ -165,6 +165,176 @@ def cmd_algorithms(args) -> int:
     return 0
 
 
+# -- compare ----------------------------------------------------------------------------------------------
+DEFAULT_SIZES = "32B..512MiB"
+
+
+def _resolve_network(spec: str | None, params_name: str | None, args):
+    """Topology and parameters from a spec or a system preset name, with command-line overrides."""
+    from directcoll.errors import SpecError
+    from directcoll.presets import get_preset
+    from directcoll.simulate import network_params
+    from directcoll.topology import parse
+
+    spec = spec or DEFAULT_TOPOLOGY
+    notes = []
+    try:
+        topology = parse(spec)
+    except SpecError as exc:
+        try:
+            preset = get_preset(spec)
+        except DirectcollError:
+            raise exc from None
+        if not preset.topologies:
+            raise DirectcollError(f"preset {preset.name!r} has no topology in its source data "
+                                  f"({preset.source}); give a topology spec instead") from None
+        topology = parse(preset.topologies[0])
+        notes.append(f"{preset.name}: {topology.spec} -- {preset.source}")
+        if params_name is None and preset.link_bandwidth is not None:
+            params_name = preset.name
+    params = network_params(params_name)
+    notes.append(f"parameters {params.name}: {params.source}")
+    params = params.with_(alpha=args.alpha, per_hop_latency=args.per_hop_latency,
+                          link_bandwidth=_bandwidth(args.link_bandwidth), link_latency=args.link_latency,
+                          gamma=args.gamma, forwarding=args.forwarding)
+    return topology, params, notes
+
+
+def _bandwidth(text):
+    if text is None:
+        return None
+    from directcoll.units import parse_bandwidth
+
+    return parse_bandwidth(text)
+
+
+def cmd_compare(args) -> int:
+    from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
+    from directcoll.units import parse_sizes
+
+    topology, params, notes = _resolve_network(args.spec, args.params, args)
+    sizes = parse_sizes(args.sizes)
+    contenders = DEFAULT_CONTENDERS
+    if args.algorithms:
+        wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+        contenders = [c for c in DEFAULT_CONTENDERS if c[0] in wanted or c[1] in wanted]
+        extra = [w for w in wanted if not any(w in (c[0], c[1]) for c in DEFAULT_CONTENDERS)]
+        from directcoll.algorithms.registry import get
+
+        for w in extra:
+            alg = get(w)
+            contenders += [(alg.name, alg.name, v) for v in alg.variants]
+    quiet = args.json or args.csv
+    with _progress(len(contenders), "simulating", enabled=not quiet) as tick:
+        cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
+                      progress=(lambda done, total, label="": tick(done, total)) if tick else _noop)
+    if args.plot:
+        from directcoll.reports.plot import plot_comparison
+
+        plot_comparison(cmp, args.plot)
+    if args.json:
+        _print_json({**cmp.to_dict(), "notes": notes})
+        return 0
+    if args.csv:
+        sys.stdout.write(cmp.to_csv())
+        return 0
+    _print_comparison(cmp, notes)
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def _noop(*_args) -> None:
+    return None
+
+
+_SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling": "mirr.rd"}
+
+
+def _gbps(bytes_per_s: float) -> str:
+    v = bytes_per_s * 8 / 1e9
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 1 else f"{v:.2g}"
+
+
+def _print_comparison(cmp, notes) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from directcoll.reports.plot import letter
+    from directcoll.units import format_size, format_time
+
+    fams = cmp.families()
+    winners = cmp.winners()
+    gain = cmp.gain()
+    others = cmp.best_other() if gain is not None else None
+    short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u"}
+    from rich import box
+
+    table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
+                        "routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("size", justify="right")
+    for fam in fams:
+        table.add_column(f"{_SHORT_FAMILY.get(fam, fam[:9])} ({letter(fam)})", justify="right")
+    table.add_column("best", justify="center")
+    table.add_column("time", justify="right")
+    if gain is not None:
+        table.add_column("swing gain", justify="right")
+    for j, size in enumerate(cmp.sizes):
+        row = [format_size(size)]
+        for fam, (times, variants) in fams.items():
+            cell = f"{_gbps(size / times[j])} {short.get(variants[j], variants[j])}"
+            row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
+        row += [letter(winners[j][0]), format_time(winners[j][2])]
+        if gain is not None:
+            row.append(f"{gain[j] * 100:+.0f}% {letter(others[j])}")
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    console.print(f"Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; H/bi/u "
+                  f"Hamiltonian/bidirectional/unidirectional rings). best = the fastest; swing gain = Swing's "
+                  f"goodput over the best other (letter) - 1. Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s.")
+    for note in notes:
+        console.print(f"[dim]{note}[/dim]")
+    for s in cmp.skipped:
+        console.print(f"[dim]skipped {s['algorithm']} {s['variant'] or ''}: {s['reason']}[/dim]")
+
+
+# -- simulate ---------------------------------------------------------------------------------------------
+def cmd_simulate(args) -> int:
+    from directcoll.schedule import load
+    from directcoll.simulate import simulate
+    from directcoll.units import format_time, parse_size
+
+    schedule = load(args.file)
+    spec = args.topology or schedule.meta.get("topology")
+    if not spec:
+        raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
+    topology, params, notes = _resolve_network(spec, args.params, args)
+    size = parse_size(args.size)
+    if args.model == "flow":
+        from directcoll.simulate.flow import simulate_flow
+
+        res = simulate_flow(schedule, topology, size, params, args.routing)
+        out = {"time_s": float(res.time_s), "model": "flow", "size": size,
+               "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)]}
+    else:
+        sim = simulate(schedule, topology, params, args.routing)
+        out = {"time_s": float(sim.time(size)), "model": "step", "size": size, "steps": sim.breakdown(size)}
+    out.update({"algorithm": schedule.algorithm, "collective": schedule.collective.value, "topology": topology.spec,
+                "routing": args.routing, "params": params.to_dict(), "goodput_Bps": size / out["time_s"]})
+    if args.json:
+        _print_json(out)
+        return 0
+    print(f"{schedule.algorithm} {schedule.collective.value} of {args.size} on {topology.spec} ({params.name}, "
+          f"{args.routing} routing, {args.model} model): {format_time(out['time_s'])}, goodput "
+          f"{out['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
+    if args.model == "step":
+        rows = [(f"step {r['step']}", f"max link {r['bytes_max_link']:.4g} B, {r['hops_max']:.0f} hops, "
+                 f"{format_time(r['time_s'])}") for r in out["steps"]]
+        _table("per step", rows)
+    return 0
+
+
 # -- table 2 --------------------------------------------------------------------------------------------
 def cmd_table2(args) -> int:
     from directcoll.cost.table2 import table2, to_dicts, to_markdown
@@ -183,6 +353,20 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
                    help="collective to build (default: allreduce)")
     p.add_argument("--variant", help="algorithm variant, e.g. latency or bandwidth (see `directcoll algorithms`)")
     p.add_argument("--ports", type=int, help="concurrent collectives / ports to use (default: the algorithm's)")
+
+
+def _add_network_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", help="system preset for link and latency parameters (default swing-sst; "
+                                    "see directcoll.presets)")
+    p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
+                   help="adaptive: split over all minimal paths (default); dor: dimension order")
+    p.add_argument("--alpha", type=float, help="override: per-message overhead, s")
+    p.add_argument("--per-hop-latency", type=float, help="override: per-hop latency, s")
+    p.add_argument("--link-bandwidth", help="override: link bandwidth, e.g. 400Gbps or 50GB/s")
+    p.add_argument("--link-latency", type=float, help="override: link latency, s")
+    p.add_argument("--gamma", type=float, help="override: reduction cost, s per byte")
+    p.add_argument("--forwarding", choices=["cut-through", "store-and-forward"],
+                   help="per-hop behaviour (default cut-through)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,6 +411,34 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--gamma", type=float, default=0.0, help="seconds per byte reduced (default 0)")
     cost.add_argument("--json", action="store_true", help="machine-readable output")
     cost.set_defaults(func=cmd_cost)
+
+    cmp = sub.add_parser("compare", help="which algorithm wins on a network at each size (the main job)",
+                         description="Simulate every algorithm that serves the network at every size and report "
+                                     "goodput, the winner and Swing's gain. Default: allreduce on "
+                                     f"{DEFAULT_TOPOLOGY}, {DEFAULT_SIZES}, swing-sst parameters.")
+    cmp.add_argument("spec", nargs="?", help=f"topology spec or system preset (trn1, tpu-v4-cube, ...); "
+                                              f"default {DEFAULT_TOPOLOGY}")
+    cmp.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"])
+    cmp.add_argument("--sizes", default=DEFAULT_SIZES, help="32B..512MiB (powers of two), a list 1KiB,1MiB, or a "
+                                                            "workload name such as swing_sweep")
+    cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default: swing, "
+                                          "recursive-doubling, ring, bucket)")
+    _add_network_options(cmp)
+    cmp.add_argument("--model", default="step", choices=["step", "flow"],
+                     help="step: congestion-aware step model (default); flow: max-min fair flows, slower")
+    cmp.add_argument("--plot", help="write the goodput / gain figure to this PNG")
+    cmp.add_argument("--json", action="store_true", help="machine-readable output")
+    cmp.add_argument("--csv", action="store_true", help="CSV rows (algorithm, variant, size, time, goodput)")
+    cmp.set_defaults(func=cmd_compare)
+
+    sim = sub.add_parser("simulate", help="time one schedule file with a per-step breakdown")
+    sim.add_argument("file", help="schedule file (.json or .npz)")
+    sim.add_argument("--size", required=True, help="vector size, e.g. 64MiB")
+    sim.add_argument("--topology", help="topology spec (default: the one recorded in the file)")
+    _add_network_options(sim)
+    sim.add_argument("--model", default="step", choices=["step", "flow"], help="simulation model (default step)")
+    sim.add_argument("--json", action="store_true", help="machine-readable output")
+    sim.set_defaults(func=cmd_simulate)
 
     t2 = sub.add_parser("table2", help="regenerate Table 2 of the Swing paper (deficiencies, paper vs measured)")
     t2.add_argument("--side", type=int, default=8, help="torus side for the 2D/3D/4D measurements (default 8)")

@@ -52,24 +52,23 @@ class NetworkParams:
         return asdict(self)
 
 
-#: The Swing paper's SST setup (Sec. 5): 400 Gb/s links, 100 ns link latency, 300 ns per hop. The paper
-#: gives no per-message software overhead, so alpha is 0.
-SWING_SST = NetworkParams(alpha=0.0, per_hop_latency=300e-9, link_bandwidth=400e9 / 8, link_latency=100e-9,
-                          name="swing-sst", source="Swing (NSDI'24) Sec. 5: SST packet-level simulation parameters")
-
-
-def network_params(name: str | None) -> NetworkParams:
-    """Parameters of a named system preset (``swing-sst``, ``kolmakov-cluster``, ``zhao-model``, ...).
+def network_params(name: str | None = "swing-sst") -> NetworkParams:
+    """Parameters of a named system preset from the packaged systems.json (``swing-sst``,
+    ``kolmakov-cluster``, ``zhao-model``, ...): link bandwidth and latency, per-hop latency, alpha, gamma and
+    host injection where the source gives them, zero or the topology's own values where it does not.
 
     Raises:
         DirectcollError: an unknown name, listing the known ones.
     """
-    if name is None or name.lower().replace("_", "-") == "swing-sst":
-        return SWING_SST
     from directcoll.presets import get_preset
 
-    p = get_preset(name)
+    p = get_preset(name or "swing-sst")
     values = {"alpha": p.alpha or 0.0, "per_hop_latency": p.per_hop_latency or 0.0, "gamma": p.gamma or 0.0,
               "host_injection": p.host_injection, "link_latency": p.link_latency,
               "link_bandwidth": p.link_bandwidth or (1.0 / p.beta if p.beta else None)}
     return NetworkParams(**values, name=p.name, source=p.source)
+
+
+#: The Swing paper's SST setup (Sec. 5): 400 Gb/s links, 100 ns link latency, 300 ns per hop. The paper gives
+#: no per-message software overhead, so alpha is 0.
+SWING_SST = network_params("swing-sst")

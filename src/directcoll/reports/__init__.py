@@ -1,0 +1,1 @@
+"""Reports: comparisons of algorithms on a network (tables, JSON, CSV, plots)."""

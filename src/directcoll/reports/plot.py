@@ -1,0 +1,98 @@
+"""The comparison figure: goodput versus vector size for every algorithm family, and Swing's gain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from directcoll.reports.compare import Comparison
+from directcoll.units import format_size
+
+_STYLE = {  # family -> (colour, marker, one-letter label as in the paper's figures)
+    "swing": ("#d62728", "o", "S"),
+    "recursive-doubling": ("#1f77b4", "s", "D"),
+    "ring": ("#2ca02c", "^", "R"),
+    "bucket": ("#9467bd", "D", "B"),
+    "mirrored-recursive-doubling": ("#17becf", "v", "M"),
+}
+
+
+def letter(family: str) -> str:
+    """The one-letter label of an algorithm family (the paper's S, D, R, B)."""
+    return _style(family, 0)[2]
+
+
+def _style(family: str, i: int):
+    fallback = (f"C{i % 10}", "x", family[:1].upper())
+    return _STYLE.get(family, fallback)
+
+
+def plot_comparison(cmp: Comparison, path, title: str | None = None) -> Path:
+    """Write a two-panel PNG: goodput (Gb/s) per family's best variant versus size, with the peak and the
+    point where Swing switches from the latency- to the bandwidth-optimal variant; below it, Swing's goodput
+    gain over the best other algorithm, each point labelled with that algorithm's letter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+
+    fams = cmp.families()
+    gain = cmp.gain()
+    sizes = cmp.sizes
+    fig, (ax, axg) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]},
+                                  constrained_layout=True)
+    for i, (fam, (times, variants)) in enumerate(fams.items()):
+        colour, marker, tag = _style(fam, i)
+        gp = sizes / times * 8 / 1e9
+        ax.plot(sizes, gp, marker=marker, color=colour, ms=4, lw=1.6, label=f"{fam} ({tag})")
+        switches = [j for j in range(1, len(variants)) if variants[j] != variants[j - 1]]
+        for j in switches:
+            ax.plot(sizes[j], gp[j], "o", color=colour, ms=10, mfc="none", mew=2)
+    ax.axhline(cmp.peak_goodput * 8 / 1e9, color="0.4", ls="--", lw=1)
+    ax.text(sizes[-1], cmp.peak_goodput * 8 / 1e9, "peak goodput ", va="bottom", ha="right", fontsize=8,
+            color="0.3")
+    ax.set_ylabel("goodput (Gb/s)")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(fams), fontsize=9, frameon=False)
+    inset = ax.inset_axes([0.08, 0.5, 0.34, 0.42])
+    small = sizes <= 32 * 1024
+    for i, (fam, (times, _)) in enumerate(fams.items()):
+        colour, marker, _ = _style(fam, i)
+        inset.plot(sizes[small], times[small] * 1e6, marker=marker, color=colour, ms=3, lw=1.2)
+    inset.set_xscale("log", base=2)
+    inset.set_yscale("log")
+    inset.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    inset.yaxis.set_minor_formatter(ticker.NullFormatter())
+    inset.set_title("runtime of small vectors (us)", fontsize=8)
+    inset.tick_params(labelsize=7)
+    small_ticks = sizes[small][:: max(1, int(small.sum()) // 4)]
+    inset.set_xticks(small_ticks)
+    inset.set_xticklabels([format_size(v) for v in small_ticks])
+    inset.grid(True, which="major", alpha=0.3)
+    fig.suptitle(title or f"{cmp.collective} on {cmp.topology} ({cmp.params.name} parameters, {cmp.routing} "
+                          f"routing, {cmp.model} model)", fontsize=10)
+    if gain is not None:
+        others = cmp.best_other()
+        pct = gain * 100
+        axg.axhline(0, color="0.3", lw=0.8)
+        axg.bar(sizes, pct, width=sizes * 0.5, color=np.where(pct >= 0, "#d62728", "0.55"), align="center")
+        for s, g, other in zip(sizes, pct, others, strict=True):
+            axg.text(s, g + (2 if g >= 0 else -2), letter(other), ha="center",
+                     va="bottom" if g >= 0 else "top", fontsize=7)
+        lo, hi = min(pct.min(), 0), max(pct.max(), 0)
+        axg.set_ylim(lo - 0.15 * (hi - lo + 1), hi + 0.2 * (hi - lo + 1))
+        axg.set_ylabel("Swing gain (%)\nvs best other")
+    axg.set_xscale("log", base=2)
+    ticks = sizes[:: max(1, len(sizes) // 9)]
+    axg.set_xticks(ticks)
+    axg.set_xticklabels([format_size(s) for s in ticks], rotation=30, fontsize=8)
+    axg.set_xlabel("vector size")
+    axg.grid(True, axis="y", alpha=0.3)
+    path = Path(path)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
