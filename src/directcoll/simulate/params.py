@@ -46,7 +46,12 @@ class NetworkParams:
                 raise DirectcollError(f"network parameter {key} must be > 0, got {getattr(self, key)}")
 
     def with_(self, **changes) -> NetworkParams:
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """These parameters with some values overridden (None leaves a value); the name records overrides."""
+        changes = {k: v for k, v in changes.items() if v is not None and v != getattr(self, k)}
+        if not changes:
+            return self
+        label = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in changes.items())
+        return replace(self, **changes, name=f"{self.name} ({label})")
 
     def to_dict(self) -> dict:
         return asdict(self)
