@@ -184,7 +184,9 @@ def _resolve_network(spec: str | None, params_name: str | None, args):
         try:
             preset = get_preset(spec)
         except DirectcollError:
-            raise exc from None
+            from directcoll.presets import preset_names
+
+            raise SpecError(f"{exc}; or a system preset: {', '.join(preset_names())}") from None
         if not preset.topologies:
             raise DirectcollError(f"preset {preset.name!r} has no topology in its source data "
                                   f"({preset.source}); give a topology spec instead") from None
@@ -217,6 +219,8 @@ def cmd_compare(args) -> int:
     contenders = DEFAULT_CONTENDERS
     if args.algorithms:
         wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+        if not wanted:
+            raise DirectcollError(f"--algorithms {args.algorithms!r} names no algorithm; see `directcoll algorithms`")
         contenders = [c for c in DEFAULT_CONTENDERS if c[0] in wanted or c[1] in wanted]
         extra = [w for w in wanted if not any(w in (c[0], c[1]) for c in DEFAULT_CONTENDERS)]
         from directcoll.algorithms.registry import get

@@ -58,21 +58,22 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None) -> Path:
     ax.set_ylim(bottom=0)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(fams), fontsize=9, frameon=False)
-    inset = ax.inset_axes([0.08, 0.5, 0.34, 0.42])
     small = sizes <= 32 * 1024
-    for i, (fam, (times, _)) in enumerate(fams.items()):
-        colour, marker, _ = _style(fam, i)
-        inset.plot(sizes[small], times[small] * 1e6, marker=marker, color=colour, ms=3, lw=1.2)
-    inset.set_xscale("log", base=2)
-    inset.set_yscale("log")
-    inset.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    inset.yaxis.set_minor_formatter(ticker.NullFormatter())
-    inset.set_title("runtime of small vectors (us)", fontsize=8)
-    inset.tick_params(labelsize=7)
-    small_ticks = sizes[small][:: max(1, int(small.sum()) // 4)]
-    inset.set_xticks(small_ticks)
-    inset.set_xticklabels([format_size(v) for v in small_ticks])
-    inset.grid(True, which="major", alpha=0.3)
+    if small.any():  # the inset of small-vector runtimes, when the sweep has any
+        inset = ax.inset_axes([0.08, 0.5, 0.34, 0.42])
+        for i, (fam, (times, _)) in enumerate(fams.items()):
+            colour, marker, _ = _style(fam, i)
+            inset.plot(sizes[small], times[small] * 1e6, marker=marker, color=colour, ms=3, lw=1.2)
+        inset.set_xscale("log", base=2)
+        inset.set_yscale("log")
+        inset.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        inset.yaxis.set_minor_formatter(ticker.NullFormatter())
+        inset.set_title("runtime of small vectors (us)", fontsize=8)
+        inset.tick_params(labelsize=7)
+        small_ticks = sizes[small][:: max(1, int(small.sum()) // 4)]
+        inset.set_xticks(small_ticks)
+        inset.set_xticklabels([format_size(v) for v in small_ticks])
+        inset.grid(True, which="major", alpha=0.3)
     fig.suptitle(title or f"{cmp.collective} on {cmp.topology} ({cmp.params.name} parameters, {cmp.routing} "
                           f"routing, {cmp.model} model)", fontsize=10)
     if gain is not None:

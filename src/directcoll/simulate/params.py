@@ -47,11 +47,12 @@ class NetworkParams:
 
     def with_(self, **changes) -> NetworkParams:
         """These parameters with some values overridden (None leaves a value); the name records overrides."""
+        name = changes.pop("name", None)
         changes = {k: v for k, v in changes.items() if v is not None and v != getattr(self, k)}
         if not changes:
-            return self
+            return self if name is None else replace(self, name=name)
         label = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in changes.items())
-        return replace(self, **changes, name=f"{self.name} ({label})")
+        return replace(self, **changes, name=name or f"{self.name} ({label})")
 
     def to_dict(self) -> dict:
         return asdict(self)

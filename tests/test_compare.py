@@ -1,0 +1,256 @@
+"""``compare`` (reports/compare.py, reports/plot.py) and the ``compare`` and ``simulate`` commands."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from directcoll.cli.main import main
+from directcoll.errors import DirectcollError
+from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
+from directcoll.reports.plot import letter, plot_comparison
+from directcoll.simulate import SWING_SST
+from directcoll.topology import parse
+
+PNG = b"\x89PNG\r\n\x1a\n"
+MiB = 2**20
+DEFAULT_SIZES = [2**k for k in range(5, 30)]  # 32 B .. 512 MiB
+
+
+@pytest.fixture(scope="module")
+def cmp8():
+    return compare(parse("torus:8x8"), params=SWING_SST)
+
+
+def family_best(cmp) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for e in cmp.entries:
+        out[e.family] = np.minimum(out[e.family], e.times) if e.family in out else e.times
+    return out
+
+
+def test_compare_torus_8x8_default_contenders(cmp8):
+    assert cmp8.topology == "torus:8x8" and cmp8.collective == "allreduce" and cmp8.routing == "adaptive"
+    assert cmp8.sizes.tolist() == DEFAULT_SIZES
+    assert list(cmp8.families()) == ["swing", "recursive-doubling", "ring", "bucket"]
+    assert [(e.family, e.algorithm) for e in cmp8.entries] == [(f, a) for f, a, _ in DEFAULT_CONTENDERS]
+    assert [e.variant for e in cmp8.entries][:4] == ["latency", "bandwidth", "latency", "bandwidth"]
+    assert not cmp8.skipped
+    for e in cmp8.entries:
+        assert e.times.shape == cmp8.sizes.shape and np.all(e.times > 0) and np.all(np.diff(e.times) > 0)
+    # peak goodput: half the injection bandwidth (4 links of 50 GB/s) times p / (p - 1)
+    assert cmp8.peak_goodput == pytest.approx(4 * 50e9 / 2 * 64 / 63)
+    for e in cmp8.entries:
+        assert np.all(cmp8.goodput(e.times) < cmp8.peak_goodput)
+
+
+def test_winners_gain_and_best_other_are_consistent(cmp8):
+    best = family_best(cmp8)
+    fams = cmp8.families()
+    for fam, (times, variants) in fams.items():
+        np.testing.assert_array_equal(times, best[fam])
+        mine = {e.variant: e.times for e in cmp8.entries if e.family == fam}
+        assert all(mine[v][j] == times[j] for j, v in enumerate(variants))
+    others = [f for f in best if f != "swing"]
+    other_best = np.min([best[f] for f in others], axis=0)
+    np.testing.assert_allclose(cmp8.gain(), other_best / best["swing"] - 1, rtol=1e-12)
+    np.testing.assert_allclose(cmp8.gain("bucket"),
+                               np.min([best[f] for f in best if f != "bucket"], axis=0) / best["bucket"] - 1)
+    assert cmp8.gain("nonesuch") is None
+    assert cmp8.best_other() == [others[int(np.argmin([best[f][j] for f in others]))] for j in range(25)]
+    for j, (fam, variant, t) in enumerate(cmp8.winners()):
+        assert t == min(e.times[j] for e in cmp8.entries)
+        assert best[fam][j] == t and variant == fams[fam][1][j]
+        assert (fam == "swing") == (cmp8.gain()[j] > 0)
+    # the paper's shape on a small torus: Swing latency-optimal wins small vectors, a bandwidth algorithm
+    # (Swing or bucket) the largest ones
+    winners = cmp8.winners()
+    assert winners[0][:2] == ("swing", "latency") and winners[-1][1] == "bandwidth"
+
+
+def test_to_dict(cmp8):
+    d = cmp8.to_dict()
+    assert {"topology", "collective", "params", "sizes", "results", "best"} <= set(d)
+    assert d["topology"] == "torus:8x8" and d["collective"] == "allreduce" and d["sizes"] == DEFAULT_SIZES
+    assert d["params"]["name"] == SWING_SST.name and d["params"]["link_bandwidth"] == 50e9
+    assert len(d["results"]) == 25 * len(cmp8.entries)
+    for r in d["results"]:
+        assert {"algorithm", "variant", "size", "time_s", "goodput_Bps"} <= set(r)
+        assert r["goodput_Bps"] == pytest.approx(r["size"] / r["time_s"])
+    assert [b["size"] for b in d["best"]] == DEFAULT_SIZES
+    for b, w, g in zip(d["best"], cmp8.winners(), cmp8.gain(), strict=True):
+        assert {"size", "algorithm", "goodput_Bps"} <= set(b)
+        assert b["algorithm"] == w[0] and b["goodput_Bps"] == pytest.approx(b["size"] / w[2])
+        assert b["swing_gain"] == pytest.approx(g)
+    json.dumps(d)  # plain JSON
+
+
+def test_to_csv(cmp8):
+    rows = list(csv.DictReader(io.StringIO(cmp8.to_csv())))
+    assert len(rows) == len(cmp8.sizes) * len(cmp8.entries)
+    assert {"algorithm", "variant", "size_bytes", "time_s", "goodput_Bps"} <= set(rows[0])
+    first = cmp8.entries[0]
+    assert rows[0]["algorithm"] == first.algorithm and int(rows[0]["size_bytes"]) == 32
+    assert float(rows[0]["time_s"]) == pytest.approx(first.times[0], rel=1e-8)
+
+
+def test_contenders_that_refuse_are_skipped():
+    cmp = compare(parse("torus:6x10"), "reduce_scatter", sizes=[1024, MiB], params=SWING_SST)
+    skipped = {(s["algorithm"], s["variant"]): s["reason"] for s in cmp.skipped}
+    assert ("recursive-doubling", "bandwidth") in skipped
+    assert "power of two" in skipped["recursive-doubling", "bandwidth"]
+    assert all(reason for reason in skipped.values())
+    assert {"swing", "ring", "bucket"} <= set(cmp.families())
+    assert "recursive-doubling" not in cmp.families()
+    assert cmp.peak_goodput == pytest.approx(4 * 50e9 * 60 / 59)
+    assert cmp.to_dict()["skipped"] == cmp.skipped
+
+
+def test_no_contender_serving_raises():
+    contenders = [("recursive-doubling", "recursive-doubling", "bandwidth"), ("swing", "swing", "latency")]
+    with pytest.raises(DirectcollError, match="no algorithm serves"):
+        compare(parse("torus:6x10"), "reduce_scatter", sizes=[1024], contenders=contenders)
+    with pytest.raises(DirectcollError, match="unknown model"):
+        compare(parse("torus:4x4"), model="packet")
+
+
+def test_compare_routing_and_alone():
+    topo = parse("torus:4x4")
+    dor = compare(topo, sizes=[64 * MiB], params=SWING_SST, routing="dor")
+    adaptive = compare(topo, sizes=[64 * MiB], params=SWING_SST)
+    assert dor.routing == "dor"
+    # one path instead of all minimal paths: never faster
+    for a, b in zip(adaptive.entries, dor.entries, strict=True):
+        assert b.times[0] >= a.times[0] * (1 - 1e-12)
+    alone = compare(topo, sizes=[1024, MiB], contenders=[("swing", "swing", "bandwidth")])
+    assert alone.gain() is None and alone.winners()[0][0] == "swing"
+
+
+@pytest.mark.parametrize("sizes", [[2**k for k in range(5, 30)], [MiB, 64 * MiB], [1024]])
+def test_plot_writes_a_png(tmp_path, sizes):
+    cmp = compare(parse("torus:4x4"), sizes=sizes, params=SWING_SST)
+    path = plot_comparison(cmp, tmp_path / "c.png")
+    data = path.read_bytes()
+    assert data.startswith(PNG) and len(data) > 10_000
+    assert letter("swing") == "S" and letter("bucket") == "B" and letter("other") == "O"
+
+
+# -- the command line -------------------------------------------------------------------------------------
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_cli_compare_table(capsys):
+    code, out, _ = run(capsys, "compare")
+    assert code == 0
+    assert "allreduce on torus:8x8" in out and "swing gain" in out and "512MiB" in out and "32B" in out
+    assert "Peak goodput" in out and "swing-sst" in out
+
+
+def test_cli_compare_json(capsys):
+    d = run_json(capsys, "compare")
+    assert {"topology", "collective", "params", "sizes", "results", "best", "notes"} <= set(d)
+    assert d["topology"] == "torus:8x8" and d["sizes"] == DEFAULT_SIZES and len(d["sizes"]) == 25
+    assert d["sizes"][0] == 32 and d["sizes"][-1] == 512 * MiB
+    assert len(d["best"]) == 25 and len(d["results"]) == 25 * len(DEFAULT_CONTENDERS)
+    assert d["params"]["name"] == "swing-sst"
+    lib = compare(parse("torus:8x8"), params=SWING_SST).to_dict()
+    assert [r["time_s"] for r in d["results"]] == pytest.approx([r["time_s"] for r in lib["results"]], rel=1e-12)
+
+
+def test_cli_compare_csv(capsys):
+    code, out, _ = run(capsys, "compare", "torus:4x4", "--csv", "--sizes", "1KiB..1MiB")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 11 * len(DEFAULT_CONTENDERS)
+    assert {r["algorithm"] for r in rows} == {"swing", "recursive-doubling", "ring", "bucket"}
+
+
+def test_cli_compare_plot(tmp_path, capsys):
+    path = tmp_path / "cmp.png"
+    code, out, _ = run(capsys, "compare", "--plot", str(path))
+    assert code == 0 and f"plot written to {path}" in out
+    data = path.read_bytes()
+    assert data.startswith(PNG) and len(data) > 10_000
+    # large sizes only (no small-vector inset), one family (no gain panel), JSON output
+    path2 = tmp_path / "big.png"
+    d = run_json(capsys, "compare", "torus:4x4", "--sizes", "1MiB,64MiB", "--algorithms", "swing",
+                 "--plot", str(path2))
+    assert d["sizes"] == [MiB, 64 * MiB] and path2.read_bytes().startswith(PNG)
+
+
+def test_cli_compare_presets(capsys):
+    d = run_json(capsys, "compare", "trn1")
+    assert d["topology"] == "torus:4x4"
+    assert any("Trainium" in n for n in d["notes"]) and any("trn1" in n for n in d["notes"])
+    d = run_json(capsys, "compare", "tpu-v4-cube", "--sizes", "1KiB,1MiB")
+    assert d["topology"] == "torus:4x4x4" and d["sizes"] == [1024, MiB]
+    assert any("TPU" in n for n in d["notes"])
+    assert len(d["results"]) == 2 * len(DEFAULT_CONTENDERS)
+
+
+def test_cli_compare_options(capsys):
+    d = run_json(capsys, "compare", "torus:6x10", "--collective", "reduce_scatter", "--sizes", "1KiB,1MiB")
+    assert d["collective"] == "reduce_scatter"
+    assert any(s["algorithm"] == "recursive-doubling" for s in d["skipped"])
+    d = run_json(capsys, "compare", "torus:4x4", "--routing", "dor", "--sizes", "64MiB")
+    assert d["routing"] == "dor"
+    d = run_json(capsys, "compare", "torus:4x4", "--sizes", "swing_sweep")
+    assert d["sizes"] == DEFAULT_SIZES
+    d = run_json(capsys, "compare", "torus:4x4", "--sizes", "1MiB", "--link-bandwidth", "100Gbps",
+                 "--algorithms", "bucket,rabenseifner")
+    assert d["params"]["link_bandwidth"] == pytest.approx(12.5e9)
+    assert {(r["algorithm"], r["variant"]) for r in d["results"]} == {("bucket", "bandwidth"),
+                                                                      ("rabenseifner", "bandwidth")}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["compare", "torus:0x3"], "torus"),
+    (["compare", "nonesuch"], "nonesuch"),
+    (["compare", "ipu-pod64"], "no topology"),
+    (["compare", "--sizes", "12XB"], "cannot read sizes"),
+    (["compare", "--sizes", "1MiB..1KiB"], "cannot read sizes"),
+    (["compare", "--algorithms", "nonesuch"], "unknown algorithm"),
+    (["compare", "--params", "nonesuch"], "unknown system preset"),
+])
+def test_cli_compare_errors(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("directcoll: error:") and message in err and "Traceback" not in err
+
+
+def test_cli_simulate(tmp_path, capsys):
+    path = tmp_path / "swing.json"
+    assert main(["schedule", "swing", "torus:4x4", "-o", str(path)]) == 0
+    capsys.readouterr()
+    d = run_json(capsys, "simulate", str(path), "--size", "64MiB")
+    assert {"time_s", "steps"} <= set(d)
+    assert d["size"] == 64 * MiB and d["topology"] == "torus:4x4" and d["algorithm"] == "swing"
+    assert len(d["steps"]) == 8
+    for row in d["steps"]:
+        assert {"bytes_max_link", "hops_max", "time_s"} <= set(row)
+        assert row["bytes_max_link"] > 0 and row["hops_max"] >= 1 and row["time_s"] > 0
+    assert d["time_s"] == pytest.approx(sum(r["time_s"] for r in d["steps"]), rel=1e-12)
+    assert d["goodput_Bps"] == pytest.approx(64 * MiB / d["time_s"])
+    lib = compare(parse("torus:4x4"), sizes=[64 * MiB], params=SWING_SST,
+                  contenders=[("swing", "swing", "bandwidth")])
+    assert d["time_s"] == pytest.approx(lib.entries[0].times[0], rel=1e-12)
+    # the table form, and a topology that does not fit the file
+    code, out, _ = run(capsys, "simulate", str(path), "--size", "64MiB")
+    assert code == 0 and "per step" in out and "torus:4x4" in out
+    code, _, err = run(capsys, "simulate", str(path), "--size", "64MiB", "--topology", "torus:8x8")
+    assert code == 2 and "16 ranks" in err
+    code, _, err = run(capsys, "simulate", str(path), "--size", "lots")
+    assert code == 2 and "cannot read size" in err
