@@ -123,7 +123,7 @@ def test_valid_small_schedule_constructs():
     ({"dst": [1, 3]}, r"transfer 1 \(step 1\): dst rank 3 outside 0..2"),
     ({"src": [-1, 1]}, r"transfer 0 \(step 0\): src rank -1 outside 0..2"),
     ({"dst": [1, 1]}, r"transfer 1 \(step 1\) sends rank 1 to itself"),
-    ({"piece_stop": [1, 4]}, r"transfer 1 \(step 1\): piece \[0/1, 4/1\) is empty or outside \[0, 3\)"),
+    ({"piece_stop": [1, 4]}, r"transfer 1 \(step 1\): piece \[0/1, 4/1\) is empty.*outside \[0, 3\)"),
     ({"piece_start": [-1, 0]}, r"transfer 0 \(step 0\).*outside \[0, 3\)"),
     ({"piece_start": [0, 1]}, r"transfer 1 \(step 1\): piece \[1/1, 1/1\) is empty"),
     ({"step": [1, 0]}, "sorted by step"),

@@ -107,11 +107,12 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
     if n != topology.num_compute:
         raise TopologyError(f"schedule has {n} ranks but {topology.spec} has {topology.num_compute} compute nodes")
     nsteps = s.num_steps
-    size = s.transfer_size
+    local = s.is_local
+    size = np.where(local, 0.0, s.transfer_size)  # local copies and reductions send nothing
     ports = topology.out_degree[:n].astype(float)
     sent = np.bincount(s.step * n + s.src, weights=size, minlength=nsteps * n).reshape(nsteps, n)
     recv = np.bincount(s.step * n + s.dst, weights=size, minlength=nsteps * n).reshape(nsteps, n)
-    reduced = np.bincount(s.step * n + s.dst, weights=size * (s.op == REDUCE), minlength=nsteps * n)
+    reduced = np.bincount(s.step * n + s.dst, weights=s.transfer_size * (s.op == REDUCE), minlength=nsteps * n)
     biggest = _per_step_max(s.step, size, nsteps)
     port_time = np.maximum(biggest, np.maximum(sent / ports, recv / ports).max(axis=1))
     hops = hop_distance(topology, s.src, s.dst)
@@ -123,7 +124,7 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
         link_bound = np.zeros(nsteps)
         for t in range(nsteps):
             a, b = s.step_bounds[t], s.step_bounds[t + 1]
-            loads = link_loads(topology, s.src[a:b], s.dst[a:b], size[a:b])
+            loads = link_loads(topology, s.src[a:b], s.dst[a:b], size[a:b])  # src == dst carries nothing
             link_bound[t] = (loads / topology.link_bandwidth).max() if len(loads) else 0.0
         t_b = float(link_bound.sum() * topology.node_bandwidth)
     return CostReport(

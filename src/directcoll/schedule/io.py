@@ -16,15 +16,17 @@ from directcoll.errors import ScheduleError, ScheduleFormatError
 from directcoll.schedule.ir import Schedule
 
 FORMAT = "directcoll-schedule"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 2 added nscratch and piece_shift (both optional)
 _ARRAYS = ("step", "src", "dst", "op", "piece_offsets", "piece_start", "piece_stop")
-_OPTIONAL = ("owner", "route_offsets", "route_links")
+_OPTIONAL = ("owner", "piece_shift", "route_offsets", "route_links")
 
 
 def to_dict(schedule: Schedule) -> dict:
     """A JSON-serializable dict holding every field of the schedule."""
     d = {"format": FORMAT, "version": VERSION, "collective": schedule.collective.value,
          "nranks": schedule.nranks, "nblocks": schedule.nblocks, "denominator": schedule.denominator,
+         "nscratch": schedule.nscratch,
          "meta": schedule.meta}
     for name in _ARRAYS + _OPTIONAL:
         value = getattr(schedule, name)
@@ -41,9 +43,9 @@ def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
     """
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ScheduleFormatError(f"{source}: not a directcoll schedule (expected \"format\": \"{FORMAT}\")")
-    if d.get("version") != VERSION:
+    if d.get("version") not in READABLE_VERSIONS:
         raise ScheduleFormatError(f"{source}: schedule format version {d.get('version')!r} is not supported; "
-                                  f"this directcoll reads version {VERSION}")
+                                  f"this directcoll reads versions {', '.join(map(str, READABLE_VERSIONS))}")
     missing = [k for k in ("collective", "nranks", "nblocks", *_ARRAYS) if d.get(k) is None]
     if missing:
         raise ScheduleFormatError(f"{source}: missing fields {', '.join(missing)}")
@@ -53,7 +55,8 @@ def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
     except (TypeError, ValueError) as exc:
         raise ScheduleFormatError(f"{source}: schedule arrays must hold integers ({exc})") from None
     try:
-        return Schedule(d["collective"], int(d["nranks"]), int(d["nblocks"]), denominator=int(d.get("denominator", 1)),
+        return Schedule(d["collective"], int(d["nranks"]), int(d["nblocks"]),
+                        denominator=int(d.get("denominator", 1)), nscratch=int(d.get("nscratch", 0)),
                         meta=dict(d.get("meta") or {}), **arrays, **optional)
     except ScheduleError as exc:
         raise ScheduleError(f"{source}: {exc}") from None

@@ -9,6 +9,13 @@ A transfer is (step, src rank, dst rank, op in {copy, reduce}, pieces, optional 
 bulk-synchronous: all transfers of step t read their pieces as they stood at the end of step t-1; then
 ``reduce`` adds into the destination and ``copy`` overwrites it.
 
+Scratch and relocation (an extension of DESIGN.md's IR, needed by algorithms that keep several partial sums of
+one block, such as Kolmakov & Zhang's intermediate and latency-optimal allreduce): a schedule may declare
+``nscratch`` scratch blocks after its ``nblocks`` data blocks (coordinates [nblocks, nblocks + nscratch)), which
+hold no data of the collective and are never checked; and a piece may land at a displaced coordinate on the
+destination (``piece_shift``: [a, b) is read at the source and written at [a + shift, b + shift)). A transfer
+whose src equals its dst is a local copy or reduction; all its pieces must be displaced.
+
 Ownership (reduce-scatter and allgather): ``owner[b]`` is the rank that ends with (reduce-scatter) or starts
 with (allgather) block b. The default is MPI's: rank r owns blocks [r*k, (r+1)*k) with k = nblocks / N.
 Algorithms that remap blocks logically (Swing Sec. 3.1.1) say so through ``owner``.
@@ -74,6 +81,8 @@ class Schedule:
         piece_start, piece_stop: int64 (P,), numerators over ``denominator`` of the piece ends.
         denominator: positive int.
         owner: int64 (nblocks,) for reduce-scatter / allgather, None for allreduce.
+        nscratch: scratch blocks after the data blocks (default 0).
+        piece_shift: int64 (P,) or None: destination displacement of every piece (numerators), None = 0.
         route_offsets, route_links: optional explicit routes (CSR over link ids of the topology);
             transfer i follows route_links[route_offsets[i]:route_offsets[i+1]], empty = route it yourself.
         meta: algorithm name and parameters, topology spec, anything else JSON-serializable.
@@ -94,6 +103,8 @@ class Schedule:
     piece_stop: np.ndarray
     denominator: int = 1
     owner: np.ndarray | None = None
+    nscratch: int = 0
+    piece_shift: np.ndarray | None = None
     route_offsets: np.ndarray | None = None
     route_links: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
@@ -103,7 +114,7 @@ class Schedule:
         for name in ("step", "src", "dst", "piece_offsets", "piece_start", "piece_stop"):
             object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
         object.__setattr__(self, "op", np.ascontiguousarray(self.op, dtype=np.uint8))
-        for name in ("route_offsets", "route_links"):
+        for name in ("route_offsets", "route_links", "piece_shift"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
         if self.owner is None and self.collective.has_owner:
@@ -130,6 +141,8 @@ class Schedule:
             raise ScheduleError("piece_offsets must have T+1 non-decreasing entries starting at 0")
         if po[-1] != len(self.piece_start) or len(self.piece_stop) != len(self.piece_start):
             raise ScheduleError("piece_offsets[-1] must equal the number of pieces in piece_start/piece_stop")
+        if self.piece_shift is not None and len(self.piece_shift) != len(self.piece_start):
+            raise ScheduleError("piece_shift must have one entry per piece")
         if t:
             if self.step.min() < 0 or np.any(np.diff(self.step) < 0):
                 raise ScheduleError("steps must be >= 0 and transfers sorted by step")
@@ -139,22 +152,31 @@ class Schedule:
                     bad = int(np.flatnonzero((a < 0) | (a >= self.nranks))[0])
                     raise ScheduleError(f"transfer {bad} (step {self.step[bad]}): {name} rank {a[bad]} "
                                         f"outside 0..{self.nranks - 1}")
-            if np.any(self.src == self.dst):
-                bad = int(np.flatnonzero(self.src == self.dst)[0])
-                raise ScheduleError(f"transfer {bad} (step {self.step[bad]}) sends rank {self.src[bad]} "
-                                    "to itself")
+            local = self.src == self.dst
+            if local.any():
+                counts = np.diff(po)
+                displaced = np.bincount(self.piece_transfer, weights=self.shift != 0, minlength=t)
+                bad_local = local & ((counts == 0) | (displaced < counts))
+                if bad_local.any():
+                    bad = int(np.flatnonzero(bad_local)[0])
+                    raise ScheduleError(f"transfer {bad} (step {self.step[bad]}) sends rank {self.src[bad]} to "
+                                        "itself without displacing its pieces (a local copy needs piece_shift)")
             if self.op.max() > 1:
                 raise ScheduleError("op must be 0 (copy) or 1 (reduce)")
-        hi = self.nblocks * self.denominator
+        if self.nscratch < 0:
+            raise ScheduleError(f"nscratch must be >= 0, got {self.nscratch}")
+        hi = (self.nblocks + self.nscratch) * self.denominator
         if len(self.piece_start):
+            shift = 0 if self.piece_shift is None else self.piece_shift
             bad = (self.piece_start < 0) | (self.piece_stop > hi) | (self.piece_stop <= self.piece_start)
+            bad |= (self.piece_start + shift < 0) | (self.piece_stop + shift > hi)
             if bad.any():
                 p = int(np.flatnonzero(bad)[0])
                 i = int(np.searchsorted(po, p, side="right") - 1)
                 raise ScheduleError(f"transfer {i} (step {self.step[i]}): piece "
                                     f"[{self.piece_start[p]}/{self.denominator}, "
-                                    f"{self.piece_stop[p]}/{self.denominator}) is empty or outside "
-                                    f"[0, {self.nblocks})")
+                                    f"{self.piece_stop[p]}/{self.denominator}) is empty, or it or its "
+                                    f"destination lies outside [0, {self.nblocks + self.nscratch})")
         if self.owner is not None:
             if len(self.owner) != self.nblocks or (self.nblocks and (
                     self.owner.min() < 0 or self.owner.max() >= self.nranks)):
@@ -191,6 +213,16 @@ class Schedule:
     def piece_transfer(self) -> np.ndarray:
         """For every piece, the index of its transfer; shape (P,)."""
         return np.repeat(np.arange(self.num_transfers), np.diff(self.piece_offsets))
+
+    @cached_property
+    def shift(self) -> np.ndarray:
+        """Destination displacement of every piece (zeros when the schedule has none); int64 (P,)."""
+        return np.zeros(self.num_pieces, np.int64) if self.piece_shift is None else self.piece_shift
+
+    @property
+    def is_local(self) -> np.ndarray:
+        """Which transfers are local copies or reductions (src == dst); bool (T,)."""
+        return self.src == self.dst
 
     @cached_property
     def transfer_size(self) -> np.ndarray:
@@ -231,30 +263,36 @@ class ScheduleBuilder:
         self.nranks, self.nblocks, self.denominator = int(nranks), int(nblocks), int(denominator)
         self._cols: list[tuple[np.ndarray, ...]] = []
 
-    def add(self, step, src, dst, op, start, stop) -> None:
-        """Add transfers with one piece [start, stop) each (numerators over ``denominator``); broadcasts."""
-        step, src, dst, op, start, stop = (np.ravel(a) for a in np.broadcast_arrays(
+    def add(self, step, src, dst, op, start, stop, shift=0) -> None:
+        """Add transfers with one piece [start, stop) each (numerators over ``denominator``), landing at
+        [start + shift, stop + shift) on the destination; broadcasts."""
+        step, src, dst, op, start, stop, shift = (np.ravel(a) for a in np.broadcast_arrays(
             np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
-            np.asarray(op, np.int64), np.asarray(start, np.int64), np.asarray(stop, np.int64)))
-        self._cols.append((step, src, dst, op, np.ones(len(step), np.int64), start, stop))
+            np.asarray(op, np.int64), np.asarray(start, np.int64), np.asarray(stop, np.int64),
+            np.asarray(shift, np.int64)))
+        self._cols.append((step, src, dst, op, np.ones(len(step), np.int64), start, stop, shift))
 
-    def add_pieces(self, step, src, dst, op, counts, start, stop) -> None:
-        """Add transfers whose pieces are CSR: transfer i has ``counts[i]`` consecutive pieces."""
+    def add_pieces(self, step, src, dst, op, counts, start, stop, shift=None) -> None:
+        """Add transfers whose pieces are CSR: transfer i has ``counts[i]`` consecutive pieces (with optional
+        per-piece destination displacements ``shift``)."""
         step, src, dst, op, counts = (np.ravel(a) for a in np.broadcast_arrays(
             np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
             np.asarray(op, np.int64), np.asarray(counts, np.int64)))
         start, stop = np.asarray(start, np.int64).ravel(), np.asarray(stop, np.int64).ravel()
+        shift = np.zeros(len(start), np.int64) if shift is None else np.broadcast_to(
+            np.asarray(shift, np.int64), start.shape).ravel()
         if counts.sum() != len(start) or len(start) != len(stop):
             raise ScheduleError("add_pieces: counts must sum to the number of pieces")
-        self._cols.append((step, src, dst, op, counts, start, stop))
+        self._cols.append((step, src, dst, op, counts, start, stop, shift))
 
-    def build(self, *, owner=None, meta: dict | None = None) -> Schedule:
+    def build(self, *, owner=None, meta: dict | None = None, nscratch: int = 0) -> Schedule:
         if self._cols:
-            step, src, dst, op, counts, start, stop = (np.concatenate(c) for c in zip(*self._cols, strict=True))
+            step, src, dst, op, counts, start, stop, shift = (np.concatenate(c) for c in zip(*self._cols, strict=True))
         else:
-            step = src = dst = op = counts = start = stop = np.zeros(0, np.int64)
+            step = src = dst = op = counts = start = stop = shift = np.zeros(0, np.int64)
         order = np.argsort(step, kind="stable")
         offsets, idx = reorder_csr(np.concatenate([[0], np.cumsum(counts)]), order)
+        shift = shift[idx] if shift.any() else None
         return Schedule(self.collective, self.nranks, self.nblocks, step[order], src[order], dst[order],
                         op[order], offsets, start[idx], stop[idx], self.denominator, owner=owner,
-                        meta=meta or {})
+                        nscratch=nscratch, piece_shift=shift, meta=meta or {})

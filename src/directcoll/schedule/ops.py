@@ -37,6 +37,8 @@ def concat(first: Schedule, second: Schedule, *, meta: dict | None = None) -> Sc
                             f"{second.nranks}/{second.nblocks}")
     if not np.array_equal(first.owner, second.owner):
         raise ScheduleError("concat: the reduce-scatter leaves blocks where the allgather does not start")
+    if first.nscratch != second.nscratch:
+        raise ScheduleError("concat: both schedules must declare the same scratch space")
     a, b = _common_denominator(first, second)
     b = offset_steps(b, a.num_steps)
     offsets = np.concatenate([a.piece_offsets, b.piece_offsets[1:] + a.piece_offsets[-1]])
@@ -44,8 +46,8 @@ def concat(first: Schedule, second: Schedule, *, meta: dict | None = None) -> Sc
     return Schedule(kind, a.nranks, a.nblocks, np.concatenate([a.step, b.step]),
                     np.concatenate([a.src, b.src]), np.concatenate([a.dst, b.dst]),
                     np.concatenate([a.op, b.op]), offsets, np.concatenate([a.piece_start, b.piece_start]),
-                    np.concatenate([a.piece_stop, b.piece_stop]), a.denominator, None, *routes,
-                    meta=meta if meta is not None else dict(first.meta))
+                    np.concatenate([a.piece_stop, b.piece_stop]), a.denominator, None, a.nscratch,
+                    _concat_shifts([a, b]), *routes, meta=meta if meta is not None else dict(first.meta))
 
 
 def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
@@ -69,10 +71,12 @@ def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
     order = order[np.argsort(t - 1 - schedule.step[order], kind="stable")]
     offsets, idx = reorder_csr(schedule.piece_offsets, order)
     op = np.where(schedule.op[order] == REDUCE, COPY, REDUCE)
+    shift = schedule.shift[idx]  # the reversed piece is read where the original landed, and lands back
     return Schedule(flip[schedule.collective], schedule.nranks, schedule.nblocks, t - 1 - schedule.step[order],
                     schedule.dst[order], schedule.src[order], op, offsets,
-                    schedule.piece_start[idx], schedule.piece_stop[idx], schedule.denominator,
-                    schedule.owner, meta=meta if meta is not None else dict(schedule.meta))
+                    schedule.piece_start[idx] + shift, schedule.piece_stop[idx] + shift, schedule.denominator,
+                    schedule.owner, schedule.nscratch, None if schedule.piece_shift is None else -shift,
+                    meta=meta if meta is not None else dict(schedule.meta))
 
 
 def from_reduce_scatter(rs: Schedule, collective, *, meta: dict | None = None) -> Schedule:
@@ -108,13 +112,23 @@ def concurrent(parts: list[Schedule], *, meta: dict | None = None) -> Schedule:
     c, n, nb = parts[0].collective, parts[0].nranks, parts[0].nblocks
     if any((p.collective, p.nranks, p.nblocks) != (c, n, nb) for p in parts):
         raise ScheduleError("concurrent: every part must have the same collective, N and nblocks")
+    if any(p.nscratch != parts[0].nscratch for p in parts):
+        raise ScheduleError("concurrent: every part must declare the same scratch space")
     parts = list(_common_denominator(*parts))
-    den = parts[0].denominator
-    shift = [i * nb * den for i in range(len(parts))]
+    den, ns, k = parts[0].denominator, parts[0].nscratch, len(parts)
+
+    def place(x, i):  # part i's coordinate x (numerators) in the combined buffer: data, then scratch, by part
+        data = x < nb * den
+        return np.where(data, x + i * nb * den, x + (k - 1) * nb * den + i * ns * den)
+
     step = np.concatenate([p.step for p in parts])
     order = np.argsort(step, kind="stable")
-    starts = np.concatenate([p.piece_start + s for p, s in zip(parts, shift, strict=True)])
-    stops = np.concatenate([p.piece_stop + s for p, s in zip(parts, shift, strict=True)])
+    for p in parts:
+        if ns and np.any((p.piece_start < nb * den) & (p.piece_stop > nb * den)):
+            raise ScheduleError("concurrent: a piece straddles the data and scratch regions")
+    starts = np.concatenate([place(p.piece_start, i) for i, p in enumerate(parts)])
+    stops = np.concatenate([place(p.piece_stop - 1, i) + 1 for i, p in enumerate(parts)])
+    lands = np.concatenate([place(p.piece_start + p.shift, i) for i, p in enumerate(parts)])
     base = np.cumsum([0] + [p.num_pieces for p in parts])
     all_offsets = np.concatenate([[0]] + [p.piece_offsets[1:] + b for p, b in zip(parts, base, strict=False)])
     offsets, idx = reorder_csr(all_offsets, order)
@@ -123,17 +137,25 @@ def concurrent(parts: list[Schedule], *, meta: dict | None = None) -> Schedule:
     if routes[0] is not None:
         route_offsets, ridx = reorder_csr(routes[0], order)
         routes = (route_offsets, routes[1][ridx])
-    return Schedule(c, n, nb * len(parts), step[order], np.concatenate([p.src for p in parts])[order],
+    shifted = any(p.piece_shift is not None for p in parts)
+    return Schedule(c, n, nb * k, step[order], np.concatenate([p.src for p in parts])[order],
                     np.concatenate([p.dst for p in parts])[order], np.concatenate([p.op for p in parts])[order],
-                    offsets, starts[idx], stops[idx], den, owner, *routes,
-                    meta=meta if meta is not None else dict(parts[0].meta))
+                    offsets, starts[idx], stops[idx], den, owner, ns * k, (lands - starts)[idx] if shifted else None,
+                    *routes, meta=meta if meta is not None else dict(parts[0].meta))
 
 
 def _common_denominator(*schedules: Schedule) -> tuple[Schedule, ...]:
     den = lcm(*(s.denominator for s in schedules))
     return tuple(s if s.denominator == den else replace(
         s, denominator=den, piece_start=s.piece_start * (den // s.denominator),
-        piece_stop=s.piece_stop * (den // s.denominator)) for s in schedules)
+        piece_stop=s.piece_stop * (den // s.denominator),
+        piece_shift=None if s.piece_shift is None else s.piece_shift * (den // s.denominator)) for s in schedules)
+
+
+def _concat_shifts(parts) -> np.ndarray | None:
+    if all(p.piece_shift is None for p in parts):
+        return None
+    return np.concatenate([p.shift for p in parts])
 
 
 def _concat_routes(parts) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -166,9 +188,10 @@ class StepSummary:
 def step_summary(schedule: Schedule) -> StepSummary:
     """Transfers, mean and max data sent per rank, and largest transfer, for every step.
 
-    Sizes are fractions of the vector (multiply by the vector's bytes to get bytes).
+    Sizes are fractions of the vector (multiply by the vector's bytes to get bytes); local copies and
+    reductions (src == dst) count as transfers but send nothing.
     """
-    s, size = schedule.step, schedule.transfer_size
+    s, size = schedule.step, np.where(schedule.is_local, 0.0, schedule.transfer_size)
     nsteps = schedule.num_steps
     transfers = np.bincount(s, minlength=nsteps)
     per_rank = np.zeros((nsteps, schedule.nranks))

@@ -123,8 +123,20 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     """Timing lines of one step (see the module docstring); sizes are fractions of the vector."""
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     size, reduce = np.asarray(size, dtype=float), np.asarray(reduce, dtype=bool)
+    n = topology.num_compute
+    reduced = np.bincount(dst, weights=size * reduce, minlength=n)  # local reductions cost gamma too
+    net = src != dst  # local copies and reductions use no link
+    if routes is not None and not net.all():
+        offsets, links = routes
+        keep = np.flatnonzero(net)
+        counts = np.diff(offsets)[keep]
+        idx = np.repeat(offsets[:-1][keep] - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+        routes = (np.r_[0, np.cumsum(counts)], links[idx])
+    src, dst, size, reduce = src[net], dst[net], size[net], reduce[net]
     if not len(src):
-        return StepLines(np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
+        busy = reduced.max() * params.gamma
+        return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
+            np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
     bw, lat = _link_values(topology, params)
     idx, link, share = _route_entries(topology, src, dst, routing, routes)
     loads = np.bincount(link, weights=size[idx] * share, minlength=topology.num_links)
@@ -135,9 +147,7 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     latency = params.alpha + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
     if params.forwarding == "store-and-forward":
         slope = slope * hops
-    n = topology.num_compute
     if params.gamma:
-        reduced = np.bincount(dst, weights=size * reduce, minlength=n)
         slope = slope + params.gamma * reduced[dst]
     if params.host_injection:
         sent = np.bincount(src, weights=size, minlength=n) / params.host_injection

@@ -67,12 +67,20 @@ class _Segments:
     """Elementary segments of a schedule and every piece's segment range."""
 
     def __init__(self, s: Schedule) -> None:
-        blocks = np.arange(s.nblocks + 1, dtype=np.int64) * s.denominator
-        self.bounds = np.unique(np.concatenate([blocks, s.piece_start, s.piece_stop]))
+        total = s.nblocks + s.nscratch
+        if s.piece_shift is not None:
+            # displaced pieces must cut source and destination alike: use every unit of the coordinate
+            self.bounds = np.arange(total * s.denominator + 1, dtype=np.int64)
+        else:
+            blocks = np.arange(total + 1, dtype=np.int64) * s.denominator
+            self.bounds = np.unique(np.concatenate([blocks, s.piece_start, s.piece_stop]))
         self.lo = np.searchsorted(self.bounds, s.piece_start)
         self.hi = np.searchsorted(self.bounds, s.piece_stop)
+        self.dst_lo = np.searchsorted(self.bounds, s.piece_start + s.shift)
+        self.dst_hi = np.searchsorted(self.bounds, s.piece_stop + s.shift)
         self.count = len(self.bounds) - 1
         self.block = self.bounds[:-1] // s.denominator
+        self.data = int(np.searchsorted(self.bounds, s.nblocks * s.denominator))  # data segments come first
         self.den = s.denominator
 
     def interval(self, seg: int) -> tuple[str, str]:
@@ -135,11 +143,11 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
                             f"state; the limit is {MAX_STATE_BYTES / 2**30:.0f} GiB")
     rng = np.random.default_rng(seed)
     state = rng.integers(0, np.iinfo(np.uint64).max, size=(n, nseg), dtype=np.uint64, endpoint=True)
-    seg_owner = None if s.owner is None else s.owner[seg.block]
+    seg_owner = None if s.owner is None else s.owner[seg.block[: seg.data]]
     if s.collective is Collective.ALLGATHER:
-        expected = state[seg_owner, np.arange(nseg)].copy()  # everything else is garbage to be overwritten
+        expected = state[seg_owner, np.arange(seg.data)].copy()  # everything else is garbage to be overwritten
     else:
-        expected = state.sum(axis=0, dtype=np.uint64)
+        expected = state[:, : seg.data].sum(axis=0, dtype=np.uint64)  # scratch holds no data
     flat = state.reshape(-1)
     pt = s.piece_transfer
     bounds = s.step_bounds
@@ -155,18 +163,19 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
         tr = pt[p0:p1]
         src, dst, op = s.src[tr], s.dst[tr], s.op[tr]
         lo, hi = seg.lo[p0:p1], seg.hi[p0:p1]
-        clash = _overlaps(dst, lo, hi)
+        dlo, dhi = seg.dst_lo[p0:p1], seg.dst_hi[p0:p1]
+        clash = _overlaps(dst, dlo, dhi)
         if len(clash) and np.any(op[clash] == COPY):
             i = int(clash[op[clash] == COPY][0])
-            other = np.flatnonzero((dst == dst[i]) & (lo < hi[i]) & (hi > lo[i]))
-            cell = max(int(lo[i]), int(lo[other[other != i]].min()))  # first segment both write
+            other = np.flatnonzero((dst == dst[i]) & (dlo < dhi[i]) & (dhi > dlo[i]))
+            cell = max(int(dlo[i]), int(dlo[other[other != i]].min()))  # first segment both write
             return VerifyResult(False, **result, failure=Failure(
                 t, int(dst[i]), seg.interval(cell), "-", "-",
                 "a copy and another transfer write the same segment of this rank in one step"))
         chunks = _chunks(hi - lo, chunk_elements)
         values = [flat[_flat_indices(src[a:b], lo[a:b], hi[a:b], nseg)] for a, b in chunks]
         for (a, b), val in zip(chunks, values, strict=True):
-            idx = _flat_indices(dst[a:b], lo[a:b], hi[a:b], nseg)
+            idx = _flat_indices(dst[a:b], dlo[a:b], dhi[a:b], nseg)
             reduce_mask = np.repeat(op[a:b] == REDUCE, hi[a:b] - lo[a:b])
             if reduce_mask.all():
                 if len(clash):
@@ -183,11 +192,11 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
                     flat[idx[reduce_mask]] += val[reduce_mask]
         del values
 
-    failure = _first_mismatch(s, state, expected, seg_owner)
+    failure = _first_mismatch(s, state[:, : seg.data], expected, seg_owner)
     if failure is None:
         return VerifyResult(True, **result, failure=None)
     rank, cell = failure
-    step, reason = _diagnose(s, seg, rank, cell)
+    step, reason = _diagnose(s, seg, rank, cell) if s.piece_shift is None else _last_write(s, seg, rank, cell)
     return VerifyResult(False, **result, failure=Failure(
         step, rank, seg.interval(cell), f"{int(expected[cell]):#018x}", f"{int(state[rank, cell]):#018x}", reason))
 
@@ -207,6 +216,15 @@ def _first_mismatch(s: Schedule, state, expected, seg_owner) -> tuple[int, int] 
         if len(bad):
             return int(bad[0, 0]) + r0, int(bad[0, 1])
     return None
+
+
+def _last_write(s: Schedule, seg: _Segments, rank: int, cell: int) -> tuple[int, str]:
+    """For schedules with displaced pieces (data moves between coordinates, so one column cannot be replayed):
+    the last step that wrote the failing cell."""
+    hit = np.flatnonzero((seg.dst_lo <= cell) & (seg.dst_hi > cell) & (s.dst[s.piece_transfer] == rank))
+    step = int(s.step[s.piece_transfer[hit]].max()) if len(hit) else -1
+    what = "was never written" if step < 0 else f"was last written in step {step}"
+    return step, f"rank {rank} holds a wrong value (the cell {what}; displaced pieces are not replayed)"
 
 
 def _diagnose(s: Schedule, seg: _Segments, rank: int, cell: int) -> tuple[int, str]:
