@@ -171,7 +171,9 @@ def test_reduce_in_an_allgather_is_named(swing_allgather, changed):
 
 
 @pytest.mark.parametrize("reduce_first", [True, False])
-def test_copy_and_reduce_writing_one_segment_in_one_step_is_rejected(swing_allreduce, reduce_first):
+def test_a_reduce_added_on_top_of_a_copy_is_caught(swing_allreduce, reduce_first):
+    # within a step copies land first and reductions add on top, whatever the transfer order: an extra
+    # reduction into a cell that a copy fills leaves a contribution the allreduce must not have
     s = swing_allreduce
     copy = int(np.flatnonzero(s.op == COPY)[0])
     step, dst = int(s.step[copy]), int(s.dst[copy])
@@ -182,25 +184,34 @@ def test_copy_and_reduce_writing_one_segment_in_one_step_is_rejected(swing_allre
                      extra=[(position, step, other, dst, int(REDUCE), int(start), int(start) + 1)])
     result = verify(broken)
     assert not result.ok
-    f = result.failure
-    assert (f.step, f.rank) == (step, dst)
-    assert f.reason == "a copy and another transfer write the same segment of this rank in one step"
-    assert f.interval == (str(start), str(start + 1))
+    assert result.failure.interval[0] == str(start) or result.failure.rank != dst
 
 
-def test_copy_overlapping_the_tail_of_a_reduce_reports_the_shared_segment():
-    # the reduce writes [0, 2) of rank 1, the copy [1, 3): they share [1, 2)
-    s = Schedule("allreduce", 3, 3, step=[0, 0], src=[0, 2], dst=[1, 1], op=[REDUCE, COPY],
-                 piece_offsets=[0, 1, 2], piece_start=[0, 1], piece_stop=[2, 3])
-    f = verify(s).failure
-    assert (f.step, f.rank, f.interval) == (0, 1, ("1", "2"))
-    assert "a copy and another transfer" in f.reason
+def test_copies_land_before_reductions_in_one_step():
+    # rank 1 copies its block into rank 0's scratch while rank 0 reduces its own block into the same scratch
+    # cell (a local reduction): the scratch ends with x0 + x1, which step 1 copies back to both ranks
+    s = Schedule("allreduce", 2, 1, step=[0, 0, 1, 1], src=[1, 0, 0, 0], dst=[0, 0, 0, 1],
+                 op=[COPY, REDUCE, COPY, COPY], piece_offsets=[0, 1, 2, 3, 4], piece_start=[0, 0, 1, 1],
+                 piece_stop=[1, 1, 2, 2], nscratch=1, piece_shift=[1, 1, -1, -1])
+    assert verify(s).ok, verify(s).summary()
+    reordered = Schedule("allreduce", 2, 1, step=[0, 0, 1, 1], src=[0, 1, 0, 0], dst=[0, 0, 1, 0],
+                         op=[REDUCE, COPY, COPY, COPY], piece_offsets=[0, 1, 2, 3, 4], piece_start=[0, 0, 1, 1],
+                         piece_stop=[1, 1, 2, 2], nscratch=1, piece_shift=[1, 1, -1, -1])
+    assert verify(reordered).ok
 
 
 def test_two_copies_into_one_segment_in_one_step_are_rejected():
     s = Schedule("allgather", 3, 3, step=[0, 0], src=[0, 2], dst=[1, 1], op=[COPY, COPY],
                  piece_offsets=[0, 1, 2], piece_start=[0, 0], piece_stop=[1, 1])
-    assert "a copy and another transfer" in verify(s).failure.reason
+    f = verify(s).failure
+    assert "two copies" in f.reason and (f.step, f.rank, f.interval) == (0, 1, ("0", "1"))
+
+
+def test_a_message_carries_a_source_byte_once():
+    # one transfer placing the same source block in two destination cells sends one block
+    s = Schedule("allreduce", 2, 1, step=[0], src=[0], dst=[1], op=[COPY], piece_offsets=[0, 2],
+                 piece_start=[0, 0], piece_stop=[1, 1], nscratch=1, piece_shift=[1, 0])
+    assert s.transfer_size[0] == pytest.approx(1.0)
 
 
 def test_reduce_scatter_with_wrong_owner_fails_at_the_wrong_owner():

@@ -6,8 +6,9 @@ schedule-wide ``denominator`` (block algorithms use denominator 1; LP schedules 
 denominator of their rational ends).
 
 A transfer is (step, src rank, dst rank, op in {copy, reduce}, pieces, optional route). Semantics are
-bulk-synchronous: all transfers of step t read their pieces as they stood at the end of step t-1; then
-``reduce`` adds into the destination and ``copy`` overwrites it.
+bulk-synchronous: all transfers of step t read their pieces as they stood at the end of step t-1; then the
+step's copies overwrite their destinations, and then its reductions add into theirs (so a copy and a reduction
+into one cell in one step leave copy + reduction; two copies into one cell are an error).
 
 Scratch and relocation (an extension of DESIGN.md's IR, needed by algorithms that keep several partial sums of
 one block, such as Kolmakov & Zhang's intermediate and latency-optimal allreduce): a schedule may declare
@@ -226,9 +227,23 @@ class Schedule:
 
     @cached_property
     def transfer_size(self) -> np.ndarray:
-        """Size of every transfer as a fraction of the whole buffer (vector); float64 (T,)."""
-        lengths = (self.piece_stop - self.piece_start).astype(float)
-        sizes = np.bincount(self.piece_transfer, weights=lengths, minlength=self.num_transfers)
+        """Size of every transfer as a fraction of the whole buffer (vector); float64 (T,).
+
+        A message carries each source byte once: pieces of one transfer that read the same source interval
+        (to place it in several destination cells) count once.
+        """
+        start, stop, owner = self.piece_start, self.piece_stop, self.piece_transfer
+        if self.piece_shift is not None and len(start):
+            order = np.lexsort((start, owner))
+            big = int(stop.max()) + 1
+            key_start, key_stop = owner[order] * big + start[order], owner[order] * big + stop[order]
+            reach = np.maximum.accumulate(key_stop)  # furthest source end so far (transfers ascend)
+            prev = np.r_[np.iinfo(np.int64).min, reach[:-1]]
+            lengths = np.clip(key_stop - np.maximum(key_start, prev), 0, None).astype(float)
+            owner = owner[order]
+        else:
+            lengths = (stop - start).astype(float)
+        sizes = np.bincount(owner, weights=lengths, minlength=self.num_transfers)
         return sizes / (self.nblocks * self.denominator)
 
     @property

@@ -108,6 +108,8 @@ def _chunks(lengths: np.ndarray, limit: int) -> list[tuple[int, int]]:
 def _overlaps(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Indices (into the inputs) of every piece that overlaps another piece written to the same rank,
     in (rank, lo) order: both sides of each overlap, so a clash is seen whichever piece sorts first."""
+    if len(rank) < 2:
+        return np.zeros(0, dtype=np.int64)
     order = np.lexsort((lo, rank))
     big = int(hi.max()) + 1
     r, a, b = rank[order], lo[order], hi[order]
@@ -164,32 +166,33 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
         src, dst, op = s.src[tr], s.dst[tr], s.op[tr]
         lo, hi = seg.lo[p0:p1], seg.hi[p0:p1]
         dlo, dhi = seg.dst_lo[p0:p1], seg.dst_hi[p0:p1]
-        clash = _overlaps(dst, dlo, dhi)
-        if len(clash) and np.any(op[clash] == COPY):
-            i = int(clash[op[clash] == COPY][0])
-            other = np.flatnonzero((dst == dst[i]) & (dlo < dhi[i]) & (dhi > dlo[i]))
+        copies = op == COPY
+        copy_idx = np.flatnonzero(copies)
+        clash = copy_idx[_overlaps(dst[copies], dlo[copies], dhi[copies])]
+        if len(clash):
+            i = int(clash[0])
+            other = copy_idx[(dst[copies] == dst[i]) & (dlo[copies] < dhi[i]) & (dhi[copies] > dlo[i])]
             cell = max(int(dlo[i]), int(dlo[other[other != i]].min()))  # first segment both write
             return VerifyResult(False, **result, failure=Failure(
                 t, int(dst[i]), seg.interval(cell), "-", "-",
-                "a copy and another transfer write the same segment of this rank in one step"))
+                "two copies write the same segment of this rank in one step"))
+        red_idx = np.flatnonzero(~copies)
+        summed = len(_overlaps(dst[red_idx], dlo[red_idx], dhi[red_idx])) > 0  # reductions that add up
         chunks = _chunks(hi - lo, chunk_elements)
         values = [flat[_flat_indices(src[a:b], lo[a:b], hi[a:b], nseg)] for a, b in chunks]
-        for (a, b), val in zip(chunks, values, strict=True):
-            idx = _flat_indices(dst[a:b], dlo[a:b], dhi[a:b], nseg)
-            reduce_mask = np.repeat(op[a:b] == REDUCE, hi[a:b] - lo[a:b])
-            if reduce_mask.all():
-                if len(clash):
-                    np.add.at(flat, idx, val)
+        for reducing in (False, True):  # copies first, then reductions
+            for (a, b), val in zip(chunks, values, strict=True):
+                sel = op[a:b] == (REDUCE if reducing else COPY)
+                if not sel.any():
+                    continue
+                idx = _flat_indices(dst[a:b], dlo[a:b], dhi[a:b], nseg)
+                mask = np.repeat(sel, hi[a:b] - lo[a:b])
+                if not reducing:
+                    flat[idx[mask]] = val[mask]
+                elif summed:
+                    np.add.at(flat, idx[mask], val[mask])
                 else:
-                    flat[idx] += val
-            elif not reduce_mask.any():
-                flat[idx] = val
-            else:
-                flat[idx[~reduce_mask]] = val[~reduce_mask]
-                if len(clash):
-                    np.add.at(flat, idx[reduce_mask], val[reduce_mask])
-                else:
-                    flat[idx[reduce_mask]] += val[reduce_mask]
+                    flat[idx[mask]] += val[mask]
         del values
 
     failure = _first_mismatch(s, state[:, : seg.data], expected, seg_owner)
