@@ -73,7 +73,7 @@ def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm
 
 
 def build_pattern(name: str, topology, collective="allreduce", *, variant: str | None = None,
-                  ports: int | None = None) -> StepPattern:
+                  ports: int | None = None, **options) -> StepPattern:
     """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (so
     huge ring and bucket schedules are never materialised), else ``pattern_of(build(...))``.
 
@@ -82,14 +82,14 @@ def build_pattern(name: str, topology, collective="allreduce", *, variant: str |
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     if alg.pattern is None:
-        return pattern_of(build(name, topo, coll, variant=variant, ports=ports))
+        return pattern_of(build(name, topo, coll, variant=variant, ports=ports, **options))
     pattern = alg.pattern(topo, coll, variant=variant, ports=ports)
     pattern.meta.update({"topology": topo.spec, "algorithm": alg.name, **pattern.meta})
     return pattern
 
 
 def build(name: str, topology, collective="allreduce", *, variant: str | None = None,
-          ports: int | None = None) -> Schedule:
+          ports: int | None = None, **options) -> Schedule:
     """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
 
     The schedule's meta records the algorithm, variant, ports and topology spec.
@@ -97,7 +97,9 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
     Raises:
         UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
         SpecError: an unparseable topology spec.
+
+    ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``).
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
-    schedule = alg.build(topo, coll, variant=variant, ports=ports)
+    schedule = alg.build(topo, coll, variant=variant, ports=ports, **options)
     return schedule.with_meta(topology=topo.spec, **{"algorithm": alg.name, **schedule.meta})

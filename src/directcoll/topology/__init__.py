@@ -1,6 +1,6 @@
 """Topologies: the directed-multigraph network model, generators, spec strings, routing and metrics."""
 
-from directcoll.topology.generators import hammingmesh, hypercube, hyperx, mesh, ring, torus
+from directcoll.topology.generators import complete, hammingmesh, hypercube, hyperx, mesh, ring, torus
 from directcoll.topology.metrics import TopologySummary, describe
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 from directcoll.topology.routing import bfs_distances, hop_distance, link_loads, minimal_route
@@ -12,6 +12,7 @@ __all__ = [
     "Topology",
     "TopologySummary",
     "bfs_distances",
+    "complete",
     "describe",
     "hammingmesh",
     "hop_distance",

@@ -200,3 +200,16 @@ def hammingmesh(board, grid, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
                     link_bandwidth=np.full(len(src), float(link_bandwidth)),
                     link_latency=np.concatenate(lat).astype(float), shape=(rows, cols), wraps=False,
                     params={"board": (a, b), "grid": (x, y)})
+
+
+def complete(n: int, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
+             link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
+    """Complete graph K_n: every node linked to every other (n - 1 ports); the "peer-to-peer network with
+    full-duplex channels" of Kolmakov & Zhang Sec. 2, where no communication pattern conflicts.
+
+    Raises:
+        SpecError: n < 2.
+    """
+    (n,) = _check_shape("complete", (n,))
+    offsets = np.arange(1, n, dtype=np.int64)[:, None]
+    return _cayley("complete", f"complete:{n}", (n,), offsets, link_bandwidth, link_latency)

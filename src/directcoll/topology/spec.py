@@ -1,5 +1,5 @@
 """Spec strings for topologies: ``torus:8x8``, ``mesh:4x4``, ``ring:16``, ``ring:16:uni``, ``hypercube:10``,
-``hyperx:64x64``, ``hammingmesh:2x2:32x32``.
+``hyperx:64x64``, ``hammingmesh:2x2:32x32``, ``complete:127``.
 
 New families register a parser in :data:`FAMILIES`; a parse error lists the accepted forms.
 """
@@ -61,6 +61,7 @@ FAMILIES: dict[str, tuple[Callable, str, str]] = {
     "ring": (_ring, "ring:16 | ring:16:uni", "bidirectional or unidirectional ring"),
     "hypercube": (_one("hypercube", gen.hypercube, _int), "hypercube:10", "hypercube of 2^k nodes"),
     "hyperx": (_one("hyperx", gen.hyperx, _shape), "hyperx:64x64", "HyperX (all-to-all rows)"),
+    "complete": (_one("complete", gen.complete, _int), "complete:8", "complete graph K_n (fully connected)"),
     "hammingmesh": (_hammingmesh, "hammingmesh:2x2:32x32", "HammingMesh: board AxB, grid XxY"),
 }
 

@@ -1,0 +1,282 @@
+"""Generalized allreduce for any number of processes (Kolmakov & Zhang, "A Generalization of the Allreduce
+Operation", Sec. 5-9).
+
+The vector of every process is cut into P parts. A *distributed vector* at placement k holds part b at process
+t_k(b) = b + k (the group T_P acting on ranks; Sec. 5.2 with h = identity), so each process holds one element
+of every distributed vector, and the P distributed vectors at placements 0..P-1 are the initial data.
+
+- **Bandwidth-optimal** (Sec. 7): with N_0 = P vectors, step i applies the operator t^(-f_i), f_i =
+  floor(N_i / 2), to the vectors at placements N_i - f_i .. N_i - 1, which land on (and are reduced into) the
+  vectors at placements N_i - 2 f_i ..; N_(i+1) = ceil(N_i / 2) remain (eq. 17-24). After ceil(log2 P) steps
+  placement 0 holds the sum: part b at rank b, a reduce-scatter with MPI's ownership. The distribution phase
+  is the same steps reversed, as copies (eq. 25).
+- **Intermediate** (Sec. 8): to drop the first r distribution steps the reduction must end with the sum at the
+  N_(L-r) placements the shortened distribution starts from (the paper asks for 2^r, an upper bound of
+  N_(L-r)); each of them is the Sec. 7 reduction shifted by its placement, with the same operators (eq. 26).
+  We run the union of these shifted reductions: a vector shared by several of them (same placement, same
+  partial sum) is sent and reduced once, so each step sends the distinct vectors only (eq. 32); where two of
+  them hold different partial sums at one placement (the paper's q* and q'), the second lives in scratch
+  space, and a received vector may be reduced into both (one message, two reductions: eq. 33-35).
+- **Latency-optimal** (Sec. 9): r = ceil(log2 P): every placement ends with the sum; no distribution phase
+  (eq. 38-44).
+
+The group is the cyclic group by default (t: rank j -> j + 1); ``group="xor"`` is the group of Table 1.b for
+power-of-two P (t_k: j -> j XOR k), with which the bandwidth-optimal algorithm is recursive halving and the
+latency-optimal one recursive doubling (Sec. 7, 8).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from directcoll.algorithms.registry import Algorithm, register
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
+from directcoll.schedule.ops import from_reduce_scatter
+from directcoll.topology.model import Topology
+
+GROUPS = ("cyclic", "xor")
+
+
+def num_steps(p: int) -> int:
+    """ceil(log2 P), the reduction steps of every version."""
+    return max(1, math.ceil(math.log2(p)))
+
+
+def fold_counts(p: int) -> list[int]:
+    """N_i = ceil(P / 2^i) for i = 0..ceil(log2 P) (eq. 18)."""
+    counts = [p]
+    for _ in range(num_steps(p)):
+        counts.append(-(-counts[-1] // 2))
+    return counts
+
+
+@dataclass(frozen=True)
+class _Group:
+    """An abelian group of order P acting regularly on the ranks; element k is the rank that t_k sends 0 to."""
+
+    name: str
+    p: int
+
+    def add(self, a, b):
+        return np.bitwise_xor(a, b) if self.name == "xor" else (np.asarray(a) + b) % self.p
+
+    def neg(self, a):
+        return a if self.name == "xor" else (-np.asarray(a)) % self.p
+
+
+def _group(p: int, name: str) -> _Group:
+    if name not in GROUPS:
+        raise UnsupportedShapeError(f"generalized: unknown group {name!r}; accepted: {', '.join(GROUPS)}")
+    if name == "xor" and p & (p - 1):
+        raise UnsupportedShapeError(f"generalized: the group of Table 1.b (xor) needs a power-of-two P, got {p}")
+    return _Group(name, p)
+
+
+def _check(p: int, r: int) -> int:
+    if p < 2:
+        raise UnsupportedShapeError(f"generalized allreduce needs P >= 2 processes, got {p}")
+    steps = num_steps(p)
+    if not 0 <= r <= steps:
+        raise UnsupportedShapeError(f"generalized: r must be between 0 (bandwidth-optimal) and ceil(log2 P) = "
+                                    f"{steps} (latency-optimal) for P = {p}, got {r}")
+    return steps
+
+
+def generalized_allreduce(p: int, r: int = 0, group: str = "cyclic") -> Schedule:
+    """Generalized allreduce on P >= 2 ranks with 2 ceil(log2 P) - r steps (module docstring).
+
+    Args:
+        p: number of processes, any P >= 2 (primes included).
+        r: distribution steps removed: 0 = bandwidth-optimal (eq. 25), 0 < r < ceil(log2 P) intermediate
+            (eq. 36), ceil(log2 P) = latency-optimal (eq. 44).
+        group: "cyclic" (default) or "xor" (Table 1.b, power-of-two P).
+
+    Returns:
+        An allreduce schedule with nblocks = P (part b = block b) and, for r > 0, scratch blocks for the
+        second partial sum some placements hold; meta records r and the group.
+
+    Raises:
+        UnsupportedShapeError: P < 2, r out of range, or the xor group with P not a power of two.
+    """
+    steps = _check(p, r)
+    g = _group(p, group)
+    n = fold_counts(p)
+    results = n[steps - r]
+    b = ScheduleBuilder(Collective.ALLREDUCE, p, p)
+    slots = _reduction(b, g, n, results)
+    ranks = np.arange(p)
+    for d in range(steps - r):  # distribution: the first reduction steps reversed, as copies, in the data slot
+        i = steps - r - 1 - d
+        f = n[i] // 2
+        ks = np.arange(n[i] - f, n[i])
+        dst = g.add(ranks, f)
+        parts = g.add(dst[:, None], g.neg(ks)[None, :])
+        b.add_pieces(steps + d, ranks, dst, COPY, len(ks), parts.ravel(), parts.ravel() + 1)
+    version = "bandwidth" if r == 0 else "latency" if r == steps else "intermediate"
+    return b.build(nscratch=(slots - 1) * p, meta={"algorithm": "generalized", "variant": version, "r": r,
+                                                   "group": group, "ports": 1})
+
+
+def generalized_reduce_scatter(p: int, group: str = "cyclic") -> Schedule:
+    """The reduction phase of the bandwidth-optimal version: rank b ends with part b summed (Sec. 7)."""
+    _check(p, 0)
+    g = _group(p, group)
+    b = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
+    _reduction(b, g, fold_counts(p), 1)
+    return b.build(meta={"algorithm": "generalized", "variant": "bandwidth", "r": 0, "group": group, "ports": 1})
+
+
+def _reduction(b: ScheduleBuilder, g: _Group, n: list[int], results: int) -> int:
+    """Emit the union of the reductions shifted by 0..results-1; returns the number of slots per placement.
+
+    A vector is (placement, set of the original placements it sums). Cell of a vector in slot s at placement
+    k on rank j: coordinate s*P + part, part = j - k (j XOR k for the xor group). The sums the shortened
+    distribution starts from end in slot 0 (the data blocks).
+    """
+    p = g.p
+    full = (1 << p) - 1
+    vid: dict[tuple[int, int], int] = {}
+    vectors: list[tuple[int, int]] = []
+
+    def vector(place: int, members: int) -> int:
+        key = (place, members)
+        if key not in vid:
+            vid[key] = len(vectors)
+            vectors.append(key)
+        return vid[key]
+
+    shifts = [[vector(int(g.add(k, s)), 1 << int(g.add(k, s))) for k in range(p)] for s in range(results)]
+    slot = {v: 0 for v in range(len(vectors))}  # the raw vectors are the data
+    ranks = np.arange(p)
+    slots_used = 1
+    last = len(n) - 2
+    for i in range(len(n) - 1):
+        f = n[i] // 2
+        low = n[i] - f
+        existing = set(slot)
+        combos: dict[tuple[int, int], int] = {}  # (base, moved) -> new vector
+        new_shifts = []
+        for state in shifts:
+            nxt = []
+            for k in range(n[i + 1]):
+                base = state[k]
+                if low <= k + f < n[i]:
+                    moved = state[k + f]
+                    w = vector(vectors[base][0], vectors[base][1] | vectors[moved][1])
+                    if w not in existing:  # a partial sum another shift already holds is not made twice
+                        combos[(base, moved)] = w
+                    nxt.append(w)
+                else:
+                    nxt.append(base)
+            new_shifts.append(nxt)
+        alive = {v for state in new_shifts for v in state}
+        made = {}  # new vector -> the (base, moved) that makes it
+        for key, w in combos.items():
+            made.setdefault(w, key)
+        uses: dict[int, int] = {}
+        for base, _ in made.values():
+            uses[base] = uses.get(base, 0) + 1
+        busy: dict[int, set[int]] = {}  # placement -> slots kept or written this step
+        for v in alive & existing:
+            busy.setdefault(vectors[v][0], set()).add(slot[v])
+        targets: dict[int, tuple[int, bool]] = {}
+        for w, (base, _) in made.items():  # reduce in place where the old partial sum is not needed again
+            want_data = i == last and vectors[w][1] == full
+            if base not in alive and uses[base] == 1 and (not want_data or slot[base] == 0):
+                targets[w] = (slot[base], True)
+                busy.setdefault(vectors[w][0], set()).add(slot[base])
+        for w in sorted(set(made) - set(targets)):  # elsewhere: copy the partial sum, reduce the new part on top
+            taken = busy.setdefault(vectors[w][0], set())
+            want_data = i == last and vectors[w][1] == full
+            free = 0 if want_data and 0 not in taken else next(s for s in range(p + 1) if s not in taken)
+            targets[w] = (free, False)
+            taken.add(free)
+        for w, (s_to, _) in targets.items():
+            slot[w] = s_to
+            slots_used = max(slots_used, s_to + 1)
+        _emit_step(b, g, i, f, ranks, vectors, slot, made, targets, p)
+        shifts = new_shifts
+    for state in shifts:  # a sum that was complete before the last step moves to the data slot in it
+        v = state[0]
+        if slot[v] != 0:
+            parts = g.add(ranks, g.neg(vectors[v][0]))
+            b.add(last, ranks, ranks, COPY, slot[v] * p + parts, slot[v] * p + parts + 1, -slot[v] * p)
+    return slots_used
+
+
+def _emit_step(b: ScheduleBuilder, g: _Group, step: int, f: int, ranks, vectors, slot, made, targets, p: int):
+    """One transfer per rank to rank - f carrying every moved vector once (placed in each target cell), and
+    one local transfer per rank for the partial sums that must be kept while a copy of them is extended."""
+    dst = g.add(ranks, g.neg(f))
+    starts, shifts, local_starts, local_shifts = [], [], [], []
+    for w, (base, moved) in made.items():
+        s_to, in_place = targets[w]
+        m_place = vectors[moved][0]
+        part = g.add(ranks, g.neg(m_place))  # part held by rank j of the moved vector
+        starts.append(slot[moved] * p + part)
+        shifts.append(np.full(p, (s_to - slot[moved]) * p))
+        if not in_place:
+            b_place = vectors[base][0]
+            bpart = g.add(ranks, g.neg(b_place))
+            local_starts.append(slot[base] * p + bpart)
+            local_shifts.append(np.full(p, (s_to - slot[base]) * p))
+    if starts:
+        st = np.stack(starts, axis=1)
+        b.add_pieces(step, ranks, dst, REDUCE, st.shape[1], st.ravel(), st.ravel() + 1, np.stack(shifts, 1).ravel())
+    if local_starts:
+        st = np.stack(local_starts, axis=1)
+        b.add_pieces(step, ranks, ranks, COPY, st.shape[1], st.ravel(), st.ravel() + 1,
+                     np.stack(local_shifts, 1).ravel())
+
+
+def kolmakov_ring(p: int) -> Schedule:
+    """Sec. 6: the cyclic group with the single operator t applied at every step: the ring allreduce.
+
+    Reduction step i sends the vector at placement i (rank j sends part j - i to rank j + 1, which reduces);
+    after P - 1 steps placement P - 1 holds the sum and the distribution applies t P - 1 more times (copies).
+    """
+    _check(p, 0)
+    b = ScheduleBuilder(Collective.ALLREDUCE, p, p)
+    ranks = np.arange(p)
+    for i in range(2 * (p - 1)):
+        part = (ranks - i) % p
+        b.add(i, ranks, (ranks + 1) % p, REDUCE if i < p - 1 else COPY, part, part + 1)
+    return b.build(meta={"algorithm": "generalized", "variant": "ring", "r": 0, "group": "cyclic", "ports": 1})
+
+
+# -- registry ---------------------------------------------------------------------------------------------
+VARIANTS = ("bandwidth", "latency", "ring")
+
+
+def _build(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
+           ports: int | None = None, r: int | None = None, group: str = "cyclic") -> Schedule:
+    collective = Collective.parse(collective)
+    p = topology.num_compute
+    if ports not in (None, 1):
+        raise UnsupportedShapeError(f"generalized: single-port algorithm (one message per step), got ports={ports}")
+    variant = variant or "bandwidth"
+    if variant == "ring":
+        rs_or_ar = kolmakov_ring(p)
+        if collective is not Collective.ALLREDUCE:
+            raise UnsupportedShapeError("generalized: the ring variant is built as an allreduce")
+        return rs_or_ar
+    steps = num_steps(p)
+    r = (0 if variant == "bandwidth" else steps) if r is None else r
+    if collective is Collective.ALLREDUCE:
+        return generalized_allreduce(p, r, group)
+    if r != 0:
+        raise UnsupportedShapeError(f"generalized: {collective.value} is the bandwidth-optimal version (r = 0)")
+    return from_reduce_scatter(generalized_reduce_scatter(p, group), collective)
+
+
+register(Algorithm(
+    name="generalized", build=_build, collectives=("allreduce", "reduce_scatter", "allgather"), variants=VARIANTS,
+    topologies="any number of ranks P >= 2 (ignores the topology's shape); group xor needs a power of two",
+    summary="Kolmakov & Zhang generalized allreduce: any P, 2 ceil(log2 P) - r steps (bandwidth, latency, "
+            "intermediate r via `schedule --steps`)",
+    aliases=("kolmakov",),
+))
