@@ -258,14 +258,14 @@ def _build(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str 
     p = topology.num_compute
     if ports not in (None, 1):
         raise UnsupportedShapeError(f"generalized: single-port algorithm (one message per step), got ports={ports}")
-    variant = variant or "bandwidth"
+    variant = variant or ("bandwidth" if r is None or r == 0 else None)
     if variant == "ring":
         rs_or_ar = kolmakov_ring(p)
         if collective is not Collective.ALLREDUCE:
             raise UnsupportedShapeError("generalized: the ring variant is built as an allreduce")
         return rs_or_ar
     steps = num_steps(p)
-    r = (0 if variant == "bandwidth" else steps) if r is None else r
+    r = (0 if variant == "bandwidth" else steps) if r is None else int(r)
     if collective is Collective.ALLREDUCE:
         return generalized_allreduce(p, r, group)
     if r != 0:

@@ -7,6 +7,8 @@ import json
 import sys
 import time
 
+import numpy as np
+
 from directcoll import __version__
 from directcoll.errors import DirectcollError
 
@@ -62,7 +64,8 @@ def cmd_schedule(args) -> int:
     from directcoll.schedule import save
 
     t0 = time.perf_counter()
-    schedule = build(args.algorithm, args.spec, args.collective, variant=args.variant, ports=args.ports)
+    options = _generalized_options(args)
+    schedule = build(args.algorithm, args.spec, args.collective, variant=args.variant, ports=args.ports, **options)
     path = save(schedule, args.output)
     info = {"file": str(path), "algorithm": schedule.algorithm, "collective": schedule.collective.value,
             "ranks": schedule.nranks, "steps": schedule.num_steps, "transfers": schedule.num_transfers,
@@ -73,6 +76,46 @@ def cmd_schedule(args) -> int:
         print(f"wrote {path}: {schedule.algorithm} {schedule.collective.value} on {args.spec}, "
               f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers")
     return 0
+
+
+def _generalized_options(args) -> dict:
+    """--steps / --group for the generalized allreduce: a step count, or "auto" = the r whose schedule the step
+    model times fastest at --size on the topology with --params (eq. 37's choice is printed beside it)."""
+    if args.steps is None and args.group is None:
+        return {}
+    from directcoll.algorithms.registry import get
+
+    if get(args.algorithm).name != "generalized":
+        raise DirectcollError("--steps and --group apply to the generalized algorithm only")
+    from directcoll.algorithms.generalized import num_steps
+    from directcoll.topology import parse
+
+    options = {"group": args.group or "cyclic"}
+    topology = parse(args.spec)
+    p = topology.num_compute
+    top = num_steps(p)
+    if args.steps is None:
+        return options
+    if args.steps != "auto":
+        if not args.steps.isdigit() or not top <= int(args.steps) <= 2 * top:
+            raise DirectcollError(f"--steps must be 'auto' or a step count between ceil(log2 P) = {top} and "
+                                  f"2 ceil(log2 P) = {2 * top} for P = {p}, got {args.steps!r}")
+        return {**options, "r": 2 * top - int(args.steps)}
+    from directcoll.algorithms.registry import build_pattern
+    from directcoll.cost.kolmakov import best_r_eq37
+    from directcoll.simulate import network_params, simulate
+    from directcoll.units import parse_size
+
+    params = network_params(args.params or "kolmakov-cluster")
+    size = parse_size(args.size or "1MiB")
+    times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, group=options["group"]),
+                            topology, params).time(size)) for r in range(top + 1)]
+    r = int(np.argmin(times))
+    eq37 = best_r_eq37(p, size, params.alpha, 1 / (params.host_injection or params.link_bandwidth or 1e30),
+                       params.gamma)
+    print(f"--steps auto: r = {r} ({2 * top - r} steps) is fastest at {size} B with {params.name}; eq. 37 "
+          f"gives r = {eq37}", file=sys.stderr)
+    return {**options, "r": r}
 
 
 # -- verify -----------------------------------------------------------------------------------------------
@@ -212,6 +255,7 @@ def _bandwidth(text):
 
 def cmd_compare(args) -> int:
     from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
+    from directcoll.schedule.ir import Collective
     from directcoll.units import parse_sizes
 
     topology, params, notes = _resolve_network(args.spec, args.params, args)
@@ -227,7 +271,13 @@ def cmd_compare(args) -> int:
 
         for w in extra:
             alg = get(w)
-            contenders += [(alg.name, alg.name, v) for v in alg.variants]
+            if alg.name == "generalized":
+                from directcoll.reports.compare import generalized_contenders
+
+                contenders += generalized_contenders(topology.num_compute, Collective.parse(args.collective)) or [
+                    ("generalized", "generalized", v) for v in ("bandwidth", "latency")]
+            else:
+                contenders += [(alg.name, alg.name, v) for v in alg.variants]
     quiet = args.json or args.csv
     with _progress(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
@@ -271,7 +321,8 @@ def _print_comparison(cmp, notes) -> None:
     winners = cmp.winners()
     gain = cmp.gain()
     others = cmp.best_other() if gain is not None else None
-    short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u"}
+    short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u",
+             "r=0": "B"}
     from rich import box
 
     table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
@@ -294,7 +345,8 @@ def _print_comparison(cmp, notes) -> None:
         table.add_row(*row)
     console = Console()
     console.print(table)
-    console.print(f"Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; H/bi/u "
+    console.print(f"Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; r=k "
+                  "generalized allreduce with k distribution steps removed; H/bi/u "
                   f"Hamiltonian/bidirectional/unidirectional rings). best = the fastest; swing gain = Swing's "
                   f"goodput over the best other (letter) - 1. Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s.")
     for note in notes:
@@ -391,6 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("algorithm", help="algorithm name (see `directcoll algorithms`)")
     sched.add_argument("spec", help="topology spec, e.g. torus:8x8")
     _add_build_options(sched)
+    sched.add_argument("--steps", help="generalized only: number of steps (ceil(log2 P) .. 2 ceil(log2 P)) or "
+                                       "'auto' (the fastest at --size with --params, default kolmakov-cluster)")
+    sched.add_argument("--group", choices=["cyclic", "xor"], help="generalized only: the group T_P (default cyclic)")
+    sched.add_argument("--size", help="vector size for --steps auto (default 1MiB)")
+    sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")
     sched.add_argument("-o", "--output", required=True, help="output file (.json, or .npz for large schedules)")
     sched.add_argument("--json", action="store_true", help="machine-readable output")
     sched.set_defaults(func=cmd_schedule)

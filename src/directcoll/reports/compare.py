@@ -32,6 +32,22 @@ DEFAULT_CONTENDERS: list[tuple[str, str, str | None]] = [
     ("bucket", "bucket", None),
 ]
 MODELS = ("step", "flow")
+#: the largest P for which every intermediate version of the generalized allreduce is compared (its union
+#: construction tracks ceil(P / 2^(L-r)) shifted reductions of P vectors each)
+GENERALIZED_ALL_R_MAX = 1024
+
+
+def generalized_contenders(p: int, collective: Collective) -> list[tuple]:
+    """Kolmakov & Zhang's allreduce for non-power-of-two P (for a power of two it is recursive halving and
+    doubling): every r = 0..ceil(log2 P) up to GENERALIZED_ALL_R_MAX ranks, r = 0 beyond."""
+    if p & (p - 1) == 0 or p < 3:
+        return []
+    if collective is not Collective.ALLREDUCE:
+        return [("generalized", "generalized", "bandwidth", {"r": 0})]
+    top = max(1, int(np.ceil(np.log2(p))))
+    rs = range(top + 1) if p <= GENERALIZED_ALL_R_MAX else range(1)
+    return [("generalized", "generalized", "bandwidth" if r == 0 else "latency" if r == top else None, {"r": r})
+            for r in rs]
 
 
 @dataclass
@@ -133,7 +149,9 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         params: network parameters (default: zero overheads and the topology's links).
         routing: "adaptive" or "dor".
         model: "step" (closed-form sweep) or "flow" (max-min fair, per size; slower).
-        contenders: (family, registry name, variant) triples; default :data:`DEFAULT_CONTENDERS`.
+        contenders: (family, registry name, variant[, build options]) tuples; default
+            :data:`DEFAULT_CONTENDERS` plus, for a non-power-of-two number of ranks, the generalized allreduce
+            at every r (:func:`generalized_contenders`).
         progress: callable(done, total, label) for progress bars.
 
     Returns:
@@ -147,29 +165,36 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     coll = Collective.parse(collective)
     sizes = np.asarray(sizes if sizes is not None else 2 ** np.arange(5, 30), dtype=float)
     params = params if params is not None else NetworkParams()
-    contenders = contenders or DEFAULT_CONTENDERS
+    contenders = list(contenders or DEFAULT_CONTENDERS)
+    if contenders == DEFAULT_CONTENDERS:
+        contenders += generalized_contenders(topology.num_compute, coll)
     entries, skipped = [], []
-    for i, (family, name, variant) in enumerate(contenders):
+    for i, (family, name, variant, *extra) in enumerate(contenders):
+        options = extra[0] if extra else {}
         label = f"{name} {variant or ''}".strip()
         progress(i, len(contenders), label)
         try:
-            pattern = build_pattern(name, topology, coll, variant=variant)
+            pattern = build_pattern(name, topology, coll, variant=variant, **options)
         except UnsupportedShapeError as exc:
             skipped.append({"algorithm": name, "variant": variant, "reason": str(exc)})
             continue
+        label_variant = f"r={options['r']}" if "r" in options else None
         if model == "step":
             times = simulate(pattern, topology, params, routing).time(sizes)
         else:
             from directcoll.simulate.flow import flow_times
 
             times = flow_times(pattern, topology, sizes, params, routing)
-        entries.append(Entry(family, name, pattern.meta.get("variant") or variant or "", np.asarray(times)))
+        entries.append(Entry(family, name, label_variant or pattern.meta.get("variant") or variant or "",
+                             np.asarray(times)))
     progress(len(contenders), len(contenders), "done")
     if not entries:
         raise DirectcollError(f"no algorithm serves {coll.value} on {topology.spec}: "
                               + "; ".join(f"{s['algorithm']}: {s['reason']}" for s in skipped))
     bw = params.link_bandwidth
     node_bw = topology.node_bandwidth if bw is None else bw * topology.out_degree[: topology.num_compute].max()
+    if params.host_injection:
+        node_bw = min(node_bw, params.host_injection)
     p = topology.num_compute
     peak = node_bw / 2 * p / (p - 1) if coll is Collective.ALLREDUCE else node_bw * p / (p - 1)
     return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak))

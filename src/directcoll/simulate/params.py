@@ -69,9 +69,11 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     from directcoll.presets import get_preset
 
     p = get_preset(name or "swing-sst")
+    # a beta (s/byte per process) describes a switched cluster: one message stream in and out of each process
+    per_process = 1.0 / p.beta if p.beta else None
     values = {"alpha": p.alpha or 0.0, "per_hop_latency": p.per_hop_latency or 0.0, "gamma": p.gamma or 0.0,
-              "host_injection": p.host_injection, "link_latency": p.link_latency,
-              "link_bandwidth": p.link_bandwidth or (1.0 / p.beta if p.beta else None)}
+              "host_injection": p.host_injection or per_process, "link_latency": p.link_latency,
+              "link_bandwidth": p.link_bandwidth or per_process}
     return NetworkParams(**values, name=p.name, source=p.source)
 
 

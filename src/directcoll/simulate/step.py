@@ -147,12 +147,12 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     latency = params.alpha + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
     if params.forwarding == "store-and-forward":
         slope = slope * hops
-    if params.gamma:
-        slope = slope + params.gamma * reduced[dst]
-    if params.host_injection:
+    if params.host_injection:  # the network term is the slower of the links and the host's injection
         sent = np.bincount(src, weights=size, minlength=n) / params.host_injection
         recv = np.bincount(dst, weights=size, minlength=n) / params.host_injection
         slope = np.maximum(slope, np.maximum(sent[src], recv[dst]))
+    if params.gamma:  # then the receiver reduces what it got
+        slope = slope + params.gamma * reduced[dst]
     a, b = _pareto(latency, slope)
     top = int(np.argmax(loads))
     return StepLines(a, b, float(loads[top]), top, float(hops.max()))
