@@ -260,10 +260,12 @@ def _build(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str 
         raise UnsupportedShapeError(f"generalized: single-port algorithm (one message per step), got ports={ports}")
     variant = variant or ("bandwidth" if r is None or r == 0 else None)
     if variant == "ring":
-        rs_or_ar = kolmakov_ring(p)
         if collective is not Collective.ALLREDUCE:
-            raise UnsupportedShapeError("generalized: the ring variant is built as an allreduce")
-        return rs_or_ar
+            raise UnsupportedShapeError(f"generalized: the ring variant is an allreduce, not {collective.value}")
+        if r not in (None, 0) or group != "cyclic":
+            raise UnsupportedShapeError("generalized: the ring variant is the cyclic group's single operator "
+                                        f"(Sec. 6); it takes no r or group (got r={r}, group={group})")
+        return kolmakov_ring(p)
     steps = num_steps(p)
     r = (0 if variant == "bandwidth" else steps) if r is None else int(r)
     if collective is Collective.ALLREDUCE:

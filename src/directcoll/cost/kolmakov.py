@@ -15,9 +15,9 @@ peer-to-peer full-duplex network (one message out and one in per process per ste
   partner first (alpha + m beta + m gamma) and get the result back last (alpha + m beta);
   RH on P': 2 log2 P' alpha + 2 (P'-1)/P' m beta + (P'-1)/P' m gamma; RD on P': log2 P' (alpha + m beta + m gamma).
 
-Eq. 36 and 44 are the paper's worst-case counts; our schedules send exactly eq. 25, eq. 36 for r = 1 and
-eq. 44, and less than eq. 36 for 2 <= r < L (they finish the reduction with the ceil(P / 2^(L-r)) sums the
-shortened distribution needs where the paper computes 2^r).
+Eq. 36 and 44 are the paper's worst-case counts; our schedules (cyclic group) send exactly eq. 25, eq. 36 for
+r = 1 and eq. 44, and at most eq. 36 for 2 <= r < L (they finish the reduction with the ceil(P / 2^(L-r)) sums
+the shortened distribution needs where the paper computes 2^r; equal when those agree, e.g. P a power of two).
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def tau_generalized(p: int, m, r: int, alpha: float, beta: float, gamma: float):
     """Eq. 25 (r = 0), 36 (0 < r < L) or 44 (r = L), seconds; m may be an array of sizes in bytes."""
     m = np.asarray(m, dtype=float)
     u, lg = m / p, _l(p)
-    if r >= lg:
+    if not 0 <= r <= lg:
+        raise ValueError(f"r must be between 0 and ceil(log2 P) = {lg} for P = {p}, got {r}")
+    if r == lg:
         return lg * alpha + p * lg * u * beta + p * (2 * lg - 2) * u * gamma
     extra = 2 ** r - 1
     return ((2 * lg - r) * alpha + (2 * (p - 1) + extra * (lg - 1)) * u * beta
