@@ -391,6 +391,68 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+# -- run --------------------------------------------------------------------------------------------------
+DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
+
+
+def cmd_run(args) -> int:
+    import shutil
+    import subprocess
+    import tempfile
+
+    from directcoll.topology import parse
+    from directcoll.units import format_size, format_time, parse_sizes
+
+    topology = parse(args.topology)
+    ranks = args.ranks or topology.num_compute
+    if ranks != topology.num_compute:
+        raise DirectcollError(f"--ranks {ranks} does not match {topology.spec}, which has {topology.num_compute} "
+                              "compute nodes (one rank per node)")
+    parse_sizes(args.sizes)  # refuse bad sizes before launching anything
+    launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/results.json"
+        cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
+               "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", args.algorithms,
+               "--collective", args.collective, "--sizes", args.sizes, "--repeat", str(args.repeat),
+               "--timeout", str(args.timeout), "--json-out", out, *(["--native"] if args.compare_native else [])]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout * 20 + 60)
+        except FileNotFoundError:
+            raise DirectcollError(f"cannot start {launcher[0]!r}: install MPI (pip install mpi4py mpich) or pass "
+                                  "--mpiexec") from None
+        except subprocess.TimeoutExpired:
+            raise DirectcollError(f"the run did not finish within {args.timeout * 20 + 60:g} s") from None
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+            raise DirectcollError(f"mpiexec exited with status {proc.returncode}:\n{tail}")
+        with open(out) as fh:
+            data = json.load(fh)
+    if args.json:
+        _print_json(data)
+        return 0
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules), this machine",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("algorithm", "size", "time", "Gb/s", "correct", "native", "ours/native"):
+        table.add_column(col, justify="right")
+    for row in data["results"]:
+        if "skipped" in row:
+            continue
+        native = row.get("native_time_s")
+        short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi"}
+        variant = short.get(row["variant"], row["variant"] or "")
+        table.add_row(f"{row['algorithm']} {variant}", format_size(row["size"]),
+                      format_time(row["time_s"]), _gbps(row["goodput_Bps"]),
+                      "yes" if row["correct"] else "[red]NO[/red]", format_time(native) if native else "-",
+                      f"{row['time_s'] / native:.2f}x" if native else "-")
+    Console().print(table)
+    return 0 if all(r.get("correct", True) for r in data["results"]) else 1
+
+
 # -- table 2 --------------------------------------------------------------------------------------------
 def cmd_table2(args) -> int:
     from directcoll.cost.table2 import table2, to_dicts, to_markdown
@@ -500,6 +562,25 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--model", default="step", choices=["step", "flow"], help="simulation model (default step)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.set_defaults(func=cmd_simulate)
+
+    rn = sub.add_parser("run", help="run schedules on real MPI ranks and compare with the MPI library",
+                        description="Launch ranks through mpiexec on this machine (or --hostfile / --mpiexec for an "
+                                    "allocation), time our schedules and the MPI library's own collective, and "
+                                    "check that the results agree.")
+    rn.add_argument("--ranks", type=int, help="number of ranks (default: the topology's nodes)")
+    rn.add_argument("--topology", default="torus:2x4", help="topology the schedules are built for (default torus:2x4)")
+    rn.add_argument("--algorithm", "--algorithms", dest="algorithms", default=DEFAULT_RUN_ALGORITHMS,
+                    help=f"comma list of NAME or NAME:VARIANT (default {DEFAULT_RUN_ALGORITHMS})")
+    rn.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"])
+    rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB", help="sizes, e.g. 64MiB or 8B..1MiB")
+    rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size (after one warm-up)")
+    rn.add_argument("--timeout", type=float, default=30.0, help="seconds a rank waits for a step before failing")
+    rn.add_argument("--compare-native", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the MPI library's own collective (default on)")
+    rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
+    rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
+    rn.add_argument("--json", action="store_true", help="machine-readable output")
+    rn.set_defaults(func=cmd_run)
 
     t2 = sub.add_parser("table2", help="regenerate Table 2 of the Swing paper (deficiencies, paper vs measured)")
     t2.add_argument("--side", type=int, default=8, help="torus side for the 2D/3D/4D measurements (default 8)")
