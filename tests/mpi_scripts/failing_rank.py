@@ -1,0 +1,30 @@
+"""A 4-rank Swing allreduce in which rank 1 hangs (``hang``) or dies (``die``) at the start.
+
+Run by tests/test_runtime.py under mpiexec: the other ranks must fail with a clear error within the timeout.
+"""
+
+import os
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+from directcoll.algorithms import build
+from directcoll.errors import DirectcollError
+from directcoll.runtime import mpi as run
+
+mode, timeout = sys.argv[1], float(sys.argv[2])
+comm = MPI.COMM_WORLD
+schedule = build("swing", f"ring:{comm.Get_size()}")
+x = np.ones(64)
+y = np.empty_like(x)
+if comm.Get_rank() == 1:
+    if mode == "die":
+        os._exit(9)
+    time.sleep(timeout * 10)
+try:
+    run.allreduce(x, y, comm, schedule=schedule, timeout=timeout)
+except DirectcollError as exc:
+    print(f"directcoll: error: {exc}", file=sys.stderr, flush=True)
+    comm.Abort(3)
