@@ -33,7 +33,9 @@ def _programs(schedule: Schedule, count: int) -> tuple[list[RankProgram], np.nda
     return compile_programs(schedule, count), (None if schedule.collective is Collective.ALLREDUCE else order)
 
 
-def _check(schedule: Schedule, comm, collective: Collective, buffers) -> None:
+def _check(schedule: Schedule, comm, collective: Collective, buffers, op: str = "sum") -> None:
+    if op not in OPS:
+        raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(OPS)}")
     if schedule.collective is not collective:
         raise DirectcollError(f"the schedule is a {schedule.collective.value}, not a {collective.value}")
     if schedule.nranks != comm.Get_size():
@@ -100,9 +102,7 @@ def allreduce(sendbuf, recvbuf, comm, *, schedule: Schedule, op: str = "sum", ti
         DirectcollError: a schedule of another collective or rank count, mismatched buffers, unknown op, or a
             step not finished within ``timeout`` seconds. Checked before any message is sent.
     """
-    _check(schedule, comm, Collective.ALLREDUCE, (sendbuf, recvbuf))
-    if op not in OPS:
-        raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(OPS)}")
+    _check(schedule, comm, Collective.ALLREDUCE, (sendbuf, recvbuf), op)
     send, recv = np.asarray(sendbuf).ravel(), np.asarray(recvbuf).reshape(-1)
     if send.size != recv.size:
         raise DirectcollError(f"allreduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
@@ -118,9 +118,7 @@ def allreduce(sendbuf, recvbuf, comm, *, schedule: Schedule, op: str = "sum", ti
 def reduce_scatter(sendbuf, recvbuf, comm, *, schedule: Schedule, op: str = "sum", timeout: float | None = None):
     """MPI_Reduce_scatter_block with ``schedule``: rank r gets block r (recvbuf.size elements) of the reduced
     vector (sendbuf.size = N * recvbuf.size elements, MPI order)."""
-    _check(schedule, comm, Collective.REDUCE_SCATTER, (sendbuf, recvbuf))
-    if op not in OPS:
-        raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(OPS)}")
+    _check(schedule, comm, Collective.REDUCE_SCATTER, (sendbuf, recvbuf), op)
     send, recv = np.asarray(sendbuf).ravel(), np.asarray(recvbuf).reshape(-1)
     if send.size != recv.size * comm.Get_size():
         raise DirectcollError(f"reduce_scatter: sendbuf must hold N x recvbuf = {recv.size * comm.Get_size()} "

@@ -49,13 +49,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from directcoll.errors import DirectcollError, TopologyError
+from directcoll.errors import DirectcollError
 from directcoll.schedule.ir import Schedule
-from directcoll.schedule.pattern import StepPattern, pattern_of
+from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
-from directcoll.simulate.step import _link_values, _route_entries
+from directcoll.simulate.step import _link_values, _route_entries, prepare
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import ROUTINGS
 
 #: links saturating within this relative distance of the lowest level freeze in the same water-filling round
 LEVEL_RTOL = 1e-9
@@ -190,13 +189,7 @@ class _Prepared:
 
 
 def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing: str) -> _Prepared:
-    pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
-    params = params if params is not None else NetworkParams()
-    if routing not in ROUTINGS:
-        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
-    if pattern.nranks != topology.num_compute:
-        raise TopologyError(f"schedule has {pattern.nranks} ranks but {topology.spec} has "
-                            f"{topology.num_compute} compute nodes")
+    pattern, params = prepare(schedule, topology, params, routing)
     bw, lat = _link_values(topology, params)
     n, nl, t_all = pattern.nranks, topology.num_links, len(pattern.src)
     idx, link, share = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]

@@ -158,6 +158,21 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     return StepLines(a, b, float(loads[top]), top, float(hops.max()))
 
 
+def prepare(schedule, topology: Topology, params: NetworkParams | None, routing: str):
+    """The step pattern and parameters both models start from, after checking ranks and routing.
+
+    Raises:
+        TopologyError: rank count mismatch or unknown routing.
+    """
+    pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
+    if routing not in ROUTINGS:
+        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
+    if pattern.nranks != topology.num_compute:
+        raise TopologyError(f"schedule has {pattern.nranks} ranks but {topology.spec} has "
+                            f"{topology.num_compute} compute nodes")
+    return pattern, params if params is not None else NetworkParams()
+
+
 def simulate(schedule: Schedule | StepPattern, topology: Topology, params: NetworkParams | None = None,
              routing: str = "adaptive", progress=None) -> SimulatedSchedule:
     """Route a schedule (or its step pattern) once on ``topology``; time sizes with ``.time(sizes)``.
@@ -173,13 +188,7 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
     Raises:
         TopologyError: rank count mismatch, unknown routing, or a routing the topology cannot do.
     """
-    pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
-    params = params if params is not None else NetworkParams()
-    if routing not in ROUTINGS:
-        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
-    if pattern.nranks != topology.num_compute:
-        raise TopologyError(f"schedule has {pattern.nranks} ranks but {topology.spec} has "
-                            f"{topology.num_compute} compute nodes")
+    pattern, params = prepare(schedule, topology, params, routing)
     steps = []
     for k in range(pattern.num_distinct):
         sl = pattern.step(k)
