@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from directcoll.topology.generative import topology_moore_bound
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import bfs_distances
 
@@ -28,6 +29,9 @@ class TopologySummary:
     node_bandwidth_bytes_per_s: float
     bisection_links: int | None
     bisection_bandwidth_bytes_per_s: float | None
+    #: least diameter any graph with this N and degree can have (Moore bound, Zhao et al. Def. 9): directed
+    #: when some link has no reverse, else undirected, degree = largest out-degree; None with switches.
+    moore_bound_diameter: int | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -80,7 +84,8 @@ def bisection_links(topo: Topology) -> int | None:
 
 def describe(topo: Topology) -> TopologySummary:
     """Summarize a topology: N, switches, directed links, degree range, diameter, average distance,
-    bandwidths (bytes/s) and the bisection where known."""
+    bandwidths (bytes/s), the bisection where known and the Moore-bound diameter (the topology is Moore
+    optimal when ``diameter == moore_bound_diameter``)."""
     deg = topo.out_degree[: topo.num_compute]
     diameter, avg = distance_stats(topo)
     cut = bisection_links(topo)
@@ -91,4 +96,5 @@ def describe(topo: Topology) -> TopologySummary:
         diameter=diameter, average_distance=avg, link_bandwidth_bytes_per_s=bw,
         node_bandwidth_bytes_per_s=topo.node_bandwidth, bisection_links=cut,
         bisection_bandwidth_bytes_per_s=None if cut is None else cut * bw,
+        moore_bound_diameter=topology_moore_bound(topo),
     )
