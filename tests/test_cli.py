@@ -112,3 +112,22 @@ def test_garbage_schedule_file(tmp_path, capsys):
 
 def test_parser_builds():
     assert build_parser().prog == "directcoll"
+
+
+def test_export_and_import_msccl_round_trip(tmp_path, capsys):
+    sched, xml, back = tmp_path / "s.json", tmp_path / "a.xml", tmp_path / "back.npz"
+    assert main(["schedule", "ring", "torus:2x3", "--collective", "allgather", "-o", str(sched)]) == 0
+    assert main(["export", str(sched), "--format", "msccl", "-o", str(xml)]) == 0
+    text = xml.read_text()
+    assert 'coll="allgather"' in text and "<gpu " in text and "<tb " in text
+    assert main(["import", str(xml), "-o", str(back)]) == 0
+    capsys.readouterr()
+    code, v = run_json(capsys, "verify", str(back))
+    assert code == 0 and v["ok"] and v["ranks"] == 6
+
+
+def test_import_rejects_garbage(tmp_path, capsys):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<algo name='x'><gpu>")
+    assert main(["import", str(bad), "-o", str(tmp_path / "x.json")]) == 2
+    assert str(bad) in capsys.readouterr().err

@@ -453,6 +453,38 @@ def cmd_run(args) -> int:
     return 0 if all(r.get("correct", True) for r in data["results"]) else 1
 
 
+# -- export / import --------------------------------------------------------------------------------------
+def cmd_export(args) -> int:
+    from directcoll.export.msccl import export_msccl
+    from directcoll.schedule import load
+
+    schedule = load(args.file)
+    export_msccl(schedule, args.output, max_chunks=args.max_chunks)
+    if args.json:
+        _print_json({"file": args.output, "format": args.format, "algorithm": schedule.algorithm,
+                     "collective": schedule.collective.value, "ranks": schedule.nranks})
+    else:
+        print(f"wrote {args.output}: MSCCL XML of {schedule.algorithm} {schedule.collective.value} on "
+              f"{schedule.nranks} ranks")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from directcoll.export.msccl import import_msccl
+    from directcoll.schedule import save
+
+    schedule = import_msccl(args.file)
+    save(schedule, args.output)
+    info = {"file": args.output, "collective": schedule.collective.value, "ranks": schedule.nranks,
+            "steps": schedule.num_steps, "transfers": schedule.num_transfers}
+    if args.json:
+        _print_json(info)
+    else:
+        print(f"wrote {args.output}: {schedule.collective.value} on {schedule.nranks} ranks, "
+              f"{schedule.num_steps} steps, {schedule.num_transfers} transfers")
+    return 0
+
+
 # -- table 2 --------------------------------------------------------------------------------------------
 def cmd_table2(args) -> int:
     from directcoll.cost.table2 import table2, to_dicts, to_markdown
@@ -581,6 +613,20 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
     rn.add_argument("--json", action="store_true", help="machine-readable output")
     rn.set_defaults(func=cmd_run)
+
+    ex = sub.add_parser("export", help="export a schedule to a runtime format (MSCCL XML)")
+    ex.add_argument("file", help="schedule file (.json or .npz)")
+    ex.add_argument("--format", default="msccl", choices=["msccl"], help="output format (default msccl)")
+    ex.add_argument("-o", "--output", required=True, help="output file, e.g. algo.xml")
+    ex.add_argument("--max-chunks", type=int, default=1024, help="cap on chunks per buffer for fractional schedules")
+    ex.add_argument("--json", action="store_true", help="machine-readable output")
+    ex.set_defaults(func=cmd_export)
+
+    im = sub.add_parser("import", help="read an MSCCL XML file into a schedule file (then verify, cost, simulate)")
+    im.add_argument("file", help="MSCCL XML file")
+    im.add_argument("-o", "--output", required=True, help="schedule file to write (.json or .npz)")
+    im.add_argument("--json", action="store_true", help="machine-readable output")
+    im.set_defaults(func=cmd_import)
 
     t2 = sub.add_parser("table2", help="regenerate Table 2 of the Swing paper (deficiencies, paper vs measured)")
     t2.add_argument("--side", type=int, default=8, help="torus side for the 2D/3D/4D measurements (default 8)")
