@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from directcoll.errors import DirectcollError
-from directcoll.schedule.ir import COPY, Collective, Schedule
+from directcoll.schedule.ir import Collective, Schedule
 
 
 @dataclass
@@ -134,5 +134,3 @@ def mpi_order(schedule: Schedule, count: int) -> np.ndarray:
             pos += b - a
     return perm
 
-
-COPY_OP = int(COPY)
