@@ -1,0 +1,168 @@
+"""Commands on topologies and schedules: topology describe, schedule, verify, cost, algorithms, table2."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from directcoll.cli.output import Progress, print_json, print_table
+from directcoll.errors import DirectcollError
+
+DEFAULT_TOPOLOGY = "torus:8x8"
+
+DEFAULT_ALGORITHM = "swing"
+
+
+
+def cmd_topology_describe(args) -> int:
+    from directcoll.topology import describe, parse
+
+    summary = describe(parse(args.spec))
+    if args.json:
+        print_json(summary.to_dict())
+    else:
+        print_table(f"topology {summary.spec}", list(summary.to_dict().items()))
+    return 0
+
+
+
+def cmd_schedule(args) -> int:
+    from directcoll.algorithms import build
+    from directcoll.schedule import save
+
+    t0 = time.perf_counter()
+    options = _generalized_options(args)
+    schedule = build(args.algorithm, args.spec, args.collective, variant=args.variant, ports=args.ports, **options)
+    path = save(schedule, args.output)
+    info = {"file": str(path), "algorithm": schedule.algorithm, "collective": schedule.collective.value,
+            "ranks": schedule.nranks, "steps": schedule.num_steps, "transfers": schedule.num_transfers,
+            "nblocks": schedule.nblocks, "meta": schedule.meta, "seconds": time.perf_counter() - t0}
+    if args.json:
+        print_json(info)
+    else:
+        print(f"wrote {path}: {schedule.algorithm} {schedule.collective.value} on {args.spec}, "
+              f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers")
+    return 0
+
+
+
+def _generalized_options(args) -> dict:
+    """--steps / --group for the generalized allreduce: a step count, or "auto" = the r whose schedule the step
+    model times fastest at --size on the topology with --params (eq. 37's choice is printed beside it)."""
+    if args.steps is None and args.group is None:
+        return {}
+    from directcoll.algorithms.registry import get
+
+    if get(args.algorithm).name != "generalized":
+        raise DirectcollError("--steps and --group apply to the generalized algorithm only")
+    from directcoll.algorithms.generalized import num_steps
+    from directcoll.topology import parse
+
+    options = {"group": args.group or "cyclic"}
+    topology = parse(args.spec)
+    p = topology.num_compute
+    top = num_steps(p)
+    if args.steps is None:
+        return options
+    if args.steps != "auto":
+        if not args.steps.isdigit() or not top <= int(args.steps) <= 2 * top:
+            raise DirectcollError(f"--steps must be 'auto' or a step count between ceil(log2 P) = {top} and "
+                                  f"2 ceil(log2 P) = {2 * top} for P = {p}, got {args.steps!r}")
+        return {**options, "r": 2 * top - int(args.steps)}
+    from directcoll.algorithms.registry import build_pattern
+    from directcoll.cost.kolmakov import best_r_eq37
+    from directcoll.simulate import network_params, simulate
+    from directcoll.units import parse_size
+
+    params = network_params(args.params or "kolmakov-cluster")
+    size = parse_size(args.size or "1MiB")
+    times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, group=options["group"]),
+                            topology, params).time(size)) for r in range(top + 1)]
+    r = int(np.argmin(times))
+    eq37 = best_r_eq37(p, size, params.alpha, 1 / (params.host_injection or params.link_bandwidth or 1e30),
+                       params.gamma)
+    print(f"--steps auto: r = {r} ({2 * top - r} steps) is fastest at {size} B with {params.name}; eq. 37 "
+          f"gives r = {eq37}", file=sys.stderr)
+    return {**options, "r": r}
+
+
+
+def cmd_verify(args) -> int:
+    from directcoll.schedule import load
+    from directcoll.verify import verify
+
+    schedule = load(args.file)
+    with Progress(schedule.num_steps, "verifying", enabled=not args.json and schedule.num_transfers > 50_000) as tick:
+        result = verify(schedule, seed=args.seed, on_step=tick)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print(result.summary())
+    return 0 if result.ok else 1
+
+
+
+def cmd_cost(args) -> int:
+    from directcoll.algorithms import build
+    from directcoll.cost import CostParams, analyze
+    from directcoll.schedule import load
+    from directcoll.topology import parse
+    from directcoll.units import format_time, parse_size
+
+    if args.file:
+        schedule = load(args.file)
+        spec = args.topology or schedule.meta.get("topology")
+        if not spec:
+            raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
+    else:
+        spec = args.topology or DEFAULT_TOPOLOGY
+        schedule = build(args.algorithm or DEFAULT_ALGORITHM, spec, args.collective, variant=args.variant,
+                         ports=args.ports)
+    topology = parse(spec)
+    report = analyze(schedule, topology)
+    out = report.to_dict()
+    params = CostParams(alpha=args.alpha, gamma=args.gamma)
+    if args.size is not None:
+        size = parse_size(args.size)
+        out["size_bytes"] = size
+        out["time_s"] = float(report.time(size, params))
+        out["goodput_bytes_per_s"] = size / out["time_s"]
+        out["alpha_s"], out["gamma_s_per_byte"] = params.alpha, params.gamma
+    if args.json:
+        print_json(out)
+        return 0
+    rows = [(k, v) for k, v in out.items() if k not in ("time_s", "goodput_bytes_per_s")]
+    if args.size is not None:
+        rows.append(("time (alpha-beta-gamma, no contention)", format_time(out["time_s"])))
+        rows.append(("goodput (GB/s)", out["goodput_bytes_per_s"] / 1e9))
+    print_table(f"cost of {report.algorithm} {report.collective} on {spec}", rows)
+    return 0
+
+
+
+def cmd_algorithms(args) -> int:
+    from directcoll.algorithms import ALGORITHMS
+
+    entries = [alg.to_dict() for alg in ALGORITHMS.values()]
+    if args.json:
+        print_json(entries)
+        return 0
+    for e in entries:
+        print(f"{e['name']}: {e['summary']}")
+        print(f"    collectives: {', '.join(e['collectives'])}; variants: {', '.join(e['variants'])}")
+        print(f"    serves: {e['topologies']}")
+    return 0
+
+
+
+def cmd_table2(args) -> int:
+    from directcoll.cost.table2 import table2, to_dicts, to_markdown
+
+    rows = table2(side=args.side)
+    if args.json:
+        print_json(to_dicts(rows))
+    else:
+        print(to_markdown(rows))
+    return 0

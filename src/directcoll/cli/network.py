@@ -1,0 +1,277 @@
+"""Commands that time or run schedules: compare, simulate, run, export, import."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from directcoll.cli.build import DEFAULT_TOPOLOGY
+from directcoll.cli.output import SHORT_FAMILY, Progress, gbps, noop, print_json, print_table
+from directcoll.errors import DirectcollError
+
+DEFAULT_SIZES = "32B..512MiB"
+
+DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
+
+
+
+def _resolve_network(spec: str | None, params_name: str | None, args):
+    """Topology and parameters from a spec or a system preset name, with command-line overrides."""
+    from directcoll.errors import SpecError
+    from directcoll.presets import get_preset
+    from directcoll.simulate import network_params
+    from directcoll.topology import parse
+
+    spec = spec or DEFAULT_TOPOLOGY
+    notes = []
+    try:
+        topology = parse(spec)
+    except SpecError as exc:
+        try:
+            preset = get_preset(spec)
+        except DirectcollError:
+            from directcoll.presets import preset_names
+
+            raise SpecError(f"{exc}; or a system preset: {', '.join(preset_names())}") from None
+        if not preset.topologies:
+            raise DirectcollError(f"preset {preset.name!r} has no topology in its source data "
+                                  f"({preset.source}); give a topology spec instead") from None
+        topology = parse(preset.topologies[0])
+        notes.append(f"{preset.name}: {topology.spec} -- {preset.source}")
+        if params_name is None and preset.link_bandwidth is not None:
+            params_name = preset.name
+    params = network_params(params_name)
+    notes.append(f"parameters {params.name}: {params.source}")
+    params = params.with_(alpha=args.alpha, per_hop_latency=args.per_hop_latency,
+                          link_bandwidth=_bandwidth(args.link_bandwidth), link_latency=args.link_latency,
+                          gamma=args.gamma, forwarding=args.forwarding)
+    return topology, params, notes
+
+
+
+def _bandwidth(text):
+    if text is None:
+        return None
+    from directcoll.units import parse_bandwidth
+
+    return parse_bandwidth(text)
+
+
+
+def cmd_compare(args) -> int:
+    from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
+    from directcoll.schedule.ir import Collective
+    from directcoll.units import parse_sizes
+
+    topology, params, notes = _resolve_network(args.spec, args.params, args)
+    sizes = parse_sizes(args.sizes)
+    contenders = DEFAULT_CONTENDERS
+    if args.algorithms:
+        wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+        if not wanted:
+            raise DirectcollError(f"--algorithms {args.algorithms!r} names no algorithm; see `directcoll algorithms`")
+        contenders = [c for c in DEFAULT_CONTENDERS if c[0] in wanted or c[1] in wanted]
+        extra = [w for w in wanted if not any(w in (c[0], c[1]) for c in DEFAULT_CONTENDERS)]
+        from directcoll.algorithms.registry import get
+
+        for w in extra:
+            alg = get(w)
+            if alg.name == "generalized":
+                from directcoll.reports.compare import generalized_contenders
+
+                contenders += generalized_contenders(topology.num_compute, Collective.parse(args.collective)) or [
+                    ("generalized", "generalized", v) for v in ("bandwidth", "latency")]
+            else:
+                contenders += [(alg.name, alg.name, v) for v in alg.variants]
+    quiet = args.json or args.csv
+    with Progress(len(contenders), "simulating", enabled=not quiet) as tick:
+        cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
+                      progress=(lambda done, total, label="": tick(done, total)) if tick else noop)
+    if args.plot:
+        from directcoll.reports.plot import plot_comparison
+
+        plot_comparison(cmp, args.plot)
+    if args.json:
+        print_json({**cmp.to_dict(), "notes": notes})
+        return 0
+    if args.csv:
+        sys.stdout.write(cmp.to_csv())
+        return 0
+    _print_comparison(cmp, notes)
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+
+def _print_comparison(cmp, notes) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from directcoll.reports.plot import letter
+    from directcoll.units import format_size, format_time
+
+    fams = cmp.families()
+    winners = cmp.winners()
+    gain = cmp.gain()
+    others = cmp.best_other() if gain is not None else None
+    short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u",
+             "r=0": "B"}
+    from rich import box
+
+    table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
+                        "routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("size", justify="right")
+    for fam in fams:
+        table.add_column(f"{SHORT_FAMILY.get(fam, fam[:9])} ({letter(fam)})", justify="right")
+    table.add_column("best", justify="center")
+    table.add_column("time", justify="right")
+    if gain is not None:
+        table.add_column("swing gain", justify="right")
+    for j, size in enumerate(cmp.sizes):
+        row = [format_size(size)]
+        for fam, (times, variants) in fams.items():
+            cell = f"{gbps(size / times[j])} {short.get(variants[j], variants[j])}"
+            row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
+        row += [letter(winners[j][0]), format_time(winners[j][2])]
+        if gain is not None:
+            row.append(f"{gain[j] * 100:+.0f}% {letter(others[j])}")
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    console.print(f"Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; r=k "
+                  "generalized allreduce with k distribution steps removed; H/bi/u "
+                  f"Hamiltonian/bidirectional/unidirectional rings). best = the fastest; swing gain = Swing's "
+                  f"goodput over the best other (letter) - 1. Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s.")
+    for note in notes:
+        console.print(f"[dim]{note}[/dim]")
+    for s in cmp.skipped:
+        console.print(f"[dim]skipped {s['algorithm']} {s['variant'] or ''}: {s['reason']}[/dim]")
+
+
+
+def cmd_simulate(args) -> int:
+    from directcoll.schedule import load
+    from directcoll.simulate import simulate
+    from directcoll.units import format_time, parse_size
+
+    schedule = load(args.file)
+    spec = args.topology or schedule.meta.get("topology")
+    if not spec:
+        raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
+    topology, params, notes = _resolve_network(spec, args.params, args)
+    size = parse_size(args.size)
+    if args.model == "flow":
+        from directcoll.simulate.flow import simulate_flow
+
+        res = simulate_flow(schedule, topology, size, params, args.routing)
+        out = {"time_s": float(res.time_s), "model": "flow", "size": size,
+               "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)]}
+    else:
+        sim = simulate(schedule, topology, params, args.routing)
+        out = {"time_s": float(sim.time(size)), "model": "step", "size": size, "steps": sim.breakdown(size)}
+    out.update({"algorithm": schedule.algorithm, "collective": schedule.collective.value, "topology": topology.spec,
+                "routing": args.routing, "params": params.to_dict(), "goodput_Bps": size / out["time_s"]})
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{schedule.algorithm} {schedule.collective.value} of {args.size} on {topology.spec} ({params.name}, "
+          f"{args.routing} routing, {args.model} model): {format_time(out['time_s'])}, goodput "
+          f"{out['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
+    if args.model == "step":
+        rows = [(f"step {r['step']}", f"max link {r['bytes_max_link']:.4g} B, {r['hops_max']:.0f} hops, "
+                 f"{format_time(r['time_s'])}") for r in out["steps"]]
+        print_table("per step", rows)
+    return 0
+
+
+
+def cmd_run(args) -> int:
+    import shutil
+    import subprocess
+    import tempfile
+
+    from directcoll.topology import parse
+    from directcoll.units import format_size, format_time, parse_sizes
+
+    topology = parse(args.topology)
+    ranks = args.ranks or topology.num_compute
+    if ranks != topology.num_compute:
+        raise DirectcollError(f"--ranks {ranks} does not match {topology.spec}, which has {topology.num_compute} "
+                              "compute nodes (one rank per node)")
+    parse_sizes(args.sizes)  # refuse bad sizes before launching anything
+    launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/results.json"
+        cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
+               "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", args.algorithms,
+               "--collective", args.collective, "--sizes", args.sizes, "--repeat", str(args.repeat),
+               "--timeout", str(args.timeout), "--json-out", out, *(["--native"] if args.compare_native else [])]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout * 20 + 60)
+        except FileNotFoundError:
+            raise DirectcollError(f"cannot start {launcher[0]!r}: install MPI (pip install mpi4py mpich) or pass "
+                                  "--mpiexec") from None
+        except subprocess.TimeoutExpired:
+            raise DirectcollError(f"the run did not finish within {args.timeout * 20 + 60:g} s") from None
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+            raise DirectcollError(f"mpiexec exited with status {proc.returncode}:\n{tail}")
+        with open(out) as fh:
+            data = json.load(fh)
+    if args.json:
+        print_json(data)
+        return 0
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules), this machine",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("algorithm", "size", "time", "Gb/s", "correct", "native", "ours/native"):
+        table.add_column(col, justify="right")
+    for row in data["results"]:
+        if "skipped" in row:
+            continue
+        native = row.get("native_time_s")
+        short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi"}
+        variant = short.get(row["variant"], row["variant"] or "")
+        table.add_row(f"{row['algorithm']} {variant}", format_size(row["size"]),
+                      format_time(row["time_s"]), gbps(row["goodput_Bps"]),
+                      "yes" if row["correct"] else "[red]NO[/red]", format_time(native) if native else "-",
+                      f"{row['time_s'] / native:.2f}x" if native else "-")
+    Console().print(table)
+    return 0 if all(r.get("correct", True) for r in data["results"]) else 1
+
+
+
+def cmd_export(args) -> int:
+    from directcoll.export.msccl import export_msccl
+    from directcoll.schedule import load
+
+    schedule = load(args.file)
+    export_msccl(schedule, args.output, max_chunks=args.max_chunks)
+    if args.json:
+        print_json({"file": args.output, "format": args.format, "algorithm": schedule.algorithm,
+                     "collective": schedule.collective.value, "ranks": schedule.nranks})
+    else:
+        print(f"wrote {args.output}: MSCCL XML of {schedule.algorithm} {schedule.collective.value} on "
+              f"{schedule.nranks} ranks")
+    return 0
+
+
+
+def cmd_import(args) -> int:
+    from directcoll.export.msccl import import_msccl
+    from directcoll.schedule import save
+
+    schedule = import_msccl(args.file)
+    save(schedule, args.output)
+    info = {"file": args.output, "collective": schedule.collective.value, "ranks": schedule.nranks,
+            "steps": schedule.num_steps, "transfers": schedule.num_transfers}
+    if args.json:
+        print_json(info)
+    else:
+        print(f"wrote {args.output}: {schedule.collective.value} on {schedule.nranks} ranks, "
+              f"{schedule.num_steps} steps, {schedule.num_transfers} transfers")
+    return 0

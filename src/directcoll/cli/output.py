@@ -1,0 +1,76 @@
+"""Output helpers of the command line: JSON, tables, progress bars, number formats."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling": "mirr.rd"}
+
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, default=_json_default))
+
+
+
+def _json_default(x):
+
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, tuple):
+        return list(x)
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+
+def print_table(title: str, rows: list[tuple[str, object]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    Console().print(table)
+
+
+
+class Progress:
+    """A rich progress bar over steps, or a no-op when disabled (JSON output, small work)."""
+
+    def __init__(self, total: int, label: str, enabled: bool) -> None:
+        self.total, self.label, self.enabled = total, label, enabled
+        self._bar = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        from rich.progress import Progress
+
+        self._bar = Progress(transient=True, disable=not sys.stderr.isatty())
+        self._bar.start()
+        task = self._bar.add_task(self.label, total=self.total)
+        return lambda done, total: self._bar.update(task, completed=done)
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.stop()
+
+
+
+def noop(*_args) -> None:
+    return None
+
+
+
+def gbps(bytes_per_s: float) -> str:
+    v = bytes_per_s * 8 / 1e9
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 1 else f"{v:.2g}"
