@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from directcoll.cli.output import Progress, print_json, print_table
+from directcoll.cli.output import ProgressBar, print_json, print_table
 from directcoll.errors import DirectcollError
 
 DEFAULT_TOPOLOGY = "torus:8x8"
@@ -94,7 +94,8 @@ def cmd_verify(args) -> int:
     from directcoll.verify import verify
 
     schedule = load(args.file)
-    with Progress(schedule.num_steps, "verifying", enabled=not args.json and schedule.num_transfers > 50_000) as tick:
+    big = not args.json and schedule.num_transfers > 50_000
+    with ProgressBar(schedule.num_steps, "verifying", enabled=big) as tick:
         result = verify(schedule, seed=args.seed, on_step=tick)
     if args.json:
         print_json(result.to_dict())

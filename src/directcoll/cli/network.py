@@ -6,7 +6,7 @@ import json
 import sys
 
 from directcoll.cli.build import DEFAULT_TOPOLOGY
-from directcoll.cli.output import SHORT_FAMILY, Progress, gbps, noop, print_json, print_table
+from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_json, print_table
 from directcoll.errors import DirectcollError
 
 DEFAULT_SIZES = "32B..512MiB"
@@ -84,7 +84,7 @@ def cmd_compare(args) -> int:
             else:
                 contenders += [(alg.name, alg.name, v) for v in alg.variants]
     quiet = args.json or args.csv
-    with Progress(len(contenders), "simulating", enabled=not quiet) as tick:
+    with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
                       progress=(lambda done, total, label="": tick(done, total)) if tick else noop)
     if args.plot:

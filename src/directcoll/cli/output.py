@@ -43,7 +43,7 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
 
 
 
-class Progress:
+class ProgressBar:
     """A rich progress bar over steps, or a no-op when disabled (JSON output, small work)."""
 
     def __init__(self, total: int, label: str, enabled: bool) -> None:
