@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,11 @@ from directcoll.verify.exact import verify
 
 SPECS = ["torus:3x3", "torus:4x4", "torus:5x4x3", "ring:7", "ring:8", "hypercube:3", "complete:5", "hyperx:3x3",
          "petersen", "circulant:13:opt4", "genkautz:3:20"]
-BW_OPTIMAL = ["torus:3x3", "torus:4x4", "torus:5x4x3", "ring:7", "ring:8", "ring:5"]
+BW_OPTIMAL = ["torus:3x3", "torus:4x4", "torus:5x4x3", "torus:3x7", "torus:6x3x4", "torus:3x3x3x3", "ring:7", "ring:8",
+              "ring:5", "hypercube:5"]
+#: distance-regular graphs (Zhao et al. App. F.3) and other symmetric families of Sec. 6.2
+DISTANCE_REGULAR = ["petersen", "odd:4", "linegraph_petersen", "hamming:2:3", "hamming:3:3", "bipartite:4",
+                    "bipartite_minus_matching:5", "complete:6", "hypercube:4"]
 
 
 def _topology(spec):
@@ -54,9 +60,74 @@ def test_bfb_allgather_is_bandwidth_optimal(spec):
     assert schedule.meta["t_b_m_over_b_lp"] == pytest.approx((n - 1) / n, abs=1e-9)
 
 
-@pytest.mark.parametrize("n", [5, 7, 8, 9])
-def test_bfb_ring_has_half_the_steps(n):
-    assert bfb_allgather(parse(f"ring:{n}")).num_steps == n // 2
+@pytest.mark.parametrize("n", [5, 7, 8, 9, 12])
+def test_bfb_ring_has_half_the_steps_and_is_bandwidth_optimal(n):
+    schedule = bfb_allgather(parse(f"ring:{n}"))
+    assert schedule.num_steps == n // 2
+    assert analyze(schedule, parse(f"ring:{n}")).t_b_m_over_b == pytest.approx((n - 1) / n, abs=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (5, 4, 3), (4, 6), (3, 3, 3), (7, 3)])
+def test_bfb_torus_latency_is_sum_of_half_dimensions(shape):
+    spec = "torus:" + "x".join(map(str, shape))
+    schedule = bfb_allgather(parse(spec))
+    assert schedule.num_steps == sum(d // 2 for d in shape)
+    assert verify(schedule).ok
+
+
+@pytest.mark.parametrize("spec", DISTANCE_REGULAR)
+def test_bfb_distance_regular_is_bandwidth_optimal(spec):
+    topo = _topology(spec)
+    n = topo.num_compute
+    schedule = bfb_allgather(topo)
+    assert verify(schedule).ok
+    assert schedule.num_steps == _diameter(topo)
+    assert analyze(schedule, topo).t_b_m_over_b == pytest.approx((n - 1) / n, abs=1e-12)
+
+
+def test_bfb_cayley_and_generic_paths_agree():
+    """The Cayley shortcut (node 0's LPs translated) gives the loads the per-node LPs give."""
+    topo = parse("torus:5x4x3")
+    generic = replace(topo, port_offsets=None)
+    fast, slow = bfb_allgather(topo), bfb_allgather(generic)
+    assert fast.meta["bfb_lps"] <= fast.num_steps < slow.meta["bfb_lps"] or slow.meta["bfb_lps"] == fast.num_steps
+    assert fast.meta["t_b_m_over_b_lp"] == pytest.approx(slow.meta["t_b_m_over_b_lp"], abs=1e-12)
+    assert verify(slow).ok and verify(fast).ok
+    assert analyze(fast, topo).t_b_m_over_b == pytest.approx(analyze(slow, topo).t_b_m_over_b, abs=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["genkautz:3:20", "kautz:2:3", "circulant:13:opt4", "torus:4x5"])
+@pytest.mark.parametrize("chunks", [1, 2, 7])
+def test_bfb_discrete_chunks_meet_theorem_20(spec, chunks):
+    """App. E.2: with P chunks per shard, T_B <= T_B^LP + (M/B) d (d^D - 1) / ((d - 1) P N) (Theorem 20)."""
+    topo = parse(spec)
+    exact, chunked = bfb_allgather(topo), bfb_allgather(topo, chunks=chunks)
+    assert chunked.denominator == chunks and verify(chunked).ok
+    n, d, diam = topo.num_compute, topo.num_links // topo.num_compute, chunked.num_steps
+    bound = d * (d ** diam - 1) / ((d - 1) * chunks * n)
+    t_b = analyze(chunked, topo).t_b_m_over_b
+    assert analyze(exact, topo).t_b_m_over_b - 1e-12 <= t_b <= exact.meta["t_b_m_over_b_lp"] + bound + 1e-12
+
+
+def test_bfb_heterogeneous_links_follow_bandwidth():
+    """LP (14) with α = 0: a link twice as fast carries twice the load when it has the choice."""
+    topo = parse("torus:4x4")
+    bw = topo.link_bandwidth.copy()
+    bw[topo.link_src == 0] *= 2
+    fast = replace(topo, link_bandwidth=bw)
+    schedule = bfb_allgather(fast)
+    assert verify(schedule).ok
+    plain = bfb_allgather(topo)
+    # T_B in seconds (t_b_m_over_b is in units of M/B and B, node 0's bandwidth, doubled)
+    assert (schedule.meta["t_b_m_over_b_lp"] / fast.node_bandwidth
+            <= plain.meta["t_b_m_over_b_lp"] / topo.node_bandwidth * (1 + 1e-12))
+    sent = np.bincount(schedule.src, weights=schedule.transfer_size, minlength=16)
+    assert sent[0] > sent[1:].mean()
+
+
+def test_bfb_rejects_bad_chunks():
+    with pytest.raises(UnsupportedShapeError, match="chunks"):
+        bfb_allgather(parse("ring:4"), chunks=0)
 
 
 def test_bfb_transfers_use_links_and_are_exact():

@@ -1,33 +1,50 @@
-"""Breadth-first-broadcast (BFB) schedules (Zhao et al., Sec. 6.1, LP (1) and eq. (2)).
+"""Breadth-first-broadcast (BFB) schedules (Zhao et al., Sec. 6.1, LP (1) and eq. (2); App. E.2, E.3).
 
 Allgather is a simultaneous broadcast from every node. BFB makes it breadth-first: in step t (1..D, D the
 diameter) every node u receives the shard of every v at distance d(v, u) = t, through in-links (w -> u) whose
 tail w already holds it (d(v, w) = t - 1). How much of v's shard each such link carries is one small LP per
-(u, t), LP (1) of the paper, here with per-link bandwidths (Appendix E.3)::
+(u, t), LP (1) of the paper.
+
+**Aggregated LP.** Sources whose sets of feasible in-links are equal (the same *pattern*) are interchangeable:
+averaging any solution over them keeps every link load, so LP (1) has an optimum where they split alike. We
+therefore solve, per (u, t), the LP over patterns p with multiplicity c_p, in link loads z[p, l] (shards)::
 
     minimise U  subject to
-        sum_{l = (w -> u)} x[v, l] = 1                 for every v with d(v, u) = t
-        sum_v x[v, l] <= U * bw(l) / max bw             for every in-link l of u
-        x[v, l] >= 0,  x[v, l] defined only where d(v, tail(l)) = t - 1
+        sum_{l in p} z[p, l] = c_p                       for every pattern p
+        sum_p z[p, l] <= U * bw(l) / max bw               for every in-link l of u   (App. E.3, LP (14), α = 0)
+        z >= 0
 
-Parallel links are separate variables, each with its own bandwidth. The LPs are independent (Sec. 6.1), so
-each is solved alone with HiGHS (one reused ``highspy.Highs``). Because every feeding w holds all of v's
-shard, only the amounts matter: v's shard [0, 1) is cut into consecutive pieces in link order. The LP values
-are made exact rationals (``Fraction.limit_denominator``, then the largest part of each v absorbs the
-rounding so the parts sum to exactly 1) over one denominator for the whole schedule.
+Its optimum is that of LP (1). The LP depends only on the patterns, counts and bandwidths, so identical LPs
+are solved once: on a Cayley topology (``Topology.port_offsets``: tori, rings, hypercubes, circulants, Hamming
+graphs, ...) the schedule of node 0 is computed and translated to every node, i.e. one LP per step and
+vertex orbit (Sec. 6.1 "vertex-transitive"); elsewhere LPs are cached by their exact content. The number of
+distinct LPs is then small enough that solving them one after the other beats a process pool's start-up.
+
+**From loads to pieces.** Every feeding link holds all of v's shard, so only amounts matter (Sec. 6.1). The
+c_p shards of a pattern are laid end to end and cut at the cumulative loads of its links, so each source gets
+consecutive pieces summing to one whole shard and each link exactly its load z[p, l]. Loads are made exact
+rationals (``Fraction.limit_denominator``, the largest of each pattern absorbing the rounding so rows sum to
+c_p exactly) over one common denominator; on uniform links their denominators divide small integers (the
+optimum is a ratio |J| / |links feeding J|, Theorem 19), so the common denominator stays small.
+
+**Discrete chunks (App. E.2).** With ``chunks=P`` every shard is cut into P equal chunks and the loads of each
+pattern are rounded to whole chunks by largest remainder (row sums kept). A link then carries at most one
+chunk more per pattern than the LP asks, within Theorem 20's bound of one chunk per source.
 
 Consequences (Sec. 6.1): T_L = D steps, the lowest possible; data follows shortest paths only; the BW time
 is eq. (2), T_B = sum_t max_{u} (time of the most loaded in-link of u in step t), which is BW-optimal on
-tori (any dimensions >= 3), bidirectional rings, circulant and other symmetric graphs (Sec. 6.2) but not
-on every topology.
+tori (any dimensions >= 3), bidirectional rings, circulant and other symmetric graphs (Sec. 6.2), but not on
+every topology.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from math import lcm
 
 import numpy as np
+import rustworkx as rx
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
@@ -37,172 +54,338 @@ from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, reverse
 from directcoll.topology.model import Topology
 
-#: Largest denominator accepted when turning an LP value into a rational.
-MAX_PIECE_DENOMINATOR = 1000
+#: Largest denominator accepted when turning an LP load into a rational.
+MAX_PIECE_DENOMINATOR = 10_000
 #: Largest common denominator of a whole schedule (numerators are int64 and the verifier cuts segments).
 MAX_SCHEDULE_DENOMINATOR = 10**6
 
 VARIANTS = ("bandwidth",)
 
 
-def _direct_links(topology: Topology) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass
+class _Graph:
+    """The links BFB broadcasts over: the topology's, or their transpose (for reduce-scatter)."""
+
+    topology: Topology
+    src: np.ndarray  # (L,) tails, self-loops removed
+    dst: np.ndarray  # (L,) heads
+    link: np.ndarray  # (L,) link ids in the topology
+    rel_bw: np.ndarray  # (L,) bandwidth / max bandwidth
+
+    @property
+    def n(self) -> int:
+        return self.topology.num_compute
+
+
+def _graph(topology: Topology, transpose: bool) -> _Graph:
     if topology.num_nodes != topology.num_compute:
         raise UnsupportedShapeError(f"bfb: {topology.spec} has switch nodes; BFB schedules direct topologies "
                                     "(every node a rank, Zhao et al. Sec. 6.1)")
-    keep = topology.link_src != topology.link_dst
-    return (topology.num_compute, topology.link_src[keep], topology.link_dst[keep],
-            topology.link_bandwidth[keep].astype(float))
+    keep = np.flatnonzero(topology.link_src != topology.link_dst)
+    src, dst = topology.link_src[keep], topology.link_dst[keep]
+    bw = topology.link_bandwidth[keep].astype(float)
+    if transpose:
+        src, dst = dst, src
+    return _Graph(topology, src, dst, keep, bw / bw.max())
 
 
-def _solve_step_lps(n, src, dst, bw, dist):
-    """Solve LP (1) for every (u, t). Returns a list (per step t-1) of dicts {(v, link): Fraction} and the
-    list of LP optima per step (max over u of U_{u,t}, in shards per unit of the max bandwidth)."""
-    import highspy
-
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    rel_bw = bw / bw.max()
-    diameter = int(dist.max())
-    in_links = [np.flatnonzero(dst == u) for u in range(n)]
-    parts: list[dict[tuple[int, int], Fraction]] = [dict() for _ in range(diameter)]
-    for u in range(n):
-        links = in_links[u]
-        tails = src[links]
-        for t in range(1, diameter + 1):
-            sources = np.flatnonzero(dist[:, u] == t)
-            if not len(sources):
-                continue
-            # feasible pairs (v, link): tail of the link at distance t-1 from v
-            ok = dist[np.ix_(sources, tails)] == t - 1  # (V, K)
-            vi, ki = np.nonzero(ok)
-            if np.any(ok.sum(axis=1) == 0):  # impossible by BFS, kept as a guard
-                raise ScheduleError(f"bfb: node {u} has no in-neighbour one hop closer to some source")
-            used_links, li = np.unique(ki, return_inverse=True)
-            nv, nl, nx = len(sources), len(used_links), len(vi)
-            if nl == 1:  # a single feeding link: everything goes through it
-                sol = np.ones(nx)
-            else:
-                lp = highspy.HighsLp()
-                lp.num_col_ = nx + 1
-                lp.num_row_ = nv + nl
-                lp.col_cost_ = np.r_[np.zeros(nx), 1.0]
-                lp.col_lower_ = np.zeros(nx + 1)
-                lp.col_upper_ = np.r_[np.ones(nx), highspy.kHighsInf]
-                lp.row_lower_ = np.r_[np.ones(nv), np.full(nl, -highspy.kHighsInf)]
-                lp.row_upper_ = np.r_[np.ones(nv), np.zeros(nl)]
-                # column j < nx: rows vi[j] and nv + li[j]; column nx (U): -rel_bw on every link row
-                start = np.r_[np.arange(0, 2 * nx + 1, 2), 2 * nx + nl]
-                index = np.c_[vi, nv + li].ravel()
-                value = np.ones(2 * nx)
-                index = np.r_[index, nv + np.arange(nl)]
-                value = np.r_[value, -rel_bw[links[used_links]]]
-                lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-                lp.a_matrix_.start_ = start.astype(np.int32)
-                lp.a_matrix_.index_ = index.astype(np.int32)
-                lp.a_matrix_.value_ = value
-                highs.passModel(lp)
-                highs.run()
-                status = highs.getModelStatus()
-                if status != highspy.HighsModelStatus.kOptimal:
-                    raise ScheduleError(f"bfb: HiGHS did not solve the LP of node {u}, step {t}: "
-                                        f"{highs.modelStatusToString(status)}")
-                sol = np.asarray(highs.getSolution().col_value[:nx])
-            for a in range(nv):
-                sel = np.flatnonzero(vi == a)
-                fr = [Fraction(float(max(x, 0.0))).limit_denominator(MAX_PIECE_DENOMINATOR) for x in sol[sel]]
-                big = int(np.argmax(fr))
-                fr[big] += 1 - sum(fr)
-                if fr[big] < 0:
-                    raise ScheduleError(f"bfb: rounding the LP of node {u}, step {t} failed")
-                v = int(sources[a])
-                for j, f in zip(sel, fr, strict=True):
-                    if f > 0:
-                        parts[t - 1][(v, int(links[ki[j]]))] = f
-    return parts
+def _distances(g: _Graph) -> np.ndarray:
+    """(N, N) int64, dist[v, x] = hops from v to x along g's links."""
+    dg = rx.PyDiGraph()
+    dg.add_nodes_from(range(g.n))
+    dg.add_edges_from_no_data(list(zip(g.src.tolist(), g.dst.tolist(), strict=True)))
+    return rx.digraph_distance_matrix(dg).astype(np.int64)
 
 
-def _allgather_on(n, src, dst, bw, node_bandwidth, meta) -> Schedule:
-    graph = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
-    dist = shortest_path(graph, unweighted=True, directed=True).astype(np.int64)  # dist[v, x] = d(v -> x)
+def _distances_to(g: _Graph, node: int) -> np.ndarray:
+    """(N,) int64 hops from every node to ``node`` along g's links (one BFS on the reversed links)."""
+    rev = sp.csr_matrix((np.ones(len(g.src)), (g.dst, g.src)), shape=(g.n, g.n))
+    return shortest_path(rev, unweighted=True, directed=True, indices=node).astype(np.int64)
+
+
+class _LoadLPs:
+    """The aggregated LPs of all (u, t), solved once per distinct content; loads kept as exact Fractions."""
+
+    def __init__(self, chunks: int | None) -> None:
+        import highspy
+
+        self._hs = highspy
+        self._highs = highspy.Highs()
+        self._highs.setOptionValue("output_flag", False)
+        self.chunks = chunks
+        self.solutions: list[np.ndarray] = []  # per LP: (P, K) object array of Fractions
+        self.times: list[float] = []  # per LP: most loaded link's time, shards / relative bandwidth
+        self._index: dict[tuple, int] = {}
+
+    def solve(self, patterns: np.ndarray, counts: np.ndarray, rel_bw: np.ndarray) -> int:
+        """patterns: (P, K) bool feasible links, counts: (P,) sources per pattern; returns the LP's id."""
+        key = (patterns.tobytes(), patterns.shape, counts.tobytes(), rel_bw.tobytes())
+        found = self._index.get(key)
+        if found is None:
+            found = self._index[key] = len(self.solutions)
+            loads = self._solve(patterns, counts, rel_bw)
+            self.solutions.append(loads)
+            self.times.append(float((loads.sum(axis=0).astype(float) / rel_bw).max()))
+        return found
+
+    def _solve(self, patterns, counts, rel_bw) -> np.ndarray:
+        pi, li = np.nonzero(patterns)
+        nx, npat, nl = len(pi), len(counts), patterns.shape[1]
+        if np.all(patterns.sum(axis=1) == 1):  # every pattern has a single feeding link: nothing to choose
+            x = counts[pi].astype(float)
+        else:
+            hs = self._hs
+            lp = hs.HighsLp()
+            lp.num_col_, lp.num_row_ = nx + 1, npat + nl
+            lp.col_cost_ = np.r_[np.zeros(nx), 1.0]
+            lp.col_lower_ = np.zeros(nx + 1)
+            lp.col_upper_ = np.full(nx + 1, hs.kHighsInf)
+            lp.row_lower_ = np.r_[counts.astype(float), np.full(nl, -hs.kHighsInf)]
+            lp.row_upper_ = np.r_[counts.astype(float), np.zeros(nl)]
+            # column j < nx: pattern row pi[j] and link row npat + li[j]; column nx (U): -rel_bw on link rows
+            lp.a_matrix_.format_ = hs.MatrixFormat.kColwise
+            lp.a_matrix_.start_ = np.r_[np.arange(0, 2 * nx + 1, 2), 2 * nx + nl].astype(np.int32)
+            lp.a_matrix_.index_ = np.r_[np.c_[pi, npat + li].ravel(), npat + np.arange(nl)].astype(np.int32)
+            lp.a_matrix_.value_ = np.r_[np.ones(2 * nx), -rel_bw]
+            self._highs.passModel(lp)
+            self._highs.run()
+            status = self._highs.getModelStatus()
+            if status != hs.HighsModelStatus.kOptimal:
+                raise ScheduleError(f"bfb: HiGHS did not solve a load-balancing LP: "
+                                    f"{self._highs.modelStatusToString(status)}")
+            x = np.maximum(np.asarray(self._highs.getSolution().col_value[:nx]), 0.0)
+        loads = np.zeros(patterns.shape, dtype=object)
+        loads[:] = Fraction(0)
+        for p in range(npat):
+            sel = np.flatnonzero(pi == p)
+            if self.chunks is None:
+                row = [Fraction(float(v)).limit_denominator(MAX_PIECE_DENOMINATOR) for v in x[sel]]
+                big = int(np.argmax(row))
+                row[big] += int(counts[p]) - sum(row)
+            else:  # App. E.2: whole chunks, largest remainder, row sum c_p * P kept
+                want = x[sel] * self.chunks
+                whole = np.floor(want + 1e-9).astype(np.int64)
+                short = int(counts[p]) * self.chunks - int(whole.sum())
+                whole[np.argsort(-(want - whole), kind="stable")[:short]] += 1
+                row = [Fraction(int(w), self.chunks) for w in whole]
+            if min(row) < 0:
+                raise ScheduleError("bfb: rounding an LP solution to exact loads failed")
+            loads[p, li[sel]] = row
+        return loads
+
+
+@dataclass
+class _NodePlan:
+    """Node u's side of the allgather: its in-links and, per group of sources, the step and LP row."""
+
+    u: int
+    in_links: np.ndarray  # (K,) indices into the _Graph's links
+    sources: np.ndarray  # (S,) sources of u, sorted by group
+    group_size: np.ndarray  # (G,) sources per group
+    group_step: np.ndarray  # (G,) step t (1-based) of the group
+    group_lp: np.ndarray  # (G,) LP id
+    group_row: np.ndarray  # (G,) pattern row in that LP
+
+
+def _plan_node(g: _Graph, u: int, dist_to_u: np.ndarray, dist_to_tails: np.ndarray, in_links: np.ndarray,
+               lps: _LoadLPs) -> _NodePlan:
+    """dist_to_u: (N,) d(v, u); dist_to_tails: (N, K) d(v, tail of in-link k)."""
+    feasible = dist_to_tails == (dist_to_u - 1)[:, None]  # (N, K): link k can bring v's shard to u
+    sources = np.flatnonzero(dist_to_u > 0)
+    if np.any(~feasible[sources].any(axis=1)):  # impossible by BFS, kept as a guard
+        raise ScheduleError(f"bfb: node {u} has no in-neighbour one hop closer to some source")
+    rows = feasible[sources]
+    if rows.shape[1] <= 62:
+        pattern = rows @ (np.int64(1) << np.arange(rows.shape[1], dtype=np.int64))
+    else:
+        _, pattern = np.unique(np.packbits(rows, axis=1), axis=0, return_inverse=True)
+        pattern = pattern.ravel()
+    step = dist_to_u[sources]
+    order = np.lexsort((sources, pattern, step))
+    sources, pattern, step, rows = sources[order], pattern[order], step[order], rows[order]
+    new = np.r_[True, (pattern[1:] != pattern[:-1]) | (step[1:] != step[:-1])]
+    first = np.flatnonzero(new)
+    size = np.diff(np.r_[first, len(sources)])
+    g_step = step[first]
+    g_lp = np.empty(len(first), np.int64)
+    g_row = np.empty(len(first), np.int64)
+    bounds = np.flatnonzero(np.r_[True, g_step[1:] != g_step[:-1], True])
+    rel_bw = g.rel_bw[in_links]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # one LP per step t
+        g_lp[a:b] = lps.solve(np.ascontiguousarray(rows[first[a:b]]), size[a:b], rel_bw)
+        g_row[a:b] = np.arange(b - a)
+    return _NodePlan(u, in_links, sources, size, g_step, g_lp, g_row)
+
+
+def _node_pieces(plan: _NodePlan, loads: list[np.ndarray], den: int):
+    """Pieces node u receives: (step, link index, source, lo, hi) with lo/hi numerators within the shard,
+    sorted by (step, link, source), adjacent pieces of one transfer merged."""
+    k = len(plan.in_links)
+    z = np.stack([loads[lp][row] for lp, row in zip(plan.group_lp, plan.group_row, strict=True)])  # (G, K)
+    z = (z * den).astype(np.int64)
+    base = np.r_[0, np.cumsum(plan.group_size)[:-1]] * den
+    ends = base[:, None] + np.cumsum(z, axis=1)
+    starts = ends - z
+    used = z > 0
+    link_start = starts[used]  # increasing: groups are consecutive and links cut each group in order
+    link_of = np.broadcast_to(np.arange(k), z.shape)[used]
+    cuts = np.union1d(np.arange(len(plan.sources)) * den, link_start)
+    lo = cuts
+    hi = np.r_[cuts[1:], len(plan.sources) * den]
+    src_index = lo // den
+    lk = link_of[np.searchsorted(link_start, lo, side="right") - 1]
+    step = np.repeat(plan.group_step, plan.group_size)[src_index]
+    v = plan.sources[src_index]
+    lo, hi = lo - src_index * den, hi - src_index * den
+    order = np.lexsort((v, lk, step))
+    return step[order], lk[order], v[order] * den + lo[order], v[order] * den + hi[order]
+
+
+def _merge_adjacent(transfer: np.ndarray, start: np.ndarray, stop: np.ndarray):
+    """Join consecutive pieces of one transfer that touch ([a, b) + [b, c) = [a, c)); returns the kept
+    pieces' transfer ids, starts and stops."""
+    if not len(start):
+        return transfer, start, stop
+    keep = np.flatnonzero(np.r_[True, (transfer[1:] != transfer[:-1]) | (start[1:] != stop[:-1])])
+    return transfer[keep], start[keep], np.maximum.reduceat(stop, keep)
+
+
+def _common_denominator(lps: _LoadLPs) -> int:
+    if lps.chunks is not None:
+        return lps.chunks
+    den = lcm(1, *(f.denominator for sol in lps.solutions for f in sol.ravel()))
+    if den > MAX_SCHEDULE_DENOMINATOR:
+        raise ScheduleError(f"bfb: the exact LP loads need a common denominator of {den} "
+                            f"(> {MAX_SCHEDULE_DENOMINATOR}); pass chunks=P to round them to P chunks per shard "
+                            "(Zhao et al. App. E.2)")
+    return den
+
+
+def _assemble(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translate_to_all: bool, meta) -> Schedule:
+    n, topo = g.n, g.topology
+    den = _common_denominator(lps)
+    builder = ScheduleBuilder(Collective.ALLGATHER, n, n, denominator=den)
+    times = np.asarray(lps.times)
+    step_time = np.zeros(max(int(p.group_step.max()) for p in plans) + 1)
+    for plan in plans:  # eq. (2): per step, the most loaded link over all nodes
+        np.maximum.at(step_time, plan.group_step, times[plan.group_lp])
+    for plan in plans:
+        step, lk, start, stop = _node_pieces(plan, lps.solutions, den)
+        new = np.r_[True, (step[1:] != step[:-1]) | (lk[1:] != lk[:-1])]
+        transfer = np.cumsum(new) - 1
+        t_step, t_link = step[new] - 1, plan.in_links[lk[new]]
+        if not translate_to_all:
+            transfer, start, stop = _merge_adjacent(transfer, start, stop)
+            builder.add_pieces(t_step, g.src[t_link], g.dst[t_link], COPY, np.bincount(transfer), start, stop)
+            continue
+        # Cayley topology: node u's schedule is node 0's moved by u (sources, links and all)
+        back = np.full(topo.num_links, -1, np.int64)
+        back[g.link] = np.arange(len(g.link))
+        v, off, width = start // den, start % den, stop - start
+        ntr = len(t_step)
+        for us in np.array_split(np.arange(n), max(1, (n * len(start)) // 2_000_000 + 1)):
+            moved = back[topo.translate_links(g.link[t_link][None, :], us[:, None])].ravel()
+            st = (topo.translate(v[None, :], us[:, None]) * den + off).ravel()
+            tr = (np.arange(len(us))[:, None] * ntr + transfer[None, :]).ravel()
+            tr, st, sp_ = _merge_adjacent(tr, st, st + np.tile(width, len(us)))
+            builder.add_pieces(np.tile(t_step, len(us)), g.src[moved], g.dst[moved], COPY,
+                               np.bincount(tr, minlength=len(us) * ntr), st, sp_)
+    t_b = float(step_time.sum()) * topo.node_bandwidth / n / topo.link_bandwidth.max()
+    return builder.build(meta={**meta, "t_b_m_over_b_lp": t_b, "bfb_lps": len(lps.solutions)})
+
+
+def _translation_invariant(topo: Topology) -> bool:
+    """A Cayley topology whose link bandwidths depend only on the port (so node 0's LPs serve every node)."""
+    if not topo.is_cayley:
+        return False
+    bw = topo.link_bandwidth.reshape(topo.num_compute, -1)
+    return bool(np.all(bw == bw[0]))
+
+
+def _allgather_on(g: _Graph, chunks: int | None, meta: dict) -> Schedule:
+    n, topo = g.n, g.topology
     if n == 1:
         return ScheduleBuilder(Collective.ALLGATHER, 1, 1).build(meta=meta)
-    parts = _solve_step_lps(n, src, dst, bw, dist)
-    den = lcm(*(f.denominator for step in parts for f in step.values()))
-    if den > MAX_SCHEDULE_DENOMINATOR:
-        raise ScheduleError(f"bfb: the exact LP shares need a common denominator of {den} "
-                            f"(> {MAX_SCHEDULE_DENOMINATOR}); try a topology with fewer nodes")
-    b = ScheduleBuilder(Collective.ALLGATHER, n, n, denominator=den)
-    t_b = 0.0
-    for t, step in enumerate(parts):
-        # cut every v's shard in link order: consecutive pieces [c_k, c_{k+1})
-        cursor: dict[tuple[int, int], Fraction] = {}  # (v, u) -> how much of v's shard u got so far
-        per_link: dict[int, list[tuple[int, int]]] = {}
-        for (v, link) in sorted(step, key=lambda key: (key[0], key[1])):
-            key = (v, int(dst[link]))
-            lo = cursor.get(key, Fraction(0))
-            hi = lo + step[(v, link)]
-            cursor[key] = hi
-            per_link.setdefault(link, []).append((v * den + int(lo * den), v * den + int(hi * den)))
-        if any(c != 1 for c in cursor.values()):  # guard: the rounding makes every sum exactly 1
-            raise ScheduleError(f"bfb: step {t + 1}: some shard is not delivered whole")
-        links = sorted(per_link)
-        counts = [len(per_link[lk]) for lk in links]
-        start = [p[0] for lk in links for p in per_link[lk]]
-        stop = [p[1] for lk in links for p in per_link[lk]]
-        b.add_pieces(t, src[links], dst[links], COPY, counts, start, stop)
-        load = np.array([sum(step[(v, lk)] for v, lk in step if lk == link) for link in links], dtype=float)
-        t_b += float((load / n / bw[links]).max() * node_bandwidth)
-    return b.build(meta={**meta, "t_b_m_over_b_lp": t_b})
+    lps = _LoadLPs(chunks)
+    order = np.argsort(g.dst, kind="stable")
+    in_start = np.searchsorted(g.dst[order], np.arange(n + 1))
+    if _translation_invariant(topo):  # one BFS (to node 0), one node's LPs, then translation
+        to0 = _distances_to(g, 0)
+        in_links = order[in_start[0]:in_start[1]]
+        tails = g.src[in_links]
+        dist_to_tails = to0[topo.offset(tails[None, :], np.arange(n)[:, None])]  # d(v, w) = d(v - w, 0)
+        plans = [_plan_node(g, 0, to0, dist_to_tails, in_links, lps)]
+        return _assemble(g, plans, lps, True, meta)
+    dist = _distances(g)
+    plans = []
+    for u in range(n):
+        in_links = order[in_start[u]:in_start[u + 1]]
+        plans.append(_plan_node(g, u, dist[:, u], dist[:, g.src[in_links]], in_links, lps))
+    return _assemble(g, plans, lps, False, meta)
 
 
-def bfb_allgather(topology: Topology) -> Schedule:
-    """The BFB allgather of ``topology`` (Zhao et al. Sec. 6.1, LP (1); cost eq. (2)).
+def bfb_allgather(topology: Topology, *, chunks: int | None = None) -> Schedule:
+    """The BFB allgather of ``topology`` (Zhao et al. Sec. 6.1, LP (1); cost eq. (2); App. E.2, E.3).
 
     Args:
-        topology: a direct topology (no switch nodes), strongly connected (Topology refuses the rest).
+        topology: a direct topology (no switch nodes), strongly connected (Topology refuses the rest). Links
+            of different bandwidths are balanced by LP (14) with α = 0.
+        chunks: None for exact rational loads; P to cut every shard into P equal chunks (App. E.2).
 
     Returns:
         An allgather Schedule with N = topology.num_compute, nblocks = N (block v owned by rank v), one step per
         hop of the diameter D (step t-1 delivers the shards of the nodes at distance t), one COPY transfer per
         used link (w -> u) per step carrying pieces of every shard it serves, and an exact common
-        ``denominator``. ``meta["t_b_m_over_b_lp"]`` is eq. (2) in units of M/B.
+        ``denominator``. ``meta["t_b_m_over_b_lp"]`` is eq. (2) of these loads in units of M/B (B the node
+        bandwidth); ``meta["bfb_lps"]`` the number of distinct LPs solved.
 
     Raises:
         UnsupportedShapeError: the topology has switch nodes.
-        ScheduleError: HiGHS fails on an LP, or the exact shares need a common denominator above
-            ``MAX_SCHEDULE_DENOMINATOR`` (use fewer nodes).
+        ScheduleError: HiGHS fails on an LP, or the exact loads need a common denominator above
+            ``MAX_SCHEDULE_DENOMINATOR`` (pass ``chunks``).
     """
-    n, src, dst, bw = _direct_links(topology)
-    return _allgather_on(n, src, dst, bw, topology.node_bandwidth, {"algorithm": "bfb", "variant": "bandwidth"})
+    return _allgather_on(_graph(topology, False), _chunks(chunks), _meta(chunks))
 
 
-def bfb_reduce_scatter(topology: Topology) -> Schedule:
+def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None) -> Schedule:
     """The BFB reduce-scatter: the BFB allgather of the *transposed* graph, reversed in time (Zhao et al.
     Theorem 1 / Corollary 1.1, :func:`directcoll.schedule.ops.reverse`). Reversal flips every transfer, so
     the result uses exactly the links of ``topology``, also on unidirectional topologies (there its cost is
     that of the transposed graph's allgather). Shapes and errors as :func:`bfb_allgather`.
     """
-    n, src, dst, bw = _direct_links(topology)
+    meta = _meta(chunks)
+    return reverse(_allgather_on(_graph(topology, True), _chunks(chunks), meta), meta=meta)
+
+
+def _chunks(chunks) -> int | None:
+    if chunks is not None and (int(chunks) != chunks or int(chunks) < 1):
+        raise UnsupportedShapeError(f"bfb: chunks must be a positive integer (chunks per shard), got {chunks!r}")
+    return None if chunks is None else int(chunks)
+
+
+def _meta(chunks) -> dict:
     meta = {"algorithm": "bfb", "variant": "bandwidth"}
-    return reverse(_allgather_on(n, dst, src, bw, topology.node_bandwidth, meta), meta=meta)
+    return meta if chunks is None else {**meta, "chunks": int(chunks)}
 
 
-def build_bfb(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
+def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunks: int | None = None,
+              **options) -> Schedule:
     """Registry builder: BFB allgather, reduce-scatter (see :func:`bfb_reduce_scatter`) or allreduce =
-    reduce-scatter then allgather (2D steps). ``ports`` is ignored (BFB uses every link).
+    reduce-scatter then allgather (2D steps). ``ports`` is ignored (BFB uses every link); ``chunks`` as in
+    :func:`bfb_allgather`.
 
     Raises:
         UnsupportedShapeError: unknown options, or as :func:`bfb_allgather`.
     """
     if options:
-        raise UnsupportedShapeError(f"bfb takes no options; got {', '.join(sorted(options))}")
+        raise UnsupportedShapeError(f"bfb takes only the option 'chunks'; got {', '.join(sorted(options))}")
     coll = Collective.parse(collective)
     if coll is Collective.ALLGATHER:
-        return bfb_allgather(topology)
-    rs = bfb_reduce_scatter(topology)
+        return bfb_allgather(topology, chunks=chunks)
+    rs = bfb_reduce_scatter(topology, chunks=chunks)
     if coll is Collective.REDUCE_SCATTER:
         return rs
-    return concat(rs, bfb_allgather(topology), meta=dict(rs.meta))
+    return concat(rs, bfb_allgather(topology, chunks=chunks), meta=dict(rs.meta))
 
 
 register(Algorithm(
