@@ -13,6 +13,7 @@ from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective
 from directcoll.synthesis.bfb import bfb_allgather, build_bfb
 from directcoll.topology.routing import bfs_distances
+from directcoll.topology.generators import torus
 from directcoll.topology.spec import parse
 from directcoll.verify.exact import verify
 
@@ -158,3 +159,17 @@ def test_bfb_unidirectional_ring_uses_only_its_links():
         assert verify(schedule).ok
         assert set(zip(schedule.src.tolist(), schedule.dst.tolist(), strict=True)) <= links
         assert schedule.num_steps == (5 if coll != "allreduce" else 10)
+
+
+@pytest.mark.parametrize("shape", [(3, 3, 2), (4, 2), (2, 2, 3), (5, 2, 3)])
+def test_bfb_size_two_dimension(shape):
+    """A size-2 dimension is two parallel cables by default (not a simple graph: Theorem 13 does not apply and
+    BFB is not BW-optimal there); ``simple=True`` keeps one cable and BFB is BW-optimal (degree 2D - 1)."""
+    cabled, simple = torus(shape), torus(shape, simple=True)
+    n = cabled.num_compute
+    assert simple.num_links == cabled.num_links - n * shape.count(2)
+    t_cabled = analyze(bfb_allgather(cabled), cabled).t_b_m_over_b
+    schedule = bfb_allgather(simple)
+    assert verify(schedule).ok and schedule.num_steps == sum(d // 2 for d in shape)
+    assert analyze(schedule, simple).t_b_m_over_b == pytest.approx((n - 1) / n, abs=1e-12)
+    assert t_cabled > (n - 1) / n + 1e-9

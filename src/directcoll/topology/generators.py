@@ -39,13 +39,15 @@ def _cayley(kind: str, spec: str, shape: tuple[int, ...], offsets: np.ndarray,
                     port_offsets=offsets.astype(np.int64), params=params or {})
 
 
-def torus(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
+def torus(shape, *, simple: bool = False, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
           link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """D-dimensional torus d0 x d1 x ... with bidirectional links to the two neighbours in every dimension.
 
     Size: N = prod(d_i) nodes, 2D directed links out of every node (2D ports, Swing Sec. 2.2). A dimension
     of size 2 has two parallel cables between its two nodes (the "+" and the "-" port), so every node keeps
-    2D ports. Node r sits at ``unravel_index(r, shape)``.
+    2D ports, as a torus is cabled. With ``simple=True`` (spec ``torus:3x3x2:simple``) such a dimension has
+    one cable instead, so the graph is simple (degree 2D minus the number of size-2 dimensions), the form
+    Zhao et al.'s Theorem 13 needs. Node r sits at ``unravel_index(r, shape)``.
 
     Raises:
         SpecError: an empty shape or a dimension smaller than 2.
@@ -53,12 +55,13 @@ def torus(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
     shape = _check_shape("torus", shape)
     offsets = []
     for i in range(len(shape)):
-        for sign in (1, -1):
+        for sign in ((1,) if simple and shape[i] == 2 else (1, -1)):
             e = np.zeros(len(shape), dtype=np.int64)
             e[i] = sign
             offsets.append(e)
-    return _cayley("torus", f"torus:{_spec_shape(shape)}", shape, np.array(offsets), link_bandwidth,
-                   link_latency)
+    spec = f"torus:{_spec_shape(shape)}" + (":simple" if simple and 2 in shape else "")
+    return _cayley("torus", spec, shape, np.array(offsets), link_bandwidth, link_latency,
+                   {"simple": True} if simple and 2 in shape else None)
 
 
 def ring(n: int, *, bidirectional: bool = True, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
