@@ -142,3 +142,21 @@ def parse_bandwidth(text) -> float:
     if not value > 0 or value == float("inf"):
         raise DirectcollError(f"bandwidth {text!r} must be a positive finite number; {forms}")
     return value
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(s|ms|us|µs|ns)?\s*$")
+_DURATION_DIVISORS = {None: 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
+
+
+def parse_duration(text) -> float:
+    """Seconds from ``10us``, ``1.5ms``, ``2s``, ``500ns`` or a plain number of seconds (``1e-5``).
+
+    Raises:
+        DirectcollError: anything else, naming the text and the accepted forms.
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text)
+    m = _DURATION.match(str(text))
+    if not m:
+        raise DirectcollError(f"cannot read duration {text!r}; use 10us, 1.5ms, 2s, 500ns or seconds like 1e-5")
+    return float(m.group(1)) / _DURATION_DIVISORS[m.group(2)]

@@ -265,10 +265,6 @@ def _assemble(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translate_to_all
     n, topo = g.n, g.topology
     den = _common_denominator(lps)
     builder = ScheduleBuilder(Collective.ALLGATHER, n, n, denominator=den)
-    times = np.asarray(lps.times)
-    step_time = np.zeros(max(int(p.group_step.max()) for p in plans) + 1)
-    for plan in plans:  # eq. (2): per step, the most loaded link over all nodes
-        np.maximum.at(step_time, plan.group_step, times[plan.group_lp])
     for plan in plans:
         step, lk, start, stop = _node_pieces(plan, lps.solutions, den)
         new = np.r_[True, (step[1:] != step[:-1]) | (lk[1:] != lk[:-1])]
@@ -290,8 +286,16 @@ def _assemble(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translate_to_all
             tr, st, sp_ = _merge_adjacent(tr, st, st + np.tile(width, len(us)))
             builder.add_pieces(np.tile(t_step, len(us)), g.src[moved], g.dst[moved], COPY,
                                np.bincount(tr, minlength=len(us) * ntr), st, sp_)
-    t_b = float(step_time.sum()) * topo.node_bandwidth / n / topo.link_bandwidth.max()
-    return builder.build(meta={**meta, "t_b_m_over_b_lp": t_b, "bfb_lps": len(lps.solutions)})
+    return builder.build(meta={**meta, "t_b_m_over_b_lp": _t_b(g, plans, lps), "bfb_lps": len(lps.solutions)})
+
+
+def _t_b(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs) -> float:
+    """Eq. (2) in units of M/B: per step the most loaded link over all nodes, summed over the steps."""
+    times = np.asarray(lps.times)
+    step_time = np.zeros(max(int(p.group_step.max()) for p in plans) + 1)
+    for plan in plans:
+        np.maximum.at(step_time, plan.group_step, times[plan.group_lp])
+    return float(step_time.sum()) * g.topology.node_bandwidth / g.n / g.topology.link_bandwidth.max()
 
 
 def _translation_invariant(topo: Topology) -> bool:
@@ -302,10 +306,9 @@ def _translation_invariant(topo: Topology) -> bool:
     return bool(np.all(bw == bw[0]))
 
 
-def _allgather_on(g: _Graph, chunks: int | None, meta: dict) -> Schedule:
+def _plan(g: _Graph, chunks: int | None) -> tuple[list[_NodePlan], _LoadLPs, bool]:
+    """Every node's plan and the LPs; on translation-invariant topologies only node 0's (third value True)."""
     n, topo = g.n, g.topology
-    if n == 1:
-        return ScheduleBuilder(Collective.ALLGATHER, 1, 1).build(meta=meta)
     lps = _LoadLPs(chunks)
     order = np.argsort(g.dst, kind="stable")
     in_start = np.searchsorted(g.dst[order], np.arange(n + 1))
@@ -314,14 +317,36 @@ def _allgather_on(g: _Graph, chunks: int | None, meta: dict) -> Schedule:
         in_links = order[in_start[0]:in_start[1]]
         tails = g.src[in_links]
         dist_to_tails = to0[topo.offset(tails[None, :], np.arange(n)[:, None])]  # d(v, w) = d(v - w, 0)
-        plans = [_plan_node(g, 0, to0, dist_to_tails, in_links, lps)]
-        return _assemble(g, plans, lps, True, meta)
+        return [_plan_node(g, 0, to0, dist_to_tails, in_links, lps)], lps, True
     dist = _distances(g)
     plans = []
     for u in range(n):
         in_links = order[in_start[u]:in_start[u + 1]]
         plans.append(_plan_node(g, u, dist[:, u], dist[:, g.src[in_links]], in_links, lps))
-    return _assemble(g, plans, lps, False, meta)
+    return plans, lps, False
+
+
+def _allgather_on(g: _Graph, chunks: int | None, meta: dict) -> Schedule:
+    if g.n == 1:
+        return ScheduleBuilder(Collective.ALLGATHER, 1, 1).build(meta=meta)
+    plans, lps, translate = _plan(g, chunks)
+    return _assemble(g, plans, lps, translate, meta)
+
+
+def bfb_cost(topology: Topology, collective="allgather") -> tuple[int, float]:
+    """(T_L in steps, T_B in units of M/B) of the BFB schedule of ``topology`` without building it: the
+    diameter and eq. (2) of the LP loads (App. E.3 with unequal links). ``collective``: allgather,
+    reduce_scatter (the transposed graph's allgather) or allreduce (their sums). Same errors as
+    :func:`bfb_allgather`."""
+    coll = Collective.parse(collective)
+    if coll is Collective.ALLREDUCE:
+        rs, ag = bfb_cost(topology, "reduce_scatter"), bfb_cost(topology, "allgather")
+        return rs[0] + ag[0], rs[1] + ag[1]
+    g = _graph(topology, coll is Collective.REDUCE_SCATTER)
+    if g.n == 1:
+        return 0, 0.0
+    plans, lps, _ = _plan(g, None)
+    return max(int(p.group_step.max()) for p in plans), _t_b(g, plans, lps)
 
 
 def bfb_allgather(topology: Topology, *, chunks: int | None = None) -> Schedule:
