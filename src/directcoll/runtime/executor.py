@@ -1,0 +1,140 @@
+"""The engine-independent half of every executor: checks, buffer layout and the per-step loop.
+
+An engine (MPI in :mod:`directcoll.runtime.mpi`, torch.distributed in :mod:`directcoll.runtime.torch_dist`)
+supplies only an ``exchange(step, sends, recvs)`` callable: send every ``(peer, payload)`` of ``sends``, receive
+every ``(peer, buffer)`` of ``recvs`` into the buffer in place (``peer`` is a rank of the communicator or process
+group; the messages between one ordered pair of ranks are listed in the same order on both ends), return when all
+have completed, and raise :class:`DirectcollError` naming the rank, the step and the peers when they do not (a
+deadline passed, a peer died). Everything else is here, so the engines compute exactly the same thing.
+
+Buffers are 1-D numpy views of the user's data; a rank works in one buffer of the collective's data followed by
+the schedule's scratch blocks (:mod:`directcoll.runtime.program`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+
+from directcoll.errors import DirectcollError
+from directcoll.runtime.program import RankProgram, compile_programs, mpi_order, user_blocks
+from directcoll.schedule.ir import Collective, Schedule
+
+OPS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+DTYPES = (np.float32, np.float64, np.int32, np.int64)
+
+Exchange = Callable[[int, list[tuple[int, np.ndarray]], list[tuple[int, np.ndarray]]], None]
+
+
+@lru_cache(maxsize=64)
+def programs(schedule: Schedule, count: int) -> tuple[list[RankProgram], np.ndarray | None]:
+    """The per-rank programs of ``schedule`` for ``count`` elements and, for reduce-scatter and allgather, the
+    work-buffer -> MPI-order permutation (:func:`~directcoll.runtime.program.mpi_order`). Cached."""
+    order = mpi_order(schedule, count)
+    return compile_programs(schedule, count), (None if schedule.collective is Collective.ALLREDUCE else order)
+
+
+def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: str = "sum",
+          group: str = "communicator") -> None:
+    """Refuse an unknown op, a schedule of another collective or rank count, or buffers that do not share one
+    supported dtype (``dtypes``: the numpy dtypes of the buffers). ``group`` names the engine's rank set in the
+    message.
+
+    Raises:
+        DirectcollError: what is wrong and what would be accepted.
+    """
+    if op not in OPS:
+        raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(OPS)}")
+    if schedule.collective is not collective:
+        raise DirectcollError(f"the schedule is a {schedule.collective.value}, not a {collective.value}")
+    if schedule.nranks != nranks:
+        raise DirectcollError(f"the schedule is for {schedule.nranks} ranks; the {group} has {nranks}")
+    dtypes = {np.dtype(d) for d in dtypes}
+    if len(dtypes) != 1 or next(iter(dtypes)).type not in DTYPES:
+        raise DirectcollError(f"buffers must share one dtype of {', '.join(d.__name__ for d in DTYPES)}; "
+                              f"got {', '.join(map(str, dtypes))}")
+
+
+def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int, op: str,
+              exchange: Exchange, group: str = "communicator") -> None:
+    """recv[i] = op over ranks of send[i]; ``recv`` is written in place (1-D views)."""
+    check(schedule, nranks, Collective.ALLREDUCE, (send.dtype, recv.dtype), op, group)
+    if send.size != recv.size:
+        raise DirectcollError(f"allreduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    program = programs(schedule, send.size)[0][rank]
+    work = np.empty(program.work_length, dtype=send.dtype)
+    work[: send.size] = send
+    run(program, work, op, exchange)
+    recv[:] = work[: send.size]
+
+
+def reduce_scatter(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int, op: str,
+                   exchange: Exchange, group: str = "communicator") -> None:
+    """MPI_Reduce_scatter_block: ``recv`` (k elements) = block ``rank`` of the reduced ``send`` (N·k elements)."""
+    check(schedule, nranks, Collective.REDUCE_SCATTER, (send.dtype, recv.dtype), op, group)
+    if send.size != recv.size * nranks:
+        raise DirectcollError(f"reduce_scatter: sendbuf must hold N x recvbuf = {recv.size * nranks} "
+                              f"elements, has {send.size}")
+    (progs, order) = programs(schedule, send.size)
+    program = progs[rank]
+    work = np.empty(program.work_length, dtype=send.dtype)
+    work[: send.size] = send[order]  # work element i is MPI element order[i]
+    run(program, work, op, exchange)
+    mine = user_blocks(schedule, send.size)[rank]
+    recv[:] = np.concatenate([work[a:b] for a, b in mine])
+
+
+def allgather(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int,
+              exchange: Exchange, group: str = "communicator") -> None:
+    """MPI_Allgather: ``recv`` (N·k elements) = the ranks' ``send`` (k elements) concatenated in rank order."""
+    check(schedule, nranks, Collective.ALLGATHER, (send.dtype, recv.dtype), "sum", group)
+    if recv.size != send.size * nranks:
+        raise DirectcollError(f"allgather: recvbuf must hold N x sendbuf = {send.size * nranks} "
+                              f"elements, has {recv.size}")
+    (progs, order) = programs(schedule, recv.size)
+    program = progs[rank]
+    work = np.zeros(program.work_length, dtype=send.dtype)
+    pos = 0
+    for a, b in user_blocks(schedule, recv.size)[rank]:
+        work[a:b] = send[pos:pos + b - a]
+        pos += b - a
+    run(program, work, "sum", exchange)
+    recv[order] = work[: recv.size]
+
+
+def _gather(work: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    return np.concatenate([work[a:b] for a, b in ranges]) if len(ranges) else work[:0].copy()
+
+
+def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> None:
+    """Execute ``program`` on ``work`` (data then scratch), step by step: read everything sent and copied
+    locally (the state at the end of the previous step), exchange the messages, then apply copies, then
+    reductions with ``op`` — the IR's bulk-synchronous semantics."""
+    reduce = OPS[op]
+    for t, step in enumerate(program.steps):
+        sends = [(peer, _gather(work, ranges)) for peer, ranges in step.sends]
+        local = [_gather(work, ranges) for ranges, _, _ in step.local]
+        inbox = [np.empty(int((ranges[:, 1] - ranges[:, 0]).sum()), dtype=work.dtype)
+                 for _, ranges, _, _ in step.recvs]
+        exchange(t, sends, [(peer, buf) for buf, (peer, *_) in zip(inbox, step.recvs, strict=True)])
+        arrivals = [(data, dst, ops, ranges) for data, (_, ranges, dst, ops) in zip(inbox, step.recvs, strict=True)]
+        arrivals += [(data, dst, ops, ranges) for data, (ranges, dst, ops) in zip(local, step.local, strict=True)]
+        for reducing in (0, 1):  # copies land before reductions
+            for data, dst, ops, ranges in arrivals:
+                pos = 0
+                for (a, b), d, o in zip(ranges, dst, ops, strict=True):
+                    n = b - a
+                    if o == reducing:
+                        if reducing:
+                            reduce(work[d:d + n], data[pos:pos + n], out=work[d:d + n])
+                        else:
+                            work[d:d + n] = data[pos:pos + n]
+                    pos += n
+
+
+def deadline_error(rank: int, step: int, timeout: float, peers) -> DirectcollError:
+    """The error every engine raises when a step misses its deadline."""
+    return DirectcollError(f"rank {rank}: step {step} did not complete within {timeout:g} s; waiting on ranks "
+                           f"{sorted(set(peers))} (a peer died or hangs)")
