@@ -290,3 +290,52 @@ def test_state_too_large_raises(monkeypatch, swing_allreduce):
     monkeypatch.setattr(exact, "MAX_STATE_BYTES", 1024)
     with pytest.raises(ScheduleError, match="GiB of state"):
         verify(swing_allreduce)
+
+
+def _direct_alltoall(n, k=1, skip=()):
+    """Every rank i sends its k blocks for rank j straight to j in one step (the 'direct' all-to-all)."""
+    from directcoll.schedule.ir import ScheduleBuilder
+
+    b = ScheduleBuilder("alltoall", n, n * n * k)
+    for i in range(n):
+        for j in range(n):
+            if i != j and (i, j) not in skip:
+                b.add(0, i, j, 0, (i * n + j) * k, (i * n + j + 1) * k)
+    return b
+
+
+def test_alltoall_direct_and_relayed():
+    from directcoll.schedule.ir import ScheduleBuilder
+
+    assert verify(_direct_alltoall(5, k=2).build()).ok
+    n = 4
+    b = ScheduleBuilder("alltoall", n, n * n)
+    for i in range(n):
+        for j in range(n):
+            blk = i * n + j
+            if (j - i) % n == 2:  # two hops through rank i + 1: relays keep the block's coordinate
+                b.add(0, i, (i + 1) % n, 0, blk, blk + 1)
+                b.add(1, (i + 1) % n, j, 0, blk, blk + 1)
+            elif i != j:
+                b.add(0, i, j, 0, blk, blk + 1)
+    assert verify(b.build()).ok
+
+
+def test_alltoall_missing_block_is_named():
+    result = verify(_direct_alltoall(4, skip={(2, 1)}).build())
+    assert not result.ok
+    assert result.failure.rank == 1 and "source (rank 2)" in result.failure.reason
+
+
+def test_alltoall_reduction_is_a_fault():
+    b = _direct_alltoall(3)
+    b.add(1, 0, 1, 1, 1, 2)  # rank 0 adds its block for rank 1 again
+    result = verify(b.build())
+    assert not result.ok and result.failure.rank == 1
+
+
+def test_alltoall_needs_n_squared_blocks():
+    from directcoll.schedule.ir import ScheduleBuilder
+
+    with pytest.raises(ScheduleError, match="N\\^2"):
+        ScheduleBuilder("alltoall", 3, 6).build()

@@ -39,11 +39,13 @@ class Collective(StrEnum):
     ALLGATHER = "allgather"
     REDUCE_SCATTER = "reduce_scatter"
     ALLREDUCE = "allreduce"
+    ALLTOALL = "alltoall"
 
     @classmethod
     def parse(cls, name) -> Collective:
         text = str(name).strip().lower().replace("-", "_")
-        aliases = {"reducescatter": "reduce_scatter", "rs": "reduce_scatter", "ag": "allgather"}
+        aliases = {"reducescatter": "reduce_scatter", "rs": "reduce_scatter", "ag": "allgather",
+                   "all_to_all": "alltoall", "a2a": "alltoall"}
         text = aliases.get(text, text)
         try:
             return cls(text)
@@ -59,6 +61,14 @@ class Collective(StrEnum):
 COPY = np.uint8(0)
 REDUCE = np.uint8(1)
 OP_NAMES = ("copy", "reduce")
+
+
+def alltoall_endpoints(nranks: int, nblocks: int, blocks) -> tuple[np.ndarray, np.ndarray]:
+    """All-to-all (DESIGN.md): block ((i N + j) k + c) starts at rank i and must reach rank j, k = nblocks / N^2.
+    Returns (source rank i, destination rank j) of every block in ``blocks``."""
+    k = nblocks // (nranks * nranks)
+    blocks = np.asarray(blocks, dtype=np.int64)
+    return blocks // (nranks * k), (blocks // k) % nranks
 
 
 def default_owner(nranks: int, nblocks: int) -> np.ndarray:
@@ -164,6 +174,9 @@ class Schedule:
                                         "itself without displacing its pieces (a local copy needs piece_shift)")
             if self.op.max() > 1:
                 raise ScheduleError("op must be 0 (copy) or 1 (reduce)")
+        if self.collective is Collective.ALLTOALL and self.nblocks % (self.nranks * self.nranks):
+            raise ScheduleError(f"an all-to-all needs nblocks divisible by N^2 = {self.nranks ** 2} (block "
+                                f"((i N + j) k + c) goes from rank i to rank j); got nblocks = {self.nblocks}")
         if self.nscratch < 0:
             raise ScheduleError(f"nscratch must be >= 0, got {self.nscratch}")
         hi = (self.nblocks + self.nscratch) * self.denominator

@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from directcoll.errors import ScheduleError
-from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule
+from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, alltoall_endpoints
 
 #: Refuse to allocate more state than this (N x segments x 8 bytes).
 MAX_STATE_BYTES = 12 * 2**30
@@ -146,7 +146,10 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
     rng = np.random.default_rng(seed)
     state = rng.integers(0, np.iinfo(np.uint64).max, size=(n, nseg), dtype=np.uint64, endpoint=True)
     seg_owner = None if s.owner is None else s.owner[seg.block[: seg.data]]
-    if s.collective is Collective.ALLGATHER:
+    if s.collective is Collective.ALLTOALL:  # the source's word must reach the destination; relays are free
+        seg_owner, seg_dest = alltoall_endpoints(n, s.nblocks, seg.block[: seg.data])
+        expected = state[seg_owner, np.arange(seg.data)].copy()
+    elif s.collective is Collective.ALLGATHER:
         expected = state[seg_owner, np.arange(seg.data)].copy()  # everything else is garbage to be overwritten
     else:
         expected = state[:, : seg.data].sum(axis=0, dtype=np.uint64)  # scratch holds no data
@@ -195,7 +198,8 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
                     flat[idx[mask]] += val[mask]
         del values
 
-    failure = _first_mismatch(s, state[:, : seg.data], expected, seg_owner)
+    checked = seg_dest if s.collective is Collective.ALLTOALL else seg_owner
+    failure = _first_mismatch(s, state[:, : seg.data], expected, checked)
     if failure is None:
         return VerifyResult(True, **result, failure=None)
     rank, cell = failure
@@ -205,8 +209,9 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
 
 
 def _first_mismatch(s: Schedule, state, expected, seg_owner) -> tuple[int, int] | None:
-    """(rank, segment) of the first wrong cell that the collective defines, scanning ranks in order."""
-    if s.collective is Collective.REDUCE_SCATTER:
+    """(rank, segment) of the first wrong cell that the collective defines, scanning ranks in order.
+    ``seg_owner``: the rank that must hold each segment (reduce-scatter: its owner; all-to-all: its destination)."""
+    if s.collective in (Collective.REDUCE_SCATTER, Collective.ALLTOALL):
         cells = np.arange(state.shape[1])
         bad = np.flatnonzero(state[seg_owner, cells] != expected)
         if not len(bad):
@@ -236,8 +241,11 @@ def _diagnose(s: Schedule, seg: _Segments, rank: int, cell: int) -> tuple[int, s
     touching = np.flatnonzero((seg.lo <= cell) & (seg.hi > cell))
     tr = np.unique(s.piece_transfer[touching])
     step, src, dst, op = s.step[tr], s.src[tr], s.dst[tr], s.op[tr]
-    gather = s.collective is Collective.ALLGATHER
-    owner = None if s.owner is None else int(s.owner[seg.block[cell]])
+    gather = s.collective in (Collective.ALLGATHER, Collective.ALLTOALL)
+    if s.collective is Collective.ALLTOALL:
+        owner = int(alltoall_endpoints(n, s.nblocks, seg.block[cell])[0])
+    else:
+        owner = None if s.owner is None else int(s.owner[seg.block[cell]])
     # held[r, x]: how many times rank r holds rank x's contribution; column n counts garbage
     held = np.zeros((n, n + 1), dtype=np.int64)
     if gather:
@@ -262,15 +270,16 @@ def _diagnose(s: Schedule, seg: _Segments, rank: int, cell: int) -> tuple[int, s
             last_write = int(t)
         if gather and (op[sel] == REDUCE).any():
             r = int(dst[sel][op[sel] == REDUCE][0])
-            return int(t), f"rank {r} reduces in an allgather, mixing data"
+            return int(t), f"rank {r} reduces in an {s.collective.value}, mixing data"
         if not gather and (held[:, :n] > 1).any():
             r, x = np.argwhere(held[:, :n] > 1)[0]
             return int(t), f"rank {r} holds rank {x}'s contribution {held[r, x]} times (doubled contribution)"
     row = held[rank]
+    what = "source" if s.collective is Collective.ALLTOALL else "owner"
     if gather:
         if last_write < 0:
-            return last_write, f"rank {rank} never received this block from its owner (rank {owner})"
-        return last_write, f"rank {rank} was sent data that never came from the owner (rank {owner})"
+            return last_write, f"rank {rank} never received this block from its {what} (rank {owner})"
+        return last_write, f"rank {rank} was sent data that never came from the {what} (rank {owner})"
     missing = np.flatnonzero(row[:n] == 0)
     shown = ", ".join(str(x) for x in missing[:8]) + (" ..." if len(missing) > 8 else "")
     return last_write, f"rank {rank} is missing the contributions of {len(missing)} rank(s): {shown}"
