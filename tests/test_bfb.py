@@ -12,8 +12,8 @@ from directcoll.cost.analytic import analyze
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective
 from directcoll.synthesis.bfb import bfb_allgather, build_bfb
-from directcoll.topology.routing import bfs_distances
 from directcoll.topology.generators import torus
+from directcoll.topology.routing import bfs_distances
 from directcoll.topology.spec import parse
 from directcoll.verify.exact import verify
 
@@ -173,3 +173,11 @@ def test_bfb_size_two_dimension(shape):
     assert verify(schedule).ok and schedule.num_steps == sum(d // 2 for d in shape)
     assert analyze(schedule, simple).t_b_m_over_b == pytest.approx((n - 1) / n, abs=1e-12)
     assert t_cabled > (n - 1) / n + 1e-9
+
+
+def test_simple_torus_spec():
+    topo = parse("torus:3x3x2:simple")
+    assert topo.spec == "torus:3x3x2:simple" and topo.num_links == 18 * 5
+    assert np.array_equal(topo.link_dst, torus((3, 3, 2), simple=True).link_dst)
+    with pytest.raises(DirectcollError, match="simple"):
+        parse("torus:3x3:bogus")

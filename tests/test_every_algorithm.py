@@ -14,6 +14,8 @@ COLLECTIVES = ["allreduce", "reduce_scatter", "allgather"]
 @pytest.mark.parametrize("spec", SHAPES)
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_serves_or_refuses(name, spec):
+    if name == "expansion":
+        pytest.skip("expansion serves only specs built by expansion operators (tests/test_expansions.py)")
     served = []
     for collective in COLLECTIVES:
         for variant in (None, *ALGORITHMS[name].variants):

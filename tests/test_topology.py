@@ -221,7 +221,7 @@ def test_spec_passes_link_parameters():
     ("hammingmesh:2x2", ["expected hammingmesh:AxB:XxY"]),
     ("ring:abc", ["expected a positive integer", "'abc'"]),
     ("hypercube:0", [">= 1"]),
-    ("torus:4x4:4", ["expected one argument"]),
+    ("torus:4x4:4", ["expected torus:AxB", ":simple"]),
     ("hammingmesh:2x2x2:2x2", ["2D"]),
     ("hammingmesh:2x2:1x1", ["at least 2 boards"]),
 ])

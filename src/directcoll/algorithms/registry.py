@@ -102,4 +102,4 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     schedule = alg.build(topo, coll, variant=variant, ports=ports, **options)
-    return schedule.with_meta(topology=topo.spec, **{"algorithm": alg.name, **schedule.meta})
+    return schedule.with_meta(**{"algorithm": alg.name, **schedule.meta, "topology": topo.spec})

@@ -18,6 +18,7 @@ from directcoll.cli.build import (
     cmd_topology_describe,
     cmd_verify,
 )
+from directcoll.cli.find import cmd_find_topology
 from directcoll.cli.network import (
     DEFAULT_RUN_ALGORITHMS,
     DEFAULT_SIZES,
@@ -161,6 +162,25 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("-o", "--output", required=True, help="schedule file to write (.json or .npz)")
     im.add_argument("--json", action="store_true", help="machine-readable output")
     im.set_defaults(func=cmd_import)
+
+    fnd = sub.add_parser("find-topology", help="Pareto frontier of direct-connect topologies for N nodes, degree d",
+                         description="Search base topologies x expansions (line graph, degree, Cartesian power and "
+                                     "product, bidirectional) with the theorems' predicted T_L and T_B (Zhao et al. "
+                                     "Sec. 5.4), keep the Pareto frontier and name the best one for the workload.")
+    fnd.add_argument("--nodes", type=int, required=True, help="number of nodes N")
+    fnd.add_argument("--degree", type=int, required=True, help="links out of every node, d")
+    fnd.add_argument("--alpha", default="10us", help="per-step latency α (default 10us, the paper's Table 4)")
+    fnd.add_argument("--bandwidth", default="100Gbps", help="node bandwidth B = d x link bandwidth (default 100Gbps)")
+    fnd.add_argument("--size", default="1MiB", help="allreduce size M, a list or a workload name (default 1MiB, as "
+                                                    "Table 4); the best topology minimises the summed time")
+    fnd.add_argument("--bidirectional", action="store_true", help="only topologies whose links come in pairs")
+    fnd.add_argument("--alltoall", action="store_true", help="also the all-to-all MCF value of every frontier "
+                                                             "entry (LP (3); slow for large non-Cayley graphs)")
+    fnd.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"],
+                     help="collective of the schedule written by -o (default allreduce)")
+    fnd.add_argument("-o", "--output", help="write the best topology's schedule to this file (.json or .npz)")
+    fnd.add_argument("--json", action="store_true", help="machine-readable output")
+    fnd.set_defaults(func=cmd_find_topology)
 
     t2 = sub.add_parser("table2", help="regenerate Table 2 of the Swing paper (deficiencies, paper vs measured)")
     t2.add_argument("--side", type=int, default=8, help="torus side for the 2D/3D/4D measurements (default 8)")

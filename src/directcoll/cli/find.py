@@ -1,0 +1,62 @@
+"""``directcoll find-topology``: the Pareto frontier of direct-connect topologies for N nodes of degree d."""
+
+from __future__ import annotations
+
+import sys
+
+from directcoll.cli.output import ProgressBar, print_json
+from directcoll.units import parse_bandwidth, parse_duration, parse_sizes
+
+
+def cmd_find_topology(args) -> int:
+    from directcoll.synthesis.finder import find_topology, theoretical_bound
+
+    alpha = parse_duration(args.alpha)
+    bandwidth = parse_bandwidth(args.bandwidth)
+    sizes = parse_sizes(args.size)
+    with ProgressBar(1, "bases and expansions", enabled=not args.json) as bar:
+        result = find_topology(args.nodes, args.degree, alpha=alpha, m_over_b=[m / bandwidth for m in sizes],
+                               bidirectional_only=args.bidirectional,
+                               progress=(lambda done, total, _label: bar(done / total, 1)) if bar else None)
+    mcf = {}
+    if args.alltoall:
+        from directcoll.synthesis.mcf import alltoall_mcf
+        from directcoll.topology.spec import parse
+
+        for c in result.frontier:
+            mcf[c.spec] = float(alltoall_mcf(parse(c.spec)).value)
+    bound_t_l, bound_t_b = theoretical_bound(args.nodes, args.degree)
+    schedule_file = None
+    if args.output:
+        from directcoll.schedule.io import save
+        from directcoll.synthesis.expansions import expanded_schedule
+
+        schedule_file = args.output
+        save(expanded_schedule(result.best.spec, args.collective), schedule_file)
+    frontier = [{**c.to_dict(), "time_s": result.times[c.spec], **({"alltoall_mcf": mcf[c.spec]} if mcf else {})}
+                for c in result.frontier]
+    if args.json:
+        print_json({"nodes": args.nodes, "degree": args.degree, "alpha_s": alpha, "bandwidth_Bps": bandwidth,
+                    "sizes": sizes, "frontier": frontier, "best": result.best.spec,
+                    "bound": {"t_l_steps": bound_t_l, "t_b_m_over_b": bound_t_b},
+                    "bases": result.bases, "candidates": result.candidates, "schedule": schedule_file})
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Pareto frontier, N = {args.nodes}, d = {args.degree}: allreduce 2(α T_L + T_B M/B) with "
+                        f"α = {alpha * 1e6:g} µs, B = {bandwidth * 8 / 1e9:g} Gb/s, M = {args.size}",
+                  title_justify="left")
+    for col in ("topology", "T_L", "T_B (M/B)", "allreduce", "construction", *(["all-to-all f"] if mcf else [])):
+        table.add_column(col, justify="left" if col in ("topology", "construction") else "right")
+    for row in frontier:
+        mark = " ◀ best" if row["spec"] == result.best.spec else ""
+        table.add_row(row["spec"] + mark, f"{row['t_l_steps']}α", f"{row['t_b_m_over_b']:.4f}",
+                      f"{row['time_s'] * 1e6:.1f} µs", row["construction"],
+                      *([f"{row['alltoall_mcf']:.3e}"] if mcf else []))
+    table.add_row("theoretical bound", f"{bound_t_l}α", f"{bound_t_b:.4f}", "", "Moore bound, (N-1)/N")
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(table)
+    console.print(f"{result.bases} base topologies, {result.candidates} candidates considered"
+                  + (f"; best schedule written to {schedule_file}" if schedule_file else ""))
+    return 0

@@ -1,0 +1,329 @@
+"""Topology finder (Zhao et al. Sec. 5.4, App. A.3): the Pareto frontier of (T_L, T_B) over direct-connect
+topologies with N nodes and degree d, built bottom-up from base topologies and expansions.
+
+1. **Bases** (the paper's Table 9, as far as this project generates them exactly): complete graphs, complete
+   bipartite graphs, Hamming graphs, bi- and unidirectional rings, Theorem 22's minimum-diameter degree-4
+   circulants, generalized Kautz and Kautz digraphs, and the distance-regular graphs of
+   :mod:`directcoll.topology.generative`. Every base whose size divides N and whose degree is at most d gets
+   its BFB allgather LPs solved (:func:`directcoll.synthesis.bfb.bfb_cost`): T_L = its diameter, T_B its LP
+   value (eq. (2)), both exact.
+2. **Expansions**, predicted by the theorems without building anything (:mod:`directcoll.synthesis.expansions`):
+   line graph L (Theorem 10: T_L + 1, T_B + 1/N, exact for BFB bases with out-degree > 1), degree expansion
+   G*n (Theorem 11), Cartesian power G^n (Theorem 12), Cartesian product of BW-optimal BFB components
+   (Theorem 13: BW-optimal, T_L = sum of diameters) and the unidirectional -> bidirectional conversion of a
+   reverse-symmetric topology (App. A.6: same T_L and T_B, twice the degree).
+3. **Search.** Sizes are processed in increasing order; every expansion that keeps the size a divisor of N
+   and the degree at most d is applied; at every (size, degree) only Pareto-efficient candidates are kept
+   (a candidate is dropped only when another is at least as good in both T_L and T_B and can be expanded in
+   the same ways). At (N, d) the frontier is returned, with the best topology for a workload of sizes:
+   allreduce time 2 (α T_L + T_B M / B) summed over the sizes (Table 4's 2(T_L + T_B) column).
+
+T_B is in units of M/B with B = d x link bandwidth, as everywhere in this project (Sec. 3.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from math import gcd, isqrt
+
+import numpy as np
+
+from directcoll.errors import DirectcollError, TopologyError
+from directcoll.synthesis import expansions as ex
+from directcoll.synthesis.bfb import bfb_cost
+from directcoll.topology.spec import parse
+
+#: largest base topology whose BFB LPs the finder solves (larger ones only come from expansions)
+MAX_BASE_NODES = 1024
+#: largest unidirectional 2-offset circulant base (its offsets are found by exhaustive search)
+MAX_UNI_CIRCULANT = 64
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One topology with its schedule's predicted (or, for bases, measured) allgather cost.
+
+    ``t_l_steps``: T_L / α; ``t_b_m_over_b``: T_B in units of M/B; ``bw_optimal_bfb``: its optimal BFB schedule is
+    BW-optimal (Theorem 13 may use it in a product); ``reverse_symmetric``: isomorphic to its transpose (App. A.6);
+    ``bidirectional``: every link has a reverse link; ``regular``: every node has out-degree ``degree`` (the
+    expansion theorems need it; an irregular base, such as a generalized Kautz digraph whose self-loops were
+    dropped, competes only at its own size).
+    """
+
+    spec: str
+    nodes: int
+    degree: int
+    t_l_steps: int
+    t_b_m_over_b: float
+    bw_optimal_bfb: bool
+    reverse_symmetric: bool
+    bidirectional: bool
+    construction: str = "base"
+    regular: bool = True
+
+    def allreduce_time(self, alpha: float, m_over_b: float) -> float:
+        """2 (α T_L + T_B M/B) seconds: reduce-scatter and allgather (Table 4's 2(T_L + T_B))."""
+        return 2.0 * (alpha * self.t_l_steps + self.t_b_m_over_b * m_over_b)
+
+    def to_dict(self) -> dict:
+        return {"spec": self.spec, "nodes": self.nodes, "degree": self.degree, "t_l_steps": self.t_l_steps,
+                "t_b_m_over_b": float(self.t_b_m_over_b),
+                "bw_optimal": bool(abs(self.t_b_m_over_b - (self.nodes - 1) / self.nodes) <= 1e-9),
+                "bidirectional": bool(self.bidirectional),
+                "construction": self.construction}
+
+
+@dataclass
+class FinderResult:
+    nodes: int
+    degree: int
+    frontier: list[Candidate]  # Pareto-efficient at (nodes, degree), by increasing T_L
+    best: Candidate | None  # fastest for the workload
+    bases: int  # base topologies evaluated
+    candidates: int  # candidates considered in all
+    times: dict[str, float] = field(default_factory=dict)  # spec -> workload time (s) of frontier entries
+
+
+def min_diameter_unidirectional_circulant(n: int) -> tuple[int, int]:
+    """Offsets 1 <= a < b < n of the degree-2 unidirectional circulant (i -> i+a, i -> i+b mod n) with the
+    smallest diameter (ties: the smallest (a, b)); exhaustive over all pairs, O(n^2 D^2) with D ~ sqrt(2n).
+
+    Node x is reached in min{i + j : i a + j b = x mod n} hops, so the diameter is the largest such minimum.
+    """
+    best, best_pair = n, (1, 2)
+    depth = 2 * isqrt(n) + 2  # the diameter of a connected 2-offset circulant is below 2 sqrt(n)
+    i, j = np.meshgrid(np.arange(depth), np.arange(depth), indexing="ij")
+    hops = (i + j).ravel()
+    order = np.argsort(hops, kind="stable")
+    for a in range(1, n):
+        for b in range(a + 1, n):
+            if gcd(gcd(a, b), n) != 1:
+                continue
+            pos = ((i * a + j * b) % n).ravel()[order]
+            first = np.full(n, -1)
+            first[pos[::-1]] = hops[order][::-1]  # smallest hop count wins (written last)
+            if (first < 0).any():
+                continue
+            diameter = int(first.max())
+            if diameter < best:
+                best, best_pair = diameter, (a, b)
+    return best_pair
+
+
+def _divisors(n: int) -> list[int]:
+    small = [k for k in range(1, isqrt(n) + 1) if n % k == 0]
+    return sorted(set(small + [n // k for k in small]))
+
+
+def base_specs(n_target: int, d_max: int) -> Iterable[tuple[str, bool]]:
+    """(spec, reverse_symmetric) of every base topology with a size dividing ``n_target`` and degree <= d_max."""
+    for n in _divisors(n_target):
+        if n < 2:
+            continue
+        if n - 1 <= d_max:
+            yield f"complete:{n}", True
+        if n % 2 == 0 and n // 2 <= d_max and n >= 4:
+            yield f"bipartite:{n // 2}", True
+        if n >= 3:
+            if d_max >= 2 and n >= 3:
+                yield f"ring:{n}", True
+            yield f"ring:{n}:uni", True
+        if n > 6 and d_max >= 4:
+            yield f"circulant:{n}:opt4", True
+        if 4 < n <= MAX_UNI_CIRCULANT and d_max >= 2:
+            a, b = min_diameter_unidirectional_circulant(n)
+            yield f"circulant:{n}:{a},{b}:uni", True
+        for k in range(2, d_max + 1):  # generalized Kautz: any n > k
+            if n > k + 1 and n <= MAX_BASE_NODES:
+                yield f"genkautz:{k}:{n}", False
+        for q in range(3, n + 1):  # Hamming H(a, q), degree a (q - 1)
+            a, size = 1, q
+            while size < n:
+                size, a = size * q, a + 1
+            if size == n and a >= 2 and a * (q - 1) <= d_max:
+                yield f"hamming:{a}:{q}", True
+        for k in range(2, d_max + 1):  # Kautz K(k, D): k^D + k^(D-1) nodes
+            depth = 2
+            while k ** depth + k ** (depth - 1) < n:
+                depth += 1
+            if k ** depth + k ** (depth - 1) == n:
+                yield f"kautz:{k}:{depth}", False
+    for spec, n, d in (("petersen", 10, 3), ("linegraph_petersen", 15, 4), ("odd:4", 35, 4)):
+        if n_target % n == 0 and d <= d_max:
+            yield spec, True
+    for m in range(3, d_max + 2):
+        if n_target % (2 * m) == 0:
+            yield f"bipartite_minus_matching:{m}", True
+
+
+def _evaluate_base(spec: str, reverse_symmetric: bool) -> Candidate | None:
+    topo = parse(spec)
+    degrees = topo.out_degree[: topo.num_compute]
+    if topo.num_compute > MAX_BASE_NODES:
+        return None
+    t_l, t_b = bfb_cost(topo)
+    t_b = float(t_b)
+    n, d = topo.num_compute, int(degrees.max())
+    optimal = bool(abs(t_b - (n - 1) / n) <= 1e-9)
+    back = set(zip(topo.link_dst.tolist(), topo.link_src.tolist(), strict=True))
+    bidirectional = all(pair in back for pair in zip(topo.link_src.tolist(), topo.link_dst.tolist(), strict=True))
+    regular = bool(degrees.min() == degrees.max())
+    return Candidate(topo.spec, n, d, t_l, t_b, optimal and regular, reverse_symmetric, bidirectional,
+                     regular=regular)
+
+
+def _dominates(a: Candidate, b: Candidate) -> bool:
+    """a makes b redundant: no worse in T_L and T_B, and usable by every expansion b is usable by."""
+    return (a.t_l_steps <= b.t_l_steps and a.t_b_m_over_b <= b.t_b_m_over_b + 1e-12
+            and (a.bw_optimal_bfb or not b.bw_optimal_bfb) and (a.reverse_symmetric or not b.reverse_symmetric)
+            and (a.bidirectional or not b.bidirectional))
+
+
+def _add(pool: dict[tuple[int, int], list[Candidate]], c: Candidate) -> bool:
+    here = pool.setdefault((c.nodes, c.degree), [])
+    if any(_dominates(o, c) for o in here):
+        return False
+    here[:] = [o for o in here if not _dominates(c, o)] + [c]
+    return True
+
+
+def _expansions(c: Candidate, pool, n_target: int, d_max: int) -> Iterable[Candidate]:
+    n, d = c.nodes, c.degree
+    if not c.regular:
+        return
+    me = (n, d, c.t_l_steps, c.t_b_m_over_b)
+    if d > 1 and n_target % (n * d) == 0:  # Theorem 10 (BFB base, out-degree > 1): exact
+        p = ex.predict_line_graph(me)
+        yield Candidate(_line_of(c), p.nodes, d, p.t_l, float(p.t_b), False, c.reverse_symmetric, False,
+                        "line graph")
+    for m in range(2, d_max // d + 1):  # Theorem 11
+        if n_target % (n * m) == 0:
+            p = ex.predict_degree_expansion(me, m)
+            yield Candidate(f"degree({c.spec},{m})", p.nodes, p.degree, p.t_l, float(p.t_b), False,
+                            c.reverse_symmetric, c.bidirectional, "degree expansion")
+    for k in range(2, d_max // d + 1):  # Theorem 12
+        if n ** k <= n_target and n_target % (n ** k) == 0:
+            p = ex.predict_cartesian_power(me, k)
+            yield Candidate(f"power({c.spec},{k})", p.nodes, p.degree, p.t_l, float(p.t_b), c.bw_optimal_bfb,
+                            c.reverse_symmetric, c.bidirectional, "Cartesian power")
+    if c.reverse_symmetric and not c.bidirectional and 2 * d <= d_max:  # App. A.6
+        p = ex.predict_bidirectional(me)
+        yield Candidate(f"bidir({c.spec})", n, p.degree, p.t_l, float(p.t_b), False, True, True,
+                        "bidirectional conversion")
+    if c.bw_optimal_bfb:  # Theorem 13, with every BW-optimal partner of a compatible size and degree
+        for (n2, d2), others in list(pool.items()):
+            if d + d2 > d_max or n_target % (n * n2) or n2 < n:
+                continue
+            for o in others:
+                if not (o.bw_optimal_bfb and o.regular and (n2 > n or o.spec >= c.spec)):
+                    continue
+                p = ex.predict_cartesian_product(me, (n2, d2, o.t_l_steps, o.t_b_m_over_b))
+                factors = tuple(sorted(_factors(c) + _factors(o)))
+                yield Candidate(f"product({','.join(factors)})", p.nodes, p.degree, p.t_l, float(p.t_b), True,
+                                c.reverse_symmetric and o.reverse_symmetric, c.bidirectional and o.bidirectional,
+                                "Cartesian product")
+
+
+def _line_of(c: Candidate) -> str:
+    """``line(X)`` of a candidate, written ``line^k(X)`` when X is itself a line graph."""
+    if c.construction != "line graph":
+        return f"line({c.spec})"
+    head, _, inner = c.spec.partition("(")
+    k = int(head.partition("^")[2] or 1)
+    return f"line^{k + 1}({inner}"
+
+
+def _factors(c: Candidate) -> tuple[str, ...]:
+    """The factors of a product candidate (products are flattened: G x (H x K) = product(G,H,K))."""
+    if c.construction == "Cartesian product":
+        return tuple(_split_top_level(c.spec[len("product("):-1]))
+    return (c.spec,)
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: Iterable[float] = (8e-5,),
+                  bidirectional_only: bool = False,
+                  progress: Callable[[int, int, str], None] | None = None) -> FinderResult:
+    """Search bases x expansions for N = ``nodes``, d = ``degree`` (Zhao et al. Sec. 5.4).
+
+    Args:
+        nodes: target N >= 2.
+        degree: target d >= 1 (out-degree of every node; a bidirectional cable counts once per direction).
+        alpha: α in seconds per step.
+        m_over_b: the workload, one M/B in seconds per collective (M the vector size, B = d x link bandwidth);
+            Table 4 uses 1 MB / 100 Gb/s = 80 µs.
+        bidirectional_only: keep only topologies whose links all come in opposite pairs (the paper's testbed).
+        progress: callable(done, total, label).
+
+    Returns:
+        FinderResult with the Pareto frontier (by increasing T_L), the best entry for the workload and the
+        workload time of each frontier entry.
+
+    Raises:
+        DirectcollError: N < 2 or d < 1, or nothing reaches (N, d).
+    """
+    if int(nodes) != nodes or nodes < 2 or int(degree) != degree or degree < 1:
+        raise DirectcollError(f"find-topology needs nodes >= 2 and degree >= 1, got nodes={nodes}, degree={degree}")
+    nodes, degree = int(nodes), int(degree)
+    sizes = [float(m) for m in m_over_b]
+    report = progress or (lambda *_: None)
+    specs = list(dict.fromkeys(base_specs(nodes, degree)))
+    pool: dict[tuple[int, int], list[Candidate]] = {}
+    for i, (spec, rev) in enumerate(specs):
+        report(i, len(specs) + 1, spec)
+        try:
+            base = _evaluate_base(spec, rev)
+        except TopologyError:
+            continue
+        if base is not None:
+            _add(pool, base)
+    considered = sum(len(v) for v in pool.values())
+    report(len(specs), len(specs) + 1, "expansions")
+    changed = True
+    while changed:  # sizes only grow, so this ends; a few rounds in practice
+        changed = False
+        for key in sorted(pool):
+            for c in list(pool.get(key, [])):
+                for new in _expansions(c, pool, nodes, degree):
+                    considered += 1
+                    changed |= _add(pool, new)
+    report(len(specs) + 1, len(specs) + 1, "done")
+    final = [c for c in pool.get((nodes, degree), []) if c.bidirectional or not bidirectional_only]
+    if not final:
+        raise DirectcollError(f"find-topology: no base topology and expansion reaches N={nodes}, d={degree}"
+                              + (" with bidirectional links" if bidirectional_only else ""))
+    frontier = sorted(_pareto(final), key=lambda c: (c.t_l_steps, c.t_b_m_over_b, len(c.spec)))
+    times = {c.spec: sum(c.allreduce_time(alpha, m) for m in sizes) for c in frontier}
+    best = min(frontier, key=lambda c: times[c.spec])
+    return FinderResult(nodes, degree, frontier, best, len(specs), considered, times)
+
+
+def _pareto(cands: list[Candidate]) -> list[Candidate]:
+    """Pareto-efficient in (T_L, T_B) only; of equal pairs the shortest spec."""
+    out = []
+    for c in sorted(cands, key=lambda c: (c.t_l_steps, c.t_b_m_over_b, len(c.spec), c.spec)):
+        if out and c.t_b_m_over_b >= out[-1].t_b_m_over_b - 1e-12:
+            continue
+        out.append(c)
+    return out
+
+
+def theoretical_bound(nodes: int, degree: int, *, directed: bool = True) -> tuple[int, float]:
+    """(T_L*, T_B*) for N nodes of degree d: the Moore bound diameter (Def. 9) and (N-1)/N (Table 4's last row)."""
+    from directcoll.topology.generative import moore_bound_diameter
+
+    return int(moore_bound_diameter(nodes, degree, directed)), (nodes - 1) / nodes
+
+
+__all__ = ["Candidate", "FinderResult", "base_specs", "find_topology", "theoretical_bound"]
