@@ -426,3 +426,24 @@ def test_swing_beats_recursive_doubling_by_more_than_2x_at_2MiB(torus64):
     swing = min(sims["swing", v].time(n) for v in ("bandwidth", "latency"))
     rd = min(sims["recursive-doubling", v].time(n) for v in ("bandwidth", "latency"))
     assert rd > 2 * swing
+
+
+def test_alltoall_sizes_are_per_rank_send_buffers():
+    """An all-to-all's vector is one rank's send buffer (N k blocks): on K_4 the direct all-to-all sends
+    size / N over every link at once."""
+    from directcoll.schedule.ir import ScheduleBuilder
+    from directcoll.simulate.params import NetworkParams
+    from directcoll.simulate.step import simulate
+    from directcoll.topology.spec import parse
+
+    n = 4
+    b = ScheduleBuilder("alltoall", n, n * n)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                b.add(0, i, j, 0, i * n + j, i * n + j + 1)
+    schedule, topo = b.build(), parse("complete:4")
+    assert schedule.vector_blocks == n and np.allclose(schedule.transfer_size, 1 / n)
+    size = 4 * 2**20
+    time = simulate(schedule, topo, NetworkParams(link_latency=0.0)).time([size])[0]
+    assert time == pytest.approx(size / n / topo.link_bandwidth[0], rel=1e-6)

@@ -238,9 +238,15 @@ class Schedule:
         """Which transfers are local copies or reductions (src == dst); bool (T,)."""
         return self.src == self.dst
 
+    @property
+    def vector_blocks(self) -> int:
+        """Blocks in the vector whose size a user gives: the whole buffer, except for all-to-all, where it is one
+        rank's send buffer (N k of the N^2 k blocks, MPI_Alltoall's sendcount x N)."""
+        return self.nblocks // self.nranks if self.collective is Collective.ALLTOALL else self.nblocks
+
     @cached_property
     def transfer_size(self) -> np.ndarray:
-        """Size of every transfer as a fraction of the whole buffer (vector); float64 (T,).
+        """Size of every transfer as a fraction of the vector (:attr:`vector_blocks`); float64 (T,).
 
         A message carries each source byte once: pieces of one transfer that read the same source interval
         (to place it in several destination cells) count once.
@@ -257,7 +263,7 @@ class Schedule:
         else:
             lengths = (stop - start).astype(float)
         sizes = np.bincount(owner, weights=lengths, minlength=self.num_transfers)
-        return sizes / (self.nblocks * self.denominator)
+        return sizes / (self.vector_blocks * self.denominator)
 
     @property
     def algorithm(self) -> str:
