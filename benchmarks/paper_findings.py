@@ -10,7 +10,7 @@ import argparse
 
 import numpy as np
 
-from directcoll.reports.compare import compare
+from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
 from directcoll.reports.plot import plot_comparison
 from directcoll.simulate import SWING_SST
 from directcoll.topology import parse
@@ -23,7 +23,7 @@ TOPOLOGIES = ["torus:8x8", "torus:64x64", "torus:128x128", "torus:64x16", "torus
 def summarize(spec: str, alpha: float, plots: str | None) -> str:
     params = SWING_SST.with_(alpha=alpha)
     sizes = parse_sizes("32B..512MiB")
-    cmp = compare(parse(spec), "allreduce", sizes, params)
+    cmp = compare(parse(spec), "allreduce", sizes, params, contenders=DEFAULT_CONTENDERS)  # the paper's families
     winners = [w[0] for w in cmp.winners()]
     wins = [s for s, w in zip(sizes, winners, strict=True) if w == "swing"]
     gain = cmp.gain()

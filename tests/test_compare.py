@@ -9,9 +9,18 @@ import json
 import numpy as np
 import pytest
 
+from directcoll.algorithms.registry import build_pattern
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
-from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
+from directcoll.reports.compare import (
+    BFB_TORUS_MAX_RANKS,
+    DBT_CHUNKS,
+    DEFAULT_CONTENDERS,
+    compare,
+    default_contenders,
+    grid_embeds,
+    is_direct_connect,
+)
 from directcoll.reports.plot import letter, plot_comparison
 from directcoll.simulate import SWING_SST
 from directcoll.topology import parse
@@ -36,8 +45,11 @@ def family_best(cmp) -> dict[str, np.ndarray]:
 def test_compare_torus_8x8_default_contenders(cmp8):
     assert cmp8.topology == "torus:8x8" and cmp8.collective == "allreduce" and cmp8.routing == "adaptive"
     assert cmp8.sizes.tolist() == DEFAULT_SIZES
-    assert list(cmp8.families()) == ["swing", "recursive-doubling", "ring", "bucket"]
-    assert [(e.family, e.algorithm) for e in cmp8.entries] == [(f, a) for f, a, _ in DEFAULT_CONTENDERS]
+    # the Swing paper's families, and BFB on a switchless torus of at most BFB_TORUS_MAX_RANKS ranks
+    assert list(cmp8.families()) == ["swing", "recursive-doubling", "ring", "bucket", "bfb"]
+    assert [(e.family, e.algorithm) for e in cmp8.entries] == [(f, a) for f, a, _ in DEFAULT_CONTENDERS + [
+        ("bfb", "bfb", None)]]
+    assert cmp8.reference == "swing" and cmp8.gain_family == "swing"
     assert [e.variant for e in cmp8.entries][:4] == ["latency", "bandwidth", "latency", "bandwidth"]
     assert not cmp8.skipped
     for e in cmp8.entries:
@@ -164,7 +176,8 @@ def test_cli_compare_json(capsys):
     assert {"topology", "collective", "params", "sizes", "results", "best", "notes"} <= set(d)
     assert d["topology"] == "torus:8x8" and d["sizes"] == DEFAULT_SIZES and len(d["sizes"]) == 25
     assert d["sizes"][0] == 32 and d["sizes"][-1] == 512 * MiB
-    assert len(d["best"]) == 25 and len(d["results"]) == 25 * len(DEFAULT_CONTENDERS)
+    assert len(d["best"]) == 25 and len(d["results"]) == 25 * len(default_contenders(parse("torus:8x8")))
+    assert d["gain_family"] == "swing" and all(b["gain"] == b["swing_gain"] for b in d["best"])
     assert d["params"]["name"] == "swing-sst"
     lib = compare(parse("torus:8x8"), params=SWING_SST).to_dict()
     assert [r["time_s"] for r in d["results"]] == pytest.approx([r["time_s"] for r in lib["results"]], rel=1e-12)
@@ -174,8 +187,8 @@ def test_cli_compare_csv(capsys):
     code, out, _ = run(capsys, "compare", "torus:4x4", "--csv", "--sizes", "1KiB..1MiB")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert len(rows) == 11 * len(DEFAULT_CONTENDERS)
-    assert {r["algorithm"] for r in rows} == {"swing", "recursive-doubling", "ring", "bucket"}
+    assert len(rows) == 11 * len(default_contenders(parse("torus:4x4")))
+    assert {r["algorithm"] for r in rows} == {"swing", "recursive-doubling", "ring", "bucket", "bfb"}
 
 
 def test_cli_compare_plot(tmp_path, capsys):
@@ -198,7 +211,7 @@ def test_cli_compare_presets(capsys):
     d = run_json(capsys, "compare", "tpu-v4-cube", "--sizes", "1KiB,1MiB")
     assert d["topology"] == "torus:4x4x4" and d["sizes"] == [1024, MiB]
     assert any("TPU" in n for n in d["notes"])
-    assert len(d["results"]) == 2 * len(DEFAULT_CONTENDERS)
+    assert len(d["results"]) == 2 * len(default_contenders(parse("torus:4x4x4")))
 
 
 def test_cli_compare_options(capsys):
@@ -254,3 +267,85 @@ def test_cli_simulate(tmp_path, capsys):
     assert code == 2 and "16 ranks" in err
     code, _, err = run(capsys, "simulate", str(path), "--size", "lots")
     assert code == 2 and "cannot read size" in err
+
+
+# -- direct-connect topologies (Zhao et al. Sec. 8.2-8.3) -------------------------------------------------
+@pytest.fixture(scope="module")
+def cmp_circulant():
+    return compare(parse("circulant:16:3,4"), params=SWING_SST)
+
+
+def test_direct_connect_classification():
+    assert not is_direct_connect(parse("torus:8x8")) and not is_direct_connect(parse("hypercube:4"))
+    assert not is_direct_connect(parse("hammingmesh:2x2:2x2"))  # switches
+    for spec in ("circulant:16:3,4", "genkautz:4:64", "complete:8", "bipartite:4", "circulant:15:1,4"):
+        assert is_direct_connect(parse(spec)), spec
+    assert grid_embeds(parse("torus:4x4")) and grid_embeds(parse("circulant:16:1,5"))
+    assert grid_embeds(parse("complete:8")) and grid_embeds(parse("hamming:2:4"))
+    assert not grid_embeds(parse("circulant:16:3,4")) and not grid_embeds(parse("genkautz:4:64"))
+    assert not grid_embeds(parse("bipartite:4"))
+
+
+def test_default_contenders_per_network():
+    families = [c[0] for c in default_contenders(parse("circulant:16:3,4"))]
+    assert families == ["bfb", "ring", "shifted-ring", *["double-binary-tree"] * len(DBT_CHUNKS),
+                        "recursive-doubling", "recursive-doubling"]
+    assert [c[3]["chunks"] for c in default_contenders(parse("circulant:16:3,4")) if len(c) > 3] == list(DBT_CHUNKS)
+    # Swing and bucket join where the torus of the shape is a subgraph (a circulant with offset 1)
+    assert {"swing", "bucket"} <= {c[0] for c in default_contenders(parse("circulant:16:1,5"))}
+    # the generalized allreduce for non-power-of-two N, no double binary tree but for allreduce
+    odd = default_contenders(parse("circulant:15:1,4"), "reduce_scatter")
+    assert "generalized" in {c[0] for c in odd} and "double-binary-tree" not in {c[0] for c in odd}
+    # grids: the Swing paper's contenders, plus BFB up to BFB_TORUS_MAX_RANKS switchless ranks
+    assert default_contenders(parse("torus:8x8")) == [*DEFAULT_CONTENDERS, ("bfb", "bfb", None)]
+    assert parse("torus:64x64").num_compute > BFB_TORUS_MAX_RANKS
+    assert default_contenders(parse("torus:64x64")) == DEFAULT_CONTENDERS
+    assert "bfb" not in {c[0] for c in default_contenders(parse("hammingmesh:2x2:2x2"))}
+
+
+def test_compare_circulant_bfb_wins_large_vectors(cmp_circulant):
+    cmp = cmp_circulant
+    topo = parse("circulant:16:3,4")
+    assert list(cmp.families()) == ["bfb", "ring", "shifted-ring", "double-binary-tree", "recursive-doubling"]
+    assert not cmp.skipped and cmp.reference == "bfb" and cmp.gain_family == "bfb"
+    assert {e.variant for e in cmp.entries if e.family == "double-binary-tree"} == {f"P={p}" for p in DBT_CHUNKS}
+    # BFB takes 2 x diameter steps (3 + 3 on C(16, {3, 4})), the ring 2 (N - 1) = 30, and BFB is BW-optimal
+    # here (Zhao et al. Sec. 6.2): at 512 MiB its goodput is the peak's, the ring's at most half of it
+    from directcoll.topology.metrics import distance_stats
+
+    assert build_pattern("bfb", topo).num_steps == 2 * distance_stats(topo)[0] == 6
+    assert build_pattern("ring", topo).num_steps == 30
+    fams = cmp.families()
+    goodput = {f: cmp.sizes[-1] / t[-1] for f, (t, _) in fams.items()}
+    assert goodput["bfb"] == pytest.approx(cmp.peak_goodput, rel=0.01)
+    assert goodput["ring"] <= 0.51 * cmp.peak_goodput
+    winners = cmp.winners()
+    assert all(w[0] == "bfb" for w in winners[-8:])  # 2 MiB .. 512 MiB
+    gain = cmp.gain()
+    np.testing.assert_allclose(gain, np.min([t for f, (t, _) in fams.items() if f != "bfb"], axis=0)
+                               / fams["bfb"][0] - 1)
+    assert np.all(gain[-8:] > 0)
+    d = cmp.to_dict()
+    assert d["gain_family"] == "bfb"
+    for b, g in zip(d["best"], gain, strict=True):
+        assert b["gain_family"] == "bfb" and b["gain"] == pytest.approx(g) and "swing_gain" not in b
+
+
+def test_compare_genkautz():
+    cmp = compare(parse("genkautz:4:64"), sizes=[1024, MiB, 64 * MiB], params=SWING_SST)
+    assert {"bfb", "ring", "shifted-ring", "double-binary-tree", "recursive-doubling"} == set(cmp.families())
+    assert cmp.gain_family == "bfb" and not cmp.skipped
+    fams = cmp.families()
+    best = min(fams, key=lambda f: fams[f][0][-1])
+    assert cmp.winners()[-1][0] == best
+
+
+def test_cli_compare_direct_connect(capsys):
+    code, out, _ = run(capsys, "compare", "circulant:16:3,4", "--sizes", "1KiB,64MiB")
+    assert code == 0 and "bfb gain" in out and "swing gain" not in out and "P=" in out
+    d = run_json(capsys, "compare", "circulant:16:3,4", "--sizes", "1KiB,64MiB")
+    assert d["gain_family"] == "bfb" and {"bfb", "shifted-ring", "double-binary-tree"} <= {
+        r["algorithm"] for r in d["results"]}
+    d = run_json(capsys, "compare", "torus:4x4", "--sizes", "1MiB", "--algorithms", "dbt,swing")
+    assert {(r["algorithm"], r["variant"]) for r in d["results"] if r["algorithm"] != "swing"} == {
+        ("double-binary-tree", f"P={p}") for p in DBT_CHUNKS}

@@ -12,6 +12,11 @@ Multiport versions split the vector into equal parts and run one ring per part c
   each of the four rings on a quarter of the vector (four ports, every link used by at most one ring per
   direction). Exists when r = c*k (k >= 1) and gcd(r, c-1) = 1, or the same with r and c swapped.
 
+The shifted ring (``shifted-ring``, TopoOpt's ShiftedRing, the baseline of Zhao et al. Sec. 8.2: "a
+superposition of two bidirectional rings, each allreducing half of the data") runs the bidirectional ring on
+the ring order and on a second ring that visits the ring order with a stride s coprime to N, four rings on
+quarters of the vector (:func:`build_shifted_ring`).
+
 Algorithms never look at link bandwidths: they only use the topology's shape, N, kind and port count.
 """
 
@@ -26,6 +31,7 @@ from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, concurrent
 from directcoll.schedule.pattern import StepPattern, from_steps
+from directcoll.topology.generative import shifted_ring_stride
 from directcoll.topology.model import Topology
 
 VARIANTS = ("unidirectional", "bidirectional", "hamiltonian")
@@ -284,8 +290,13 @@ def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | N
     2(N-1) steps of transfers: one reduce-scatter step and one allgather step, each run N-1 times.
     Same arguments and errors as :func:`build_ring`."""
     rings, meta = _ring_setup(topology, variant, ports)
+    return _rings_pattern(topology.num_compute, rings, collective, meta)
+
+
+def _rings_pattern(p: int, rings: list[tuple[np.ndarray, int]], collective, meta: dict) -> StepPattern:
+    """The pattern of concurrent rings on equal parts of the vector: one reduce-scatter step and one allgather
+    step, each run p-1 times."""
     coll = Collective.parse(collective)
-    p = topology.num_compute
     src = np.concatenate([order for order, _ in rings])
     dst = np.concatenate([order[(np.arange(p) + d) % p] for order, d in rings])
     size = np.full(len(src), 1.0 / (len(rings) * p))
@@ -293,6 +304,16 @@ def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | N
     sequence = {Collective.REDUCE_SCATTER: [0] * (p - 1), Collective.ALLGATHER: [1] * (p - 1),
                 Collective.ALLREDUCE: [0] * (p - 1) + [1] * (p - 1)}[coll]
     return from_steps(p, coll.value, steps, sequence, meta)
+
+
+def _rings_schedule(rings: list[tuple[np.ndarray, int]], collective, meta: dict) -> Schedule:
+    """Concurrent ring reduce-scatters / allgathers / allreduces on equal parts of the vector."""
+    coll = Collective.parse(collective)
+    rs = concurrent([ring_reduce_scatter(order, d) for order, d in rings], meta=meta)
+    if coll is Collective.REDUCE_SCATTER:
+        return rs
+    ag = concurrent([ring_allgather(order, d) for order, d in rings], meta=meta)
+    return ag if coll is Collective.ALLGATHER else concat(rs, ag, meta=meta)
 
 
 def build_ring(topology: Topology, collective="allreduce", *, variant: str | None = None,
@@ -318,12 +339,7 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
             variant, or ``hamiltonian`` on a shape that has no two edge-disjoint Hamiltonian cycles.
     """
     rings, meta = _ring_setup(topology, variant, ports)
-    coll = Collective.parse(collective)
-    rs = concurrent([ring_reduce_scatter(order, d) for order, d in rings], meta=meta)
-    if coll is Collective.REDUCE_SCATTER:
-        return rs
-    ag = concurrent([ring_allgather(order, d) for order, d in rings], meta=meta)
-    return ag if coll is Collective.ALLGATHER else concat(rs, ag, meta=meta)
+    return _rings_schedule(rings, collective, meta)
 
 
 register(Algorithm(
@@ -335,4 +351,100 @@ register(Algorithm(
     topologies="any (snake ring over the grid shape, else ranks 0..N-1); hamiltonian: 2D tori r x c with "
                "r = c*k and gcd(r, c-1) = 1 (either orientation)",
     summary="ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper Sec. 2.3.1)",
+))
+
+
+# -- shifted ring (TopoOpt; Zhao et al. Sec. 8.2) ------------------------------------------------------------
+SHIFTED_VARIANTS = ("bidirectional",)
+
+
+def shifted_ring_stride_of(topology: Topology) -> int:
+    """The stride s of the second ring of :func:`build_shifted_ring` on ``topology``.
+
+    On a circulant with two offsets one of which is +-1 -- C(N, {1, s}), e.g. the
+    :func:`~directcoll.topology.generative.shifted_ring` topology -- it is that topology's s (normalised to
+    s <= N/2), so both rings ride on links. Elsewhere it is
+    :func:`~directcoll.topology.generative.shifted_ring_stride` (the stride nearest N/2 coprime to N; 1 for
+    N in {1, 2, 3, 4, 6}, where the two rings coincide).
+    """
+    n = int(topology.num_compute)
+    if n < 2:
+        return 1
+    offsets = topology.params.get("offsets") if topology.kind == "circulant" else None
+    if offsets is not None and len(offsets) == 2 and topology.params.get("bidirectional", True):
+        a, b = (int(o) % n for o in offsets)
+        for one, other in ((a, b), (b, a)):
+            if one in (1, n - 1) and gcd(other, n) == 1:
+                return min(other, n - other) or 1
+    return shifted_ring_stride(n)
+
+
+def shifted_ring_rings(topology: Topology) -> tuple[list[tuple[np.ndarray, int]], int]:
+    """The four (order, direction) rings of the shifted ring and the stride s.
+
+    Ring 1 is :func:`ring_order` (0, 1, ..., N-1 on topologies without a multi-dimensional shape); ring 2 visits
+    ring 1's positions 0, s, 2s, ... (mod N), a Hamiltonian cycle because gcd(s, N) = 1. Each runs in both
+    directions: [(ring1, +1), (ring1, -1), (ring2, +1), (ring2, -1)].
+    """
+    first = ring_order(topology)
+    n = len(first)
+    s = shifted_ring_stride_of(topology)
+    second = first[(np.arange(n, dtype=np.int64) * s) % n]
+    return [(first, +1), (first, -1), (second, +1), (second, -1)], s
+
+
+def _shifted_setup(topology: Topology, variant, ports) -> tuple[list[tuple[np.ndarray, int]], dict]:
+    if variant is not None and variant not in SHIFTED_VARIANTS:
+        raise UnsupportedShapeError(f"shifted-ring: unknown variant {variant!r}; accepted: "
+                                    f"{', '.join(SHIFTED_VARIANTS)}")
+    if ports is not None and ports != 4:
+        raise UnsupportedShapeError(f"shifted-ring: runs 4 rings (two bidirectional rings); ports must be 4, "
+                                    f"got {ports}; use the ring algorithm for 1, 2 or 4 rings of one order")
+    rings, stride = shifted_ring_rings(topology)
+    return rings, {"algorithm": "shifted-ring", "variant": "bidirectional", "ports": 4, "stride": stride}
+
+
+def shifted_ring_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
+                         ports: int | None = None) -> StepPattern:
+    """The step pattern of :func:`build_shifted_ring` without its 4 x 2(N-1) x N transfers (two distinct steps).
+    Same arguments and errors as :func:`build_shifted_ring`."""
+    rings, meta = _shifted_setup(topology, variant, ports)
+    return _rings_pattern(topology.num_compute, rings, collective, meta)
+
+
+def build_shifted_ring(topology: Topology, collective="allreduce", *, variant: str | None = None,
+                       ports: int | None = None) -> Schedule:
+    """Shifted ring allreduce / reduce-scatter / allgather (TopoOpt, Wang et al. NSDI'23; the ShiftedRing
+    baseline of Zhao et al. Sec. 8.2): two rings, each running the bidirectional ring algorithm on half of the
+    vector, so four rings (two orders x two directions) on quarters of it.
+
+    Args:
+        topology: any topology; the rings are :func:`shifted_ring_rings` (stride :func:`shifted_ring_stride_of`).
+            On ``shifted_ring(n)`` = C(n, {1, s}) every ring hop is one link.
+        collective: ``allreduce``, ``reduce_scatter`` or ``allgather``.
+        variant: ``bidirectional`` (the only one) or None.
+        ports: 4 or None.
+
+    Returns:
+        A Schedule with N = topology.num_compute, nblocks = 4N and N-1 steps (reduce-scatter, allgather) or
+        2(N-1) (allreduce); block b of ring part k is owned by the rank at position b of that ring. ``meta`` =
+        {"algorithm": "shifted-ring", "variant": "bidirectional", "ports": 4, "stride": s}.
+
+    Raises:
+        UnsupportedShapeError: an unknown variant, or ports other than 4.
+    """
+    rings, meta = _shifted_setup(topology, variant, ports)
+    return _rings_schedule(rings, collective, meta)
+
+
+register(Algorithm(
+    name="shifted-ring",
+    build=build_shifted_ring,
+    pattern=shifted_ring_pattern,
+    collectives=("allreduce", "reduce_scatter", "allgather"),
+    variants=SHIFTED_VARIANTS,
+    aliases=("shiftedring",),
+    topologies="any (ring 1: the ring order; ring 2: stride s coprime to N, the topology's s on C(N, {1, s}))",
+    summary="TopoOpt's shifted ring: two bidirectional rings (stride 1 and s) on halves of the vector "
+            "(Zhao et al. Sec. 8.2 baseline)",
 ))

@@ -104,15 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp = sub.add_parser("compare", help="which algorithm wins on a network at each size (the main job)",
                          description="Simulate every algorithm that serves the network at every size and report "
-                                     "goodput, the winner and Swing's gain. Default: allreduce on "
+                                     "goodput, the winner and the gain of Swing (on tori) or BFB (on direct-connect "
+                                     "topologies) over the best other algorithm. Default: allreduce on "
                                      f"{DEFAULT_TOPOLOGY}, {DEFAULT_SIZES}, swing-sst parameters.")
     cmp.add_argument("spec", nargs="?", help=f"topology spec or system preset (trn1, tpu-v4-cube, ...); "
                                               f"default {DEFAULT_TOPOLOGY}")
     cmp.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"])
     cmp.add_argument("--sizes", default=DEFAULT_SIZES, help="32B..512MiB (powers of two), a list 1KiB,1MiB, or a "
                                                             "workload name such as swing_sweep")
-    cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default: swing, "
-                                          "recursive-doubling, ring, bucket)")
+    cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "
+                                          "swing, recursive-doubling, ring, bucket, generalized, and bfb up to "
+                                          "1024 ranks; on direct-connect topologies: bfb, ring, shifted-ring, "
+                                          "double-binary-tree, recursive-doubling, generalized)")
     _add_network_options(cmp)
     cmp.add_argument("--model", default="step", choices=["step", "flow"],
                      help="step: congestion-aware step model (default); flow: max-min fair flows, slower")

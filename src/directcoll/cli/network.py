@@ -59,30 +59,21 @@ def _bandwidth(text):
 
 
 def cmd_compare(args) -> int:
-    from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
-    from directcoll.schedule.ir import Collective
+    from directcoll.reports.compare import compare, default_contenders, family_contenders
     from directcoll.units import parse_sizes
 
     topology, params, notes = _resolve_network(args.spec, args.params, args)
     sizes = parse_sizes(args.sizes)
-    contenders = DEFAULT_CONTENDERS
+    contenders = default_contenders(topology, args.collective)
     if args.algorithms:
         wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
         if not wanted:
             raise DirectcollError(f"--algorithms {args.algorithms!r} names no algorithm; see `directcoll algorithms`")
-        contenders = [c for c in DEFAULT_CONTENDERS if c[0] in wanted or c[1] in wanted]
-        extra = [w for w in wanted if not any(w in (c[0], c[1]) for c in DEFAULT_CONTENDERS)]
-        from directcoll.algorithms.registry import get
-
-        for w in extra:
-            alg = get(w)
-            if alg.name == "generalized":
-                from directcoll.reports.compare import generalized_contenders
-
-                contenders += generalized_contenders(topology.num_compute, Collective.parse(args.collective)) or [
-                    ("generalized", "generalized", v) for v in ("bandwidth", "latency")]
-            else:
-                contenders += [(alg.name, alg.name, v) for v in alg.variants]
+        defaults = contenders
+        contenders = [c for c in defaults if c[0] in wanted or c[1] in wanted]
+        for w in wanted:
+            if not any(w in (c[0], c[1]) for c in defaults):
+                contenders += family_contenders(w, topology, args.collective)
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
@@ -113,8 +104,10 @@ def _print_comparison(cmp, notes) -> None:
 
     fams = cmp.families()
     winners = cmp.winners()
-    gain = cmp.gain()
-    others = cmp.best_other() if gain is not None else None
+    reference = cmp.gain_family
+    gain = cmp.gain(reference) if reference else None
+    others = cmp.best_other(reference) if gain is not None else None
+    names = SHORT_FAMILY
     short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u",
              "r=0": "B"}
     from rich import box
@@ -123,11 +116,11 @@ def _print_comparison(cmp, notes) -> None:
                         "routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("size", justify="right")
     for fam in fams:
-        table.add_column(f"{SHORT_FAMILY.get(fam, fam[:9])} ({letter(fam)})", justify="right")
+        table.add_column(f"{names.get(fam, fam[:9])} ({letter(fam)})", justify="right")
     table.add_column("best", justify="center")
     table.add_column("time", justify="right")
     if gain is not None:
-        table.add_column("swing gain", justify="right")
+        table.add_column(f"{reference} gain", justify="right")
     for j, size in enumerate(cmp.sizes):
         row = [format_size(size)]
         for fam, (times, variants) in fams.items():
@@ -139,10 +132,12 @@ def _print_comparison(cmp, notes) -> None:
         table.add_row(*row)
     console = Console()
     console.print(table)
+    gain_note = (f" {reference} gain = {reference}'s goodput over the best other (letter) - 1." if gain is not None
+                 else "")
     console.print(f"Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; r=k "
-                  "generalized allreduce with k distribution steps removed; H/bi/u "
-                  f"Hamiltonian/bidirectional/unidirectional rings). best = the fastest; swing gain = Swing's "
-                  f"goodput over the best other (letter) - 1. Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s.")
+                  "generalized allreduce with k distribution steps removed; P=k double binary tree with k chunks "
+                  f"per half; H/bi/u Hamiltonian/bidirectional/unidirectional rings). best = the fastest.{gain_note} "
+                  f"Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s.")
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
     for s in cmp.skipped:

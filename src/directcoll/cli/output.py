@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 
-SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling": "mirr.rd"}
+SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling": "mirr.rd",
+                "double-binary-tree": "dbt", "shifted-ring": "sh.ring", "generalized": "general."}
 
 
 

@@ -2,8 +2,20 @@
 
 Every algorithm that serves the topology is routed once (step model, closed-form size sweep) or simulated per
 size (flow model). As in the Swing paper's Sec. 5 figures, each algorithm family is shown by its best variant
-per size (Swing: latency- or bandwidth-optimal; recursive doubling: latency-optimal or Rabenseifner), the winner
-per size is named, and the gain of Swing over the best other family is goodput_swing / goodput_best_other - 1.
+per size (Swing: latency- or bandwidth-optimal; recursive doubling: latency-optimal or Rabenseifner; double
+binary tree: its best chunk count), the winner per size is named, and the gain of a reference family over the
+best other family is goodput_ref / goodput_best_other - 1.
+
+Which algorithms compete depends on the network (:func:`default_contenders`):
+
+* grids (torus, mesh, HyperX, HammingMesh, and the 1D / 2^k tori ``ring`` and ``hypercube``): the Swing paper's
+  families (Swing, recursive doubling, ring, bucket), plus BFB (Zhao et al. Sec. 6.1) on switchless grids of at
+  most :data:`BFB_TORUS_MAX_RANKS` ranks; the reference family is Swing.
+* direct-connect topologies (no switches, any other family: circulants, Kautz graphs, expansions, ...): Zhao et
+  al.'s comparison (Sec. 8.2-8.3) -- BFB, ring, shifted ring, double binary tree at several chunk counts,
+  recursive doubling -- plus Swing and bucket where the torus of the topology's shape is a subgraph
+  (:func:`grid_embeds`); the reference family is BFB.
+* both: Kolmakov & Zhang's generalized allreduce when N is not a power of two.
 """
 
 from __future__ import annotations
@@ -22,7 +34,7 @@ from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
 
-#: (family, registry name, variant) compared by default; the families are what the paper plots.
+#: (family, registry name, variant) compared on grids; the families are what the Swing paper plots.
 DEFAULT_CONTENDERS: list[tuple[str, str, str | None]] = [
     ("swing", "swing", "latency"),
     ("swing", "swing", "bandwidth"),
@@ -31,6 +43,15 @@ DEFAULT_CONTENDERS: list[tuple[str, str, str | None]] = [
     ("ring", "ring", None),
     ("bucket", "bucket", None),
 ]
+BFB_CONTENDER: tuple[str, str, str | None] = ("bfb", "bfb", None)
+#: topology kinds compared as grids (the Swing paper's networks); every other switchless kind is direct-connect
+GRID_KINDS = ("torus", "mesh", "hyperx", "hammingmesh", "ring", "hypercube")
+#: BFB joins the grid contenders up to this many ranks: building its schedule dominates the comparison beyond
+#: (torus:32x32: 0.17 s -> 0.51 s with BFB; torus:64x64: 0.83 s -> 6.9 s, 8x, so it stays out there)
+BFB_TORUS_MAX_RANKS = 1024
+#: chunk counts P of the double binary tree compared as variants of one family (Zhao et al. Sec. 8.2 sweep
+#: "degrees of pipelining for the DBT baseline")
+DBT_CHUNKS = (1, 4, 16, 64)
 MODELS = ("step", "flow")
 #: the largest P for which every intermediate version of the generalized allreduce is compared (its union
 #: construction tracks ceil(P / 2^(L-r)) shifted reductions of P vectors each)
@@ -48,6 +69,86 @@ def generalized_contenders(p: int, collective: Collective) -> list[tuple]:
     rs = range(top + 1) if p <= GENERALIZED_ALL_R_MAX else range(1)
     return [("generalized", "generalized", "bandwidth" if r == 0 else "latency" if r == top else None, {"r": r})
             for r in rs]
+
+
+def is_direct_connect(topology: Topology) -> bool:
+    """Whether ``topology`` is compared as a direct-connect network (Zhao et al.'s contenders): no switch
+    nodes and a kind outside :data:`GRID_KINDS`."""
+    return topology.num_nodes == topology.num_compute and topology.kind not in GRID_KINDS
+
+
+def grid_embeds(topology: Topology) -> bool:
+    """Whether the torus of the topology's shape is a subgraph of it: every compute node links to its +-1
+    neighbours (with wrap-around) in every dimension of ``topology.shape``. Then Swing's and bucket's
+    distance-1 peers are neighbours and their distance-2^k peers are as near as on that torus (e.g. any
+    circulant with offset 1, Hamming graphs, complete graphs). False for topologies without a shape."""
+    shape = topology.shape
+    if shape is None:
+        return False
+    n = topology.num_compute
+    inside = topology.link_dst < n
+    have = np.unique(topology.link_src[inside] * n + topology.link_dst[inside])
+    nodes = np.arange(n, dtype=np.int64)
+    coords = topology.coords(nodes)
+    for dim, size in enumerate(shape):
+        for sign in ((1, -1) if size > 2 else (1,) if size == 2 else ()):
+            moved = coords.copy()
+            moved[:, dim] += sign
+            if not np.isin(nodes * n + topology.node_at(moved), have).all():
+                return False
+    return True
+
+
+def dbt_contenders(collective=Collective.ALLREDUCE, chunks=DBT_CHUNKS) -> list[tuple]:
+    """The double binary tree at every chunk count of ``chunks`` (allreduce only; [] otherwise)."""
+    if Collective.parse(collective) is not Collective.ALLREDUCE:
+        return []
+    return [("double-binary-tree", "double-binary-tree", None, {"chunks": int(p)}) for p in chunks]
+
+
+def default_contenders(topology: Topology, collective="allreduce") -> list[tuple]:
+    """The contenders :func:`compare` times when none are given (module docstring).
+
+    Grids: :data:`DEFAULT_CONTENDERS`, plus BFB when the topology has no switches and at most
+    :data:`BFB_TORUS_MAX_RANKS` ranks. Direct-connect topologies (:func:`is_direct_connect`): BFB, ring,
+    shifted ring, double binary tree (:data:`DBT_CHUNKS`), recursive doubling (latency, bandwidth), and Swing
+    (latency, bandwidth) and bucket where :func:`grid_embeds`. Both: :func:`generalized_contenders`.
+
+    Returns:
+        (family, registry name, variant[, build options]) tuples, in column order.
+    """
+    coll = Collective.parse(collective)
+    n = topology.num_compute
+    if is_direct_connect(topology):
+        out: list[tuple] = [BFB_CONTENDER, ("ring", "ring", None), ("shifted-ring", "shifted-ring", None),
+                            *dbt_contenders(coll), *DEFAULT_CONTENDERS[2:4]]
+        if grid_embeds(topology):
+            out += [*DEFAULT_CONTENDERS[:2], ("bucket", "bucket", None)]
+    else:
+        out = list(DEFAULT_CONTENDERS)
+        if topology.num_nodes == n and n <= BFB_TORUS_MAX_RANKS:
+            out.append(BFB_CONTENDER)
+    return out + generalized_contenders(n, coll)
+
+
+def family_contenders(name: str, topology: Topology, collective="allreduce") -> list[tuple]:
+    """Contenders for one algorithm asked for by name (``directcoll compare --algorithms``): the generalized
+    allreduce at every r, the double binary tree at every chunk count of :data:`DBT_CHUNKS`, else one per
+    registered variant.
+
+    Raises:
+        UnsupportedShapeError: an unknown algorithm name (the message lists the registered ones).
+    """
+    from directcoll.algorithms.registry import get
+
+    alg = get(name)
+    coll = Collective.parse(collective)
+    if alg.name == "generalized":
+        return generalized_contenders(topology.num_compute, coll) or [
+            ("generalized", "generalized", v) for v in ("bandwidth", "latency")]
+    if alg.name == "double-binary-tree":
+        return dbt_contenders(Collective.ALLREDUCE)  # compare() skips them with the reason on other collectives
+    return [(alg.name, alg.name, v) for v in alg.variants or (None,)]
 
 
 @dataclass
@@ -71,6 +172,8 @@ class Comparison:
     entries: list[Entry]
     skipped: list[dict] = field(default_factory=list)
     peak_goodput: float = 0.0  # bytes/s: half the injection bandwidth for allreduce
+    #: the family whose gain is reported when present: "swing" on grids, "bfb" on direct-connect topologies
+    reference: str = "swing"
 
     def goodput(self, times: np.ndarray) -> np.ndarray:
         return self.sizes / times
@@ -93,32 +196,55 @@ class Comparison:
         idx = stack.argmin(axis=0)
         return [(names[i], fams[names[i]][1][j], float(stack[i, j])) for j, i in enumerate(idx)]
 
-    def gain(self, family: str = "swing") -> np.ndarray | None:
-        """goodput(family) / goodput(best other family) - 1 per size; None when absent or alone."""
+    @property
+    def gain_family(self) -> str | None:
+        """The family :meth:`gain` reports by default: ``reference`` if it was timed, else Swing, else BFB;
+        None when fewer than two families were timed or none of these is among them."""
+        fams = self.families()
+        if len(fams) < 2:
+            return None
+        return next((f for f in (self.reference, "swing", "bfb") if f in fams), None)
+
+    def gain(self, family: str | None = None) -> np.ndarray | None:
+        """goodput(family) / goodput(best other family) - 1 per size (default family: :attr:`gain_family`);
+        None when absent or alone."""
+        family = family or self.gain_family
         fams = self.families()
         if family not in fams or len(fams) < 2:
             return None
         others = np.array([t for f, (t, _) in fams.items() if f != family]).min(axis=0)
         return others / fams[family][0] - 1.0
 
-    def best_other(self, family: str = "swing") -> list[str]:
+    def best_other(self, family: str | None = None) -> list[str]:
+        """Per size, the fastest family other than ``family`` (default: :attr:`gain_family`)."""
+        family = family or self.gain_family
         fams = self.families()
         names = [f for f in fams if f != family]
         stack = np.array([fams[f][0] for f in names])
         return [names[i] for i in stack.argmin(axis=0)]
 
     def to_dict(self) -> dict:
+        """Plain JSON: per size, ``best`` has the winner and, when a reference family was timed, ``gain`` and
+        ``gain_family`` (and ``swing_gain``, the same number, when that family is Swing)."""
         winners = self.winners()
-        gain = self.gain()
+        family = self.gain_family
+        gain = self.gain(family) if family else None
+
+        def gains(j: int) -> dict:
+            if gain is None:
+                return {}
+            extra = {"swing_gain": float(gain[j])} if family == "swing" else {}
+            return {"gain": float(gain[j]), "gain_family": family, **extra}
+
         return {
             "topology": self.topology, "collective": self.collective, "model": self.model, "routing": self.routing,
             "params": self.params.to_dict(), "sizes": [int(s) for s in self.sizes],
-            "peak_goodput_Bps": self.peak_goodput,
+            "peak_goodput_Bps": self.peak_goodput, "gain_family": family if gain is not None else None,
             "results": [{"algorithm": e.algorithm, "variant": e.variant, "family": e.family, "size": int(s),
                          "time_s": float(t), "goodput_Bps": float(s / t)}
                         for e in self.entries for s, t in zip(self.sizes, e.times, strict=True)],
             "best": [{"size": int(s), "algorithm": w[0], "variant": w[1], "time_s": w[2],
-                      "goodput_Bps": float(s / w[2]), **({"swing_gain": float(gain[j])} if gain is not None else {})}
+                      "goodput_Bps": float(s / w[2]), **gains(j)}
                      for j, (s, w) in enumerate(zip(self.sizes, winners, strict=True))],
             "skipped": self.skipped,
         }
@@ -149,13 +275,16 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         params: network parameters (default: zero overheads and the topology's links).
         routing: "adaptive" or "dor".
         model: "step" (closed-form sweep) or "flow" (max-min fair, per size; slower).
-        contenders: (family, registry name, variant[, build options]) tuples; default
-            :data:`DEFAULT_CONTENDERS` plus, for a non-power-of-two number of ranks, the generalized allreduce
-            at every r (:func:`generalized_contenders`).
+        contenders: (family, registry name, variant[, build options]) tuples; default (None or empty)
+            :func:`default_contenders` of the topology. Exactly :data:`DEFAULT_CONTENDERS` gives the Swing
+            paper's comparison: those plus the generalized allreduce at every r for a non-power-of-two N.
         progress: callable(done, total, label) for progress bars.
 
     Returns:
         A :class:`Comparison`; contenders that refuse the topology are listed in ``skipped`` with the reason.
+        Its reference family (for :meth:`Comparison.gain`) is BFB on direct-connect topologies
+        (:func:`is_direct_connect`), else Swing. Variants built with options are labelled ``r=k``
+        (generalized) or ``P=k`` (double binary tree chunks).
 
     Raises:
         DirectcollError: unknown model, or no contender serves the topology.
@@ -165,9 +294,12 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     coll = Collective.parse(collective)
     sizes = np.asarray(sizes if sizes is not None else 2 ** np.arange(5, 30), dtype=float)
     params = params if params is not None else NetworkParams()
-    contenders = list(contenders or DEFAULT_CONTENDERS)
-    if contenders == DEFAULT_CONTENDERS:
-        contenders += generalized_contenders(topology.num_compute, coll)
+    if not contenders:
+        contenders = default_contenders(topology, coll)
+    else:
+        contenders = list(contenders)
+        if contenders == DEFAULT_CONTENDERS:
+            contenders += generalized_contenders(topology.num_compute, coll)
     entries, skipped = [], []
     for i, (family, name, variant, *extra) in enumerate(contenders):
         options = extra[0] if extra else {}
@@ -178,7 +310,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         except UnsupportedShapeError as exc:
             skipped.append({"algorithm": name, "variant": variant, "reason": str(exc)})
             continue
-        label_variant = f"r={options['r']}" if "r" in options else None
+        label_variant = (f"r={options['r']}" if "r" in options else
+                         f"P={options['chunks']}" if "chunks" in options else None)
         if model == "step":
             times = simulate(pattern, topology, params, routing).time(sizes)
         else:
@@ -197,4 +330,5 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         node_bw = min(node_bw, params.host_injection)
     p = topology.num_compute
     peak = node_bw / 2 * p / (p - 1) if coll is Collective.ALLREDUCE else node_bw * p / (p - 1)
-    return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak))
+    return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak),
+                      reference="bfb" if is_direct_connect(topology) else "swing")

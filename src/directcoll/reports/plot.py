@@ -1,4 +1,5 @@
-"""The comparison figure: goodput versus vector size for every algorithm family, and Swing's gain."""
+"""The comparison figure: goodput versus vector size for every algorithm family, and the reference family's
+gain (Swing on grids, BFB on direct-connect topologies; :attr:`Comparison.gain_family`)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,16 @@ _STYLE = {  # family -> (colour, marker, one-letter label as in the paper's figu
     "ring": ("#2ca02c", "^", "R"),
     "bucket": ("#9467bd", "D", "B"),
     "mirrored-recursive-doubling": ("#17becf", "v", "M"),
+    "bfb": ("#ff7f0e", "*", "F"),
+    "shifted-ring": ("#8c564b", "<", "H"),
+    "double-binary-tree": ("#e377c2", ">", "T"),
+    "generalized": ("#7f7f7f", "P", "G"),
 }
 
 
 def letter(family: str) -> str:
-    """The one-letter label of an algorithm family (the paper's S, D, R, B)."""
+    """The one-letter label of an algorithm family (the Swing paper's S, D, R, B; F for BFB, H for the shifted
+    ring, T for the double binary tree, G for the generalized allreduce)."""
     return _style(family, 0)[2]
 
 
@@ -30,8 +36,9 @@ def _style(family: str, i: int):
 
 def plot_comparison(cmp: Comparison, path, title: str | None = None) -> Path:
     """Write a two-panel PNG: goodput (Gb/s) per family's best variant versus size, with the peak and the
-    point where Swing switches from the latency- to the bandwidth-optimal variant; below it, Swing's goodput
-    gain over the best other algorithm, each point labelled with that algorithm's letter."""
+    points where a family switches variant (Swing: latency- to bandwidth-optimal); below it, the reference
+    family's goodput gain over the best other algorithm (Swing on grids, BFB on direct-connect topologies),
+    each point labelled with that algorithm's letter."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -39,7 +46,8 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None) -> Path:
     from matplotlib import ticker
 
     fams = cmp.families()
-    gain = cmp.gain()
+    reference = cmp.gain_family
+    gain = cmp.gain(reference) if reference else None
     sizes = cmp.sizes
     fig, (ax, axg) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]},
                                   constrained_layout=True)
@@ -57,7 +65,7 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_ylim(bottom=0)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(fams), fontsize=9, frameon=False)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(fams), 4), fontsize=9, frameon=False)
     small = sizes <= 32 * 1024
     if small.any():  # the inset of small-vector runtimes, when the sweep has any
         inset = ax.inset_axes([0.08, 0.5, 0.34, 0.42])
@@ -77,16 +85,18 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None) -> Path:
     fig.suptitle(title or f"{cmp.collective} on {cmp.topology} ({cmp.params.name} parameters, {cmp.routing} "
                           f"routing, {cmp.model} model)", fontsize=10)
     if gain is not None:
-        others = cmp.best_other()
+        others = cmp.best_other(reference)
         pct = gain * 100
         axg.axhline(0, color="0.3", lw=0.8)
-        axg.bar(sizes, pct, width=sizes * 0.5, color=np.where(pct >= 0, "#d62728", "0.55"), align="center")
-        for s, g, other in zip(sizes, pct, others, strict=True):
-            axg.text(s, g + (2 if g >= 0 else -2), letter(other), ha="center",
-                     va="bottom" if g >= 0 else "top", fontsize=7)
+        colour = np.where(pct >= 0, _style(reference, 0)[0], "0.55")
+        axg.bar(sizes, pct, width=sizes * 0.5, color=colour, align="center")
         lo, hi = min(pct.min(), 0), max(pct.max(), 0)
-        axg.set_ylim(lo - 0.15 * (hi - lo + 1), hi + 0.2 * (hi - lo + 1))
-        axg.set_ylabel("Swing gain (%)\nvs best other")
+        pad = 0.04 * max(hi - lo, 10)  # labels stay inside the axes, also when every gain is 0
+        for s, g, other in zip(sizes, pct, others, strict=True):
+            axg.text(s, g + (pad if g >= 0 else -pad), letter(other), ha="center",
+                     va="bottom" if g >= 0 else "top", fontsize=7)
+        axg.set_ylim(lo - 5 * pad, hi + 6 * pad)
+        axg.set_ylabel(f"{'Swing' if reference == 'swing' else reference.upper()} gain (%)\nvs best other")
     axg.set_xscale("log", base=2)
     ticks = sizes[:: max(1, len(sizes) // 9)]
     axg.set_xticks(ticks)

@@ -177,6 +177,103 @@ def circulant_opt4(n: int, *, link_bandwidth: float = BW, link_latency: float = 
     return topo
 
 
+# -- baselines of Zhao et al. Sec. 8.2: shifted ring and double binary tree ------------------------------------
+def shifted_ring_stride(n: int) -> int:
+    """The stride s of the second ring of :func:`shifted_ring`: the s <= n/2 nearest n/2 with gcd(s, n) = 1.
+
+    TopoOpt (Wang et al., NSDI'23) builds its rings from strides coprime to n (its TotientPerms); which stride
+    its degree-4 "ShiftedRing" uses is not stated in Zhao et al. We take the one nearest n/2 (s and n - s give
+    the same circulant): it reproduces the all-to-all time of Zhao et al.'s Table 4 caption exactly (C(1024,
+    {1, 511}) has mean distance 128.0, and 128.0 x 1 MiB / 100 Gb/s = 10738 us). n in {2, 3, 4, 6} have no
+    coprime stride other than 1; there s = 1 and the two rings coincide (parallel links).
+
+    Raises:
+        SpecError: n < 2.
+    """
+    n = _need_int("shiftedring", "N", n, 2)
+    half = n // 2
+    for delta in range(half):
+        if math.gcd(half - delta, n) == 1:
+            return half - delta
+    return 1  # not reached: gcd(1, n) = 1
+
+
+def shifted_ring(n: int, stride: int | None = None, *, link_bandwidth: float = BW,
+                 link_latency: float = LAT) -> Topology:
+    """TopoOpt's ShiftedRing topology (Zhao et al. Sec. 8.2 baseline, degree 4): the superposition of two
+    bidirectional rings on 0..n-1, one visiting 0, 1, ..., n-1 and one with stride s (0, s, 2s, ... mod n),
+    i.e. the circulant C(n, {1, s}) of :func:`circulant`.
+
+    Size: n nodes, degree 4 (ports: +1, -1, +s, -s; s = 1 or s = n/2 gives parallel links). Its spec is the
+    explicit ``circulant:n:1,s``; ``params["stride"]`` = s.
+
+    Args:
+        n: number of nodes, >= 2.
+        stride: s, coprime to n; None picks :func:`shifted_ring_stride` (nearest n/2).
+
+    Raises:
+        SpecError: n < 2, or a stride that is not an integer coprime to n.
+    """
+    n = _need_int("shiftedring", "N", n, 2)
+    s = shifted_ring_stride(n) if stride is None else _need_int("shiftedring", "stride", stride, 1)
+    if math.gcd(s, n) != 1:
+        raise SpecError(f"shiftedring:{n}: stride {s} must be coprime to N={n} (gcd {math.gcd(s, n)}), or the "
+                        "second ring does not visit every node")
+    s %= n
+    s = min(s, n - s) or 1
+    topo = circulant(n, (1, s), link_bandwidth=link_bandwidth, link_latency=link_latency)
+    topo.params["stride"] = s
+    return topo
+
+
+def double_binary_tree_parents(n: int) -> np.ndarray:
+    """The two trees of the double binary tree on ranks 0..n-1 (NCCL's DBT; Sanders, Speck & Träff, Parallel
+    Computing 35(12), 2009; Zhao et al. Sec. 8.2 baseline).
+
+    Both trees are the balanced in-order binary tree on positions 1..n (NCCL's ``ncclGetBtree`` without its
+    extra root): the root is the largest power of two R <= n, and position p with lowest set bit b has parent
+    p + b if bit 2b of p is clear and p + b <= n, else p - b. Even positions are interior, odd ones leaves,
+    the depth is floor(log2 n). Tree 0 puts rank p - 1 at position p; tree 1 is the same tree shifted by one
+    rank (rank p mod n at position p). So the interior ranks are the odd ones in tree 0 and the even ones
+    (rank 0 only for even n) in tree 1: every rank is interior in at most one tree, and for odd n rank 0 is a
+    leaf of both. NCCL mirrors the second tree for even n instead; the shift serves every n with one rule and
+    keeps both trees full (every interior node but the last position has two children).
+
+    Returns:
+        int64 array of shape (2, n): ``parents[t, r]`` is the parent rank of rank r in tree t, -1 at the root.
+
+    Raises:
+        SpecError: n < 1.
+    """
+    n = _need_int("dbt", "N", n, 1)
+    p = np.arange(1, n + 1, dtype=np.int64)
+    b = p & -p
+    up = np.where((p & (2 * b)) == 0, p + b, p - b)
+    up = np.where(up > n, p - b, up)  # 0 only at the root R (p = b = R, 2R > n)
+    parents = np.empty((2, n), dtype=np.int64)
+    parents[0, p - 1] = np.where(up == 0, -1, up - 1)
+    parents[1, p % n] = np.where(up == 0, -1, up % n)
+    return parents
+
+
+def double_binary_tree(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
+    """The double binary tree topology (Zhao et al. Sec. 8.2 baseline: "the topology and schedule from
+    [38, 71]"): one bidirectional link per tree edge of :func:`double_binary_tree_parents`.
+
+    Size: n nodes, degree <= 4 (3 links in the tree a rank is interior to, 1 in the other; rank 0 of an odd n
+    has 2), diameter <= 2 floor(log2 n). A tree edge present in both trees (n <= 3) gives parallel links.
+    Spec ``dbt:n`` (``params["parents"]`` is not kept; recompute it).
+
+    Raises:
+        SpecError: n < 2.
+    """
+    n = _need_int("dbt", "N", n, 2)
+    parents = double_binary_tree_parents(n)
+    child = np.flatnonzero(parents.ravel() >= 0) % n
+    edges = np.stack([child, parents.ravel()[parents.ravel() >= 0]], axis=1)
+    return _undirected("dbt", f"dbt:{n}", n, edges, link_bandwidth, link_latency)
+
+
 # -- generalized Kautz, Kautz, de Bruijn ---------------------------------------------------------------------
 def _arcs_without_loops(kind: str, spec: str, n: int, src: np.ndarray, dst: np.ndarray, link_bandwidth: float,
                         link_latency: float, params: dict) -> Topology:

@@ -73,6 +73,13 @@ def _torus(args: list[str], **kw) -> Topology:
     return gen.torus(_shape("torus", args[0]), **kw)
 
 
+def _shiftedring(args: list[str], **kw) -> Topology:
+    if len(args) not in (1, 2):
+        raise SpecError(f"shiftedring: expected shiftedring:N or shiftedring:N:s, got {':'.join(args)!r}")
+    stride = _int("shiftedring", args[1]) if len(args) == 2 else None
+    return gv.shifted_ring(_int("shiftedring", args[0]), stride, **kw)
+
+
 def _hammingmesh(args: list[str], **kw) -> Topology:
     if len(args) != 2:
         raise SpecError("hammingmesh: expected hammingmesh:AxB:XxY (board a x b, grid of x x y boards), "
@@ -156,6 +163,8 @@ FAMILIES: dict[str, tuple[Callable, str, str]] = {
     "petersen": (_fixed("petersen", gv.petersen), "petersen", "Petersen graph (= odd:3)"),
     "linegraph_petersen": (_fixed("linegraph_petersen", gv.linegraph_petersen), "linegraph_petersen",
                            "line graph of the Petersen graph (distance-regular)"),
+    "dbt": (_one("dbt", gv.double_binary_tree, _int), "dbt:16",
+            "double binary tree topology (NCCL's two trees, one cable per tree edge)"),
 }
 
 
@@ -200,6 +209,8 @@ ALIASES: dict[str, tuple[Callable, str, str]] = {
     "twisted-torus": (FAMILIES["twistedtorus"][0], "twisted-torus:4x8:4", "= twistedtorus:..."),
     "distreg": (_distreg, "distreg:petersen | distreg:odd4 | distreg:bipartite_minus_matching:5",
                 "distance-regular graphs of Zhao et al. Table 8 by name"),
+    "shiftedring": (_shiftedring, "shiftedring:16 | shiftedring:16:5",
+                    "TopoOpt's ShiftedRing C(N,{1,s}) (Zhao et al. baseline; its spec is circulant:N:1,s)"),
 }
 
 #: Expansion operators (Zhao et al. Sec. 5): name -> (form, description).
