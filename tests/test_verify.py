@@ -339,3 +339,11 @@ def test_alltoall_needs_n_squared_blocks():
 
     with pytest.raises(ScheduleError, match="N\\^2"):
         ScheduleBuilder("alltoall", 3, 6).build()
+
+
+@pytest.mark.parametrize("spec", ["torus:3x3", "complete:5", "genkautz:2:7"])
+def test_direct_alltoall_verifies(spec):
+    from directcoll.algorithms import build
+
+    schedule = build("direct", spec, "alltoall")
+    assert verify(schedule).ok and schedule.num_steps == 1

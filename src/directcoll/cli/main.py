@@ -32,7 +32,8 @@ from directcoll.errors import DirectcollError
 
 
 def _add_build_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"],
+    p.add_argument("--collective", default="allreduce",
+                   choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
                    help="collective to build (default: allreduce)")
     p.add_argument("--variant", help="algorithm variant, e.g. latency or bandwidth (see `directcoll algorithms`)")
     p.add_argument("--ports", type=int, help="concurrent collectives / ports to use (default: the algorithm's)")
