@@ -11,7 +11,7 @@ from directcoll.algorithms import build, get
 from directcoll.cost.analytic import analyze
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective
-from directcoll.synthesis.bfb import bfb_allgather, build_bfb
+from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter, build_bfb
 from directcoll.topology.generators import torus
 from directcoll.topology.routing import bfs_distances
 from directcoll.topology.spec import parse
@@ -202,3 +202,31 @@ def test_bfb_allreduce_on_generative_topologies(spec, tmp_path, capsys):
     assert main(["schedule", "bfb", spec, "--collective", "allreduce", "-o", str(out)]) == 0
     assert main(["verify", str(out), "--json"]) == 0
     assert '"ok": true' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("spec", ["torus:5x4x3", "circulant:16:3,4", "circulant:11:1,3:uni", "ring:7:uni",
+                                  "hamming:2:3", "twisted-torus:4x8:4"])
+def test_bfb_reduce_scatter_by_isomorphism_equals_by_transpose(spec):
+    """Theorem 2 (x -> -x maps a Cayley graph of an abelian group onto its transpose) gives the reduce-scatter
+    of Theorem 1's transposed-graph allgather, at the same cost and on the topology's own links."""
+    from directcoll.schedule.ops import reverse
+    from directcoll.synthesis.bfb import _allgather_on, _graph, _meta
+
+    topo = parse(spec)
+    iso = bfb_reduce_scatter(topo)
+    transposed = reverse(_allgather_on(_graph(topo, True), None, _meta(None)))
+    assert verify(iso).ok and verify(transposed).ok
+    links = set(zip(topo.link_src.tolist(), topo.link_dst.tolist(), strict=True))
+    assert set(zip(iso.src.tolist(), iso.dst.tolist(), strict=True)) <= links
+    assert iso.num_steps == transposed.num_steps
+    assert analyze(iso, topo).t_b_m_over_b == pytest.approx(analyze(transposed, topo).t_b_m_over_b, abs=1e-12)
+
+
+def test_relabel_checks_its_maps():
+    from directcoll.schedule.ops import relabel
+
+    ag = bfb_allgather(parse("ring:5"))
+    with pytest.raises(DirectcollError, match="permutation"):
+        relabel(ag, [0, 1, 2, 3, 3])
+    moved = relabel(ag, [4, 3, 2, 1, 0])
+    assert verify(moved).ok

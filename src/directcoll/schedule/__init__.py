@@ -8,6 +8,7 @@ from directcoll.schedule.ops import (
     concurrent,
     from_reduce_scatter,
     offset_steps,
+    relabel,
     reverse,
     step_summary,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "from_reduce_scatter",
     "load",
     "offset_steps",
+    "relabel",
     "reverse",
     "save",
     "step_summary",

@@ -79,6 +79,46 @@ def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
                     meta=meta if meta is not None else dict(schedule.meta))
 
 
+def relabel(schedule: Schedule, rank_map, block_map=None, *, meta: dict | None = None) -> Schedule:
+    """The schedule g(A) of Zhao et al. Def. 7: rank r becomes ``rank_map[r]`` and block b becomes
+    ``block_map[b]`` (default: the rank map, for schedules with one block per rank). If g is an isomorphism
+    from G to H, g(A) runs on H exactly as A runs on G; with H = G^T and a reversal, this is Theorem 2's
+    reduce-scatter of a reverse-symmetric topology.
+
+    Pieces are cut at block boundaries and moved block by block (offsets within a block are kept); ownership
+    follows: block ``block_map[b]`` belongs to ``rank_map[owner[b]]``.
+
+    Raises:
+        ScheduleError: a map that is not a permutation of the right length, or a schedule with scratch blocks,
+            displaced pieces or explicit routes (their meaning depends on the original labels).
+    """
+    n, nb, den = schedule.nranks, schedule.nblocks, schedule.denominator
+    rank_map = np.asarray(rank_map, dtype=np.int64)
+    block_map = rank_map if block_map is None else np.asarray(block_map, dtype=np.int64)
+    for name, m, size in (("rank_map", rank_map, n), ("block_map", block_map, nb)):
+        if len(m) != size or not np.array_equal(np.sort(m), np.arange(size)):
+            raise ScheduleError(f"relabel: {name} must be a permutation of 0..{size - 1}")
+    if schedule.nscratch or schedule.piece_shift is not None or schedule.route_offsets is not None:
+        raise ScheduleError("relabel: schedules with scratch blocks, displaced pieces or routes are not supported")
+    start, stop = schedule.piece_start, schedule.piece_stop
+    first, last = start // den, (stop - 1) // den
+    count = last - first + 1  # blocks each piece touches
+    piece = np.repeat(np.arange(len(start)), count)
+    block = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    lo = np.maximum(start[piece], block * den) - block * den
+    hi = np.minimum(stop[piece], (block + 1) * den) - block * den
+    new_start = block_map[block] * den + lo
+    per_transfer = np.bincount(schedule.piece_transfer[piece], minlength=schedule.num_transfers)
+    offsets = np.concatenate([[0], np.cumsum(per_transfer)]).astype(np.int64)
+    owner = None
+    if schedule.owner is not None:
+        owner = np.empty(nb, np.int64)
+        owner[block_map] = rank_map[schedule.owner]
+    return Schedule(schedule.collective, n, nb, schedule.step, rank_map[schedule.src], rank_map[schedule.dst],
+                    schedule.op, offsets, new_start, new_start + (hi - lo), den, owner=owner,
+                    meta=meta if meta is not None else dict(schedule.meta))
+
+
 def from_reduce_scatter(rs: Schedule, collective, *, meta: dict | None = None) -> Schedule:
     """The ``collective`` a reduce-scatter yields: itself, its reversal (allgather), or itself followed by its
     reversal (allreduce). ``meta`` (default: rs.meta) is attached to the result.

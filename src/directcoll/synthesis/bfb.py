@@ -51,7 +51,7 @@ from scipy.sparse.csgraph import shortest_path
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import concat, reverse
+from directcoll.schedule.ops import concat, relabel, reverse
 from directcoll.topology.model import Topology
 
 #: Largest denominator accepted when turning an LP load into a rational.
@@ -372,13 +372,24 @@ def bfb_allgather(topology: Topology, *, chunks: int | None = None) -> Schedule:
     return _allgather_on(_graph(topology, False), _chunks(chunks), _meta(chunks))
 
 
-def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None) -> Schedule:
+def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
+                       allgather: Schedule | None = None) -> Schedule:
     """The BFB reduce-scatter: the BFB allgather of the *transposed* graph, reversed in time (Zhao et al.
     Theorem 1 / Corollary 1.1, :func:`directcoll.schedule.ops.reverse`). Reversal flips every transfer, so
     the result uses exactly the links of ``topology``, also on unidirectional topologies (there its cost is
-    that of the transposed graph's allgather). Shapes and errors as :func:`bfb_allgather`.
+    that of the transposed graph's allgather).
+
+    On a translation-invariant Cayley topology (an abelian group, so x -> -x is an isomorphism from G to its
+    transpose: G is reverse-symmetric), it is Theorem 2's construction instead: the allgather of G (``allgather``
+    if given, else built) relabelled by x -> -x and reversed, with no second set of LPs. Shapes and errors as
+    :func:`bfb_allgather`.
     """
     meta = _meta(chunks)
+    if _translation_invariant(topology) and topology.num_compute > 1:
+        ag = allgather if allgather is not None else bfb_allgather(topology, chunks=chunks)
+        negate = topology.node_at(-topology.coords(np.arange(topology.num_compute)))
+        return reverse(relabel(ag, negate), meta={**meta, "t_b_m_over_b_lp": ag.meta["t_b_m_over_b_lp"],
+                                                  "bfb_lps": ag.meta["bfb_lps"]})
     return reverse(_allgather_on(_graph(topology, True), _chunks(chunks), meta), meta=meta)
 
 
@@ -407,10 +418,11 @@ def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunk
     coll = Collective.parse(collective)
     if coll is Collective.ALLGATHER:
         return bfb_allgather(topology, chunks=chunks)
-    rs = bfb_reduce_scatter(topology, chunks=chunks)
     if coll is Collective.REDUCE_SCATTER:
-        return rs
-    return concat(rs, bfb_allgather(topology, chunks=chunks), meta=dict(rs.meta))
+        return bfb_reduce_scatter(topology, chunks=chunks)
+    ag = bfb_allgather(topology, chunks=chunks)
+    rs = bfb_reduce_scatter(topology, chunks=chunks, allgather=ag)
+    return concat(rs, ag, meta=dict(rs.meta))
 
 
 register(Algorithm(
