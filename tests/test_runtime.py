@@ -1,10 +1,12 @@
 """Running schedules on real MPI ranks: programs, results equal to the MPI library's, failures."""
 
 import json
+import queue
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +16,11 @@ import pytest
 from directcoll.algorithms import build
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
+from directcoll.runtime import executor
 from directcoll.runtime.program import boundaries, compile_programs, mpi_order
+from directcoll.runtime.selftest import relayed_alltoall, ring_alltoall
+from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
+from directcoll.verify import verify
 
 MPIEXEC = shutil.which("mpiexec")
 needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install mpi4py mpich)")
@@ -112,3 +118,174 @@ def test_mismatched_schedule_is_refused_before_any_message():
         run.allreduce(np.ones(8), np.empty(8), FakeComm(), schedule=s)
     with pytest.raises(DirectcollError, match="not a reduce_scatter"):
         run.reduce_scatter(np.ones(8), np.empty(2), FakeComm(), schedule=s)
+
+
+# -- all-to-all ----------------------------------------------------------------------------------------------------
+
+
+def run_in_threads(schedule, sends: list[np.ndarray]) -> list[np.ndarray]:
+    """The executor's all-to-all on every rank at once, one thread per rank, messages through queues."""
+    boxes: dict = {}
+    lock = threading.Lock()
+
+    def box(key) -> queue.Queue:
+        with lock:
+            return boxes.setdefault(key, queue.Queue())
+
+    outs = [np.empty_like(x) for x in sends]
+    errors = []
+
+    def rank_main(r: int) -> None:
+        def exchange(t, to_send, to_recv):
+            for peer, buf in to_send:
+                box((r, peer, t)).put(buf.copy())
+            for peer, buf in to_recv:
+                buf[:] = box((peer, r, t)).get(timeout=10)
+
+        try:
+            executor.alltoall(sends[r], outs[r], schedule=schedule, rank=r, nranks=len(sends), exchange=exchange)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(len(sends))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        raise errors[0]
+    return outs
+
+
+def mpi_alltoall(sends: list[np.ndarray]) -> list[np.ndarray]:
+    """MPI_Alltoall's definition: rank j receives part j of every rank's sendbuf, in rank order."""
+    n = len(sends)
+    parts = [np.split(x, n) for x in sends]
+    return [np.concatenate([parts[i][j] for i in range(n)]) for j in range(n)]
+
+
+def alltoall_schedules(n: int) -> list:
+    return [build("direct", f"ring:{n}", "alltoall"), relayed_alltoall(n, 1), relayed_alltoall(n, 2),
+            ring_alltoall(n, 1), ring_alltoall(n, 3)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_alltoall_programs_deliver_every_part_exactly(n):
+    # relayed pieces at 1/3 and 2/3 of a block, pieces spanning several pairs' blocks: every element arrives
+    # where MPI_Alltoall puts it, for part sizes that round those ends every way (1 element: empty pieces)
+    for schedule in alltoall_schedules(n):
+        assert verify(schedule).ok
+        for m in (1, 2, 3, 5, 7, 16):
+            for dtype in executor.DTYPES:
+                sends = [(np.arange(n * m) + 1000 * r).astype(dtype) for r in range(n)]
+                got = run_in_threads(schedule, sends)
+                for r, (ours, native) in enumerate(zip(got, mpi_alltoall(sends), strict=True)):
+                    assert ours.dtype == dtype and np.array_equal(ours, native), (schedule, m, r)
+
+
+def test_alltoall_with_scratch_displaced_pieces_and_the_diagonal_in_the_schedule():
+    # every rank stages each outgoing block in a scratch block (a displaced local copy), sends it from there in two
+    # halves that land at the pair's coordinate, and round-trips its own diagonal block through its neighbour
+    n = 4
+    b = ScheduleBuilder("alltoall", n, n * n, denominator=2)
+    for i in range(n):
+        for j in range(n):
+            x, scratch = (i * n + j) * 2, (n * n + j) * 2
+            if i == j:
+                b.add(0, i, (i + 1) % n, COPY, x, x + 2)
+                b.add(1, (i + 1) % n, i, COPY, x, x + 2)
+                continue
+            b.add(0, i, i, COPY, x, x + 2, scratch - x)
+            b.add(1, i, j, COPY, scratch, scratch + 1, x - scratch)
+            b.add(2, i, j, COPY, scratch + 1, scratch + 2, x - scratch)
+    schedule = b.build(nscratch=n)
+    assert verify(schedule).ok
+    for m in (1, 3, 8):
+        sends = [(np.arange(n * m) + 1000 * r).astype(np.int32) for r in range(n)]
+        assert all(np.array_equal(ours, native) for ours, native in
+                   zip(run_in_threads(schedule, sends), mpi_alltoall(sends), strict=True))
+        # scratch: the N-1 blocks a rank stages; relay: its neighbour's diagonal block
+        assert [p.work_length for p in compile_programs(schedule, n * m)] == [2 * n * m + n * m] * n
+
+
+def test_alltoall_work_buffer_is_send_receive_and_relayed_blocks_only():
+    n, m = 8, 12
+    direct = compile_programs(build("direct", f"ring:{n}", "alltoall"), n * m)
+    assert [p.work_length for p in direct] == [2 * n * m] * n  # not the N^2 m of the whole coordinate
+    for k in (1, 2):
+        schedule = relayed_alltoall(n, k)
+        for r, prog in enumerate(compile_programs(schedule, n * m)):
+            relays = {(b // 3) for i in range(schedule.num_transfers) if schedule.dst[i] == r
+                      for b in schedule.piece_start[schedule.piece_offsets[i]:schedule.piece_offsets[i + 1]]}
+            relays = {b for b in relays if b // k // n != r and b // k % n != r}  # neither sent nor received by r
+            assert prog.work_length == 2 * n * m + len(relays) * m // k
+    # a piece of pairs (i, r), (i, r+1), ... sent to rank r is cut in two there (r's receive part, then the
+    # blocks it relays), however many blocks it spans: cut at every block boundary, merged where contiguous
+    ring = ring_alltoall(4, 3)
+    ranges = [len(r) for p in compile_programs(ring, 4 * 5) for st in p.steps for _, r in st.sends]
+    assert len(ranges) == ring.num_transfers and sorted(set(ranges)) == [1, 2]
+
+
+def test_alltoall_fractional_ends_round_alike_on_every_rank():
+    n = 3
+    s = relayed_alltoall(n, 1)  # every block cut at 1/3 or 2/3; the first piece relayed, the second direct
+    for m in (1, 2, 4, 5):
+        count = n * m
+        assert np.array_equal(boundaries(s, count), np.arange(n * n + 1) * m)  # the coordinate, never allocated
+        programs = compile_programs(s, count)
+
+        def size(ranges):
+            return int((ranges[:, 1] - ranges[:, 0]).sum())
+
+        # the two rounded pieces of every block tile its m elements exactly
+        assert sum(size(r) for p in programs for _, r in p.steps[0].sends) == n * (n - 1) * m
+        for p in programs:  # a relay forwards exactly what it received into its relay blocks (after 2 count)
+            relayed = sum(int(b - a) for _, r, dst, _ in p.steps[0].recvs
+                          for (a, b), d in zip(r, dst, strict=True) if d >= 2 * count)
+            forwarded = sum(size(r) for st in p.steps[1:] for _, r in st.sends)
+            assert relayed == forwarded and (relayed > 0 or m == 1)
+            # it keeps the two blocks of the pairs between the other ranks whole (m = 1: blocks of one element,
+            # and a piece that rounds to nothing is neither sent nor kept)
+            assert p.work_length == 2 * count + (2 * m if m > 1 else forwarded)
+
+
+def test_alltoall_refusals_come_before_any_message():
+    from directcoll.runtime import mpi as run
+
+    class FakeComm:  # any message would fail: the checks must come first
+        def Get_size(self):
+            return 4
+
+        def Get_rank(self):
+            return 1
+
+    a2a = build("direct", "ring:4", "alltoall")
+    b = ScheduleBuilder("alltoall", 4, 16)
+    b.add(0, [0, 1], [1, 1], [COPY, REDUCE], [1, 0], [2, 1], [0, 4])
+    reducing = b.build()
+    x = np.arange(8.0)
+    cases = [
+        (lambda: run.alltoall(x, np.empty(8), FakeComm(), schedule=build("swing", "torus:2x2")), "not a alltoall"),
+        (lambda: run.allreduce(x, np.empty(8), FakeComm(), schedule=a2a), "is a alltoall, not a allreduce"),
+        (lambda: run.alltoall(x, np.empty(8), FakeComm(), schedule=build("direct", "ring:3", "alltoall")),
+         "for 3 ranks"),
+        (lambda: run.alltoall(x, np.empty(12), FakeComm(), schedule=a2a), "sendbuf has 8 elements, recvbuf 12"),
+        (lambda: run.alltoall(np.arange(6.0), np.empty(6), FakeComm(), schedule=a2a), "4 equal"),
+        (lambda: run.alltoall(x, np.empty(8, np.float32), FakeComm(), schedule=a2a), "share one dtype"),
+        (lambda: run.alltoall(x.astype(np.int16), np.empty(8, np.int16), FakeComm(), schedule=a2a), "one dtype of"),
+        (lambda: run.alltoall(x, np.empty(8), FakeComm(), schedule=reducing), "an all-to-all only copies"),
+    ]
+    for call, message in cases:
+        with pytest.raises(DirectcollError, match=re.escape(message)):
+            call()
+
+
+@needs_mpi
+def test_directcoll_run_alltoall_defaults_to_direct_and_matches_mpi(capsys):
+    code = main(["run", "--topology", "ring:3", "--collective", "alltoall", "--sizes", "24B,3KiB", "--repeat", "1",
+                 "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["collective"] == "alltoall" and data["ranks"] == 3
+    assert [row["algorithm"] for row in data["results"]] == ["direct", "direct"]
+    assert all(row["correct"] is True and row["native_time_s"] > 0 for row in data["results"])

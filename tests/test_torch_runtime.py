@@ -25,18 +25,23 @@ if not dist.is_available() or not dist.is_gloo_available():
 from directcoll.algorithms import ALGORITHMS, build  # noqa: E402
 from directcoll.errors import DirectcollError, UnsupportedShapeError  # noqa: E402
 from directcoll.runtime import torch_dist as dc  # noqa: E402
+from directcoll.runtime.selftest import hand_built  # noqa: E402
+from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder  # noqa: E402
 
 #: (dtype, op, elements per rank block) run for every schedule: every dtype and op, exact integer sums, and one
-#: element per block (rounded pieces, empty messages); allgather runs the first four, ops aside
+#: element per block (rounded pieces, empty messages); allgather runs the first four, ops aside, and alltoall
+#: (k elements per pair of ranks) those and the last
 CASES = [(torch.int64, "sum", 3), (torch.float32, "sum", 3), (torch.float64, "prod", 3), (torch.int32, "max", 3),
          (torch.int64, "min", 3), (torch.int32, "sum", 1)]
 NATIVE_OP = {"sum": "SUM", "prod": "PRODUCT", "max": "MAX", "min": "MIN"}
 JOB_TIMEOUT = 120  # s: a job that takes longer fails instead of hanging the suite
 
 
-def _schedules(spec: str) -> list:
-    """(label, collective, schedule) for every registered algorithm x variant x collective that serves ``spec``."""
-    out = []
+def _schedules(spec: str, n: int) -> list:
+    """(label, collective, schedule) for every registered algorithm x variant x collective that serves ``spec``,
+    and the hand-built all-to-alls of the MPI selftest (fractional pieces relayed through other ranks, pieces
+    spanning several pairs)."""
+    out = [(label, "alltoall", schedule) for label, schedule in hand_built(n)]
     for name, alg in sorted(ALGORITHMS.items()):
         for collective in alg.collectives:
             for variant in (None, *alg.variants):
@@ -72,12 +77,17 @@ def _check_one(schedule, collective: str, dtype, op: str, k: int, rank: int, n: 
         ours, native = torch.empty(k, dtype=dtype), torch.empty(k, dtype=dtype)
         dc.reduce_scatter(x, ours, schedule=schedule, op=op, timeout=60)
         dist.reduce_scatter_tensor(native, x, op=native_op)
-    else:
+    elif collective == "allgather":
         x = _data(rank, k, dtype, op)
         ours, native = torch.empty(n * k, dtype=dtype), torch.empty(n * k, dtype=dtype)
         dc.allgather(x, ours, schedule=schedule, timeout=60)
         dist.all_gather_into_tensor(native, x)
-    if not dtype.is_floating_point or op in ("max", "min") or collective == "allgather":
+    else:  # alltoall, k elements per pair
+        x = _data(rank, n * k, dtype, op)
+        ours, native = torch.empty(n * k, dtype=dtype), torch.empty(n * k, dtype=dtype)
+        dc.alltoall(x, ours, schedule=schedule, timeout=60)
+        dist.all_to_all_single(native, x)
+    if not dtype.is_floating_point or op in ("max", "min") or collective in ("allgather", "alltoall"):
         return bool(torch.equal(ours, native))
     tol = 1e-3 if dtype == torch.float32 else 1e-9
     return bool(torch.allclose(ours, native, rtol=tol, atol=tol * 50 * n))
@@ -87,6 +97,10 @@ def _refusals(rank: int, n: int) -> list[str]:
     """Every mismatch is refused with a DirectcollError before any message: the messages, in order."""
     other = build("swing", f"ring:{n + 2}")
     s = build("swing", f"ring:{n}")
+    a2a = build("direct", f"ring:{n}", "alltoall")
+    b = ScheduleBuilder("alltoall", n, n * n)
+    b.add(0, [0, 1], [1, 1], [COPY, REDUCE], [1, 0], [2, 1], [0, n])
+    reducing = b.build()
     x, y = torch.ones(2 * n), torch.empty(2 * n)
     cases = [
         lambda: dc.allreduce(x, y, schedule=other),
@@ -98,6 +112,12 @@ def _refusals(rank: int, n: int) -> list[str]:
         lambda: dc.allreduce(x, torch.empty(2 * n, device="meta"), schedule=s),
         lambda: dc.allreduce(x, torch.empty(2, 2 * n)[:, 0], schedule=s),
         lambda: dc.allreduce(x.numpy(), y, schedule=s),
+        lambda: dc.alltoall(x, y, schedule=s),
+        lambda: dc.alltoall(x, y, schedule=build("direct", f"ring:{n + 1}", "alltoall")),
+        lambda: dc.alltoall(x, y[:-1], schedule=a2a),
+        lambda: dc.alltoall(torch.ones(2 * n + 1), torch.empty(2 * n + 1), schedule=a2a),
+        lambda: dc.alltoall(x, y.int(), schedule=a2a),
+        lambda: dc.alltoall(x, y, schedule=reducing),
     ]
     messages = []
     for case in cases:
@@ -142,7 +162,8 @@ def _rank_main(rank: int, n: int, port: int, schedules: list, failure: str, repo
     t0 = time.perf_counter()
     failures, checks = [], 0
     for label, collective, schedule in schedules:
-        for dtype, op, k in CASES[:4] if collective == "allgather" else CASES:
+        cases = {"allgather": CASES[:4], "alltoall": CASES[:4] + CASES[5:]}.get(collective, CASES)
+        for dtype, op, k in cases:
             checks += 1
             if not _check_one(schedule, collective, dtype, op, k, rank, n):
                 failures.append(f"{label} {dtype} {op} k={k}")
@@ -181,7 +202,7 @@ def _job(n: int, spec: str, failure: str) -> dict:
     """Run ``n`` ranks; return {(rank, kind): value} from their reports and the job's wall time."""
     ctx = multiprocessing.get_context("spawn")
     report = ctx.Queue()
-    schedules = _schedules(spec)
+    schedules = _schedules(spec, n)
     port = _free_port()
     procs = [ctx.Process(target=_rank_main, args=(r, n, port, schedules, failure, report), daemon=True)
              for r in range(n)]
@@ -242,7 +263,9 @@ def test_mismatches_are_refused_before_any_message(n, jobs, timings):
     res = _result(jobs, n, timings)
     expected = [f"the schedule is for {n + 2} ranks; the process group has {n}", "not a reduce_scatter",
                 "sendbuf has", "share one dtype", "accepted: torch.float32", "unknown op 'avg'",
-                "is on meta", "must be contiguous", "must be a torch.Tensor", "ok"]
+                "is on meta", "must be contiguous", "must be a torch.Tensor",
+                "the schedule is a allreduce, not a alltoall", f"the schedule is for {n + 1} ranks",
+                "sendbuf has", f"do not split into {n} equal", "share one dtype", "an all-to-all only copies", "ok"]
     for rank in range(n):
         messages = res[rank, "refusals"]
         assert len(messages) == len(expected)

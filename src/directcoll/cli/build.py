@@ -19,12 +19,53 @@ DEFAULT_ALGORITHM = "swing"
 def cmd_topology_describe(args) -> int:
     from directcoll.topology import describe, parse
 
-    summary = describe(parse(args.spec))
-    if args.json:
-        print_json(summary.to_dict())
+    link_bandwidth = getattr(args, "link_bandwidth", None)
+    if link_bandwidth is not None:
+        from directcoll.units import parse_bandwidth
+
+        topology = parse(args.spec, link_bandwidth=parse_bandwidth(link_bandwidth))
     else:
-        print_table(f"topology {summary.spec}", list(summary.to_dict().items()))
+        topology = parse(args.spec)
+    out = describe(topology).to_dict()
+    if getattr(args, "alltoall", False):
+        out.update(_alltoall_fields(topology, args))
+    elif getattr(args, "host_bandwidth", None) is not None or getattr(args, "method", None) is not None:
+        raise DirectcollError("--method and --host-bandwidth apply to the all-to-all MCF; add --alltoall")
+    if args.json:
+        print_json(out)
+    else:
+        print_table(f"topology {out['spec']}", list(out.items()))
     return 0
+
+
+def add_alltoall_options(p) -> None:
+    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf)."""
+    p.add_argument("--alltoall", action="store_true",
+                   help="also compute the all-to-all max concurrent flow F (alltoall_mcf, in units of one link)")
+    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric"],
+                   help="MCF method (default auto: symmetric on Cayley topologies, else link)")
+    p.add_argument("--link-bandwidth", help="bandwidth of every link, e.g. 25Gbps (default: the topology's)")
+    p.add_argument("--host-bandwidth", help="host <-> NIC bandwidth, e.g. 100Gbps: models the host-to-NIC "
+                                            "bottleneck (Basu et al. Fig. 2)")
+
+
+def _alltoall_fields(topology, args) -> dict:
+    from fractions import Fraction
+
+    from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound
+
+    result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
+    bound = capacity_bound(topology, host_bandwidth=args.host_bandwidth)
+    fields = {"alltoall_mcf": result.value, "alltoall_mcf_method": result.method,
+              "alltoall_capacity_bound": bound,
+              "alltoall_reference_bandwidth_bytes_per_s": result.reference_bandwidth,
+              **({"alltoall_host_bandwidth_bytes_per_s": result.host_bandwidth} if result.host_bandwidth else {}),
+              "alltoall_throughput_bytes_per_s": result.throughput_bytes_per_s}
+    if not args.json:
+        frac = Fraction(result.value).limit_denominator(10_000)
+        if abs(float(frac) - result.value) <= 1e-9 * result.value:
+            fields["alltoall_mcf"] = f"{result.value:.6g} (= {frac})"
+    return fields
 
 
 

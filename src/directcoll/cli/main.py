@@ -11,6 +11,7 @@ from directcoll import __version__
 from directcoll.cli.build import (
     DEFAULT_ALGORITHM,
     DEFAULT_TOPOLOGY,
+    add_alltoall_options,
     cmd_algorithms,
     cmd_cost,
     cmd_schedule,
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     desc = topo_sub.add_parser("describe", help="N, degree, diameter, average distance, links, bisection")
     desc.add_argument("spec", help="topology spec, e.g. torus:8x8, hammingmesh:2x2:32x32, hyperx:8x8")
     desc.add_argument("--json", action="store_true", help="machine-readable output")
+    add_alltoall_options(desc)
     desc.set_defaults(func=cmd_topology_describe)
 
     sched = sub.add_parser("schedule", help="build a schedule file")
@@ -142,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--topology", default="torus:2x4", help="topology the schedules are built for (default torus:2x4)")
     rn.add_argument("--algorithm", "--algorithms", dest="algorithms", default=DEFAULT_RUN_ALGORITHMS,
                     help=f"comma list of NAME or NAME:VARIANT (default {DEFAULT_RUN_ALGORITHMS})")
-    rn.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"])
+    rn.add_argument("--collective", default="allreduce",
+                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
+                    help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
+                         "and its sizes are each rank's send buffer")
     rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB", help="sizes, e.g. 64MiB or 8B..1MiB")
     rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size (after one warm-up)")
     rn.add_argument("--timeout", type=float, default=30.0, help="seconds a rank waits for a step before failing")

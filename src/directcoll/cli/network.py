@@ -12,6 +12,7 @@ from directcoll.errors import DirectcollError
 DEFAULT_SIZES = "32B..512MiB"
 
 DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
+DEFAULT_RUN_ALLTOALL = "direct"
 
 
 
@@ -195,11 +196,14 @@ def cmd_run(args) -> int:
         raise DirectcollError(f"--ranks {ranks} does not match {topology.spec}, which has {topology.num_compute} "
                               "compute nodes (one rank per node)")
     parse_sizes(args.sizes)  # refuse bad sizes before launching anything
+    algorithms = args.algorithms
+    if args.collective == "alltoall" and algorithms == DEFAULT_RUN_ALGORITHMS:
+        algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     with tempfile.TemporaryDirectory() as tmp:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
-               "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", args.algorithms,
+               "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
                "--collective", args.collective, "--sizes", args.sizes, "--repeat", str(args.repeat),
                "--timeout", str(args.timeout), "--json-out", out, *(["--native"] if args.compare_native else [])]
         try:

@@ -8,7 +8,8 @@ have completed, and raise :class:`DirectcollError` naming the rank, the step and
 deadline passed, a peer died). Everything else is here, so the engines compute exactly the same thing.
 
 Buffers are 1-D numpy views of the user's data; a rank works in one buffer of the collective's data followed by
-the schedule's scratch blocks (:mod:`directcoll.runtime.program`).
+the schedule's scratch blocks (all-to-all: its send part, its receive part and the blocks it relays;
+:mod:`directcoll.runtime.program`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from directcoll.errors import DirectcollError
 from directcoll.runtime.program import RankProgram, compile_programs, mpi_order, user_blocks
-from directcoll.schedule.ir import Collective, Schedule
+from directcoll.schedule.ir import COPY, Collective, Schedule
 
 OPS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 DTYPES = (np.float32, np.float64, np.int32, np.int64)
@@ -32,8 +33,9 @@ Exchange = Callable[[int, list[tuple[int, np.ndarray]], list[tuple[int, np.ndarr
 def programs(schedule: Schedule, count: int) -> tuple[list[RankProgram], np.ndarray | None]:
     """The per-rank programs of ``schedule`` for ``count`` elements and, for reduce-scatter and allgather, the
     work-buffer -> MPI-order permutation (:func:`~directcoll.runtime.program.mpi_order`). Cached."""
-    order = mpi_order(schedule, count)
-    return compile_programs(schedule, count), (None if schedule.collective is Collective.ALLREDUCE else order)
+    if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL):
+        return compile_programs(schedule, count), None
+    return compile_programs(schedule, count), mpi_order(schedule, count)
 
 
 def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: str = "sum",
@@ -102,6 +104,30 @@ def allgather(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
         pos += b - a
     run(program, work, "sum", exchange)
     recv[order] = work[: recv.size]
+
+
+def alltoall(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int,
+             exchange: Exchange, group: str = "communicator") -> None:
+    """MPI_Alltoall: ``send`` and ``recv`` hold N equal parts of m elements; part j of ``send`` goes to rank j,
+    part i of ``recv`` came from rank i (its part ``rank``). The diagonal part is copied locally from ``send``,
+    whatever the schedule does with its blocks. Copies only: a schedule with reductions is refused."""
+    check(schedule, nranks, Collective.ALLTOALL, (send.dtype, recv.dtype), "sum", group)
+    if send.size != recv.size:
+        raise DirectcollError(f"alltoall: sendbuf has {send.size} elements, recvbuf {recv.size}; both hold one part "
+                              "per rank")
+    if send.size % nranks or not send.size:
+        raise DirectcollError(f"alltoall: buffers of {send.size} elements do not split into {nranks} equal "
+                              "non-empty parts, one per rank")
+    if schedule.num_transfers and schedule.op.max() != COPY:
+        raise DirectcollError("the all-to-all schedule reduces (transfer "
+                              f"{int(np.flatnonzero(schedule.op != COPY)[0])}); an all-to-all only copies")
+    count, m = send.size, send.size // nranks
+    program = programs(schedule, count)[0][rank]
+    work = np.empty(program.work_length, dtype=send.dtype)
+    work[:count] = send
+    work[count + rank * m: count + (rank + 1) * m] = send[rank * m: (rank + 1) * m]  # the diagonal, locally
+    run(program, work, "sum", exchange)
+    recv[:] = work[count: 2 * count]
 
 
 def _gather(work: np.ndarray, ranges: np.ndarray) -> np.ndarray:

@@ -1,10 +1,11 @@
 """Run schedules on MPI (mpi4py), mirroring mpi4py's buffer-based collectives.
 
 ``allreduce(sendbuf, recvbuf, comm, schedule=...)``, ``reduce_scatter`` (MPI_Reduce_scatter_block semantics:
-rank r gets block r of the reduced vector) and ``allgather`` take numpy buffers of float32, float64, int32 or
-int64 and ops sum, prod, max, min. Every step posts non-blocking sends and receives (one message per transfer
-of the schedule) and waits for them with a deadline, so a peer that died or hangs makes this rank raise a clear
-error instead of hanging. Compiled programs are cached per (schedule, element count).
+rank r gets block r of the reduced vector), ``allgather`` and ``alltoall`` take numpy buffers of float32,
+float64, int32 or int64 and (the reductions) ops sum, prod, max, min. Every step posts non-blocking sends and
+receives (one message per transfer of the schedule) and waits for them with a deadline, so a peer that died or
+hangs makes this rank raise a clear error instead of hanging. Compiled programs are cached per (schedule,
+element count). An all-to-all only copies: its schedule may relay blocks through other ranks but never reduces.
 
 A schedule's reductions add every contribution exactly once (that is what the verifier proves), so any
 commutative and associative op gives MPI's result: exactly for integers, up to reassociation for floats.
@@ -22,7 +23,7 @@ from directcoll.runtime import executor
 from directcoll.runtime.executor import DTYPES, OPS, deadline_error
 from directcoll.schedule.ir import Schedule
 
-__all__ = ["DTYPES", "OPS", "allgather", "allreduce", "reduce_scatter"]
+__all__ = ["DTYPES", "OPS", "allgather", "allreduce", "alltoall", "reduce_scatter"]
 
 #: tag of the messages of step t (schedules have far fewer steps than MPI's minimum tag upper bound)
 _TAG_BASE = 7000
@@ -82,4 +83,19 @@ def allgather(sendbuf, recvbuf, comm, *, schedule: Schedule, timeout: float | No
     """MPI_Allgather with ``schedule``: recvbuf = the ranks' sendbufs concatenated in rank order. Raises as
     :func:`allreduce`."""
     executor.allgather(**_args(sendbuf, recvbuf, comm, schedule, timeout))
+    return recvbuf
+
+
+def alltoall(sendbuf, recvbuf, comm, *, schedule: Schedule, timeout: float | None = None):
+    """MPI_Alltoall with ``schedule``: sendbuf and recvbuf hold N equal parts (sendcount = recvcount =
+    sendbuf.size / N); part j of sendbuf goes to rank j, and part i of recvbuf comes from rank i. The schedule's
+    block ((i N + j) k + c) carries part j of rank i's sendbuf (it may be relayed through other ranks); rank r's
+    own part r is copied locally.
+
+    Raises:
+        DirectcollError: a schedule of another collective or rank count, or one that reduces; buffers of other
+            sizes, not divisible by N, or of mixed or unsupported dtypes (all checked before any message is
+            sent); or a step not finished within ``timeout`` seconds.
+    """
+    executor.alltoall(**_args(sendbuf, recvbuf, comm, schedule, timeout))
     return recvbuf

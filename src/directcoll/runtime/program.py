@@ -7,6 +7,10 @@ pieces still tile every block exactly and the collective stays exact for any len
 the user's buffers in MPI order (``user_blocks``): block b of a reduce-scatter or allgather belongs to rank
 ``owner[b]``, and a rank's blocks in block order are the consecutive slices of its MPI block.
 
+All-to-all (:func:`compile_alltoall`) is laid out differently, because its coordinate (N^2 k blocks) is N times
+one rank's data: a rank's work buffer is its send part (the sendbuf, N k blocks), its receive part (the recvbuf,
+N k blocks) and then only the blocks it relays or the scratch blocks it uses, each block at a local offset.
+
 Per step a rank: reads what it sends and what its local copies read (the state at the end of the previous
 step), exchanges one message per transfer, then applies copies, then reductions (the IR's semantics).
 """
@@ -35,8 +39,8 @@ class StepProgram:
 @dataclass
 class RankProgram:
     rank: int
-    work_length: int            # elements of the work buffer (data + scratch)
-    data_length: int            # elements of the collective's buffer
+    work_length: int            # elements of the work buffer (data + scratch; all-to-all: send, receive, relay)
+    data_length: int            # elements of the collective's buffer (all-to-all: of one rank's sendbuf)
     steps: list[StepProgram]
 
 
@@ -44,9 +48,19 @@ def boundaries(schedule: Schedule, count: int) -> np.ndarray:
     """Element offset of every block boundary of the work buffer (data then scratch): int64 (nblocks+nscratch+1,).
 
     ``count`` is the number of elements of the full vector; data blocks split it as evenly as rounding allows,
-    and scratch blocks have the sizes of the first data blocks."""
+    and scratch blocks have the sizes of the first data blocks. For all-to-all, ``count`` is one rank's sendbuf and
+    the offsets are those of the whole coordinate (N x count elements, never allocated): every pair's k blocks
+    split its count / N elements alike (:func:`compile_alltoall`)."""
     nb, ns = schedule.nblocks, schedule.nscratch
-    if schedule.owner is None:
+    if schedule.collective is Collective.ALLTOALL:
+        n = schedule.nranks
+        if count % n:
+            raise DirectcollError(f"alltoall of {count} elements per rank: the sendbuf must split into {n} equal "
+                                  "parts, one per rank")
+        k = nb // (n * n)
+        cut = np.floor(np.arange(k + 1) * (count // n) / k + 0.5).astype(np.int64)
+        data = np.concatenate([[0], np.cumsum(np.tile(np.diff(cut), n * n))])
+    elif schedule.owner is None:
         data = np.floor(np.arange(nb + 1) * count / nb + 0.5).astype(np.int64)
     else:  # every rank's blocks add up to its MPI block of count / N elements
         n = schedule.nranks
@@ -62,7 +76,8 @@ def boundaries(schedule: Schedule, count: int) -> np.ndarray:
         cut = np.floor(np.stack([nth, nth + 1]) * per / m + 0.5).astype(np.int64)
         data = np.concatenate([[0], np.cumsum(cut[1] - cut[0])])
     sizes = np.diff(data)
-    scratch = count + np.concatenate([[0], np.cumsum(np.resize(sizes, ns))]) if ns else np.array([count])
+    end = int(data[-1])
+    scratch = end + np.concatenate([[0], np.cumsum(np.resize(sizes, ns))]) if ns else np.array([end])
     return np.concatenate([data, scratch[1:]])
 
 
@@ -78,11 +93,16 @@ def _elements(schedule: Schedule, bounds: np.ndarray, x: np.ndarray) -> np.ndarr
 def compile_programs(schedule: Schedule, count: int) -> list[RankProgram]:
     """Compile ``schedule`` for a vector of ``count`` elements into one program per rank.
 
+    ``count`` is the length of the full vector, or for all-to-all of one rank's sendbuf (``vector_blocks``);
+    all-to-all is compiled by :func:`compile_alltoall`.
+
     Raises:
-        DirectcollError: count < 1.
+        DirectcollError: count < 1 (all-to-all: count not a multiple of N).
     """
     if count < 1:
         raise DirectcollError(f"cannot run a collective on {count} elements")
+    if schedule.collective is Collective.ALLTOALL:
+        return compile_alltoall(schedule, count)
     s = schedule
     bounds = boundaries(s, count)
     start = _elements(s, bounds, s.piece_start)
@@ -109,8 +129,9 @@ def compile_programs(schedule: Schedule, count: int) -> list[RankProgram]:
 
 def user_blocks(schedule: Schedule, count: int) -> list[np.ndarray] | None:
     """For reduce-scatter and allgather: per rank, the work-buffer ranges (in block order) that make up its MPI
-    block, as an int64 (k, 2) array; None for allreduce (the work buffer is the user's vector)."""
-    if schedule.collective is Collective.ALLREDUCE:
+    block, as an int64 (k, 2) array; None for allreduce and all-to-all (the work buffer starts with the user's
+    vector, in order)."""
+    if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL):
         return None
     bounds = boundaries(schedule, count)
     owner = schedule.owner
@@ -134,3 +155,124 @@ def mpi_order(schedule: Schedule, count: int) -> np.ndarray:
             pos += b - a
     return perm
 
+
+
+def _inner_cuts(bounds: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(piece index, offset) of every entry of ``bounds`` strictly inside some (lo[i], hi[i])."""
+    first = np.searchsorted(bounds, lo, side="right")
+    counts = np.maximum(np.searchsorted(bounds, hi, side="left") - first, 0)
+    piece = np.repeat(np.arange(len(lo)), counts)
+    ends = np.cumsum(counts)
+    return piece, bounds[np.repeat(first - ends + counts, counts) + np.arange(ends[-1] if len(ends) else 0)]
+
+
+def compile_alltoall(schedule: Schedule, count: int) -> list[RankProgram]:
+    """Compile an all-to-all ``schedule`` for sendbufs of ``count`` elements (N parts of m = count / N) into one
+    program per rank, without giving any rank the N^2 k blocks of the coordinate.
+
+    Rank r's work buffer is its send part (coordinates [r N k, (r+1) N k), the sendbuf, elements [0, count)), its
+    receive part (pair (i, r) at count + i m, the recvbuf; the diagonal pair (r, r) lives in the send part and the
+    executor copies it), and then every other block it touches (blocks it relays, scratch blocks), in block order.
+    Piece ends are rounded to elements on the whole coordinate (:func:`boundaries`), the same on every rank, so
+    fractional pieces relayed through other ranks stay exact; a piece is cut where it crosses a block boundary
+    (consecutive blocks need not be neighbours locally), and consecutive cut pieces that stay contiguous on both
+    ends are merged again.
+
+    Raises:
+        DirectcollError: count < 1 or not a multiple of N.
+    """
+    if count < 1:
+        raise DirectcollError(f"cannot run a collective on {count} elements")
+    s = schedule
+    bounds = boundaries(s, count)  # raises for count % N
+    n = s.nranks
+    start = _elements(s, bounds, s.piece_start)
+    stop = _elements(s, bounds, s.piece_stop)
+    delta = _elements(s, bounds, s.piece_start + s.shift) - start  # destination displacement in elements
+    pt = s.piece_transfer
+    keep = np.flatnonzero(stop > start)
+    start, stop, delta, pt = start[keep], stop[keep], delta[keep], pt[keep]
+    # cut every piece at the block boundaries inside it, on the source side and on the destination side
+    src_piece, src_cut = _inner_cuts(bounds, start, stop)
+    dst_piece, dst_cut = _inner_cuts(bounds, start + delta, stop + delta)
+    piece = np.concatenate([np.arange(len(start)), src_piece, dst_piece])
+    a = np.concatenate([start, src_cut, dst_cut - delta[dst_piece]])
+    order = np.lexsort((a, piece))
+    piece, a = piece[order], a[order]
+    fresh = np.r_[True, (piece[1:] != piece[:-1]) | (a[1:] != a[:-1])][: len(piece)]
+    piece, a = piece[fresh], a[fresh]
+    last = np.r_[piece[1:] != piece[:-1], True][: len(piece)]
+    b = np.where(last, stop[piece], np.r_[a[1:], 0])
+    d = a + delta[piece]
+    tr = pt[piece]
+    src_local = _local_offsets(n, count, s.src[tr], a)
+    dst_local = _local_offsets(n, count, s.dst[tr], d)
+    src_out, dst_out = src_local < 0, dst_local < 0
+    relay = _RelayLayout(bounds, n, count, np.concatenate([s.src[tr][src_out], s.dst[tr][dst_out]]),
+                         np.concatenate([a[src_out], d[dst_out]]))
+    src_local[src_out] = relay(s.src[tr][src_out], a[src_out])
+    dst_local[dst_out] = relay(s.dst[tr][dst_out], d[dst_out])
+    length = b - a
+    # merge consecutive cut pieces of one transfer that stay contiguous on both ranks
+    joined = np.r_[False, (tr[1:] == tr[:-1]) & (src_local[1:] == src_local[:-1] + length[:-1])
+                   & (dst_local[1:] == dst_local[:-1] + length[:-1])][: len(tr)]
+    run = np.cumsum(~joined) - 1
+    heads = np.flatnonzero(~joined)
+    run_len = np.bincount(run, weights=length, minlength=len(heads)).astype(np.int64)
+    run_tr, run_src, run_dst = tr[heads], src_local[heads], dst_local[heads]
+    work = relay.lengths
+    programs = [RankProgram(r, int(work[r]), count, [StepProgram() for _ in range(s.num_steps)])
+                for r in range(n)]
+    edges = np.searchsorted(run_tr, np.arange(s.num_transfers + 1))
+    for i in range(s.num_transfers):
+        lo, hi = edges[i], edges[i + 1]
+        if lo == hi:
+            continue
+        ranges = np.stack([run_src[lo:hi], run_src[lo:hi] + run_len[lo:hi]], axis=1)
+        ops = np.full(hi - lo, int(s.op[i]))
+        step, src, dst = int(s.step[i]), int(s.src[i]), int(s.dst[i])
+        if src == dst:
+            programs[src].steps[step].local.append((ranges, run_dst[lo:hi], ops))
+        else:
+            programs[src].steps[step].sends.append((dst, ranges))
+            programs[dst].steps[step].recvs.append((src, ranges, run_dst[lo:hi], ops))
+    return programs
+
+
+def _local_offsets(n: int, count: int, rank: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Work-buffer offset on ``rank`` of coordinate element ``x`` (of N ranks' sendbufs of ``count`` elements) in
+    its send or receive part; -1 elsewhere (blocks of other pairs, scratch)."""
+    m = count // n
+    pair = np.where(x < n * count, x // m, -1)  # every pair has m elements
+    i, j = pair // n, pair % n
+    sent = (pair >= 0) & (i == rank)
+    received = (pair >= 0) & (j == rank) & ~sent
+    return np.where(sent, x - rank * count, np.where(received, count + i * m + (x - pair * m), -1))
+
+
+class _RelayLayout:
+    """Where each rank keeps the blocks outside its send and receive parts that it touches: after its 2 count
+    elements, in block order. Call with (rank, coordinate element) for offsets; ``lengths``: work length per rank."""
+
+    def __init__(self, bounds: np.ndarray, n: int, count: int, rank: np.ndarray, x: np.ndarray) -> None:
+        """``rank``, ``x``: every (rank, coordinate element) outside the rank's send and receive parts that it
+        reads or writes (the start of a piece cut at block boundaries, so its block is the one it lies in)."""
+        self.width = len(bounds) - 1
+        blocks = np.searchsorted(bounds, x, side="right") - 1
+        self.keys = np.unique(rank * self.width + blocks)
+        key_rank, key_block = np.divmod(self.keys, self.width)
+        size = bounds[key_block + 1] - bounds[key_block]
+        ends = np.cumsum(size)
+        per_rank = np.bincount(key_rank, weights=size, minlength=n).astype(np.int64)
+        first = np.concatenate([[0], np.cumsum(per_rank)[:-1]])  # where each rank's run of keys starts in ends
+        self.local = 2 * count + ends - size - first[key_rank]
+        self.block_start = bounds[key_block]
+        self.bounds = bounds
+        self.lengths = 2 * count + per_rank
+
+    def __call__(self, rank: np.ndarray, x: np.ndarray) -> np.ndarray:
+        if not len(self.keys):
+            return np.full(len(x), -1, dtype=np.int64)
+        blocks = np.minimum(np.searchsorted(self.bounds, x, side="right") - 1, self.width - 1)
+        idx = np.minimum(np.searchsorted(self.keys, rank * self.width + blocks), len(self.keys) - 1)
+        return self.local[idx] + (x - self.block_start[idx])

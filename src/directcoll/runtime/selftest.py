@@ -2,6 +2,10 @@
 
 Run under MPI: ``mpiexec -n 4 python3 -m directcoll.runtime.selftest [--topology SPEC] [--count N]``.
 Rank 0 prints one line per failure and a summary; the exit status is non-zero on any failure.
+
+Besides the registered algorithms it runs two hand-built all-to-all schedules that the direct all-to-all never
+exercises (:func:`hand_built`): pieces relayed through other ranks at fractional ends, and pieces that span
+several pairs' blocks and are forwarded around a ring.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 from directcoll.algorithms import ALGORITHMS, build
 from directcoll.errors import UnsupportedShapeError
 from directcoll.runtime import mpi as run
+from directcoll.schedule.ir import COPY, Schedule, ScheduleBuilder
 
 NATIVE_OPS = {"sum": "SUM", "prod": "PROD", "max": "MAX", "min": "MIN"}
 
@@ -27,32 +32,84 @@ def _data(rank: int, size: int, dtype, op: str) -> np.ndarray:
     return (rng.random(size) * 100 - 50).astype(dtype)
 
 
+def relayed_alltoall(nranks: int, k: int = 1) -> Schedule:
+    """A hand-built all-to-all with fractional pieces: block c of every pair (i, j), i != j, is cut at 1/3 or 2/3
+    (alternating) and its two pieces go through two different other ranks (step 0 to the relay, step 1 or 2 on
+    to j; with fewer than two other ranks, a piece goes straight to j). Denominator 3, nblocks N^2 k."""
+    n = nranks
+    b = ScheduleBuilder("alltoall", n, n * n * k, denominator=3)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            relays = [int(q) for q in np.roll(np.arange(n), -(i + j)) if q not in (i, j)] + [j, j]
+            for c in range(k):
+                x = ((i * n + j) * k + c) * 3
+                cut = x + (1 if (i + j + c) % 2 else 2)
+                for q, (lo, hi) in zip(relays[:2], ((x, cut), (cut, x + 3)), strict=True):
+                    b.add(0, i, q, COPY, lo, hi)
+                    if q != j:
+                        b.add(1 + q % 2, q, j, COPY, lo, hi)
+    return b.build(meta={"algorithm": "relayed", "variant": f"k={k}"})
+
+
+def ring_alltoall(nranks: int, k: int = 1) -> Schedule:
+    """A hand-built all-to-all in N-1 steps around a ring: in step t, rank i + t forwards to i + t + 1 the blocks
+    of the pairs (i, i + d), d > t, as few pieces as possible (a piece spans several pairs' blocks, which the
+    receiving relay keeps apart from its own). nblocks N^2 k."""
+    n = nranks
+    b = ScheduleBuilder("alltoall", n, n * n * k)
+    for t in range(n - 1):
+        for i in range(n):
+            dests = sorted((i + d) % n for d in range(t + 1, n))
+            runs = [[dests[0], dests[0] + 1]]
+            for j in dests[1:]:
+                if runs[-1][1] == j:
+                    runs[-1][1] = j + 1
+                else:
+                    runs.append([j, j + 1])
+            for lo, hi in runs:
+                b.add(t, (i + t) % n, (i + t + 1) % n, COPY, (i * n + lo) * k, (i * n + hi) * k)
+    return b.build(meta={"algorithm": "ring-relay", "variant": f"k={k}"})
+
+
+def hand_built(nranks: int) -> list[tuple[str, Schedule]]:
+    """(label, schedule) of the hand-built all-to-all schedules checked besides the registered algorithms."""
+    return [(f"relayed k={k}", relayed_alltoall(nranks, k)) for k in (1, 2)] + [
+        ("ring-relay k=2", ring_alltoall(nranks, 2))]
+
+
 def main(argv=None) -> int:
     from mpi4py import MPI
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--topology", help="topology spec (default ring:N)")
-    ap.add_argument("--count", type=int, default=0, help="elements per rank block (default 3, and 1)")
+    ap.add_argument("--count", type=int, default=0,
+                    help="elements per rank block, all-to-all: per pair of ranks (default 3, and 1)")
     args = ap.parse_args(argv)
     comm = MPI.COMM_WORLD
     n, rank = comm.Get_size(), comm.Get_rank()
     spec = args.topology or f"ring:{n}"
     failures, checks = [], 0
     counts = [args.count] if args.count else [3, 1]
+    schedules = []
     for name, alg in sorted(ALGORITHMS.items()):
         for collective in alg.collectives:
             for variant in (None, *alg.variants):
                 try:
-                    schedule = build(name, spec, collective, variant=variant)
+                    schedules.append((f"{name} {variant}", build(name, spec, collective, variant=variant)))
                 except UnsupportedShapeError:
                     continue
-                for dtype in run.DTYPES:
-                    for op in (("sum", "prod", "max", "min") if collective != "allgather" else ("sum",)):
-                        for k in counts:
-                            checks += 1
-                            ok = _check_one(comm, schedule, collective, dtype, op, k, n, rank)
-                            if not ok:
-                                failures.append(f"{name} {variant} {collective} {np.dtype(dtype).name} {op} k={k}")
+    schedules += hand_built(n) if n > 1 else []
+    for label, schedule in schedules:
+        collective = schedule.collective.value
+        for dtype in run.DTYPES:
+            for op in ("sum", "prod", "max", "min") if collective in ("allreduce", "reduce_scatter") else ("sum",):
+                for k in counts:
+                    checks += 1
+                    ok = _check_one(comm, schedule, collective, dtype, op, k, n, rank)
+                    if not ok:
+                        failures.append(f"{label} {collective} {np.dtype(dtype).name} {op} k={k}")
     all_failures = comm.gather(failures, root=0)
     if rank == 0:
         merged = sorted({f for fs in all_failures for f in fs})
@@ -77,12 +134,17 @@ def _check_one(comm, schedule, collective, dtype, op, k, n, rank) -> bool:
         ours, native = np.empty(k, dtype=dtype), np.empty(k, dtype=dtype)
         run.reduce_scatter(x, ours, comm, schedule=schedule, op=op, timeout=60)
         comm.Reduce_scatter_block(x, native, op=mop)
-    else:
+    elif collective == "allgather":
         x = _data(rank, k, dtype, op)
         ours, native = np.empty(n * k, dtype=dtype), np.empty(n * k, dtype=dtype)
         run.allgather(x, ours, comm, schedule=schedule, timeout=60)
         comm.Allgather(x, native)
-    if np.issubdtype(dtype, np.integer) or op in ("max", "min") or collective == "allgather":
+    else:  # alltoall: k elements per pair of ranks
+        x = _data(rank, n * k, dtype, op)
+        ours, native = np.empty(n * k, dtype=dtype), np.empty(n * k, dtype=dtype)
+        run.alltoall(x, ours, comm, schedule=schedule, timeout=60)
+        comm.Alltoall(x, native)
+    if np.issubdtype(dtype, np.integer) or op in ("max", "min") or collective in ("allgather", "alltoall"):
         return bool(np.array_equal(ours, native))
     tol = 1e-3 if dtype == np.float32 else 1e-9
     return bool(np.allclose(ours, native, rtol=tol, atol=tol * 50 * n))

@@ -1,8 +1,9 @@
 """Run schedules on torch.distributed, mirroring its tensor collectives (``pip install directcoll[torch]``).
 
 ``allreduce(tensor_in, tensor_out, group, schedule=...)``, ``reduce_scatter`` (like
-``reduce_scatter_tensor``: rank r gets block r of the reduced vector) and ``allgather`` (like
-``all_gather_into_tensor``) take CPU tensors of float32, float64, int32 or int64 and ops sum, prod, max, min,
+``reduce_scatter_tensor``: rank r gets block r of the reduced vector), ``allgather`` (like
+``all_gather_into_tensor``) and ``alltoall`` (like ``all_to_all_single`` with equal splits) take CPU tensors of
+float32, float64, int32 or int64 and (the reductions) ops sum, prod, max, min,
 and run exactly the per-rank programs of :mod:`directcoll.runtime.mpi` (the checks, buffer layout and step loop
 are shared: :mod:`directcoll.runtime.executor`). Every step is one ``torch.distributed.batch_isend_irecv`` of
 the step's messages (one per transfer), whose works are waited on with a deadline, so a peer that died or hangs
@@ -25,7 +26,7 @@ from directcoll.runtime import executor
 from directcoll.runtime.executor import OPS, deadline_error
 from directcoll.schedule.ir import Schedule
 
-__all__ = ["DTYPES", "OPS", "allgather", "allreduce", "reduce_scatter"]
+__all__ = ["DTYPES", "OPS", "allgather", "allreduce", "alltoall", "reduce_scatter"]
 
 #: the torch dtypes accepted, by name (torch is not imported here)
 DTYPES = ("float32", "float64", "int32", "int64")
@@ -151,4 +152,27 @@ def allgather(tensor_in, tensor_out, group=None, *, schedule: Schedule, timeout=
     """``all_gather_into_tensor`` with ``schedule``: tensor_out (N·k elements) = the ranks' tensor_in (k elements
     each) concatenated in rank order. Arguments and errors as :func:`allreduce`."""
     executor.allgather(**_args(tensor_in, tensor_out, group, schedule, timeout))
+    return tensor_out
+
+
+def alltoall(tensor_in, tensor_out, group=None, *, schedule: Schedule, timeout=None):
+    """``all_to_all_single(tensor_out, tensor_in, group=group)`` (equal splits) with ``schedule``: both tensors
+    hold N equal parts; part j of tensor_in goes to group rank j, part i of tensor_out comes from group rank i.
+    The schedule's block ((i N + j) k + c) carries part j of rank i's tensor_in (it may be relayed through other
+    ranks); the rank's own part is copied locally.
+
+    Args:
+        tensor_in, tensor_out: CPU tensors of one dtype (float32, float64, int32, int64) and the same number of
+            elements, a multiple of the group's size (any shapes; tensor_out contiguous).
+        group, timeout: as :func:`allreduce`.
+        schedule: an all-to-all schedule for the group's size (copies only).
+
+    Returns ``tensor_out``.
+
+    Raises:
+        DirectcollError: a schedule of another collective or group size, or one that reduces; tensors of other
+            sizes, not divisible by N, or of another dtype or device (all checked before any message is sent); or
+            a step not finished within ``timeout`` or failed (a peer died).
+    """
+    executor.alltoall(**_args(tensor_in, tensor_out, group, schedule, timeout))
     return tensor_out

@@ -16,11 +16,15 @@ from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.runtime import mpi as run
 from directcoll.units import parse_sizes
 
-NATIVE = {"allreduce": "Allreduce", "reduce_scatter": "Reduce_scatter_block", "allgather": "Allgather"}
+NATIVE = {"allreduce": "Allreduce", "reduce_scatter": "Reduce_scatter_block", "allgather": "Allgather",
+          "alltoall": "Alltoall"}
 
 
 def _buffers(collective: str, count: int, n: int, rank: int):
+    """(sendbuf, our recvbuf, MPI's recvbuf) of float64 for a vector of ``count`` elements (all-to-all: per rank)."""
     rng = np.random.default_rng(rank)
+    if collective == "alltoall":
+        return rng.random(count), np.empty(count), np.empty(count)
     if collective == "allgather":
         x = rng.random(count // n)
         return x, np.empty(count), np.empty(count)
@@ -59,7 +63,8 @@ def main(argv=None) -> int:
     results = []
     native_cache: dict[int, float] = {}
     for size in parse_sizes(args.sizes):
-        count = max(n, (size // 8) // n * n)  # float64 elements, a multiple of N (reduce-scatter, allgather)
+        # float64 elements (all-to-all: of each rank's sendbuf), a multiple of N (reduce-scatter, allgather, alltoall)
+        count = max(n, (size // 8) // n * n)
         for item in args.algorithms.split(","):
             name, _, variant = item.partition(":")
             try:
@@ -75,7 +80,9 @@ def main(argv=None) -> int:
             t = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(send, ours, comm, **kwargs),
                       args.repeat)
             getattr(comm, NATIVE[args.collective])(send, native)
-            correct = comm.allreduce(bool(np.allclose(ours, native, rtol=1e-9, atol=1e-9)), op=MPI.LAND)
+            same = (np.array_equal(ours, native) if args.collective == "alltoall"  # copies: exactly
+                    else np.allclose(ours, native, rtol=1e-9, atol=1e-9))
+            correct = comm.allreduce(bool(same), op=MPI.LAND)
             row = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"), "size": size,
                    "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct}
             if args.native:

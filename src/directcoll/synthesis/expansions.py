@@ -42,7 +42,7 @@ from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, reverse
-from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter, build_bfb
+from directcoll.synthesis import bfb as _bfb  # a module: bfb -> algorithms -> here is a cycle
 from directcoll.topology import expansions as tex
 from directcoll.topology.metrics import distance_stats
 from directcoll.topology.model import Topology
@@ -396,7 +396,7 @@ def cartesian_product_allgather(*topologies: Topology) -> Schedule:
         TopologyError: fewer than two factors, switch nodes or self-loops.
     """
     topo = tex.cartesian_product(*topologies)
-    return bfb_allgather(topo).with_meta(topology=topo.spec)
+    return _bfb.bfb_allgather(topo).with_meta(topology=topo.spec)
 
 
 def bidirectional_allgather(base: Topology, schedule: Schedule, transposed_schedule: Schedule) -> Schedule:
@@ -444,7 +444,7 @@ class _Builder:
         topo = self.topo(node)
         spec = topo.spec
         if node.op in ("family", "product"):
-            out = reverse(bfb_reduce_scatter(topo)) if flip else bfb_allgather(topo)
+            out = reverse(_bfb.bfb_reduce_scatter(topo)) if flip else _bfb.bfb_allgather(topo)
         elif node.op == "bidir":
             child = node.children[0]
             g = self.topo(child)
@@ -509,7 +509,7 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
                                     "allgather, reduce_scatter, allreduce")
     tree, given = _tree_of(spec_or_topology)
     if tree.op == "family" and given is not None:
-        return build_bfb(given, coll).with_meta(topology=given.spec)
+        return _bfb.build_bfb(given, coll).with_meta(topology=given.spec)
     b = _Builder()
     topo = b.topo(tree)
     if given is not None and not (np.array_equal(given.link_src, topo.link_src)
@@ -517,7 +517,7 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
         raise TopologyError(f"expanded_schedule: the topology's links differ from those its spec {given.spec!r} "
                             "builds; pass the spec string or the topology parse() returns")
     if tree.op == "family":
-        return build_bfb(topo, coll).with_meta(topology=topo.spec)
+        return _bfb.build_bfb(topo, coll).with_meta(topology=topo.spec)
     extra = {"topology": topo.spec, "expansion": str(tree)}
     if coll is Collective.ALLGATHER:
         return b.ag(tree, False).with_meta(**extra)
@@ -654,7 +654,7 @@ def _bfb_cost(spec: str, collective: str) -> tuple[int, float]:
     from directcoll.topology.spec import parse
 
     topo = parse(spec)
-    return measured_cost(build_bfb(topo, collective), topo)
+    return measured_cost(_bfb.build_bfb(topo, collective), topo)
 
 
 def predict(spec_or_topology, collective="allgather", *,

@@ -1,0 +1,142 @@
+"""All-to-all MCF: F on a few topologies, and link vs decomposed vs symmetric solve times (docs/alltoall.md).
+
+Run: python3 benchmarks/bench_mcf.py [--table] [--timing] [--solvers] [--specs genkautz:4:100,torus:8x8]
+     [--workers K] [--repeat R]
+With none of --table, --timing, --solvers, the first two run. Prints Markdown tables; docs/alltoall.md records
+them with the date and machine. Timings are wall seconds of alltoall_mcf (best of --repeat runs), split into its
+stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from fractions import Fraction
+
+from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound, theorem1_bound
+from directcoll.topology import parse
+
+#: (label, spec, keyword arguments of alltoall_mcf and capacity_bound)
+TABLE = [
+    ("torus:3x3x3", "torus:3x3x3", {}),
+    ("torus:3x3x3, 25 Gb/s links, 100 Gb/s host", "torus:3x3x3", {"host_bandwidth": "100Gbps"}),
+    ("torus:3x3x3, same, NIC forwarding", "torus:3x3x3", {"host_bandwidth": "100Gbps", "nic_forwarding": True}),
+    ("torus:3x4", "torus:3x4", {}),
+    ("torus:8x8", "torus:8x8", {}),
+    ("torus:4x4x4", "torus:4x4x4", {}),
+    ("hypercube:4", "hypercube:4", {}),
+    ("complete:8", "complete:8", {}),
+    ("circulant:16:opt4", "circulant:16:opt4", {}),
+    ("kautz:2:3", "kautz:2:3", {}),
+    ("genkautz:4:20", "genkautz:4:20", {}),
+    ("genkautz:4:64", "genkautz:4:64", {}),
+    ("petersen", "petersen", {}),
+    ("mesh:4x4", "mesh:4x4", {}),
+    ("hammingmesh:2x2:2x2", "hammingmesh:2x2:2x2", {}),
+]
+
+
+#: --timing also solves the per-pair LP (eq. 1-5, N(N - 1) commodities) up to this many nodes.
+PAIR_MAX_NODES = 32
+
+
+def fraction(x: float) -> str:
+    f = Fraction(x).limit_denominator(100_000)
+    return str(f) if abs(float(f) - x) <= 1e-12 * x else ""
+
+
+def regular_degree(topo) -> int | None:
+    deg = topo.out_degree[: topo.num_compute]
+    return int(deg[0]) if topo.num_nodes == topo.num_compute and deg.min() == deg.max() else None
+
+
+def table() -> None:
+    print("| topology | N | links | F | F exact | capacity bound | Theorem 1 bound | method | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, spec, kw in TABLE:
+        topo = parse(spec, link_bandwidth=25e9 / 8) if "host_bandwidth" in kw else parse(spec)
+        t0 = time.perf_counter()
+        r = alltoall_mcf(topo, **kw)
+        seconds = time.perf_counter() - t0
+        bound = capacity_bound(topo, **kw)
+        d = regular_degree(topo)
+        thm1 = f"{theorem1_bound(topo.num_compute, d):.6g}" if d and "host_bandwidth" not in kw else ""
+        print(f"| {label} | {topo.num_compute} | {topo.num_links} | {r.value:.6g} | {fraction(r.value)} | "
+              f"{bound:.6g} | {thm1} | {r.method} ({r.solver}) | {seconds:.2f} |", flush=True)
+
+
+def timing(specs: list[str], workers: int, repeat: int) -> None:
+    print("| topology | method | F | solver | build s | solve / master s | children s | total s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for spec in specs:
+        topo = parse(spec)
+        runs = [("link", {}), ("decomposed", {"workers": 1}), ("decomposed", {"workers": workers})]
+        if topo.num_compute <= PAIR_MAX_NODES:
+            runs.insert(1, ("link", {"commodities": "pair"}))
+        if topo.is_cayley:
+            runs.append(("symmetric", {}))
+        for method, kw in runs:
+            best, result = float("inf"), None
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                r = alltoall_mcf(topo, method=method, **kw)
+                total = time.perf_counter() - t0
+                if total < best:
+                    best, result = total, r
+            s = result.seconds
+            label = method + (f", {kw['workers']} worker{'s' * (kw['workers'] > 1)}" if "workers" in kw else "")
+            label += ", per-pair LP (eq. 1-5)" if kw.get("commodities") == "pair" else ""
+            solve = s.get("solve", s.get("master", 0.0))
+            children = f"{s['children']:.2f}" if "children" in s else ""
+            print(f"| {spec} | {label} | {result.value:.10g} | {result.solver} | {s['build']:.3f} | {solve:.2f} | "
+                  f"{children} | {best:.2f} |", flush=True)
+
+
+def solvers(specs: list[str], repeat: int) -> None:
+    """Seconds of the link LP (source-aggregated) by HiGHS solver; simplex is skipped above 20k columns."""
+    print("| topology | LP columns | simplex s | ipm s | pdlp + crossover s |")
+    print("|---|---|---|---|---|")
+    for spec in specs:
+        topo = parse(spec)
+        cols = topo.num_compute * topo.num_links + 1
+        cells = []
+        for solver in ("simplex", "ipm", "pdlp"):
+            if solver == "simplex" and cols > 20_000:
+                cells.append("")
+                continue
+            best = float("inf")
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                r = alltoall_mcf(topo, method="link", solver=solver)
+                best = min(best, time.perf_counter() - t0)
+            cells.append(f"{best:.2f}" + ("" if r.solver.startswith(solver) else f" ({r.solver})"))
+        print(f"| {spec} | {cols} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--table", action="store_true", help="F, bounds and method for a list of topologies")
+    ap.add_argument("--timing", action="store_true", help="link vs decomposed vs symmetric solve times")
+    ap.add_argument("--solvers", action="store_true", help="link-LP seconds by HiGHS solver (not run by default)")
+    ap.add_argument("--specs", default="genkautz:4:20,torus:8x8,genkautz:4:100",
+                    help="topologies for --timing and --solvers")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="child-LP processes (default: cores)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per timing; the best is reported")
+    args = ap.parse_args()
+    both = not (args.table or args.timing or args.solvers)
+    print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()}, {os.cpu_count()} cores, "
+          f"python {platform.python_version()}\n")
+    if args.table or both:
+        table()
+        print()
+    if args.timing or both:
+        timing(args.specs.split(","), args.workers, args.repeat)
+        print()
+    if args.solvers:
+        solvers(args.specs.split(","), args.repeat)
+
+
+if __name__ == "__main__":
+    main()
