@@ -104,3 +104,13 @@ def test_cli_json_and_schedule(tmp_path, capsys):
     assert data["best"] in {row["spec"] for row in data["frontier"]}
     code = main(["verify", str(out), "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["ok"] is True
+
+
+def test_cli_alltoall_column(capsys):
+    """--alltoall adds LP (3)'s value to every frontier entry; it never exceeds the capacity bound."""
+    from directcoll.synthesis.mcf import capacity_bound
+
+    assert main(["find-topology", "--nodes", "32", "--degree", "4", "--alltoall", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for row in data["frontier"]:
+        assert 0 < row["alltoall_mcf"] <= capacity_bound(parse(row["spec"])) + 1e-12
