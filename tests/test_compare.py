@@ -349,3 +349,15 @@ def test_cli_compare_direct_connect(capsys):
     d = run_json(capsys, "compare", "torus:4x4", "--sizes", "1MiB", "--algorithms", "dbt,swing")
     assert {(r["algorithm"], r["variant"]) for r in d["results"] if r["algorithm"] != "swing"} == {
         ("double-binary-tree", f"P={p}") for p in DBT_CHUNKS}
+
+
+def test_expansion_topologies_compare_the_expanded_schedule():
+    """On a spec built by expansion operators, the expanded schedule (Zhao et al. Sec. 5) competes beside BFB;
+    for a line graph of a BFB base both are optimal BFB schedules (Theorem 10), so their T_B match."""
+    from directcoll.topology.spec import parse
+
+    cmp = compare(parse("line(bipartite:3)"), sizes=[2**10, 2**26])
+    fams = cmp.families()
+    assert "expansion" in fams and "bfb" in fams
+    assert fams["expansion"][0][-1] == pytest.approx(fams["bfb"][0][-1], rel=1e-9)
+    assert "expansion" not in compare(parse("circulant:16:3,4"), sizes=[2**10]).families()

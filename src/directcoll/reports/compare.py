@@ -110,7 +110,8 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
     """The contenders :func:`compare` times when none are given (module docstring).
 
     Grids: :data:`DEFAULT_CONTENDERS`, plus BFB when the topology has no switches and at most
-    :data:`BFB_TORUS_MAX_RANKS` ranks. Direct-connect topologies (:func:`is_direct_connect`): BFB, ring,
+    :data:`BFB_TORUS_MAX_RANKS` ranks. Direct-connect topologies (:func:`is_direct_connect`): BFB, the expanded
+    schedule when the spec applies expansion operators (Zhao et al. Sec. 5), ring,
     shifted ring, double binary tree (:data:`DBT_CHUNKS`), recursive doubling (latency, bandwidth), and Swing
     (latency, bandwidth) and bucket where :func:`grid_embeds`. Both: :func:`generalized_contenders`.
 
@@ -120,7 +121,8 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
     coll = Collective.parse(collective)
     n = topology.num_compute
     if is_direct_connect(topology):
-        out: list[tuple] = [BFB_CONTENDER, ("ring", "ring", None), ("shifted-ring", "shifted-ring", None),
+        out: list[tuple] = [BFB_CONTENDER, *([("expansion", "expansion", None)] if _is_expansion(topology) else []),
+                            ("ring", "ring", None), ("shifted-ring", "shifted-ring", None),
                             *dbt_contenders(coll), *DEFAULT_CONTENDERS[2:4]]
         if grid_embeds(topology):
             out += [*DEFAULT_CONTENDERS[:2], ("bucket", "bucket", None)]
@@ -129,6 +131,16 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
         if topology.num_nodes == n and n <= BFB_TORUS_MAX_RANKS:
             out.append(BFB_CONTENDER)
     return out + generalized_contenders(n, coll)
+
+
+def _is_expansion(topology: Topology) -> bool:
+    """The topology's spec applies an expansion operator (line, degree, product, power, bidir)."""
+    from directcoll.topology.spec import parse_tree
+
+    try:
+        return parse_tree(topology.spec).op != "family"
+    except DirectcollError:
+        return False
 
 
 def family_contenders(name: str, topology: Topology, collective="allreduce") -> list[tuple]:
