@@ -1,10 +1,11 @@
 """MSCCL XML export and import (directcoll.export.msccl).
 
 Every exported program re-imports to a schedule that verifies, for every registered algorithm, variant, port count
-and collective on small shapes; a small model of the MSCCL executor (thread blocks, dependency flags, FIFO
-connections, in-place aliasing) runs the exported XML under random interleavings and rendezvous sends and checks
-NCCL's results; the XML carries every attribute the executor's parser requires; each executor limit raises its
-error; malformed files raise errors naming the element; hand-written MSCCL XML imports and verifies.
+and collective (all-to-all included) on small shapes; a small model of the MSCCL executor (thread blocks,
+dependency flags, FIFO connections, in-place aliasing) runs the exported XML under random interleavings and
+rendezvous sends and checks NCCL's results; the XML carries every attribute the executor's parser requires; each
+executor limit raises its error; malformed files raise errors naming the element; hand-written MSCCL XML (an
+msccl-tools-style all-to-all among them) imports and verifies.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ from directcoll.export.msccl import ALGO_ATTRS, GPU_ATTRS, STEP_ATTRS, TB_ATTRS
 from directcoll.schedule import ScheduleBuilder
 from directcoll.verify import verify
 
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather")
+REDUCING = ("allreduce", "reduce_scatter", "allgather")
+COLLECTIVES = (*REDUCING, "alltoall")
 SHAPES = ("torus:4x4", "ring:6", "torus:2x3")
-EXECUTOR_COLL = {"allreduce": "allreduce", "reduce_scatter": "reducescatter", "allgather": "allgather"}
+EXECUTOR_COLL = {"allreduce": "allreduce", "reduce_scatter": "reducescatter", "allgather": "allgather",
+                 "alltoall": "alltoall"}
 
 
 def _cases():
@@ -53,10 +56,10 @@ def _cases():
                     continue
                 for variant in (None, *alg.variants):
                     for ports in (None, 2):
-                        if ports and not spec.startswith("torus"):
-                            continue
+                        if ports and (not spec.startswith("torus") or coll == "alltoall"):
+                            continue  # the all-to-all algorithms have no port variants
                         out.append((name, spec, coll, variant, {"ports": ports} if ports else {}))
-    for coll in COLLECTIVES:  # generalized on a prime, r = 0, 1 and L (latency-optimal)
+    for coll in REDUCING:  # generalized on a prime, r = 0, 1 and L (latency-optimal)
         for variant, opts in ((None, {"r": 0}), (None, {"r": 1}), ("latency", {}), ("ring", {})):
             out.append(("generalized", "complete:5", coll, variant, opts))
     return out
@@ -109,7 +112,7 @@ def run_msccl(program, *, inplace: bool, seed: int, rendezvous: bool = True, cap
     for g in program.gpus:
         gi = g.id
         s = rng.integers(0, 2**63, max(g.s_chunks, 1), dtype=np.uint64)
-        if coll == "allreduce":
+        if coll in ("allreduce", "alltoall"):  # all-to-all: i is the sendbuf, o the recvbuf (in place: one buffer)
             i = inputs[gi].copy()
             o = i if inplace else rng.integers(0, 2**63, c, dtype=np.uint64)
         elif coll == "allgather":
@@ -227,7 +230,10 @@ def check_results(program, inputs, bufs, *, inplace: bool):
     k = program.nchunksperloop // n
     for g in range(n):
         o = bufs[g]["o"]
-        if coll == "allreduce":
+        if coll == "alltoall":  # o chunk i k + w comes from rank i's chunk g k + w
+            expected = np.concatenate([inputs[i][g * k:(g + 1) * k] for i in range(n)])
+            np.testing.assert_array_equal(o, expected, err_msg=f"gpu {g}")
+        elif coll == "allreduce":
             np.testing.assert_array_equal(o, total, err_msg=f"gpu {g}")
         elif coll == "allgather":
             np.testing.assert_array_equal(o, np.concatenate(inputs), err_msg=f"gpu {g}")
@@ -257,11 +263,14 @@ EXECUTOR_CASES = [c for c in CASES if c[1] in ("torus:2x3", "complete:5") and no
 
 @pytest.mark.parametrize("case", EXECUTOR_CASES, ids=[_id(c) for c in EXECUTOR_CASES])
 def test_executor_model_runs_export(case):
-    """The exported XML gives NCCL's result on the executor model, in place and out of place, with rendezvous
-    sends (no buffering: deadlock-free whatever the connection buffers) and buffered sends."""
+    """The exported XML gives NCCL's result on the executor model, in place and out of place (all-to-all: out of
+    place, what it declares), with rendezvous sends (no buffering: deadlock-free whatever the connection buffers)
+    and buffered sends."""
     schedule = _build(*case)
     program = to_msccl(schedule).program
     for seed, inplace, rendezvous in ((0, True, True), (1, False, True), (2, True, False), (3, False, False)):
+        if inplace and not program.inplace:
+            continue  # all-to-all is exported out of place only
         inputs, bufs = run_msccl(program, inplace=inplace, seed=seed, rendezvous=rendezvous)
         check_results(program, inputs, bufs, inplace=inplace)
 
@@ -332,7 +341,7 @@ def test_long_connections_are_split_across_channels():
 
 # -- the XML the executor reads ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("coll", COLLECTIVES)
+@pytest.mark.parametrize("coll", REDUCING)
 def test_xml_has_every_required_attribute(coll):
     schedule = build("swing", "torus:2x3", coll)
     text = export_msccl(schedule, proto="LL128", min_bytes=1024, max_bytes=1 << 20)
@@ -455,6 +464,221 @@ def test_unreduced_denominator_needs_no_extra_chunks():
     result = to_msccl(s)
     assert result.report["chunks_per_block"] == 1 and result.program.nchunksperloop == 2
     assert verify(import_msccl(result.xml)).ok
+
+
+# -- all-to-all -------------------------------------------------------------------------------------------------
+
+_WRITES = ("r", "rcs", "rrc", "rrcs", "cpy", "re")  # step types that write dstbuf on their own GPU
+
+
+def _relayed_thirds_alltoall(n: int = 4):
+    """All-to-all on n >= 4 ranks, k = 1, every pair's block cut at 1/3 and 2/3 (denominator 3): [0, 1/3) goes
+    straight from i to j in step 0; [1/3, 2/3) is relayed through the smaller of two ranks other than i and j,
+    keeping its block coordinate; [2/3, 1) through the larger one, which keeps it in an IR scratch block
+    (displaced pieces), and both relays forward in step 1."""
+    den, nb = 3, n * n
+    b = ScheduleBuilder("alltoall", n, nb, denominator=den)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            x = (i * n + j) * den
+            m1, m2 = sorted(set(range(n)) - {i, j})[:2]
+            b.add(0, i, j, 0, x, x + 1)
+            b.add(0, i, m1, 0, x + 1, x + 2)
+            b.add(1, m1, j, 0, x + 1, x + 2)
+            b.add(0, i, m2, 0, x + 2, x + 3, nb * den)                       # into scratch block nb + i n + j
+            b.add(1, m2, j, 0, x + 2 + nb * den, x + 3 + nb * den, -nb * den)  # and back to the coordinate
+    return b.build(nscratch=nb, meta={"algorithm": "thirds-relay"})
+
+
+def _own_part_copied(gpu, kq: int) -> bool:
+    """Whether the gpu's `cpy` steps copy all of its own part i[r kq, (r+1) kq) to the same chunks of o."""
+    r, done = int(gpu.get("id")), set()
+    for st in gpu.iter("step"):
+        if (st.get("type"), st.get("srcbuf"), st.get("dstbuf")) == ("cpy", "i", "o") and \
+                st.get("srcoff") == st.get("dstoff"):
+            done.update(range(int(st.get("srcoff")), int(st.get("srcoff")) + int(st.get("cnt"))))
+    return set(range(r * kq, (r + 1) * kq)) <= done
+
+
+@pytest.mark.parametrize("name", sorted(a.name for a in ALGORITHMS.values() if "alltoall" in a.collectives))
+def test_alltoall_xml_attributes(name):
+    """coll="alltoall", out of place only (inplace="0" outofplace="1", as msccl-tools writes AllToAll programs),
+    nchunksperloop = N k q = i_chunks = o_chunks, the sendbuf never written, every rank's own part copied i -> o."""
+    schedule = build(name, "torus:2x3", "alltoall")
+    result = to_msccl(schedule, min_bytes=512)
+    root = ET.fromstring(result.xml)
+    a = root.attrib
+    assert set(a) == set(ALGO_ATTRS) and a["coll"] == "alltoall" and a["name"] == f"{name}_alltoall_6"
+    assert (a["inplace"], a["outofplace"], a["minBytes"], a["maxBytes"]) == ("0", "1", "512", "0")
+    q = result.report["chunks_per_block"]
+    kq = schedule.nblocks // 36 * q
+    assert int(a["nchunksperloop"]) == 6 * kq == schedule.vector_blocks * q == result.report["nchunksperloop"]
+    for g in root.findall("gpu"):
+        assert (int(g.get("i_chunks")), int(g.get("o_chunks"))) == (6 * kq, 6 * kq)
+        assert not any(st.get("type") in _WRITES and st.get("dstbuf") == "i" for st in g.iter("step"))
+        assert _own_part_copied(g, kq)
+
+
+def test_relayed_fractional_alltoall_round_trip():
+    s = _relayed_thirds_alltoall()
+    assert verify(s).ok
+    result = to_msccl(s)
+    rep, program = result.report, result.program
+    assert rep["chunks_per_block"] == 3 and not rep["rounded"] and program.nchunksperloop == 4 * 3
+    # s holds only what a rank relays: 6 pairs (i, j) not involving it, one third (one chunk) each
+    assert [g.s_chunks for g in program.gpus] == [6] * 4
+    check_limits(program)
+    back = import_msccl(result.xml)
+    assert back.collective.value == "alltoall" and back.nranks == 4 and back.nblocks == 16 * 3
+    res = verify(back)
+    assert res.ok, res.summary()
+    assert back.num_steps == 2 and back.meta["import_model"] == "outofplace"
+    for seed, rendezvous in ((0, True), (1, False)):
+        inputs, bufs = run_msccl(program, inplace=False, seed=seed, rendezvous=rendezvous)
+        check_results(program, inputs, bufs, inplace=False)
+    # export -> import -> export -> import is stable
+    again = import_msccl(export_msccl(back))
+    assert verify(again).ok and again.num_steps == back.num_steps
+
+
+def test_relayed_fractional_alltoall_rounded():
+    """max_chunks caps nchunksperloop = N k q: 8 allows q = 2, so the cuts at 1/3, 2/3 move to 1/2 (the middle
+    third vanishes); the result is still an all-to-all."""
+    with pytest.warns(MscclRoundingWarning, match="chunks per block"):
+        result = to_msccl(_relayed_thirds_alltoall(), max_chunks=8)
+    rep = result.report
+    assert rep["rounded"] and rep["chunks_per_block"] == 2 and rep["exact_chunks_per_block"] == 3
+    assert rep["nchunksperloop"] == 8 and rep["max_deviation_blocks"] == pytest.approx(1 / 6)
+    assert "deviation=0.166667" in result.xml.splitlines()[0]
+    assert verify(import_msccl(result.xml)).ok
+
+
+def test_alltoall_limits():
+    s = build("direct", "torus:4x4", "alltoall")  # 15 send and 15 receive thread blocks per GPU, and a local one
+    with pytest.raises(MscclLimitError) as err:
+        to_msccl(s, max_threadblocks=16)
+    assert err.value.limit == "MSCCL_MAX_NUM_THREAD_BLOCKS" and err.value.value == 31
+    with pytest.raises(MscclLimitError) as err:
+        to_msccl(s, max_threadblocks_per_channel=4, max_channels=3)
+    assert err.value.limit == "MAXCHANNELS"
+    result = to_msccl(s, max_threadblocks_per_channel=4)
+    assert result.program.nchannels >= 4  # 15 send thread blocks, at most 4 per channel (greedy: maybe more)
+    check_limits(result.program, replace(LIMITS, max_threadblocks_per_channel=4))
+    assert verify(import_msccl(result.xml)).ok
+    # long connections cut into thread blocks on several channels, one chunk per step
+    relayed = _relayed_thirds_alltoall()
+    result = to_msccl(relayed, max_steps=2, max_count=1)
+    program = result.program
+    assert result.report["split_connections"] > 0 and program.nchannels > 1
+    check_limits(program, replace(LIMITS, max_steps=2, max_count=1))
+    assert verify(import_msccl(result.xml, strict=True, limits=replace(LIMITS, max_steps=2))).ok
+    inputs, bufs = run_msccl(program, inplace=False, seed=4)
+    check_results(program, inputs, bufs, inplace=False)
+
+
+def _alltoall_allpairs_xml(n: int, *, own_copy: str | None = "direct", inplace: bool = False) -> str:
+    """An all-pairs all-to-all (one chunk per pair) as msccl-tools' alltoall_allpairs.py writes it
+    (``chunk(r, Buffer.input, j).copy(j, Buffer.output, r)``): one thread block per peer p that sends i[p] and
+    then receives o[p], and a local thread block copying the rank's own chunk i[r] -> o[r] (``own_copy="direct"``),
+    or i[r] -> s[0] -> o[r] (``"scratch"``), or not at all (None)."""
+    def step(s, t, sb, so, db, do):
+        return (f'      <step s="{s}" type="{t}" srcbuf="{sb}" srcoff="{so}" dstbuf="{db}" dstoff="{do}" cnt="1" '
+                f'depid="-1" deps="-1" hasdep="0"/>')
+    gpus = []
+    for g in range(n):
+        tbs = [f'    <tb id="{i}" send="{p}" recv="{p}" chan="0">\n{step(0, "s", "i", p, "o", g)}\n'
+               f'{step(1, "r", "i", g, "o", p)}\n    </tb>' for i, p in enumerate(q for q in range(n) if q != g)]
+        if own_copy == "direct":
+            tbs.append(f'    <tb id="{n - 1}" send="-1" recv="-1" chan="0">\n{step(0, "cpy", "i", g, "o", g)}\n'
+                       '    </tb>')
+        elif own_copy == "scratch":
+            tbs.append(f'    <tb id="{n - 1}" send="-1" recv="-1" chan="0">\n{step(0, "cpy", "i", g, "s", 0)}\n'
+                       f'{step(1, "cpy", "s", 0, "o", g)}\n    </tb>')
+        head = f'  <gpu id="{g}" i_chunks="{n}" o_chunks="{n}" s_chunks="{int(own_copy == "scratch")}">\n'
+        gpus.append(head + "\n".join(tbs) + "\n  </gpu>")
+    return (f'<algo name="alltoall_allpairs" proto="Simple" nchannels="1" nchunksperloop="{n}" ngpus="{n}" '
+            f'coll="alltoall" inplace="{int(inplace)}" outofplace="{int(not inplace)}" minBytes="0" maxBytes="0">\n'
+            + "\n".join(gpus) + "\n</algo>\n")
+
+
+def test_msccl_tools_style_alltoall_imports_and_verifies():
+    text = _alltoall_allpairs_xml(4)
+    program = parse_msccl(text)
+    check_limits(program)
+    inputs, bufs = run_msccl(program, inplace=False, seed=1, rendezvous=False)
+    check_results(program, inputs, bufs, inplace=False)
+    s = import_msccl(text)
+    assert s.collective.value == "alltoall" and s.nblocks == 16 and s.meta["import_model"] == "outofplace"
+    res = verify(s)
+    assert res.ok, res.summary()
+    assert s.num_steps == 1 and s.nscratch == 0  # the own-part copy i -> o is the IR's one cell: nothing to do
+    back = import_msccl(export_msccl(s))         # and our export of it adds the copy back
+    assert verify(back).ok
+
+
+def test_alltoall_own_part_through_scratch():
+    """o's own part written otherwise than by a copy of the same chunks of i gets coordinates of its own and a
+    final copy into pair (r, r)."""
+    text = _alltoall_allpairs_xml(3, own_copy="scratch")
+    program = parse_msccl(text)
+    inputs, bufs = run_msccl(program, inplace=False, seed=5, rendezvous=False)
+    check_results(program, inputs, bufs, inplace=False)
+    s = import_msccl(text)
+    res = verify(s)
+    assert res.ok, res.summary()
+    assert s.num_steps == 3  # i -> s, s -> o, o's own part -> pair (r, r)
+
+
+def test_alltoall_without_own_copy_fails_verification():
+    """A program that never copies the rank's own part into o leaves garbage there; the import must show it."""
+    s = import_msccl(_alltoall_allpairs_xml(3, own_copy=None))
+    res = verify(s)
+    assert not res.ok and res.failure.rank == 0 and res.failure.interval == ("0", "1")
+
+
+def test_alltoall_export_writes_own_send_part_to_scratch():
+    """A schedule that overwrites a rank's own send coordinate: the sendbuf is const, so the value goes to s."""
+    b = ScheduleBuilder("alltoall", 2, 4)
+    b.add(0, 1, 0, 0, 2, 3)          # rank 1 sends pair (1, 0)
+    b.add(1, 0, 1, 0, 1, 2, 1)       # rank 0 sends pair (0, 1), landing in rank 1's coordinate of pair (1, 0)
+    b.add(2, 1, 1, 0, 2, 3, -1)      # rank 1 moves it to pair (0, 1)
+    s = b.build(meta={"algorithm": "odd"})
+    assert verify(s).ok
+    program = to_msccl(s).program
+    assert program.gpus[1].s_chunks == 1
+    assert not any(st.type in _WRITES and st.dstbuf == "i" for g in program.gpus for tb in g.tbs for st in tb.steps)
+    assert verify(program_to_schedule(program)).ok
+    for seed, rendezvous in ((0, True), (1, False)):
+        inputs, bufs = run_msccl(program, inplace=False, seed=seed, rendezvous=rendezvous)
+        check_results(program, inputs, bufs, inplace=False)
+
+
+def test_in_place_alltoall_imports_and_verifies():
+    """inplace="1": o is i (msccl-tools' in-place AllToAll); the receive of o[p] after the send of i[p] in one thread
+    block is ordered, and a final local step moves what o holds into the receive coordinates."""
+    text = _alltoall_allpairs_xml(4, inplace=True)
+    program = parse_msccl(text)
+    inputs, bufs = run_msccl(program, inplace=True, seed=2, rendezvous=False)
+    check_results(program, inputs, bufs, inplace=True)
+    s = import_msccl(text)
+    assert s.meta["import_model"] == "inplace"
+    res = verify(s)
+    assert res.ok, res.summary()
+    assert s.num_steps == 2
+
+
+def test_alltoall_import_errors():
+    exported = export_msccl(build("direct", "ring:3", "alltoall"))
+    with pytest.raises(MscclFormatError, match="data race"):  # receives into o[p] while i[p] is sent, if o is i
+        import_msccl(exported, model="inplace")
+    text = _alltoall_allpairs_xml(4).replace('nchunksperloop="4"', 'nchunksperloop="6"')
+    with pytest.raises(MscclFormatError, match="nchunksperloop=6 must be a multiple of ngpus=4"):
+        import_msccl(text)
+    text = _alltoall_allpairs_xml(2).replace('srcoff="1" dstbuf="o" dstoff="0"', 'srcoff="2" dstbuf="o" dstoff="0"')
+    with pytest.raises(MscclFormatError, match="outside it"):
+        import_msccl(text)
 
 
 # -- limits -----------------------------------------------------------------------------------------------------
@@ -745,7 +969,7 @@ STEP0 = '<step s="0" type="s" srcbuf="o" srcoff="1" dstbuf="o" dstoff="1" cnt="1
     (_mutate(ALLREDUCE_2GPU, 'nchunksperloop="2"', 'nchunksperloop="two"'), "nchunksperloop='two' is not an integer"),
     (_mutate(ALLREDUCE_2GPU, 'type="rrc"', 'type="xyz"'), "type='xyz' is not accepted"),
     (_mutate(ALLREDUCE_2GPU, 'srcbuf="o" srcoff="1"', 'srcbuf="q" srcoff="1"'), "srcbuf='q'"),
-    (_mutate(ALLREDUCE_2GPU, 'coll="allreduce"', 'coll="alltoall"'), "coll='alltoall'"),
+    (_mutate(ALLREDUCE_2GPU, 'coll="allreduce"', 'coll="gather"'), "coll='gather'"),
     (_mutate(ALLREDUCE_2GPU, 'proto="Simple"', 'proto="Fast"'), "proto='Fast'"),
     (_mutate(ALLREDUCE_2GPU, 'ngpus="2"', 'ngpus="3"'), "ngpus=3 but the <gpu> ids"),
     (_mutate(ALLREDUCE_2GPU, STEP0, ""), "unmatched"),

@@ -4,8 +4,8 @@ The format is the one the executor's parser reads (Azure/msccl-executor-nccl ``s
 ``mscclGetAlgoFromXmlFile``; structures and limits in ``src/include/msccl/msccl_struct.h``) and that
 msccl-tools writes (microsoft/msccl-tools ``msccl/language/ir.py``, ``ir_to_xml``)::
 
-    <algo name=.. proto=Simple|LL|LL128 nchannels=.. nchunksperloop=.. ngpus=.. coll=allreduce|reducescatter|allgather
-          inplace=0|1 outofplace=0|1 minBytes=.. maxBytes=..>
+    <algo name=.. proto=Simple|LL|LL128 nchannels=.. nchunksperloop=.. ngpus=..
+          coll=allreduce|reducescatter|allgather|alltoall inplace=0|1 outofplace=0|1 minBytes=.. maxBytes=..>
       <gpu id=.. i_chunks=.. o_chunks=.. s_chunks=..>
         <tb id=.. send=peer|-1 recv=peer|-1 chan=..>
           <step s=.. type=s|r|rcs|rrs|rrc|rrcs|cpy|re|nop srcbuf=i|o|s srcoff=.. dstbuf=.. dstoff=.. cnt=..
@@ -19,14 +19,17 @@ every thread block runs its steps in order; a step with ``depid``/``deps`` first
 (msccl-tools does the same), and ``s``/``deps`` count those ``nop`` steps. A thread block talks to at most one
 send peer and one receive peer over the NCCL connection of its channel; sends and receives of one
 (sender, receiver, channel) connection match in order. Chunk ``c`` of a buffer is elements
-``[c, c+1) * count / nchunksperloop``; ``count`` must be a multiple of ``nchunksperloop`` for the executor to
-select the algorithm (``msccl_lifecycle.cc``: ``count % nChunksPerLoop == 0``).
+``[c, c+1) * count * m / nchunksperloop``, where ``m`` (``sizeMultiplier``, ``msccl_parser.cc``) is N for
+allgather, reducescatter and alltoall (whose ``count`` is per rank, resp. per peer) and 1 for allreduce; ``count``
+must be a multiple of ``nchunksperloop`` for the executor to select the algorithm (``msccl_lifecycle.cc``:
+``count % nChunksPerLoop == 0``).
 
 **Export mapping** (:func:`to_msccl`, :func:`export_msccl`).
 
-- *Chunks.* A block is ``q`` chunks, ``nchunksperloop = nblocks * q``. ``q`` is the schedule's exact denominator
-  (the least common denominator of its piece ends, 1 for block algorithms) unless ``nblocks * q`` would exceed
-  ``max_chunks``; then ``q = max_chunks // nblocks`` and every piece end is rounded to the nearest 1/q. The
+- *Chunks.* A block is ``q`` chunks, ``nchunksperloop = vector_blocks * q`` (``nblocks * q``; all-to-all:
+  ``N k q``, one rank's send buffer). ``q`` is the schedule's exact denominator (the least common denominator of
+  its piece ends, 1 for block algorithms) unless ``nchunksperloop`` would exceed ``max_chunks``; then
+  ``q = max_chunks // vector_blocks`` and every piece end is rounded to the nearest 1/q. The
   deviation (largest distance, in blocks, between an exact end and its rounded one) is returned in the report,
   written into an XML comment and warned about (:class:`MscclRoundingWarning`); a rounded schedule is no longer
   exact, so it may not verify.
@@ -38,13 +41,23 @@ select the algorithm (``msccl_lifecycle.cc``: ``count % nChunksPerLoop == 0``).
   (reduce-scatter partial sums of blocks a rank does not own) and the IR's scratch blocks live in scratch ``s``.
   This is a permutation only when the schedule's ``owner`` is not MPI's (Swing's remapped blocks): the exported
   program is then still a correct NCCL collective, whose blocks are NCCL's, not the IR's.
+  ``alltoall`` (nblocks = N^2 k, kq = k q chunks per pair; the runtime's ``compile_alltoall`` layout): rank r's
+  i (N kq chunks, the sendbuf) holds pair (r, j) at chunks ``[j kq, (j+1) kq)``, its o (N kq chunks, the
+  recvbuf) pair (i, r) at ``[i kq, (i+1) kq)``; its own pair (r, r) starts in i and ends in o, copied by a local
+  ``cpy`` (as msccl-tools' alltoall programs do) unless the schedule moves it there itself. s holds, one chunk
+  each in coordinate order, the cells of other pairs the rank relays, the IR's scratch cells it uses, and any
+  write into its own send part (the sendbuf is const). The export declares ``inplace="0" outofplace="1"``, like
+  msccl-tools' ``AllToAll(..., inplace=False)``: in place (sendbuff == recvbuff; the executor's fallback, a
+  grouped ncclSend/ncclRecv per peer, races there too) the receive of pair (i, r) would overwrite pair (r, i)
+  before it is sent.
 - *Reads and writes.* A value is read where it currently lives: the input buffer until the first write, then
   where it was last written. Writes go to the value's home (o, or s for a reduce-scatter's non-owned blocks).
-  The program is valid both in place and out of place (``inplace="1" outofplace="1"``): i and o are treated as
-  one memory (NCCL's in-place aliasing: allreduce i = o, allgather i = o[r*k:], reduce-scatter o = i[r*k:]),
-  and a step that overwrites a value another send or local copy still reads in the same IR step writes it to an
-  alternate scratch chunk instead (renaming), so receives never wait on sends of the same step. At the end,
-  output chunks that do not live in their home are copied there (``cpy``), e.g. an allgather's own blocks i -> o.
+  The program (all but alltoall) is valid both in place and out of place (``inplace="1" outofplace="1"``): i and
+  o are treated as one memory (NCCL's in-place aliasing: allreduce i = o, allgather i = o[r*k:], reduce-scatter
+  o = i[r*k:]), and a step that overwrites a value another send or local copy still reads in the same IR step
+  writes it to an alternate scratch chunk instead (renaming), so receives never wait on sends of the same step.
+  At the end, output chunks that do not live in their home are copied there (``cpy``), e.g. an allgather's own
+  blocks i -> o, an alltoall's own pair i -> o.
 - *Thread blocks.* Per rank: one thread block per send peer (``send=peer recv=-1``), one per receive peer
   (``send=-1 recv=peer``), one for local ``cpy``/``re`` steps. Every (sender, receiver) connection gets a
   channel, filled greedily so that no channel has more send or receive thread blocks than the executor allows.
@@ -72,7 +85,13 @@ so the bulk-synchronous IR reproduces the executor's result. Conflicting accesse
 happens-before are reported as data races. Coordinates: chunk c is block c (nblocks = nchunksperloop, MPI
 ownership ``c // k`` for allgather / reduce-scatter); ``s`` chunks are scratch blocks after the data. With
 ``inplace="1"`` the buffers alias as in NCCL's in-place call; a file that only declares out-of-place gets an
-input copy of the vector in scratch, filled by a local copy in step 0.
+input copy of the vector in scratch, filled by a local copy in step 0. ``alltoall`` (nchunksperloop = N kc):
+nblocks = N * nchunksperloop, the export's mapping inverted -- i chunk ``j kc + w`` of rank r is block
+``(r N + j) kc + w``, o chunk ``i kc + w`` block ``(i N + r) kc + w``. The rank's own part is one block in i and
+o when o's chunks of it are only written by ``cpy`` from the same chunks of i (and i's are never written);
+otherwise o's own part gets scratch blocks and a final local copy into the block, so that a program that never
+fills it fails verification. In place (``inplace="1"``, msccl-tools' model: o is i) every chunk is its send
+block and a final local step moves o's pair (r, i) chunks to block ``(i N + r) kc + w``.
 
 **Limits** (:class:`MscclLimits`, :data:`LIMITS`, :func:`check_limits`), from the executor's sources:
 
@@ -116,8 +135,8 @@ from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleB
 
 #: IR collective -> the executor's ``coll`` spelling (``msccl_parser.cc``).
 COLL_NAMES = {Collective.ALLREDUCE: "allreduce", Collective.REDUCE_SCATTER: "reducescatter",
-              Collective.ALLGATHER: "allgather"}
-#: Every ``coll`` the executor knows; the importer reads the first three.
+              Collective.ALLGATHER: "allgather", Collective.ALLTOALL: "alltoall"}
+#: Every ``coll`` the executor knows; the importer reads allreduce, reducescatter, allgather and alltoall.
 EXECUTOR_COLLECTIVES = ("allreduce", "reducescatter", "allgather", "reduce", "broadcast", "send", "recv",
                         "gather", "scatter", "alltoall", "alltoallv")
 PROTOCOLS = ("Simple", "LL", "LL128")
@@ -461,7 +480,7 @@ def _chunked(s: Schedule, max_chunks: int) -> tuple[Schedule, dict]:
         if arr is not None and len(arr):
             g = math.gcd(g, int(np.gcd.reduce(np.abs(arr))))
     exact = den // g
-    cap = max(1, max_chunks // s.nblocks)
+    cap = max(1, max_chunks // s.vector_blocks)  # nchunksperloop = vector_blocks * q (all-to-all: N k q)
     q = exact if exact <= cap else cap
     report = {"chunks_per_block": q, "exact_chunks_per_block": exact, "rounded": q != exact,
               "max_deviation_blocks": 0.0}
@@ -492,7 +511,7 @@ def _chunked(s: Schedule, max_chunks: int) -> tuple[Schedule, dict]:
     except ScheduleError as exc:
         raise DirectcollError(f"msccl export: rounding the schedule to {q} chunks per block (max_chunks="
                               f"{max_chunks}) breaks it ({exc}); raise max_chunks to at least "
-                              f"{s.nblocks * exact}") from None
+                              f"{s.vector_blocks * exact}") from None
     return scaled, report
 
 
@@ -518,8 +537,9 @@ class _Exporter:
         self.counters: dict[tuple, int] = defaultdict(int)
         n = s.nranks
         self.n = n
-        self.cd = cd = s.nblocks * q
+        self.cd = cd = s.nblocks * q          # chunk cells of the data coordinate
         self.C = C = (s.nblocks + s.nscratch) * q
+        self.nchunks = cd                     # nchunksperloop
         coll = s.collective
         x = np.arange(C, dtype=np.int64)
         self.init_buf = np.full((n, C), _S, np.int8)
@@ -529,7 +549,9 @@ class _Exporter:
         self.alias = np.ones((n, C), bool)
         s_base = np.zeros(n, np.int64)
         self.output = np.zeros((n, C), bool)
-        if coll is Collective.ALLREDUCE:
+        if coll is Collective.ALLTOALL:
+            self.alltoall_layout(x)
+        elif coll is Collective.ALLREDUCE:
             self.kc = cd
             self.init_buf[:, :cd], self.init_idx[:, :cd] = _I, x[:cd]
             self.home_buf[:, :cd], self.home_idx[:, :cd] = _O, x[:cd]
@@ -561,8 +583,9 @@ class _Exporter:
                     self.alias[r, :cd] = own
                     self.output[r, :cd] = own
                     s_base[r] = cd - kc
-        self.init_idx[:, cd:] = self.home_idx[:, cd:] = s_base[:, None] + (x[cd:] - cd)[None, :]
-        self.alt_base = s_base + (C - cd)
+        if coll is not Collective.ALLTOALL:
+            self.init_idx[:, cd:] = self.home_idx[:, cd:] = s_base[:, None] + (x[cd:] - cd)[None, :]
+            self.alt_base = s_base + (C - cd)
         self.loc = np.zeros((n, C), np.int8)
         self.read_now = np.zeros((n, C), bool)
         self.target = np.full((n, C), -1, np.int8)
@@ -572,6 +595,50 @@ class _Exporter:
         self.readers: dict[int, dict] = {}
         self.clock: dict[tuple, dict] = {}   # per thread block: vector clock after its last op
         self._op_clock: dict[int, dict] = {}
+
+    def alltoall_layout(self, x: np.ndarray) -> None:
+        """All-to-all buffers (module docstring): rank r's ``i`` is its send part (pair (r, j), chunk ``j kq + w``),
+        its ``o`` the receive part (pair (i, r), chunk ``i kq + w``), kq chunks per pair; its own pair (r, r) starts
+        in ``i`` and ends in ``o``. Everything else the rank touches (relayed pairs, the IR's scratch, and the
+        rare write into its own send part, which must not go to the const input) lives in ``s``, one chunk per
+        touched cell, in coordinate order; alternate chunks follow them."""
+        n, cd, C = self.n, self.cd, self.C
+        kq = cd // (n * n)
+        self.kc = self.nchunks = n * kq
+        read, written = self.touched()
+        pair, w = np.divmod(x[:cd], kq)
+        src, dst = np.divmod(pair, n)
+        self.alt_base = np.zeros(n, np.int64)
+        for r in range(n):
+            send = src == r
+            diag = send & (dst == r)
+            recv = (dst == r) & ~send
+            tail = np.ones(C - cd, bool)
+            relay = np.concatenate([~(send | recv), tail])      # other ranks' pairs and the IR's scratch
+            sent = np.concatenate([send & ~diag, ~tail])         # needs a slot only where it is written
+            in_s = (relay & (read[r] | written[r])) | (sent & written[r])
+            slot = np.cumsum(in_s) - 1
+            self.init_buf[r, :cd] = np.where(send, _I, np.where(recv, _O, _S))
+            self.init_idx[r, :cd] = np.where(send, dst * kq + w, np.where(recv, src * kq + w, slot[:cd]))
+            self.home_buf[r, :cd] = np.where(diag | recv, _O, _S)
+            self.home_idx[r, :cd] = np.where(diag, r * kq + w, np.where(recv, src * kq + w, slot[:cd]))
+            self.init_idx[r, cd:] = self.home_idx[r, cd:] = slot[cd:]
+            self.alias[r, :cd] = ~send       # a send cell starts in i (const) and lives in o or s
+            self.output[r, :cd] = diag | recv
+            self.alt_base[r] = int(in_s.sum())
+
+    def touched(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which cells every rank reads, and which it writes: two bool (N, C)."""
+        s, n, C = self.s, self.n, self.C
+        pt = s.piece_transfer
+        out = []
+        for ranks, a, b in ((s.src[pt], s.piece_start, s.piece_stop),
+                            (s.dst[pt], s.piece_start + s.shift, s.piece_stop + s.shift)):
+            diff = np.zeros((n, C + 1), np.int64)
+            np.add.at(diff, (ranks, a), 1)
+            np.add.at(diff, (ranks, b), -1)
+            out.append(np.cumsum(diff, axis=1)[:, :C] > 0)
+        return out[0], out[1]
 
     # -- locations ------------------------------------------------------------------------------------------
     def where(self, r: int, xs: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -758,9 +825,13 @@ class _Exporter:
         self.emit(op, reads, writes)
 
     def finish(self) -> None:
-        """Copy output chunks that do not live in their home there (e.g. an allgather's own blocks i -> o)."""
+        """Copy output chunks that do not live in their home there (e.g. an allgather's own blocks i -> o, an
+        all-to-all's own part i -> o)."""
         for r in range(self.n):
             xs = np.flatnonzero(self.output[r] & (self.loc[r] != _HOME))
+            sb, si = self.where(r, xs, self.loc[r, xs])
+            db, di = self.where(r, xs, np.full(len(xs), _HOME, np.int8))
+            xs = xs[(sb != db) | (si != di)]  # an all-to-all's receive cell starts where it ends: nothing to copy
             if not len(xs):
                 continue
             code = self.loc[r, xs].copy()
@@ -871,12 +942,16 @@ class _Exporter:
                     prev = None
         self.tb_of = tb_of
         nchannels = max((tb.chan + 1 for g in gpus for tb in g.tbs), default=1)
-        return Program(name=name, coll=COLL_NAMES[self.s.collective], ngpus=n, nchunksperloop=self.cd,
-                       nchannels=nchannels, proto=proto, inplace=1, outofplace=1, min_bytes=min_bytes,
+        # all-to-all: out of place only, like msccl-tools' AllToAll(..., inplace=False) (module docstring)
+        inplace = 0 if self.s.collective is Collective.ALLTOALL else 1
+        return Program(name=name, coll=COLL_NAMES[self.s.collective], ngpus=n, nchunksperloop=self.nchunks,
+                       nchannels=nchannels, proto=proto, inplace=inplace, outofplace=1, min_bytes=min_bytes,
                        max_bytes=max_bytes, gpus=gpus)
 
     def buffer_sizes(self, r: int) -> tuple[int, int]:
         coll = self.s.collective
+        if coll is Collective.ALLTOALL:
+            return self.kc, self.kc
         if coll is Collective.ALLREDUCE:
             return self.cd, self.cd
         if coll is Collective.ALLGATHER:
@@ -899,12 +974,14 @@ def to_msccl(schedule: Schedule, *, name: str | None = None, proto: str = "Simpl
     """Translate ``schedule`` into an MSCCL program for the NCCL MSCCL executor (module docstring).
 
     Args:
-        schedule: an allreduce, reduce-scatter or allgather schedule (any algorithm; scratch and displaced pieces
-            allowed). Reduce-scatter / allgather ownership must give every rank the same number of blocks.
+        schedule: an allreduce, reduce-scatter, allgather or all-to-all schedule (any algorithm; scratch, displaced
+            pieces and relays allowed). Reduce-scatter / allgather ownership must give every rank the same number
+            of blocks.
         name: the ``name`` attribute (default ``<algorithm>_<coll>_<N>``; characters other than letters, digits,
             ``_.-`` become ``_``).
         proto: ``Simple``, ``LL`` or ``LL128``.
-        max_chunks: cap on ``nchunksperloop``; a fractional schedule needing more chunks is rounded (reported).
+        max_chunks: cap on ``nchunksperloop`` (``vector_blocks * q``); a fractional schedule needing more chunks is
+            rounded (reported).
         min_bytes, max_bytes: message sizes the executor selects the algorithm for (``maxBytes=0``: no limit).
         split: when a thread block would exceed ``max_steps``, cut its connection (or local sequence) into parts,
             each a thread block of its own on its own channel, until every thread block fits (or no cut helps).
@@ -1009,7 +1086,16 @@ def export_msccl(schedule: Schedule, path=None, **options) -> str:
 
 _READ, _COPYW, _REDW = 0, 1, 2
 _IMPORT_COLLS = {"allreduce": Collective.ALLREDUCE, "reducescatter": Collective.REDUCE_SCATTER,
-                 "allgather": Collective.ALLGATHER}
+                 "allgather": Collective.ALLGATHER, "alltoall": Collective.ALLTOALL}
+_START, _END = -1, -2   # pseudo op nodes: the out-of-place input copy (first), all-to-all's final copies (last)
+
+
+def _runs(xs: np.ndarray, ys: np.ndarray) -> list[tuple[int, int, int]]:
+    """(x, y, length) of the runs where both coordinate arrays advance by one chunk."""
+    brk = np.flatnonzero((np.diff(xs) != 1) | (np.diff(ys) != 1)) + 1
+    starts = np.concatenate([[0], brk])
+    ends = np.concatenate([brk, [len(xs)]])
+    return [(int(xs[a]), int(ys[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
 
 
 @dataclass
@@ -1029,15 +1115,16 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
 
     Args:
         path_or_text: a file path (str or Path), or a string holding the XML (it starts with ``<``).
-        model: ``"inplace"`` (i and o alias as in NCCL's in-place call), ``"outofplace"`` (the input is a
-            separate copy), or ``"auto"``: in place when the file declares ``inplace="1"``.
+        model: ``"inplace"`` (i and o alias as in NCCL's in-place call; alltoall: o is i), ``"outofplace"`` (the
+            input is a separate copy), or ``"auto"``: in place when the file declares ``inplace="1"``.
         strict: also check the executor's limits (:func:`check_limits`).
         check_races: report conflicting chunk accesses that no dependency orders (skipped above 20,000 steps).
         limits: limits for ``strict`` (default :data:`LIMITS`).
 
     Returns:
-        A schedule of ``nblocks = nchunksperloop`` blocks (denominator 1), scratch blocks for ``s`` chunks,
-        temporaries and (out of place) the input copy; meta records the source and the MSCCL attributes.
+        A schedule of ``nblocks = nchunksperloop`` blocks (alltoall: ``N * nchunksperloop``; denominator 1),
+        scratch blocks for ``s`` chunks, temporaries and (out of place) the input copy or (alltoall) o's own part;
+        meta records the source and the MSCCL attributes.
 
     Raises:
         MscclFormatError: malformed XML, an unsupported collective or step type, unmatched sends / receives,
@@ -1088,7 +1175,9 @@ class _Importer:
             self.fail(f"<algo> nchunksperloop={cd} must be >= 1")
         if self.coll is not Collective.ALLREDUCE and cd % n:
             self.fail(f"<algo> nchunksperloop={cd} must be a multiple of ngpus={n} for {p.coll}")
-        self.kc = cd // n if self.coll is not Collective.ALLREDUCE else cd
+        self.kc = cd // n if self.coll is not Collective.ALLREDUCE else cd  # all-to-all: chunks per pair
+        self.a2a = self.coll is Collective.ALLTOALL
+        self.nb = n * cd if self.a2a else cd   # IR data blocks (all-to-all: N^2 kc, one block per chunk)
         if model == "auto":
             model = "inplace" if p.inplace else "outofplace"
         if model not in ("inplace", "outofplace"):
@@ -1099,9 +1188,11 @@ class _Importer:
                 self.fail(f"gpu {g.id}: buffer sizes must be >= 0 (i_chunks={g.i_chunks}, o_chunks={g.o_chunks}, "
                           f"s_chunks={g.s_chunks})")
         self.S = max((g.s_chunks for g in self.gpus), default=0)
-        self.in_size = self.kc if self.coll is Collective.ALLGATHER else cd
-        self.in_base = cd + self.S
-        self.temp_base = self.in_base + (self.in_size if model == "outofplace" else 0)
+        # all-to-all's input and output are distinct coordinates already: no input copy
+        self.in_size = 0 if self.a2a else self.kc if self.coll is Collective.ALLGATHER else cd
+        self.in_base = self.nb + self.S
+        self.temp_base = self.diag_base = self.in_base + (self.in_size if model == "outofplace" else 0)
+        self.diag_alias = [True] * n   # all-to-all out of place: rank r's own part of o shares i's coordinates
         self.temps = [0] * n
 
     def fail(self, message: str):
@@ -1110,13 +1201,16 @@ class _Importer:
     # -- coordinates ----------------------------------------------------------------------------------------
     def natural(self, buf: str) -> int:
         c = self.coll
+        if self.a2a and buf in "io":
+            return self.cd
         if buf == "i":
             return self.kc if c is Collective.ALLGATHER else self.cd
         if buf == "o":
             return self.kc if c is Collective.REDUCE_SCATTER else self.cd
         return self.S
 
-    def coord(self, op: _IOp, buf: str, off: int, role: str) -> int:
+    def coord(self, op: _IOp, buf: str, off: int, role: str) -> np.ndarray:
+        """IR coordinates of the ``cnt`` chunks of ``buf`` from ``off`` on the op's GPU (int64 array)."""
         g = self.gpus[op.gpu]
         cnt = op.step.cnt
         declared = {"i": g.i_chunks, "o": g.o_chunks, "s": g.s_chunks}[buf]
@@ -1126,20 +1220,56 @@ class _Importer:
                    f"{self.p.coll} gives buffer {buf} {self.natural(buf)} chunks")
             self.fail(f"{op.where}: {role} chunks [{off}, {off + cnt}) of buffer {buf} are outside it: {why}")
         r = op.gpu
+        cells = np.arange(off, off + cnt, dtype=np.int64)
         if buf == "s":
-            return self.cd + off
+            return self.nb + cells
+        if self.a2a:
+            # i chunk j kc + w is pair (r, j); o chunk i kc + w is pair (i, r); in place o is i (msccl-tools' model)
+            if buf == "i" or self.model == "inplace":
+                return r * self.cd + cells
+            src, w = np.divmod(cells, self.kc)
+            out = src * self.cd + r * self.kc + w
+            return out if self.diag_alias[r] else np.where(src == r, self.diag_base + w, out)
         if self.model == "outofplace" and buf == "i":
-            return self.in_base + off
+            return self.in_base + cells
         if buf == "i" and self.coll is Collective.ALLGATHER:
-            return r * self.kc + off
+            return r * self.kc + cells
         if buf == "o" and self.coll is Collective.REDUCE_SCATTER:
-            return r * self.kc + off
-        return off
+            return r * self.kc + cells
+        return cells
 
-    def temp(self, r: int, cnt: int) -> int:
+    def temp(self, r: int, cnt: int) -> np.ndarray:
         start = self.temp_base + self.temps[r]
         self.temps[r] += cnt
-        return start
+        return np.arange(start, start + cnt, dtype=np.int64)
+
+    def own_part_aliased(self) -> list[bool]:
+        """Out-of-place all-to-all: whether rank r's own part (chunks [r kc, (r+1) kc) of i and of o) can share one
+        coordinate, pair (r, r): o's chunks of it are written only by ``cpy`` from the same chunks of i, each at
+        least once, never read, and i's are never written -- then o ends equal to i, as the IR's one cell says.
+        Otherwise o's own part gets scratch coordinates of its own and a final copy into pair (r, r), so that
+        verify checks what the executor leaves in o (e.g. a program that forgets the local copy fails)."""
+        kc, n = self.kc, self.n
+        ok = [True] * n
+        written = [np.zeros(kc, bool) for _ in range(n)]
+
+        def own(r: int, off: int, cnt: int) -> tuple[int, int]:  # chunks [off, off + cnt) in the own part
+            return max(off, r * kc) - r * kc, min(off + cnt, (r + 1) * kc) - r * kc
+
+        for op in self.ops:
+            st, r = op.step, op.gpu
+            if st.type in ("s", "rrc", "rrs", "rrcs", "cpy", "re") and st.srcbuf == "o":
+                a, b = own(r, st.srcoff, st.cnt)
+                ok[r] &= a >= b
+            if st.type in ("r", "rcs", "rrc", "rrcs", "cpy", "re") and st.dstbuf in "io":
+                a, b = own(r, st.dstoff, st.cnt)
+                if a >= b:
+                    continue
+                if st.dstbuf == "o" and st.type == "cpy" and st.srcbuf == "i" and st.srcoff == st.dstoff:
+                    written[r][a:b] = True
+                else:
+                    ok[r] = False
+        return [ok[r] and bool(written[r].all()) for r in range(n)]
 
     # -- reading --------------------------------------------------------------------------------------------
     def build(self) -> Schedule:
@@ -1237,6 +1367,10 @@ class _Importer:
         rank_of[topo] = np.arange(nv)
         self.topo_index = rank_of
         self.reach = self.reachability(topo, succ) if self.check_races and nv <= 20000 else None
+        if self.a2a and self.model == "outofplace":
+            self.diag_alias = self.own_part_aliased()
+            if not all(self.diag_alias):
+                self.temp_base = self.diag_base + self.kc
         return self.replay(pairs)
 
     def toposort(self, succ) -> list[int]:
@@ -1275,8 +1409,8 @@ class _Importer:
     # -- semantics ------------------------------------------------------------------------------------------
     def replay(self, pairs) -> Schedule:
         ops = self.ops
-        events: list[list[tuple]] = []      # IR actions: (src rank, dst rank, op, src start, dst start, cnt)
-        accesses = []                       # (rank, start, cnt, position, kind, event, op node)
+        events: list[list[tuple]] = []      # IR actions: (src rank, dst rank, op, src coordinates, dst coordinates)
+        accesses = []                       # (rank, coordinates, position, kind, event, op node)
         recv_pair = {v: u for u, v in pairs}
 
         def event(*actions) -> int:
@@ -1286,7 +1420,7 @@ class _Importer:
         def pos(node: int, sub: int) -> int:
             return int(self.topo_index[node]) * 2 + sub
 
-        sent_from = {}                      # sending op node -> coordinate its data is read from (on its gpu)
+        sent_from = {}                      # sending op node -> coordinates its data is read from (on its gpu)
         for op in ops:
             st = op.step
             if st.type == "s":
@@ -1299,79 +1433,104 @@ class _Importer:
             st, r, t = op.step, op.gpu, op.step.type
             if t == "nop" or t == "s":
                 continue
+            here = pos(op.node, 0)
             if t in _RECVS:
                 snd = ops[recv_pair[op.node]]
                 a, xs = snd.gpu, sent_from[snd.node]
                 sub_read = 1 if snd.step.type != "s" else 0
                 if t in ("r", "rcs"):
                     yd = self.coord(op, st.dstbuf, st.dstoff, "destination")
-                    e = event((a, r, COPY, xs, yd, st.cnt))
-                    accesses.append((r, yd, st.cnt, pos(op.node, 0), _COPYW, e, op.node))
+                    e = event((a, r, COPY, xs, yd))
+                    accesses.append((r, yd, here, _COPYW, e, op.node))
                 else:
                     yo = self.coord(op, st.srcbuf, st.srcoff, "source")
                     yd = (self.coord(op, st.dstbuf, st.dstoff, "destination") if t != "rrs" else sent_from[op.node])
-                    if yo == yd:
-                        e = event((a, r, REDUCE, xs, yd, st.cnt))
-                        accesses.append((r, yd, st.cnt, pos(op.node, 0), _REDW, e, op.node))
-                    else:
-                        e = event((r, r, COPY, yo, yd, st.cnt), (a, r, REDUCE, xs, yd, st.cnt))
-                        accesses.append((r, yo, st.cnt, pos(op.node, 0), _READ, e, op.node))
-                        accesses.append((r, yd, st.cnt, pos(op.node, 0), _COPYW, e, op.node))
-                accesses.append((a, xs, st.cnt, pos(snd.node, sub_read), _READ, e, snd.node))
+                    moved = yo != yd
+                    if not moved.any():
+                        e = event((a, r, REDUCE, xs, yd))
+                        accesses.append((r, yd, here, _REDW, e, op.node))
+                    else:  # the local operand is copied to the destination first (same IR step)
+                        e = event((r, r, COPY, yo[moved], yd[moved]), (a, r, REDUCE, xs, yd))
+                        accesses.append((r, yo[moved], here, _READ, e, op.node))
+                        accesses.append((r, yd[moved], here, _COPYW, e, op.node))
+                        if not moved.all():
+                            accesses.append((r, yd[~moved], here, _REDW, e, op.node))
+                accesses.append((a, xs, pos(snd.node, sub_read), _READ, e, snd.node))
             elif t in ("cpy", "re"):
                 ys = self.coord(op, st.srcbuf, st.srcoff, "source")
                 yd = self.coord(op, st.dstbuf, st.dstoff, "destination")
-                if ys == yd:
-                    if t == "cpy":
-                        continue  # a copy onto itself (i -> o of one chunk under in-place aliasing)
-                    self.fail(f"{op.where}: `re` adds chunks [{st.srcoff}, +{st.cnt}) of {st.srcbuf} into "
-                              f"{st.dstbuf} at the same place under the {self.model} model (it would double them); "
-                              "try model='outofplace'")
-                if abs(ys - yd) < st.cnt:
+                same = ys == yd
+                if same.any():
+                    if t == "re":
+                        self.fail(f"{op.where}: `re` adds chunks [{st.srcoff}, +{st.cnt}) of {st.srcbuf} into "
+                                  f"{st.dstbuf} at the same place under the {self.model} model (it would double "
+                                  "them); try model='outofplace'")
+                    ys, yd = ys[~same], yd[~same]  # a copy onto itself (i -> o under in-place aliasing)
+                    if not len(ys):
+                        continue
+                if len(np.intersect1d(ys, yd)):
                     self.fail(f"{op.where}: source and destination chunks overlap")
-                e = event((r, r, COPY if t == "cpy" else REDUCE, ys, yd, st.cnt))
-                accesses.append((r, ys, st.cnt, pos(op.node, 0), _READ, e, op.node))
-                accesses.append((r, yd, st.cnt, pos(op.node, 0), _COPYW if t == "cpy" else _REDW, e, op.node))
+                e = event((r, r, COPY if t == "cpy" else REDUCE, ys, yd))
+                accesses.append((r, ys, here, _READ, e, op.node))
+                accesses.append((r, yd, here, _COPYW if t == "cpy" else _REDW, e, op.node))
         fixed = set()
-        if self.model == "outofplace":
-            uses_input = defaultdict(bool)
-            for r, y, *_ in accesses:
-                if self.in_base <= y < self.in_base + self.in_size:
-                    uses_input[r] = True
-            for r in sorted(uses_input):
+        if self.model == "outofplace" and self.in_size:
+            top = self.in_base + self.in_size
+            uses_input = sorted({r for r, y, *_ in accesses if np.any((y >= self.in_base) & (y < top))})
+            for r in uses_input:
                 lo = r * self.kc if self.coll is Collective.ALLGATHER else 0
-                e = event((r, r, COPY, lo, self.in_base, self.in_size))
-                accesses.append((r, lo, self.in_size, -2, _READ, e, -1))
-                accesses.append((r, self.in_base, self.in_size, -1, _COPYW, e, -1))
+                src = np.arange(lo, lo + self.in_size, dtype=np.int64)
+                dst = np.arange(self.in_base, top, dtype=np.int64)
+                e = event((r, r, COPY, src, dst))
+                accesses.append((r, src, -2, _READ, e, _START))
+                accesses.append((r, dst, -1, _COPYW, e, _START))
                 fixed.add(e)
+        if self.a2a:  # after everything: move what o holds into the receive coordinates (module docstring)
+            end, kc, cd = 2 * len(ops), self.kc, self.cd
+            for r in range(self.n):
+                if self.model == "inplace":
+                    moves = [(r * cd + j * kc, j * cd + r * kc) for j in range(self.n) if j != r]
+                else:
+                    moves = [] if self.diag_alias[r] else [(self.diag_base, r * cd + r * kc)]
+                if not moves:
+                    continue
+                src = np.concatenate([np.arange(x, x + kc, dtype=np.int64) for x, _ in moves])
+                dst = np.concatenate([np.arange(y, y + kc, dtype=np.int64) for _, y in moves])
+                e = event((r, r, COPY, src, dst))
+                accesses.append((r, src, end, _READ, e, _END))
+                accesses.append((r, dst, end + 1, _COPYW, e, _END))
         steps = self.solve(events, accesses, fixed)
         total = self.temp_base + max(self.temps, default=0)
-        b = ScheduleBuilder(self.coll, self.n, self.cd)
+        b = ScheduleBuilder(self.coll, self.n, self.nb)
         if events:
             uniq = {v: i for i, v in enumerate(sorted(set(steps)))}
             for e, acts in enumerate(events):
-                for src, dst, op, xs, yd, cnt in acts:
-                    b.add(uniq[steps[e]], src, dst, op, xs, xs + cnt, yd - xs)
+                for src, dst, op, xs, yd in acts:
+                    runs = _runs(xs, yd)
+                    x0 = np.array([x for x, _, _ in runs], np.int64)
+                    y0 = np.array([y for _, y, _ in runs], np.int64)
+                    length = np.array([c for _, _, c in runs], np.int64)
+                    b.add_pieces(uniq[steps[e]], src, dst, op, len(runs), x0, x0 + length, y0 - x0)
         p = self.p
         meta = {"algorithm": p.name, "source": self.source, "import_model": self.model,
                 "msccl": {"proto": p.proto, "coll": p.coll, "nchannels": p.nchannels,
                           "nchunksperloop": p.nchunksperloop, "inplace": p.inplace, "outofplace": p.outofplace,
                           "minBytes": p.min_bytes, "maxBytes": p.max_bytes}}
         try:
-            return b.build(meta=meta, nscratch=total - self.cd)
+            return b.build(meta=meta, nscratch=total - self.nb)
         except ScheduleError as exc:
             self.fail(f"the imported schedule is inconsistent: {exc}")
 
     def ordered(self, a_node: int, b_node: int) -> bool:
-        if a_node < 0 or a_node == b_node:
+        if a_node < 0 or b_node == _END or a_node == b_node:
             return True
         return bool((self.reach[b_node] >> a_node) & 1)
 
     def solve(self, events, accesses, fixed) -> list[int]:
         """Smallest IR steps that respect every conflict between chunk accesses (module docstring)."""
         per_cell = defaultdict(list)
-        for r, y, cnt, p, kind, e, node in accesses:
-            for c in range(y, y + cnt):
+        for r, cells, p, kind, e, node in accesses:
+            for c in cells.tolist():
                 per_cell[r, c].append((p, kind, e, node))
         edges = defaultdict(dict)          # u -> {v: weight}: step(v) >= step(u) + weight
 
@@ -1405,7 +1564,7 @@ class _Importer:
         step = [1 if (fixed and e not in fixed) else 0 for e in range(ne)]
         first = [math.inf] * ne
         for a in accesses:
-            first[a[5]] = min(first[a[5]], a[3])
+            first[a[4]] = min(first[a[4]], a[2])
         order = sorted(range(ne), key=lambda e: first[e])  # sweeps in happens-before order converge fast
         for _ in range(ne + 1):
             changed = False
@@ -1423,4 +1582,6 @@ class _Importer:
                   "strictly increasing steps")
 
     def describe(self, node: int) -> str:
+        if node == _END:
+            return "the final copy into the output"
         return "the input copy" if node < 0 else self.ops[node].where
