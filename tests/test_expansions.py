@@ -397,3 +397,18 @@ def test_irregular_bases_still_give_verified_schedules(spec):
     # the constructions do not need regularity (only the cost theorems do); self-loop nodes have degree d-1
     for coll in ("allgather", "reduce_scatter", "allreduce"):
         assert verify(expanded_schedule(spec, coll)).ok, (spec, coll)
+
+
+def test_punctured_is_a_leaf_of_the_expansions():
+    """A punctured topology has no expansion theorem: the expansion algorithm refuses it, BFB schedules it, and
+    expansions of it are still built (and verify)."""
+    from directcoll.algorithms import build
+    from directcoll.errors import UnsupportedShapeError
+    from directcoll.synthesis.expansions import expanded_schedule
+    from directcoll.verify import verify
+
+    spec = "punctured(torus:4x4,links=2,seed=1)"
+    with pytest.raises(UnsupportedShapeError, match="plain BFB"):
+        build("expansion", spec)
+    assert expanded_schedule(spec, "allreduce").meta["algorithm"] == "bfb"
+    assert verify(expanded_schedule(f"line({spec})", "allgather")).ok

@@ -75,7 +75,11 @@ def cmd_schedule(args) -> int:
 
     t0 = time.perf_counter()
     options = _generalized_options(args)
-    schedule = build(args.algorithm, args.spec, args.collective, variant=args.variant, ports=args.ports, **options)
+    method = getattr(args, "method", None)  # mcf: --method timestepped|path|extp is the variant
+    if method is not None and args.variant not in (None, method):
+        raise DirectcollError(f"--method {method} and --variant {args.variant} disagree; give one of them")
+    schedule = build(args.algorithm, args.spec, args.collective, variant=method or args.variant, ports=args.ports,
+                     **options)
     path = save(schedule, args.output)
     info = {"file": str(path), "algorithm": schedule.algorithm, "collective": schedule.collective.value,
             "ranks": schedule.nranks, "steps": schedule.num_steps, "transfers": schedule.num_transfers,

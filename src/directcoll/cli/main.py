@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--group", choices=["cyclic", "xor"], help="generalized only: the group T_P (default cyclic)")
     sched.add_argument("--size", help="vector size for --steps auto (default 1MiB)")
     sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")
+    sched.add_argument("--method", choices=["timestepped", "path", "extp"],
+                       help="mcf only (--collective alltoall): tsMCF steps, pMCF paths or MCF-extP widest paths")
     sched.add_argument("-o", "--output", required=True, help="output file (.json, or .npz for large schedules)")
     sched.add_argument("--json", action="store_true", help="machine-readable output")
     sched.set_defaults(func=cmd_schedule)
@@ -107,12 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp = sub.add_parser("compare", help="which algorithm wins on a network at each size (the main job)",
                          description="Simulate every algorithm that serves the network at every size and report "
-                                     "goodput, the winner and the gain of Swing (on tori) or BFB (on direct-connect "
-                                     "topologies) over the best other algorithm. Default: allreduce on "
+                                     "goodput, the winner and the gain of Swing (on tori), BFB (on direct-connect "
+                                     "topologies) or MCF schedules (all-to-all, with the MCF bound) over the best "
+                                     "other algorithm. Default: allreduce on "
                                      f"{DEFAULT_TOPOLOGY}, {DEFAULT_SIZES}, swing-sst parameters.")
     cmp.add_argument("spec", nargs="?", help=f"topology spec or system preset (trn1, tpu-v4-cube, ...); "
                                               f"default {DEFAULT_TOPOLOGY}")
-    cmp.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"])
+    cmp.add_argument("--collective", default="allreduce",
+                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"])
     cmp.add_argument("--sizes", default=DEFAULT_SIZES, help="32B..512MiB (powers of two), a list 1KiB,1MiB, or a "
                                                             "workload name such as swing_sweep")
     cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "

@@ -96,12 +96,22 @@ def cmd_compare(args) -> int:
 
 
 
+#: one-letter labels of the all-to-all families (plot.letter's first-letter fallback would give direct and dor
+#: both "D")
+ALLTOALL_LETTERS = {"direct": "P", "dor": "O", "ewsp": "E", "sssp": "S", "ilp-disjoint": "I", "mcf": "M"}
+
+
 def _print_comparison(cmp, notes) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from directcoll.reports.plot import letter
+    from directcoll.reports.plot import letter as plot_letter
     from directcoll.units import format_size, format_time
+
+    alltoall = cmp.collective == "alltoall"
+
+    def letter(family: str) -> str:
+        return ALLTOALL_LETTERS.get(family, plot_letter(family)) if alltoall else plot_letter(family)
 
     fams = cmp.families()
     winners = cmp.winners()
@@ -110,7 +120,7 @@ def _print_comparison(cmp, notes) -> None:
     others = cmp.best_other(reference) if gain is not None else None
     names = SHORT_FAMILY
     short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u",
-             "r=0": "B"}
+             "r=0": "B", "timestepped": "ts"}
     from rich import box
 
     table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
@@ -120,14 +130,22 @@ def _print_comparison(cmp, notes) -> None:
         table.add_column(f"{names.get(fam, fam[:9])} ({letter(fam)})", justify="right")
     table.add_column("best", justify="center")
     table.add_column("time", justify="right")
+    bound = cmp.bound_times if alltoall else None
+    if bound is not None:
+        table.add_column("MCF bound", justify="right")
+        table.add_column("best/bound", justify="right")
     if gain is not None:
         table.add_column(f"{reference} gain", justify="right")
+    several = {fam: sum(e.family == fam for e in cmp.entries) > 1 for fam in fams}
     for j, size in enumerate(cmp.sizes):
         row = [format_size(size)]
         for fam, (times, variants) in fams.items():
-            cell = f"{gbps(size / times[j])} {short.get(variants[j], variants[j])}"
+            shown = "" if alltoall and not several[fam] else short.get(variants[j], variants[j])
+            cell = f"{gbps(size / times[j])} {shown}".rstrip()
             row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
         row += [letter(winners[j][0]), format_time(winners[j][2])]
+        if bound is not None:
+            row += [format_time(bound[j]), f"{winners[j][2] / bound[j]:.2f}x"]
         if gain is not None:
             row.append(f"{gain[j] * 100:+.0f}% {letter(others[j])}")
         table.add_row(*row)
@@ -135,15 +153,37 @@ def _print_comparison(cmp, notes) -> None:
     console.print(table)
     gain_note = (f" {reference} gain = {reference}'s goodput over the best other (letter) - 1." if gain is not None
                  else "")
-    console.print(f"Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; r=k "
-                  "generalized allreduce with k distribution steps removed; P=k double binary tree with k chunks "
-                  f"per half; H/bi/u Hamiltonian/bidirectional/unidirectional rings). best = the fastest.{gain_note} "
-                  f"Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s.")
+    peak = f" Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s."
+    if alltoall:
+        console.print(_alltoall_note(cmp, letter) + gain_note + peak)
+    else:
+        console.print("Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; r=k "
+                      "generalized allreduce with k distribution steps removed; P=k double binary tree with k chunks "
+                      "per half; H/bi/u Hamiltonian/bidirectional/unidirectional rings). best = the fastest."
+                      + gain_note + peak)
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
     for s in cmp.skipped:
         console.print(f"[dim]skipped {s['algorithm']} {s['variant'] or ''}: {s['reason']}[/dim]")
 
+
+
+def _alltoall_note(cmp, letter) -> str:
+    from fractions import Fraction
+
+    names = ", ".join(f"{letter(f)} {f}" for f in cmp.families())
+    text = (f"Each cell: all-to-all goodput = bytes each rank sends / time, size being each rank's send buffer "
+            f"(N blocks of size/N, its own included, as MPI_Alltoall's sendcount x N); best variant per family "
+            f"({names}). best = the fastest, time = its all-to-all time.")
+    if cmp.bound is not None:
+        f = cmp.bound["F"]
+        exact = Fraction(f).limit_denominator(10**6)
+        frac = f" = {exact}" if abs(float(exact) - f) <= 1e-12 * f else ""
+        b = cmp.bound["reference_bandwidth_Bps"] * 8 / 1e9
+        text += (f" MCF bound = time of an ideal schedule, m / (F b) with m = size/N per pair, F = {f:.6g}{frac} "
+                 f"(max concurrent flow, Basu et al. Sec. 3.1), b = {b:.4g} Gb/s; bandwidth only (no latency), so "
+                 "every schedule's time is above it.")
+    return text
 
 
 def cmd_simulate(args) -> int:

@@ -20,6 +20,11 @@ Definitions (sizes are fractions of the vector, so they scale with any vector si
 - **T_B** (Zhao et al. Sec. 3.2): sum over steps of max over links of load / link bandwidth, with loads from
   minimal-path routing split evenly over all shortest paths; reported in units of M/B with B the node
   bandwidth (degree x link bandwidth).
+- **all-to-all time** (``alltoall_time_m_over_b``, all-to-all schedules only): sum over steps of max over links
+  of load / (bandwidth / b), loads in units of the per-pair shard m (one rank's send buffer / N) and b the largest
+  link bandwidth, so the result is in units of m / b: 1 / F for a schedule achieving the max concurrent flow F
+  (Basu et al.; ``directcoll.synthesis.mcf``). Transfers follow their explicit route where they have one, else
+  minimal routing split evenly as for T_B.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from directcoll.errors import TopologyError
+from directcoll.errors import ScheduleError, TopologyError
 from directcoll.schedule.ir import REDUCE, Collective, Schedule
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import hop_distance, link_loads
@@ -65,6 +70,7 @@ class CostReport:
     reduce_time: np.ndarray = field(repr=False)    # per step, largest fraction of n reduced by one rank
     link_bound: np.ndarray | None = field(repr=False, default=None)  # per step, max load / bandwidth (s/byte)
     link_bandwidth: float = 0.0
+    alltoall_time_m_over_b: float | None = None
 
     def time(self, size_bytes, params: CostParams = CostParams()) -> np.ndarray:
         """alpha-beta-gamma time without contention, seconds, for one or many vector sizes (bytes)."""
@@ -84,6 +90,41 @@ def _per_step_max(step: np.ndarray, values: np.ndarray, nsteps: int) -> np.ndarr
     out = np.zeros(nsteps)
     np.maximum.at(out, step, values)
     return out
+
+
+def alltoall_time_m_over_b(schedule: Schedule, topology: Topology) -> float:
+    """All-to-all completion time in units of (per-pair shard m) / b, b = the largest link bandwidth.
+
+    Per step, every transfer's size (in shards: ``transfer_size * N``) is put on the links of its explicit
+    route, or split evenly over the minimal paths when it has none; the step lasts max over links of load x
+    b / bandwidth; steps add up. A schedule achieving the all-to-all max concurrent flow F (Basu et al. eq.
+    1-5, in units of b) scores 1 / F; no schedule scores less.
+
+    Raises:
+        ScheduleError: not an all-to-all schedule.
+        TopologyError: more ranks than compute nodes, or a route with a link id outside the topology.
+    """
+    s, n = schedule, schedule.nranks
+    if s.collective is not Collective.ALLTOALL:
+        raise ScheduleError(f"alltoall_time_m_over_b needs an all-to-all schedule, not {s.collective.value}")
+    if n != topology.num_compute:
+        raise TopologyError(f"schedule has {n} ranks but {topology.spec} has {topology.num_compute} compute nodes")
+    size = np.where(s.is_local, 0.0, s.transfer_size) * n
+    slowdown = topology.link_bandwidth.max() / topology.link_bandwidth
+    ro = s.route_offsets if s.route_offsets is not None else np.zeros(s.num_transfers + 1, np.int64)
+    links = s.route_links if s.route_links is not None else np.zeros(0, np.int64)
+    if len(links) and (links.min() < 0 or links.max() >= topology.num_links):
+        raise TopologyError(f"a route uses a link id outside 0..{topology.num_links - 1} of {topology.spec}")
+    total = 0.0
+    for t in range(s.num_steps):
+        a, b = s.step_bounds[t], s.step_bounds[t + 1]
+        counts = np.diff(ro[a: b + 1])
+        loads = np.bincount(links[ro[a]: ro[b]], weights=np.repeat(size[a:b], counts), minlength=topology.num_links)
+        free = np.flatnonzero(counts == 0) + a
+        if len(free):
+            loads = loads + link_loads(topology, s.src[free], s.dst[free], size[free])
+        total += float((loads * slowdown).max()) if len(loads) else 0.0
+    return total
 
 
 def lower_bound_port_time(collective: Collective, ranks: int, ports: int) -> float:
@@ -127,6 +168,7 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
             loads = link_loads(topology, s.src[a:b], s.dst[a:b], size[a:b])  # src == dst carries nothing
             link_bound[t] = (loads / topology.link_bandwidth).max() if len(loads) else 0.0
         t_b = float(link_bound.sum() * topology.node_bandwidth)
+    a2a = alltoall_time_m_over_b(s, topology) if link_loads_too and s.collective is Collective.ALLTOALL else None
     return CostReport(
         algorithm=s.algorithm, collective=s.collective.value, topology=topology.spec, ranks=n, steps=nsteps,
         bytes_per_rank=float(sent.sum(axis=0).max()) if nsteps else 0.0,
@@ -136,4 +178,5 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
         t_l_steps=nsteps, t_b_m_over_b=t_b, port_time=port_time,
         reduce_time=reduced.reshape(nsteps, n).max(axis=1) if nsteps else np.zeros(0),
         link_bound=link_bound, link_bandwidth=float(np.median(topology.link_bandwidth)),
+        alltoall_time_m_over_b=a2a,
     )

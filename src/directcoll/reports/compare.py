@@ -16,6 +16,12 @@ Which algorithms compete depends on the network (:func:`default_contenders`):
   recursive doubling -- plus Swing and bucket where the torus of the topology's shape is a subgraph
   (:func:`grid_embeds`); the reference family is BFB.
 * both: Kolmakov & Zhang's generalized allreduce when N is not a power of two.
+* all-to-all (any topology): Basu et al.'s baselines (Sec. 5.2) -- direct (the network routes every pair),
+  EwSP, SSSP, DOR on the grids it serves -- and the ``mcf`` schedules when that algorithm is registered; the
+  reference family is the best MCF schedule, else EwSP. The comparison also carries the MCF bound: an ideal
+  schedule moves every pair's m = size / N bytes in m / (F b) seconds (:func:`alltoall_bound`, Basu Sec. 3.1).
+  Sizes are each rank's send buffer (N blocks of size / N, its own included, MPI_Alltoall's sendcount x N), so
+  goodput = size / time is the bytes each rank sends per second.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -106,6 +112,39 @@ def dbt_contenders(collective=Collective.ALLREDUCE, chunks=DBT_CHUNKS) -> list[t
     return [("double-binary-tree", "double-binary-tree", None, {"chunks": int(p)}) for p in chunks]
 
 
+#: the all-to-all baselines of Basu et al. Sec. 5.2 compared by default, in column order (``dor`` only where
+#: :func:`directcoll.algorithms.alltoall.dor_alltoall` serves the topology; ``mcf`` when registered)
+ALLTOALL_CONTENDERS: list[tuple[str, str, str | None]] = [
+    ("direct", "direct", None),
+    ("ewsp", "ewsp", None),
+    ("sssp", "sssp", None),
+    ("dor", "dor", None),
+]
+
+
+def mcf_contenders() -> list[tuple]:
+    """The all-to-all schedules of the algorithm registered as ``mcf``, one per variant (family ``mcf``); [] when
+    no such algorithm is registered or it has no all-to-all."""
+    from directcoll.algorithms.registry import get
+
+    try:
+        alg = get("mcf")
+    except UnsupportedShapeError:
+        return []
+    if "alltoall" not in alg.collectives:
+        return []
+    return [("mcf", alg.name, v) for v in alg.variants or (None,)]
+
+
+def alltoall_contenders(topology: Topology) -> list[tuple]:
+    """All-to-all contenders: :data:`ALLTOALL_CONTENDERS` (DOR only on the grids it serves) and
+    :func:`mcf_contenders`."""
+    from directcoll.algorithms.alltoall import DOR_KINDS
+
+    grid = topology.kind in DOR_KINDS and topology.shape is not None
+    return [c for c in ALLTOALL_CONTENDERS if c[0] != "dor" or grid] + mcf_contenders()
+
+
 def default_contenders(topology: Topology, collective="allreduce") -> list[tuple]:
     """The contenders :func:`compare` times when none are given (module docstring).
 
@@ -115,11 +154,15 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
     shifted ring, double binary tree (:data:`DBT_CHUNKS`), recursive doubling (latency, bandwidth), and Swing
     (latency, bandwidth) and bucket where :func:`grid_embeds`. Both: :func:`generalized_contenders`.
 
+    All-to-all: :func:`alltoall_contenders`.
+
     Returns:
         (family, registry name, variant[, build options]) tuples, in column order.
     """
     coll = Collective.parse(collective)
     n = topology.num_compute
+    if coll is Collective.ALLTOALL:
+        return alltoall_contenders(topology)
     if is_direct_connect(topology):
         out: list[tuple] = [BFB_CONTENDER, *([("expansion", "expansion", None)] if _is_expansion(topology) else []),
                             ("ring", "ring", None), ("shifted-ring", "shifted-ring", None),
@@ -135,10 +178,11 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
 
 def _is_expansion(topology: Topology) -> bool:
     """The topology's spec applies an expansion operator (line, degree, product, power, bidir)."""
+    from directcoll.synthesis.expansions import LEAVES
     from directcoll.topology.spec import parse_tree
 
     try:
-        return parse_tree(topology.spec).op != "family"
+        return parse_tree(topology.spec).op not in LEAVES
     except DirectcollError:
         return False
 
@@ -184,10 +228,16 @@ class Comparison:
     entries: list[Entry]
     skipped: list[dict] = field(default_factory=list)
     peak_goodput: float = 0.0  # bytes/s: half the injection bandwidth for allreduce
-    #: the family whose gain is reported when present: "swing" on grids, "bfb" on direct-connect topologies
+    #: the family whose gain is reported when present: "swing" on grids, "bfb" on direct-connect topologies,
+    #: "mcf" (else "ewsp") for all-to-all
     reference: str = "swing"
+    #: all-to-all: the MCF bound (:func:`alltoall_bound`): F, method, reference bandwidth ...; None otherwise
+    bound: dict | None = None
+    #: all-to-all: the bound's time per size, s (an ideal schedule's bandwidth time; no latency)
+    bound_times: np.ndarray | None = None
 
     def goodput(self, times: np.ndarray) -> np.ndarray:
+        """Bytes per second: size / time (all-to-all: size is each rank's send buffer)."""
         return self.sizes / times
 
     def families(self) -> dict[str, tuple[np.ndarray, list[str]]]:
@@ -259,6 +309,9 @@ class Comparison:
                       "goodput_Bps": float(s / w[2]), **gains(j)}
                      for j, (s, w) in enumerate(zip(self.sizes, winners, strict=True))],
             "skipped": self.skipped,
+            **({"bound": {**self.bound, "times_s": [float(t) for t in self.bound_times],
+                          "goodput_Bps": [float(g) for g in self.sizes / self.bound_times]},
+                "goodput_definition": ALLTOALL_GOODPUT} if self.bound is not None else {}),
         }
 
     def to_csv(self) -> str:
@@ -275,14 +328,47 @@ def _progress_noop(done: int, total: int, label: str = "") -> None:
     return None
 
 
+ALLTOALL_GOODPUT = ("size / time, size = bytes in each rank's send buffer (N blocks of size / N, its own included: "
+                    "MPI_Alltoall's sendcount x N); Basu et al.'s per-node throughput (N - 1) m / time is "
+                    "(N - 1) / N of it")
+
+
+def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> dict:
+    """The MCF bound of an all-to-all (Basu et al. Sec. 3.1, eq. 1-14; :func:`directcoll.synthesis.mcf.alltoall_mcf`):
+    no schedule moves every pair's m bytes faster than m / (F b), F the maximum concurrent flow in units of the
+    reference bandwidth b. With ``params.link_bandwidth`` every link gets that bandwidth (as the simulator does);
+    with ``params.host_injection`` the hosts inject and eject at most that (NIC forwarding, as the step model's
+    host limit).
+
+    Returns:
+        {"name": "mcf", "F": F, "method", "solver", "reference_bandwidth_Bps": b, "pair_rate_Bps": F b,
+        "host_bandwidth_Bps"}; time(size) = size / N / pair_rate_Bps.
+
+    Raises:
+        TopologyError, DirectcollError: as :func:`directcoll.synthesis.mcf.alltoall_mcf`.
+    """
+    from directcoll.synthesis.mcf import alltoall_mcf
+
+    params = params if params is not None else NetworkParams()
+    topo, ref = topology, None
+    if params.link_bandwidth is not None:
+        ref = float(params.link_bandwidth)
+        topo = replace(topology, link_bandwidth=np.full(topology.num_links, ref))
+    host = params.host_injection or None
+    res = alltoall_mcf(topo, host_bandwidth=host, nic_forwarding=host is not None, reference_bandwidth=ref)
+    return {"name": "mcf", "F": float(res.value), "method": res.method, "solver": res.solver,
+            "reference_bandwidth_Bps": float(res.reference_bandwidth),
+            "pair_rate_Bps": float(res.pair_rate_bytes_per_s), "host_bandwidth_Bps": host}
+
+
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,
             routing: str = "adaptive", model: str = "step", contenders=None,
-            progress: Callable[..., None] = _progress_noop) -> Comparison:
+            progress: Callable[..., None] = _progress_noop, bound: bool = True) -> Comparison:
     """Time every contender that serves ``topology`` at every size.
 
     Args:
         topology: the network.
-        collective: allreduce (default), reduce_scatter or allgather.
+        collective: allreduce (default), reduce_scatter, allgather or alltoall.
         sizes: vector sizes in bytes (default: 32 B .. 512 MiB, powers of two: the paper's sweep).
         params: network parameters (default: zero overheads and the topology's links).
         routing: "adaptive" or "dor".
@@ -291,12 +377,14 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             :func:`default_contenders` of the topology. Exactly :data:`DEFAULT_CONTENDERS` gives the Swing
             paper's comparison: those plus the generalized allreduce at every r for a non-power-of-two N.
         progress: callable(done, total, label) for progress bars.
+        bound: all-to-all only: also solve the MCF bound (:func:`alltoall_bound`) into ``Comparison.bound`` and
+            ``bound_times``.
 
     Returns:
         A :class:`Comparison`; contenders that refuse the topology are listed in ``skipped`` with the reason.
         Its reference family (for :meth:`Comparison.gain`) is BFB on direct-connect topologies
-        (:func:`is_direct_connect`), else Swing. Variants built with options are labelled ``r=k``
-        (generalized) or ``P=k`` (double binary tree chunks).
+        (:func:`is_direct_connect`), else Swing; for all-to-all the MCF schedules if timed, else EwSP.
+        Variants built with options are labelled ``r=k`` (generalized) or ``P=k`` (double binary tree chunks).
 
     Raises:
         DirectcollError: unknown model, or no contender serves the topology.
@@ -342,5 +430,16 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         node_bw = min(node_bw, params.host_injection)
     p = topology.num_compute
     peak = node_bw / 2 * p / (p - 1) if coll is Collective.ALLREDUCE else node_bw * p / (p - 1)
+    reference = "bfb" if is_direct_connect(topology) else "swing"
+    mcf, mcf_times = None, None
+    if coll is Collective.ALLTOALL:
+        reference = "mcf" if any(e.family == "mcf" for e in entries) else "ewsp"
+        if bound:
+            try:
+                mcf = alltoall_bound(topology, params)
+            except DirectcollError as exc:
+                skipped.append({"algorithm": "mcf bound", "variant": None, "reason": str(exc)})
+            else:
+                mcf_times = sizes / p / mcf["pair_rate_Bps"]
     return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak),
-                      reference="bfb" if is_direct_connect(topology) else "swing")
+                      reference=reference, bound=mcf, bound_times=mcf_times)

@@ -419,6 +419,11 @@ def bidirectional_allgather(base: Topology, schedule: Schedule, transposed_sched
 
 
 # -- schedules for specs ---------------------------------------------------------------------------------------
+#: spec nodes scheduled by BFB as a whole: base families, and punctured topologies (failures break the
+#: symmetry every expansion theorem needs)
+LEAVES = ("family", "punctured")
+
+
 class _Builder:
     """Recursion over a spec tree, caching topologies and allgathers (``flip``: of the transposed topology)."""
 
@@ -428,7 +433,7 @@ class _Builder:
 
     def topo(self, node: SpecNode) -> Topology:
         if node not in self.topos:
-            if node.op in ("family", "product"):
+            if node.op in (*LEAVES, "product"):
                 self.topos[node] = build_tree(node)
             else:
                 g = self.topo(node.children[0])
@@ -443,7 +448,7 @@ class _Builder:
             return self.ags[key]
         topo = self.topo(node)
         spec = topo.spec
-        if node.op in ("family", "product"):
+        if node.op in (*LEAVES, "product"):
             out = reverse(_bfb.bfb_reduce_scatter(topo)) if flip else _bfb.bfb_allgather(topo)
         elif node.op == "bidir":
             child = node.children[0]
@@ -508,7 +513,7 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
         raise UnsupportedShapeError(f"expanded_schedule: {coll.value} is not built by expansions; accepted: "
                                     "allgather, reduce_scatter, allreduce")
     tree, given = _tree_of(spec_or_topology)
-    if tree.op == "family" and given is not None:
+    if tree.op in LEAVES and given is not None:
         return _bfb.build_bfb(given, coll).with_meta(topology=given.spec)
     b = _Builder()
     topo = b.topo(tree)
@@ -516,7 +521,7 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
                                   and np.array_equal(given.link_dst, topo.link_dst)):
         raise TopologyError(f"expanded_schedule: the topology's links differ from those its spec {given.spec!r} "
                             "builds; pass the spec string or the topology parse() returns")
-    if tree.op == "family":
+    if tree.op in LEAVES:
         return _bfb.build_bfb(topo, coll).with_meta(topology=topo.spec)
     extra = {"topology": topo.spec, "expansion": str(tree)}
     if coll is Collective.ALLGATHER:
@@ -693,7 +698,7 @@ def predict(spec_or_topology, collective="allgather", *,
         return Prediction(topo.num_compute, tex.regular_degree(topo), t_l, t_b)
 
     def rec(node: SpecNode) -> Prediction:
-        if node.op == "family":
+        if node.op in LEAVES:
             return base_prediction(node)
         if node.op == "product":
             factors = []
@@ -727,7 +732,7 @@ def build_expansion(topology: Topology, collective, *, variant=None, ports=None,
     if options:
         raise UnsupportedShapeError(f"expansion takes no options; got {', '.join(sorted(options))}")
     tree, _ = _tree_of(topology)
-    if tree.op == "family":
+    if tree.op in LEAVES:
         raise UnsupportedShapeError(f"expansion: {topology.spec} is not built by line/degree/product/power/bidir "
                                     "operators; its schedule is plain BFB (algorithm 'bfb')")
     return expanded_schedule(topology, collective)

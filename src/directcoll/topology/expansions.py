@@ -15,6 +15,8 @@ Node numbering, which the schedule expansions of :mod:`directcoll.synthesis.expa
 - ``cartesian_product(G1, G2, ...)``: node (u1, u2, ...) is ``ravel_multi_index((u1, u2, ...), (N1, N2, ...))``
   (row-major, the last factor varies fastest); ``cartesian_power(G, n)`` likewise with n equal factors.
 - ``bidirectional(G)``: the nodes of G.
+- ``punctured(G, links=K, nodes=K, seed=S)``: the surviving compute nodes of G in their order, renumbered
+  densely ``0..N-K-1``, then G's switch nodes.
 
 Products, powers, degree expansions and bidirectional versions of Cayley topologies (tori, rings, circulants,
 Hamming graphs, ...) are Cayley topologies again (``port_offsets`` kept), so their routing stays
@@ -27,16 +29,21 @@ import re
 from math import prod
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from directcoll.errors import SpecError, TopologyError
 from directcoll.topology.model import Topology
 
 __all__ = [
     "bidirectional",
+    "cables",
     "cartesian_power",
     "cartesian_product",
     "degree_expansion",
     "line_graph",
+    "punctured",
+    "punctured_spec",
     "regular_degree",
     "transpose",
 ]
@@ -320,3 +327,107 @@ def bidirectional(g: Topology) -> Topology:
     src, dst, links = _node_major(src, dst, links)
     return _topology("bidir", spec, g.num_compute, src, dst, g.link_bandwidth[links], g.link_latency[links],
                      params={"base": g.spec})
+
+
+# -- failures: punctured topologies ----------------------------------------------------------------------------
+def cables(g: Topology) -> np.ndarray:
+    """The cable of every link: int64 (L,), cable ids ``0..C-1`` in order of first appearance.
+
+    A bidirectional cable is a link u -> v together with a link v -> u: the i-th link u -> v (in link order) is
+    paired with the i-th link v -> u, so parallel cables stay distinct; a link without such a partner (a
+    unidirectional topology) is a cable on its own, and so is every self-loop.
+    """
+    lo, hi = np.minimum(g.link_src, g.link_dst), np.maximum(g.link_src, g.link_dst)
+    backward = (g.link_src > g.link_dst).astype(np.int64)
+    ids = np.arange(g.num_links, dtype=np.int64)
+    order = np.lexsort((ids, backward, hi, lo))
+    key = (lo * g.num_nodes + hi) * 2 + backward
+    ks = key[order]
+    first = np.r_[0, np.flatnonzero(ks[1:] != ks[:-1]) + 1]
+    rank = np.arange(g.num_links) - np.repeat(first, np.diff(np.r_[first, g.num_links]))
+    rank_of = np.empty(g.num_links, dtype=np.int64)
+    rank_of[order] = rank
+    loop = g.link_src == g.link_dst
+    cable_key = np.stack([lo, hi, np.where(loop, ids, rank_of)], axis=1)  # a self-loop is always alone
+    _, first_seen, inverse = np.unique(cable_key, axis=0, return_index=True, return_inverse=True)
+    relabel = np.empty(len(first_seen), dtype=np.int64)
+    relabel[np.argsort(first_seen, kind="stable")] = np.arange(len(first_seen))
+    return relabel[inverse.ravel()]
+
+
+def punctured(g: Topology, *, links: int = 0, nodes: int = 0, seed: int = 0) -> Topology:
+    """G with ``nodes`` random compute nodes and ``links`` random cables removed: the punctured topologies of
+    Basu et al.'s failure study (Sec. 5.2, Fig. 5: 3D tori with 3 random edges or 3 random nodes removed).
+
+    ``numpy.random.default_rng(seed)`` first draws the compute nodes to remove (with every link touching them),
+    then the cables (:func:`cables`: both directions of a bidirectional cable go together) among those left, so
+    a seed names one topology. The surviving compute nodes keep their order and are renumbered densely
+    ``0..N-nodes-1`` (switch nodes follow, as in every topology); links keep their order, bandwidth and latency.
+    The result has ``kind == "punctured"``, no grid shape and no Cayley structure (``params`` records the base
+    spec and the removed original node ids and link ids), and its spec
+    ``punctured(SPEC,links=K,nodes=K,seed=S)`` rebuilds it.
+
+    Raises:
+        SpecError: a negative count or seed, or more nodes or cables than G has (at least 2 compute nodes must
+            remain).
+        TopologyError: the compute nodes left cannot all reach each other (the message names the seed: try
+            another one).
+    """
+    if not isinstance(g, Topology):
+        raise TopologyError(f"punctured: expected a Topology, got {type(g).__name__} {g!r}")
+    what = f"punctured({g.spec})"
+    links = _check_count(what, "links", links, 0)
+    nodes = _check_count(what, "nodes", nodes, 0)
+    seed = _check_count(what, "seed", seed, 0)
+    spec = punctured_spec(g.spec, links, nodes, seed)
+    n = g.num_compute
+    if nodes > n - 2:
+        raise SpecError(f"{spec}: nodes={nodes} would leave {n - nodes} of the {n} compute nodes of {g.spec}; at "
+                        "least 2 must remain")
+    rng = np.random.default_rng(seed)
+    gone_nodes = np.sort(rng.choice(n, size=nodes, replace=False)) if nodes else np.zeros(0, np.int64)
+    alive = np.ones(g.num_nodes, dtype=bool)
+    alive[gone_nodes] = False
+    keep = alive[g.link_src] & alive[g.link_dst]
+    cable = cables(g)
+    left = np.unique(cable[keep])
+    if links > len(left):
+        raise SpecError(f"{spec}: links={links} but {g.spec} has only {len(left)} cables"
+                        + (" left after removing the nodes" if nodes else ""))
+    gone_cables = rng.choice(left, size=links, replace=False) if links else np.zeros(0, np.int64)
+    keep &= ~np.isin(cable, gone_cables)
+    new_id = np.cumsum(alive) - 1
+    src, dst = new_id[g.link_src[keep]], new_id[g.link_dst[keep]]
+    num_nodes, num_compute = int(alive.sum()), n - nodes
+    adjacency = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(num_nodes, num_nodes))
+    _, labels = connected_components(adjacency, directed=True, connection="strong")
+    if len(np.unique(labels[:num_compute])) != 1:
+        cut = np.flatnonzero(np.isin(cable, gone_cables))
+        raise TopologyError(f"{spec}: removing {_removed(g, gone_nodes, cut)} disconnects the compute nodes (seed "
+                            f"{seed}); try another seed or remove fewer")
+    params = {"base": g.spec, "links": links, "nodes": nodes, "seed": seed,
+              "removed_nodes": tuple(int(v) for v in gone_nodes),
+              "removed_links": tuple(int(e) for e in np.flatnonzero(~keep))}
+    return Topology(spec=spec, kind="punctured", num_compute=num_compute, num_nodes=num_nodes,
+                    link_src=src.astype(np.int64), link_dst=dst.astype(np.int64),
+                    link_bandwidth=g.link_bandwidth[keep].astype(float),
+                    link_latency=g.link_latency[keep].astype(float), params=params)
+
+
+def _removed(g: Topology, gone_nodes: np.ndarray, gone_links: np.ndarray) -> str:
+    parts = []
+    if len(gone_nodes):
+        parts.append(f"nodes {', '.join(str(int(v)) for v in gone_nodes)}")
+    if len(gone_links):
+        pairs = sorted({(int(min(u, v)), int(max(u, v))) for u, v in zip(g.link_src[gone_links], g.link_dst[gone_links],
+                                                                          strict=True)})
+        parts.append("cables " + ", ".join(f"{u}-{v}" for u, v in pairs))
+    return " and ".join(parts)
+
+
+def punctured_spec(base: str, links: int = 0, nodes: int = 0, seed: int = 0) -> str:
+    """The canonical spec of :func:`punctured`: ``punctured(BASE,links=K,nodes=K,seed=S)``, a zero count left
+    out (``links=0`` kept when both are zero), the seed always written."""
+    args = [f"links={links}"] if links or not nodes else []
+    args += [f"nodes={nodes}"] if nodes else []
+    return f"punctured({base},{','.join(args + [f'seed={seed}'])})"

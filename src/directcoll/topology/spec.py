@@ -10,9 +10,12 @@ around them (docs/expansions.md)::
               | "product" "(" spec ("," spec)+ ")"     Cartesian product G1 x G2 x ... (Def. 3)
               | "power" "(" spec "," n ")"             Cartesian power G^(box n), n >= 1
               | "bidir" "(" spec ")"                   G united with its transpose (App. A.6)
+              | "punctured" "(" spec ("," KEY "=" INT)+ ")"   KEY: links, nodes, seed (at least links or
+                                                       nodes): random cables / compute nodes removed (failures)
     family   := KIND[:ARGS]                            a family of FAMILIES or ALIASES
 
-e.g. ``line^3(circulant:16:3,4)``, ``power(product(ring:4:uni,ring:8:uni),2)``. Family arguments may contain
+e.g. ``line^3(circulant:16:3,4)``, ``power(product(ring:4:uni,ring:8:uni),2)``,
+``punctured(torus:4x4,links=2,seed=1)`` (:func:`directcoll.topology.expansions.punctured`). Family arguments may contain
 commas (circulant offsets, twisted-torus twists): inside an operator, a comma not followed by a letter continues
 the family's argument list (every spec starts with a letter), and the trailing ``,n`` of ``degree``/``power`` is
 always their n (so ``degree(circulant:16:3,4,2)`` is C(16,{3,4}) * 2, and ``degree(circulant:16:3,4)`` is
@@ -220,7 +223,12 @@ OPERATORS: dict[str, tuple[str, str]] = {
     "product": ("product(SPEC,SPEC,...)", "Cartesian product (Def. 3): prod N_i nodes, degree sum d_i"),
     "power": ("power(SPEC,n)", "Cartesian power G^(box n): N^n nodes, degree nd"),
     "bidir": ("bidir(SPEC)", "G united with its transpose (App. A.6): N nodes, degree 2d"),
+    "punctured": ("punctured(SPEC,links=K,nodes=K,seed=S)",
+                  "K random cables (both directions) and/or K random compute nodes removed, drawn by seed S "
+                  "(Basu et al. Sec. 5.2 failure study); refused if the rest is disconnected"),
 }
+#: keyword arguments of ``punctured(...)`` and their defaults
+PUNCTURED_KEYS = {"links": 0, "nodes": 0, "seed": 0}
 
 
 def accepted_forms() -> str:
@@ -234,17 +242,21 @@ def accepted_forms() -> str:
 class SpecNode:
     """One node of a parsed spec: a family leaf (``op == "family"``, ``text`` its spec, e.g.
     ``circulant:16:3,4``) or an operator of :data:`OPERATORS` over ``children`` with integer parameter ``n``
-    (K of ``line^K``, n of ``degree``/``power``; None for ``product``/``bidir``)."""
+    (K of ``line^K``, n of ``degree``/``power``; None for ``product``/``bidir``/``punctured``) and keyword
+    arguments ``kwargs`` (``punctured``: (key, value) pairs of :data:`PUNCTURED_KEYS`, in that order)."""
 
     op: str
     text: str = ""
     children: tuple[SpecNode, ...] = ()
     n: int | None = None
+    kwargs: tuple[tuple[str, int], ...] = ()
 
     def __str__(self) -> str:
         if self.op == "family":
             return self.text
         inner = ",".join(str(c) for c in self.children)
+        if self.op == "punctured":
+            return ex.punctured_spec(inner, **dict(self.kwargs))
         if self.op == "line":
             return f"line({inner})" if self.n == 1 else f"line^{self.n}({inner})"
         if self.op in ("degree", "power"):
@@ -339,11 +351,35 @@ class _Parser:
                 children.append(self.spec())
             if len(children) < 2:
                 raise self.fail("',' and a second factor: product(SPEC,SPEC,...) needs at least two")
+        kwargs = self.keywords(op) if op == "punctured" else ()
         self.expect(")", f"')' closing {OPERATORS[op][0]}")
         self.depth -= 1
         if n is not None and n < 1:
             raise SpecError(f"topology spec {self.original!r}: {op} needs an integer >= 1, got {n}")
-        return SpecNode(op, "", tuple(children), n)
+        return SpecNode(op, "", tuple(children), n, kwargs)
+
+    def keywords(self, op: str) -> tuple[tuple[str, int], ...]:
+        """``,KEY=INT`` arguments of ``punctured`` (keys of :data:`PUNCTURED_KEYS`, each at most once, links or
+        nodes at least once), returned in :data:`PUNCTURED_KEYS` order."""
+        form = OPERATORS[op][0]
+        got: dict[str, int] = {}
+        while self.peek() == ",":
+            self.i += 1
+            j = self.i
+            while self.i < len(self.s) and self.s[self.i].isalpha():
+                self.i += 1
+            key = self.s[j:self.i]
+            if key not in PUNCTURED_KEYS:
+                self.i = j
+                raise self.fail(f"a keyword of {form} ({', '.join(PUNCTURED_KEYS)})")
+            if key in got:
+                self.i = j
+                raise self.fail(f"each keyword of {form} once ({key!r} is repeated)")
+            self.expect("=", f"'=' and an integer after {key!r} in {form}")
+            got[key] = self.integer(f"a non-negative integer for {key!r} in {form}")
+        if not ({"links", "nodes"} & set(got)):
+            raise self.fail(f"',links=K' or ',nodes=K': {form} needs at least one of them")
+        return tuple((k, got[k]) for k in PUNCTURED_KEYS if k in got)
 
     def parse(self) -> SpecNode:
         if not self.s:
@@ -393,6 +429,8 @@ def build_tree(node: SpecNode, **link_params) -> Topology:
         return ex.cartesian_product(*kids)
     if node.op == "bidir":
         return ex.bidirectional(kids[0])
+    if node.op == "punctured":
+        return ex.punctured(kids[0], **dict(node.kwargs))
     raise SpecError(f"unknown operator {node.op!r}; accepted: {', '.join(OPERATORS)}")
 
 
