@@ -217,3 +217,14 @@ def test_cli_round_trip(tmp_path, capsys, method):
 def test_imports_alone(module):
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("spec", ["punctured(torus:3x3,links=1,seed=2)", "punctured(torus:4x4,nodes=1,seed=5)"])
+def test_lowered_schedules_on_punctured_tori(spec, variant):
+    """Failure studies (Basu Sec. 5): on a torus with a cut cable or a dead node the schedules still verify and
+    take at most a rounding step more than 1/F."""
+    s = schedule(spec, variant)
+    assert verify(s).ok
+    t = alltoall_time_m_over_b(s, parse(spec))
+    assert 1 / mcf_value(spec) * (1 - 1e-9) <= t <= 1 / mcf_value(spec) * (1 + s.meta["discretization_error"] + 1e-7)
