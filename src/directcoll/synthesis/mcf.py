@@ -74,9 +74,6 @@ PDLP_KKT_TOLERANCE = 1e-5
 #: Flow values at or below this (in units of the reference capacity) are dropped from the returned flows.
 FLOW_EPS = 1e-12
 
-_INF = float("inf")
-
-
 # -- the flow network the LP runs on --------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class FlowNetwork:
@@ -185,13 +182,14 @@ def _translate_node(topology: Topology, nodes, by) -> np.ndarray:
     return topology.translate(host, by) + kind * n
 
 
-def _adjacency(net: FlowNetwork) -> sp.csr_matrix:
+def adjacency(net: FlowNetwork) -> sp.csr_matrix:
+    """The (num_nodes, num_nodes) link adjacency matrix of ``net``, 1 per link, for hop-count BFS."""
     ones = np.ones(net.num_links)
     return sp.csr_matrix((ones, (net.link_src, net.link_dst)), shape=(net.num_nodes, net.num_nodes))
 
 
 def _check_connected(net: FlowNetwork, spec: str) -> None:
-    _, labels = connected_components(_adjacency(net), directed=True, connection="strong")
+    _, labels = connected_components(adjacency(net), directed=True, connection="strong")
     if len(np.unique(labels[: net.num_compute])) != 1:
         raise TopologyError(f"{spec}: the compute nodes are not strongly connected, so some pair has no path and "
                             "the all-to-all throughput is 0; give a connected topology")
@@ -289,7 +287,7 @@ class McfResult:
 
 # -- LP construction ------------------------------------------------------------------------------------------
 @dataclass
-class _Lp:
+class LinearProgram:
     """min cost.x subject to row_lower <= A x <= row_upper, col_lower <= x <= col_upper (A is CSC)."""
 
     a: sp.csc_matrix
@@ -305,7 +303,7 @@ class _Lp:
 
 
 def _flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm, dem_node, *,
-             fixed_demand: float | None = None) -> _Lp:
+             fixed_demand: float | None = None) -> LinearProgram:
     """Multi-commodity flow LP over the links given (every commodity may use every one of them).
 
     Columns: ``x[c, j]`` at ``c * J + j`` (J = len(link_src)), then F unless ``fixed_demand``. Rows: J capacity
@@ -344,14 +342,14 @@ def _flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm
     rhs = np.zeros(nrow - nl)
     if fixed_demand is not None:
         rhs[dem_rows - nl] = -fixed_demand
-    col_upper = np.full(total_cols, _INF)
+    col_upper = np.full(total_cols, np.inf)
     col_upper[:ncol][~into] = 0.0
     cost = np.ones(total_cols) if fixed_demand is not None else np.r_[np.zeros(ncol), -1.0]
-    return _Lp(a, cost, np.zeros(total_cols), col_upper, np.r_[np.full(nl, -_INF), rhs],
+    return LinearProgram(a, cost, np.zeros(total_cols), col_upper, np.r_[np.full(nl, -np.inf), rhs],
                np.r_[np.asarray(capacity, dtype=float), rhs])
 
 
-def _source_lp(net: FlowNetwork) -> _Lp:
+def _source_lp(net: FlowNetwork) -> LinearProgram:
     """Source-aggregated LP (Basu eq. 6-9, Zhao LP 3): one commodity per compute node."""
     n = net.num_compute
     s, t = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -359,7 +357,7 @@ def _source_lp(net: FlowNetwork) -> _Lp:
     return _flow_lp(net.num_nodes, net.link_src, net.link_dst, net.capacity, np.arange(n), s[off], t[off])
 
 
-def _pair_lp(net: FlowNetwork) -> tuple[_Lp, np.ndarray, np.ndarray]:
+def _pair_lp(net: FlowNetwork) -> tuple[LinearProgram, np.ndarray, np.ndarray]:
     """Per-pair LP (Basu eq. 1-5): commodities (s, d), s != d."""
     n = net.num_compute
     s, t = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -369,7 +367,7 @@ def _pair_lp(net: FlowNetwork) -> tuple[_Lp, np.ndarray, np.ndarray]:
     return _flow_lp(net.num_nodes, net.link_src, net.link_dst, net.capacity, src, comm, dst), src, dst
 
 
-def _symmetric_lp(net: FlowNetwork) -> _Lp:
+def _symmetric_lp(net: FlowNetwork) -> LinearProgram:
     """Source 0's flow phi with one capacity row per link orbit (see the module docstring).
 
     Columns: phi on every network link, then F. Rows: one per orbit, ``sum_{e in orbit} phi_e <= cap(orbit)``,
@@ -386,9 +384,9 @@ def _symmetric_lp(net: FlowNetwork) -> _Lp:
     a = sp.csc_matrix((vals, (rows, cols)), shape=(k + v - 1, e + 1))
     orbit_cap = np.empty(k)
     orbit_cap[orbit_of] = net.capacity  # constant on each orbit (checked by the caller)
-    col_upper = np.r_[np.where(into, _INF, 0.0), _INF]
-    return _Lp(a, np.r_[np.zeros(e), -1.0], np.zeros(e + 1), col_upper, np.r_[np.full(k, -_INF), np.zeros(v - 1)],
-               np.r_[orbit_cap, np.zeros(v - 1)])
+    col_upper = np.r_[np.where(into, np.inf, 0.0), np.inf]
+    return LinearProgram(a, np.r_[np.zeros(e), -1.0], np.zeros(e + 1), col_upper,
+                         np.r_[np.full(k, -np.inf), np.zeros(v - 1)], np.r_[orbit_cap, np.zeros(v - 1)])
 
 
 # -- HiGHS ----------------------------------------------------------------------------------------------------
@@ -408,7 +406,7 @@ def _highs(options: dict | None):
     return h
 
 
-def _pass(h, lp: _Lp) -> None:
+def _pass(h, lp: LinearProgram) -> None:
     import highspy
 
     model = highspy.HighsLp()
@@ -430,7 +428,7 @@ def _optimal(h) -> bool:
     return h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 
 
-def _run(lp: _Lp, solver: str, options: dict | None) -> tuple[np.ndarray, float, str]:
+def solve_lp(lp: LinearProgram, solver: str, options: dict | None) -> tuple[np.ndarray, float, str]:
     """Solve to an optimal basis; returns (x, objective, how)."""
     if solver == "auto":
         cols = lp.num_cols
@@ -451,7 +449,7 @@ def _run(lp: _Lp, solver: str, options: dict | None) -> tuple[np.ndarray, float,
     return np.asarray(h.getSolution().col_value), h.getInfo().objective_function_value, solver + fallback
 
 
-def _run_pdlp(lp: _Lp, options: dict | None):
+def _run_pdlp(lp: LinearProgram, options: dict | None):
     """PDLP, then crossover from the PDLP point made exactly complementary, then dual simplex from that basis.
 
     The "<=" rows get explicit slack columns (all rows become equalities), so complementarity only involves
@@ -466,8 +464,8 @@ def _run_pdlp(lp: _Lp, options: dict | None):
     rows = np.flatnonzero(ineq)
     slack = sp.csc_matrix((np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(lp.a.shape[0], len(rows)))
     n0 = lp.num_cols
-    eq = _Lp(sp.hstack([lp.a, slack], format="csc"), np.r_[lp.cost, np.zeros(len(rows))],
-             np.r_[lp.col_lower, np.zeros(len(rows))], np.r_[lp.col_upper, np.full(len(rows), _INF)],
+    eq = LinearProgram(sp.hstack([lp.a, slack], format="csc"), np.r_[lp.cost, np.zeros(len(rows))],
+             np.r_[lp.col_lower, np.zeros(len(rows))], np.r_[lp.col_upper, np.full(len(rows), np.inf)],
              lp.row_upper.copy(), lp.row_upper.copy())
     h = _highs({"kkt_tolerance": PDLP_KKT_TOLERANCE, **(options or {})})
     h.setOptionValue("solver", "pdlp")
@@ -497,12 +495,14 @@ def _run_pdlp(lp: _Lp, options: dict | None):
 
 
 # -- methods --------------------------------------------------------------------------------------------------
-def _cayley_ready(net: FlowNetwork) -> bool:
+def is_translation_symmetric(net: FlowNetwork) -> bool:
+    """Whether ``net`` has link orbits under the Cayley translations with one capacity per orbit, the condition
+    for the ``symmetric`` method (one source's flow stands for all)."""
     if net.orbit is None:
         return False
     orbit_of = np.unique(net.orbit, return_inverse=True)[1]
-    lo = np.full(orbit_of.max() + 1, _INF)
-    hi = np.full(orbit_of.max() + 1, -_INF)
+    lo = np.full(orbit_of.max() + 1, np.inf)
+    hi = np.full(orbit_of.max() + 1, -np.inf)
     np.minimum.at(lo, orbit_of, net.capacity)
     np.maximum.at(hi, orbit_of, net.capacity)
     return bool(np.all(lo == hi))
@@ -564,7 +564,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     t0 = time.perf_counter()
     net = flow_network(topology, host_bandwidth=host, nic_forwarding=nic_forwarding, reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
-    symmetric_ok = _cayley_ready(net)
+    symmetric_ok = is_translation_symmetric(net)
     if method == "auto":
         method = "symmetric" if symmetric_ok and commodities == "source" else "link"
     if method == "symmetric" and not symmetric_ok:
@@ -585,7 +585,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     def solve(lp, stage="solve"):
         seconds["build"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        x, obj, how = _run(lp, solver, highs_options)
+        x, obj, how = solve_lp(lp, solver, highs_options)
         seconds[stage] = time.perf_counter() - t1
         return x * scale, -obj * scale, how
 
@@ -612,7 +612,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
         return McfResult(value=value, solver=how, seconds=seconds, _source_flows=flows, **common)
 
     t2 = time.perf_counter()
-    csrc, cdst, clink, cval, hows = _solve_children(net, flows, value, solver, highs_options, workers)
+    csrc, cdst, clink, cval, hows = solve_children(net, flows, value, solver, highs_options, workers)
     seconds["children"] = time.perf_counter() - t2
     how = f"master {how}, children {'/'.join(sorted(set(hows)))}"
     return McfResult(value=value, solver=how, seconds=seconds, commodity_source=csrc, commodity_dest=cdst,
@@ -641,12 +641,14 @@ def _child(task):
     cap = flow / value
     lp = _flow_lp(v, st["link_src"][links], st["link_dst"][links], cap, np.full(len(dests), s), comm, dests,
                   fixed_demand=1.0)
-    x, _, how = _run(lp, st["solver"], st["options"])
+    x, _, how = solve_lp(lp, st["solver"], st["options"])
     c, j, val = _sparse_flows(x, len(links), len(dests))
     return s, dests[c], links[j], val * value, how
 
 
-def _solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers):
+def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers):
+    """Basu eq. 10-14: split every source's aggregated flow ``flows = (source, link, value)`` into per-destination
+    flows of ``value`` each, one child LP per source, in a process pool of ``workers`` (None: all cores)."""
     src, link, val = flows
     order = np.argsort(src, kind="stable")
     bounds = np.searchsorted(src[order], np.arange(net.num_compute + 1))

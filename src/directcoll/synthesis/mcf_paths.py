@@ -40,16 +40,15 @@ from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import UnsupportedShapeError
 from directcoll.synthesis.mcf import (
-    _INF,
     SOLVERS,
     FlowNetwork,
-    _adjacency,
-    _cayley_ready,
-    _Lp,
-    _run,
-    _solve_children,
+    LinearProgram,
+    adjacency,
     alltoall_mcf,
     flow_network,
+    is_translation_symmetric,
+    solve_children,
+    solve_lp,
 )
 
 PATH_SETS = ("auto", "disjoint", "shortest")
@@ -270,7 +269,7 @@ def path_sets(net: FlowNetwork, kind: str = "auto", *, max_shortest: int = MAX_S
     sources = np.arange(n) if sources is None else np.asarray(sources, dtype=np.int64)
     out_adj, in_adj = _adjacency_lists(net)
     link_src, link_dst = net.link_src.tolist(), net.link_dst.tolist()
-    dist = shortest_path(_adjacency(net), unweighted=True, indices=sources)
+    dist = shortest_path(adjacency(net), unweighted=True, indices=sources)
     src_of, dst_of, paths = [], [], []
     for row, s in enumerate(sources.tolist()):
         for d in range(n):
@@ -293,7 +292,7 @@ def path_sets(net: FlowNetwork, kind: str = "auto", *, max_shortest: int = MAX_S
 
 
 # -- pMCF (eq. 21-24) -----------------------------------------------------------------------------------------
-def _pmcf_lp(net: FlowNetwork, paths: PathSet, symmetric: bool, scale: float) -> tuple[_Lp, int]:
+def _pmcf_lp(net: FlowNetwork, paths: PathSet, symmetric: bool, scale: float) -> tuple[LinearProgram, int]:
     """Columns: x_p (P), then F. Rows: capacity ``sum_{p ∋ e} x_p <= cap_e / scale`` (per link orbit when
     symmetric, counting a path's links in the orbit), then demand ``F - sum_{p in P(s, d)} x_p <= 0`` per pair.
     ``scale`` (an upper bound on F) makes F O(1) for HiGHS's absolute tolerances."""
@@ -312,8 +311,8 @@ def _pmcf_lp(net: FlowNetwork, paths: PathSet, symmetric: bool, scale: float) ->
     cols = np.r_[paths.path_of_link, np.arange(npath), np.full(npair, npath)]
     vals = np.r_[np.ones(len(cap_row)), -np.ones(npath), np.ones(npair)]
     a = sp.csc_matrix((vals, (rows, cols)), shape=(k + npair, npath + 1))
-    lp = _Lp(a, np.r_[np.zeros(npath), -1.0], np.zeros(npath + 1), np.full(npath + 1, _INF),
-             np.full(k + npair, -_INF), np.r_[cap / scale, np.zeros(npair)])
+    lp = LinearProgram(a, np.r_[np.zeros(npath), -1.0], np.zeros(npath + 1), np.full(npath + 1, np.inf),
+             np.full(k + npair, -np.inf), np.r_[cap / scale, np.zeros(npair)])
     return lp, npath
 
 
@@ -346,14 +345,14 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
     t0 = time.perf_counter()
     net = flow_network(topology, reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
-    symmetric = _cayley_ready(net)
+    symmetric = is_translation_symmetric(net)
     found = path_sets(net, paths, max_shortest=max_shortest, sources=[0] if symmetric else None)
     t1 = time.perf_counter()
     n = net.num_compute
     scale = float(net.capacity.sum()) / (n * (n - 1))
     lp, npath = _pmcf_lp(net, found, symmetric, scale)
     t2 = time.perf_counter()
-    x, obj, how = _run(lp, solver, highs_options)
+    x, obj, how = solve_lp(lp, solver, highs_options)
     t3 = time.perf_counter()
     rate, lp_value = np.clip(x[:npath], 0.0, None) * scale, -obj * scale
     if symmetric:
@@ -398,8 +397,8 @@ def widest_paths(source: int, dest: int, links, flows, link_src, link_dst, *, ep
         adj.setdefault(int(link_src[j]), []).append(j)
     out = []
     while True:
-        best, prev, done = {source: _INF}, {}, set()
-        heap = [(-_INF, source)]
+        best, prev, done = {source: np.inf}, {}, set()
+        heap = [(-np.inf, source)]
         while heap:
             neg, u = heapq.heappop(heap)
             if u in done:
@@ -457,12 +456,12 @@ def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: i
     if method == "pair":
         mcf = alltoall_mcf(topology, method="link", commodities="pair", **common)
         flows = (mcf.commodity_source, mcf.commodity_dest, mcf.commodity_link, mcf.commodity_value)
-    elif method == "decomposed" or not _cayley_ready(flow_network(topology)):
+    elif method == "decomposed" or not is_translation_symmetric(flow_network(topology)):
         mcf = alltoall_mcf(topology, method="decomposed", workers=workers, **common)
         flows = (mcf.commodity_source, mcf.commodity_dest, mcf.commodity_link, mcf.commodity_value)
     else:
         mcf = alltoall_mcf(topology, method="symmetric", **common)
-        *flows, hows = _solve_children(mcf.network, (mcf.flow_source, mcf.flow_link, mcf.flow_value), mcf.value,
+        *flows, hows = solve_children(mcf.network, (mcf.flow_source, mcf.flow_link, mcf.flow_value), mcf.value,
                                        solver, highs_options, workers)
         how = f"master {mcf.solver} (symmetric), children {'/'.join(sorted(set(hows)))}"
     t1 = time.perf_counter()

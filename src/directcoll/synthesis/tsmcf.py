@@ -45,16 +45,15 @@ from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import UnsupportedShapeError
 from directcoll.synthesis.mcf import (
-    _INF,
     FLOW_EPS,
     SOLVERS,
     FlowNetwork,
-    _adjacency,
-    _cayley_ready,
-    _Lp,
-    _run,
+    LinearProgram,
+    adjacency,
     alltoall_mcf,
     flow_network,
+    is_translation_symmetric,
+    solve_lp,
 )
 from directcoll.topology.model import Topology
 
@@ -71,7 +70,7 @@ def diameter(net: FlowNetwork) -> int:
     """Largest hop distance between two compute nodes of a flow network (one BFS on Cayley networks)."""
     n = net.num_compute
     sources = [0] if net.orbit is not None else np.arange(n)
-    dist = shortest_path(_adjacency(net), unweighted=True, indices=sources)[:, :n]
+    dist = shortest_path(adjacency(net), unweighted=True, indices=sources)[:, :n]
     return int(dist.max())
 
 
@@ -233,7 +232,7 @@ def _split_source(s: int, f: np.ndarray, h: np.ndarray, out_links, link_dst, n: 
 
 
 # -- the LP ---------------------------------------------------------------------------------------------------
-def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float) -> _Lp:
+def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float) -> LinearProgram:
     """tsMCF LP on the time-expanded graph (see the module docstring).
 
     Columns: ``f[s, t, e]`` (link e in step t) at ``(s lmax + t) E + e``; then ``g[s, t, u]`` (u holds during
@@ -278,18 +277,18 @@ def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float) -> _Lp:
     rhs[:, lm, :n] = -1.0
     rhs[np.arange(ns), lm, sources] = 0.0
     rhs = rhs.ravel()
-    col_upper = np.full(ncol, _INF)
+    col_upper = np.full(ncol, np.inf)
     useless = (net.link_dst[j_f] == sources[s_f]) | (net.link_src[j_f] == net.link_dst[j_f])
     col_upper[col_f[useless]] = 0.0
     cost = np.r_[np.zeros(col_w0), np.ones(lm)]
-    return _Lp(a, cost, np.zeros(ncol), col_upper, np.r_[np.full(r0, -_INF), rhs], np.r_[np.zeros(r0), rhs])
+    return LinearProgram(a, cost, np.zeros(ncol), col_upper, np.r_[np.full(r0, -np.inf), rhs], np.r_[np.zeros(r0), rhs])
 
 
 def _solve_ts(net: FlowNetwork, lmax: int, symmetric: bool, solver: str, options):
     n, e, v, lm = net.num_compute, net.num_links, net.num_nodes, lmax
     scale = float(net.capacity.sum()) / (n * (n - 1))
     lp = _ts_lp(net, lm, symmetric, scale)
-    x, obj, how = _run(lp, solver, options)
+    x, obj, how = solve_lp(lp, solver, options)
     ns = 1 if symmetric else n
     f = x[: ns * lm * e].reshape(ns, lm, e)
     h = x[ns * lm * e: ns * lm * e + ns * lm * v].reshape(ns, lm, v)
@@ -336,7 +335,7 @@ def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: st
     t0 = time.perf_counter()
     net = flow_network(topology, reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
-    symmetric_ok = _cayley_ready(net)
+    symmetric_ok = is_translation_symmetric(net)
     if method == "auto":
         method = "symmetric" if symmetric_ok else "source"
     if method == "symmetric" and not symmetric_ok:
