@@ -29,7 +29,7 @@ from directcoll.verify import verify
 
 MiB = 2**20
 PUNCTURED = "punctured(torus:4x4,links=2,seed=1)"
-SPECS = ["torus:3x3", "torus:4x4", "hypercube:3", "genkautz:2:10", "bipartite:3", PUNCTURED]
+SPECS = ["torus:3x3", "torus:4x4", "hypercube:3", "genkautz:2:10", "bipartite:3", PUNCTURED, "xpander:12:3"]
 BASELINES = [("dor", None), ("sssp", "minimal"), ("sssp", "nonminimal"), ("ewsp", None),
              ("ilp-disjoint", "disjoint"), ("ilp-disjoint", "shortest")]
 GRIDS = ("torus:3x3", "torus:4x4", "hypercube:3")

@@ -390,3 +390,45 @@ def test_bad_specs_raise_spec_error(spec, words):
 def test_bare_and_colon_forms_of_argumentless_families_agree():
     assert parse("petersen:").spec == parse("PETERSEN").spec == "petersen"
     assert parse("linegraph_petersen").num_compute == 15
+
+
+# -- Jellyfish and Xpander ------------------------------------------------------------------------------------
+def _edge_set(topo: Topology) -> set[tuple[int, int]]:
+    return set(zip(topo.link_src.tolist(), topo.link_dst.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("spec", ["jellyfish:30:4", "jellyfish:31:4:5", "jellyfish:20:3:2", "xpander:30:4",
+                                  "xpander:25:4:9", "xpander:12:3:1"])
+def test_random_expanders_are_simple_connected_regular_and_bidirectional(spec):
+    topo = parse(spec)
+    d = topo.params["d"]
+    links = _edge_set(topo)
+    assert len(links) == topo.num_links == topo.num_nodes * d  # no parallel links
+    assert all(u != v for u, v in links) and all((v, u) in links for u, v in links)
+    assert np.all(np.bincount(topo.link_src, minlength=topo.num_nodes) == d)
+    assert distance_stats(topo)[0] < topo.num_nodes  # connected (the diameter is finite)
+
+
+@pytest.mark.parametrize("kind", ["jellyfish", "xpander"])
+def test_random_expanders_are_fixed_by_their_seed(kind):
+    a, b, c = parse(f"{kind}:40:4:7"), parse(f"{kind}:40:4:7"), parse(f"{kind}:40:4:8")
+    assert _edge_set(a) == _edge_set(b) != _edge_set(c)
+    assert parse(f"{kind}:40:4").spec == f"{kind}:40:4:0"
+
+
+def test_xpander_is_a_lift_of_the_complete_graph():
+    topo = parse("xpander:35:4:3")
+    lift = topo.params["lift"]
+    fiber_src, fiber_dst = topo.link_src // lift, topo.link_dst // lift
+    assert np.all(fiber_src != fiber_dst)  # no link inside a fiber
+    # every node has exactly one neighbour in every other fiber
+    pairs = set(zip(topo.link_src.tolist(), fiber_dst.tolist(), strict=True))
+    assert len(pairs) == topo.num_links
+
+
+@pytest.mark.parametrize("spec, message", [("xpander:101:4", "multiple of d \\+ 1"),
+                                           ("jellyfish:7:3", "N \\* d even"), ("jellyfish:4:4", "N > d"),
+                                           ("xpander:10", "xpander:N:d")])
+def test_random_expanders_refuse_impossible_shapes(spec, message):
+    with pytest.raises(SpecError, match=message):
+        parse(spec)

@@ -20,7 +20,8 @@ from directcoll.synthesis.tsmcf import diameter, tsmcf
 from directcoll.topology import parse
 from directcoll.verify import verify
 
-SPECS = ["torus:3x3", "torus:3x3x3", "hypercube:3", "genkautz:2:10", "genkautz:3:12", "bipartite:3"]
+SPECS = ["torus:3x3", "torus:3x3x3", "hypercube:3", "genkautz:2:10", "genkautz:3:12", "bipartite:3", "jellyfish:12:3",
+         "xpander:12:3"]
 VARIANTS = ["timestepped", "path", "extp"]
 
 

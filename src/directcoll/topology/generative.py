@@ -345,6 +345,90 @@ def de_bruijn(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency
                                link_latency, {"d": d, "D": big_d})
 
 
+# -- random expanders: Jellyfish and Xpander (Basu et al. Sec. 5.4, Fig. 10) -----------------------------------
+#: A seeded draw that comes out disconnected is redrawn with the next seed, at most this many times.
+MAX_DRAWS = 100
+
+
+def _connected(n: int, edges: np.ndarray) -> bool:
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    adj = csr_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
+    return connected_components(adj, directed=False)[0] == 1
+
+
+def _draw_connected(kind: str, spec: str, n: int, seed: int, draw) -> tuple[np.ndarray, int]:
+    for k in range(MAX_DRAWS):
+        edges = draw(seed + k)
+        if _connected(n, edges):
+            return edges, seed + k
+    raise SpecError(f"{spec}: {MAX_DRAWS} draws from seed {seed} on were all disconnected; pick a larger degree")
+
+
+def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
+    """Jellyfish (Singla et al., NSDI'12): a uniformly random simple d-regular graph on n nodes, bidirectional
+    links (``rustworkx.random_regular_graph``, seeded, so a spec names one graph).
+
+    A draw that is disconnected (rare for d >= 3) is replaced by the draw of seed + 1, and so on;
+    ``params["seed_used"]`` says which seed the graph came from. Basu et al. (Fig. 10) compare it with
+    generalized Kautz, Xpander and 2D tori at d = 4.
+
+    Raises:
+        SpecError: d < 2, n <= d, n * d odd, or no connected draw in :data:`MAX_DRAWS` seeds.
+    """
+    import rustworkx as rx
+
+    d = _need_int("jellyfish", "d", d, 2)
+    n = _need_int("jellyfish", "N", n, 1)
+    seed = _need_int("jellyfish", "seed", seed, 0)
+    spec = f"jellyfish:{n}:{d}:{seed}"
+    if n <= d or (n * d) % 2:
+        raise SpecError(f"{spec}: a simple d-regular graph needs N > d and N * d even, got N={n}, d={d}")
+
+    def draw(s: int) -> np.ndarray:
+        return np.array(rx.random_regular_graph(n, d, seed=s).edge_list(), dtype=np.int64).reshape(-1, 2)
+
+    edges, used = _draw_connected("jellyfish", spec, n, seed, draw)
+    return _undirected("jellyfish", spec, n, edges, link_bandwidth, link_latency,
+                       params={"N": n, "d": d, "seed": seed, "seed_used": used})
+
+
+def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
+    """Xpander (Valadarsky et al., CoNEXT'16): a random L-lift of the complete graph K_{d+1}, n = L (d + 1).
+
+    Node (a, i) = a * L + i for a in K_{d+1} and i in [0, L); every edge {a, b} of K_{d+1} becomes the perfect
+    matching (a, i) -- (b, pi_ab(i)) for an independent uniformly random permutation pi_ab (numpy
+    ``default_rng(seed)``), so the graph is simple and d-regular. Disconnected draws are redrawn as in
+    :func:`jellyfish`. L = 1 is K_{d+1} itself.
+
+    Raises:
+        SpecError: d < 2, n not a multiple of d + 1, or no connected draw in :data:`MAX_DRAWS` seeds.
+    """
+    d = _need_int("xpander", "d", d, 2)
+    n = _need_int("xpander", "N", n, 1)
+    seed = _need_int("xpander", "seed", seed, 0)
+    spec = f"xpander:{n}:{d}:{seed}"
+    if n % (d + 1):
+        lo = max(d + 1, n // (d + 1) * (d + 1))
+        raise SpecError(f"{spec}: a lift of K_{d + 1} has a multiple of d + 1 = {d + 1} nodes, got N={n} "
+                        f"(nearest: {lo} or {lo + d + 1})")
+    lift = n // (d + 1)
+    pairs = np.array(list(combinations(range(d + 1), 2)), dtype=np.int64)
+
+    def draw(s: int) -> np.ndarray:
+        rng = np.random.default_rng(s)
+        perm = np.argsort(rng.random((len(pairs), lift)), axis=1)
+        i = np.arange(lift)
+        u = (pairs[:, :1] * lift + i).ravel()
+        v = (pairs[:, 1:] * lift + perm).ravel()
+        return np.stack([u, v], axis=1)
+
+    edges, used = _draw_connected("xpander", spec, n, seed, draw)
+    return _undirected("xpander", spec, n, edges, link_bandwidth, link_latency,
+                       params={"N": n, "d": d, "seed": seed, "seed_used": used, "lift": lift})
+
+
 # -- twisted hypercube and twisted torus ---------------------------------------------------------------------
 def twisted_hypercube(k: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Twisted hypercube TQ_k (Esfahanian, Ni & Sagan, IEEE TC 1991 -- Zhao et al. ref. [28], Sec. 7 testbed):

@@ -101,6 +101,14 @@ def _ints(kind: str, form: str, fn: Callable, count: int) -> Callable:
     return parse
 
 
+def _seeded(kind: str, fn: Callable) -> Callable:
+    def parse(args: list[str], **kw) -> Topology:
+        if len(args) not in (2, 3):
+            raise SpecError(f"{kind}: expected {kind}:N:d or {kind}:N:d:SEED, got {':'.join(args)!r}")
+        return fn(*(_int(kind, a) for a in args), **kw)
+    return parse
+
+
 def _fixed(kind: str, fn: Callable) -> Callable:
     def parse(args: list[str], **kw) -> Topology:
         if args:
@@ -166,6 +174,10 @@ FAMILIES: dict[str, tuple[Callable, str, str]] = {
     "petersen": (_fixed("petersen", gv.petersen), "petersen", "Petersen graph (= odd:3)"),
     "linegraph_petersen": (_fixed("linegraph_petersen", gv.linegraph_petersen), "linegraph_petersen",
                            "line graph of the Petersen graph (distance-regular)"),
+    "jellyfish": (_seeded("jellyfish", gv.jellyfish), "jellyfish:100:4 | jellyfish:100:4:7",
+                  "Jellyfish: random d-regular graph on N nodes, seeded (default seed 0)"),
+    "xpander": (_seeded("xpander", gv.xpander), "xpander:100:4 | xpander:100:4:7",
+                "Xpander: random lift of K_{d+1}, N a multiple of d + 1, seeded (default seed 0)"),
     "dbt": (_one("dbt", gv.double_binary_tree, _int), "dbt:16",
             "double binary tree topology (NCCL's two trees, one cable per tree edge)"),
 }
