@@ -42,8 +42,9 @@ def add_alltoall_options(p) -> None:
     """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf)."""
     p.add_argument("--alltoall", action="store_true",
                    help="also compute the all-to-all max concurrent flow F (alltoall_mcf, in units of one link)")
-    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric"],
-                   help="MCF method (default auto: symmetric on Cayley topologies, else link)")
+    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "bracket"],
+                   help="MCF method (default auto: symmetric on Cayley topologies, else link); bracket: certified "
+                        "bounds lower <= F <= upper without the LP, for graphs too large for it")
     p.add_argument("--link-bandwidth", help="bandwidth of every link, e.g. 25Gbps (default: the topology's)")
     p.add_argument("--host-bandwidth", help="host <-> NIC bandwidth, e.g. 100Gbps: models the host-to-NIC "
                                             "bottleneck (Basu et al. Fig. 2)")
@@ -54,8 +55,15 @@ def _alltoall_fields(topology, args) -> dict:
 
     from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound
 
-    result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
     bound = capacity_bound(topology, host_bandwidth=args.host_bandwidth)
+    if args.method == "bracket":
+        from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
+
+        b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth)
+        return {"alltoall_mcf_lower": b.lower, "alltoall_mcf_upper": b.upper, "alltoall_mcf_gap": b.gap,
+                "alltoall_mcf_method": "bracket", "alltoall_mcf_iterations": b.iterations,
+                "alltoall_capacity_bound": bound}
+    result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
     fields = {"alltoall_mcf": result.value, "alltoall_mcf_method": result.method,
               "alltoall_capacity_bound": bound,
               "alltoall_reference_bandwidth_bytes_per_s": result.reference_bandwidth,
