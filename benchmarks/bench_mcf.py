@@ -1,8 +1,10 @@
 """All-to-all MCF: F on a few topologies, and link vs decomposed vs symmetric solve times (docs/alltoall.md).
 
 Run: python3 benchmarks/bench_mcf.py [--table] [--timing] [--solvers] [--specs genkautz:4:100,torus:8x8]
-     [--workers K] [--repeat R]
-With none of --table, --timing, --solvers, the first two run. Prints Markdown tables; docs/alltoall.md records
+     [--workers K] [--repeat R] [--scaling 100,200,500,1000]
+With none of --table, --timing, --solvers, --scaling, the first two run. --scaling times the decomposed method
+(exact, all workers) on genkautz:4:N (Basu et al. Fig. 7's scaling benchmark) and the all-to-all bracket of
+:mod:`directcoll.synthesis.mcf_bracket` on the same graphs. Prints Markdown tables; docs/alltoall.md records
 them with the date and machine. Timings are wall seconds of alltoall_mcf (best of --repeat runs), split into its
 stages.
 """
@@ -16,6 +18,7 @@ import time
 from fractions import Fraction
 
 from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound, theorem1_bound
+from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
 from directcoll.topology import parse
 
 #: (label, spec, keyword arguments of alltoall_mcf and capacity_bound)
@@ -115,6 +118,22 @@ def solvers(specs: list[str], repeat: int) -> None:
         print(f"| {spec} | {cols} | " + " | ".join(cells) + " |", flush=True)
 
 
+def scaling(sizes: list[int], workers: int) -> None:
+    print("| topology | decomposed F | master s | children s | total s | bracket lower | bracket upper | gap | "
+          "bracket s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        spec = f"genkautz:4:{n}"
+        t0 = time.perf_counter()
+        r = alltoall_mcf(spec, method="decomposed", workers=workers)
+        total = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        b = alltoall_mcf_bracket(spec)
+        took = time.perf_counter() - t0
+        print(f"| {spec} | {r.value:.10g} | {r.seconds['master']:.1f} | {r.seconds['children']:.1f} | {total:.1f} | "
+              f"{b.lower:.10g} | {b.upper:.10g} | {b.gap:.2e} | {took:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--table", action="store_true", help="F, bounds and method for a list of topologies")
@@ -124,8 +143,9 @@ def main() -> None:
                     help="topologies for --timing and --solvers")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="child-LP processes (default: cores)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per timing; the best is reported")
+    ap.add_argument("--scaling", default="", help="N list: decomposed MCF and the bracket on genkautz:4:N")
     args = ap.parse_args()
-    both = not (args.table or args.timing or args.solvers)
+    both = not (args.table or args.timing or args.solvers or args.scaling)
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}\n")
     if args.table or both:
@@ -136,6 +156,8 @@ def main() -> None:
         print()
     if args.solvers:
         solvers(args.specs.split(","), args.repeat)
+    if args.scaling:
+        scaling([int(n) for n in args.scaling.split(",")], args.workers)
 
 
 if __name__ == "__main__":
