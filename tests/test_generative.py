@@ -23,6 +23,7 @@ from directcoll.topology.generative import (
     moore_bound_diameter,
     odd_graph,
     petersen,
+    pi_automorphisms,
     theorem22_m,
     twisted_hypercube,
     twisted_torus,
@@ -432,3 +433,16 @@ def test_xpander_is_a_lift_of_the_complete_graph():
 def test_random_expanders_refuse_impossible_shapes(spec, message):
     with pytest.raises(SpecError, match=message):
         parse(spec)
+
+
+@pytest.mark.parametrize("d, n", [(4, 1000), (4, 999), (2, 12), (3, 12), (4, 30), (2, 10)])
+def test_pi_automorphisms_form_a_group_of_order_2_gcd_that_maps_arcs_to_arcs(d, n):
+    topo = parse(f"genkautz:{d}:{n}")
+    perms = pi_automorphisms(d, n)
+    assert len(perms) == 2 * math.gcd(d + 1, n) and np.array_equal(perms[0], np.arange(n))
+    arcs = set(zip(topo.link_src.tolist(), topo.link_dst.tolist(), strict=True))
+    for p in perms:
+        assert sorted(p.tolist()) == list(range(n))
+        assert set(zip(p[topo.link_src].tolist(), p[topo.link_dst].tolist(), strict=True)) == arcs
+    rows = {tuple(p) for p in perms}
+    assert all(tuple(a[b]) in rows for a in perms for b in perms)  # closed under composition

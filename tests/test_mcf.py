@@ -103,6 +103,28 @@ def test_symmetric_equals_link_on_cayley_topologies(spec):
     assert excess <= 1e-9 and error <= 1e-9
 
 
+@pytest.mark.parametrize("spec, kwargs", [("genkautz:4:30", {}), ("genkautz:3:20", {}), ("kautz:2:3", {}),
+                                          ("genkautz:4:25", {"host_bandwidth": "1e11"}),
+                                          ("genkautz:4:30", {"host_bandwidth": "2e10", "nic_forwarding": True})])
+def test_automorphism_method_equals_link_and_its_flows_are_feasible(spec, kwargs):
+    link = alltoall_mcf(spec, method="link", **kwargs)
+    auto = alltoall_mcf(spec, **kwargs)
+    assert auto.method == "automorphism"
+    assert auto.value == pytest.approx(link.value, rel=1e-9, abs=0)
+    excess, error = per_source_errors(auto)
+    assert excess <= 1e-9 and error <= 1e-9
+    decomposed = alltoall_mcf(spec, method="decomposed", workers=1, **kwargs)  # children of one source per orbit
+    assert decomposed.value == pytest.approx(link.value, rel=1e-9, abs=0)
+    excess, error = per_pair_errors(decomposed)
+    assert excess <= 1e-9 and error <= 1e-9
+
+
+def test_automorphism_method_refuses_graphs_without_a_known_group():
+    with pytest.raises(UnsupportedShapeError, match="automorphism group"):
+        alltoall_mcf("jellyfish:12:3", method="automorphism")
+    assert alltoall_mcf("genkautz:4:29").method == "automorphism"  # gcd(5, 29) = 1: only x -> -x - 1
+
+
 def test_symmetric_optimum_can_sit_below_the_capacity_bound():
     """torus:3x4: the 4-long dimension's links carry 6 of every source's 10 link-units: F = 1/6 < 1/5."""
     assert alltoall_mcf("torus:3x4", method="symmetric").value == pytest.approx(1 / 6, rel=1e-9)

@@ -25,7 +25,15 @@ Methods (:func:`alltoall_mcf`):
   other node. Conversely every such phi translates to a feasible link-LP solution, so the optimum is exactly
   the link LP's. The LP shrinks by a factor of N. (F need not equal the capacity bound: torus:3x4 has F = 1/6
   and bound 1/5.)
-* ``auto`` (default): ``symmetric`` where it applies, else ``link``.
+* ``automorphism``: the same reduction for a group G of automorphisms that is not regular on the nodes
+  (:func:`directcoll.topology.generative.automorphisms`: generalized Kautz graphs, |G| = 2 gcd(d + 1, N)).
+  Averaging over G gives an optimal flow with x_{g s} = g x_s, so only one source per node orbit keeps
+  variables, and the load of a link orbit O is ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e)``, one capacity
+  row per link orbit. Conversely the reduced solution, averaged over each representative's stabilizer and
+  moved by G, is a feasible link-LP solution of the same F: the optimum is exactly the link LP's, from an LP
+  |G| times smaller (genkautz:4:1000: 10x).
+* ``auto`` (default): ``symmetric`` where it applies, else ``automorphism`` where a group of order > 1 is
+  known, else ``link``.
 
 Host-to-NIC bottleneck (Basu Sec. 3.2.2, Fig. 2, Sec. 5.2): with ``host_bandwidth`` every compute node u
 becomes a host u, a NIC-in node and a NIC-out node; network links run NIC-out -> NIC-in and each node gets a
@@ -60,7 +68,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from directcoll.errors import DirectcollError, TopologyError, UnsupportedShapeError
 from directcoll.topology.model import Topology
 
-METHODS = ("auto", "link", "decomposed", "symmetric")
+METHODS = ("auto", "link", "decomposed", "symmetric", "automorphism")
 SOLVERS = ("auto", "simplex", "ipm", "pdlp")
 COMMODITIES = ("source", "pair")
 #: ``solver="auto"``: dual simplex up to SIMPLEX_MAX_COLUMNS LP columns, IPX interior point (with crossover) up
@@ -389,6 +397,101 @@ def _symmetric_lp(net: FlowNetwork) -> LinearProgram:
                          np.r_[np.full(k, -np.inf), np.zeros(v - 1)], np.r_[orbit_cap, np.zeros(v - 1)])
 
 
+@dataclass(frozen=True)
+class _Orbits:
+    """A node automorphism group acting on a flow network (see ``method="automorphism"``)."""
+
+    nodes: np.ndarray  # (G, V) node permutations, identity first
+    links: np.ndarray  # (G, E) the link each link is moved to
+    reps: np.ndarray  # (R,) one compute node per node orbit
+    orbit_size: np.ndarray  # (R,) |orbit(rep)|
+    link_orbit: np.ndarray  # (E,) index of the link's orbit
+    link_orbit_size: np.ndarray  # (K,) |link orbit|
+
+
+def _orbits(net: FlowNetwork, topology: Topology) -> _Orbits | None:
+    """The known automorphism group of ``topology`` on ``net``, or None (no group, switches, parallel links)."""
+    from directcoll.topology.generative import automorphisms
+
+    perms = automorphisms(topology)
+    n, v = topology.num_compute, topology.num_nodes
+    if perms is None or len(perms) < 2 or v != n:
+        return None
+    extra = net.num_nodes - v  # NIC nodes V + u (and V + N + u) move with their host
+    nodes = np.concatenate([perms] + [perms + v + k * n for k in range(extra // n)], axis=1)
+    key = net.link_src * net.num_nodes + net.link_dst
+    order = np.argsort(key)
+    if np.any(key[order][1:] == key[order][:-1]):
+        return None
+    moved = nodes[:, net.link_src] * net.num_nodes + nodes[:, net.link_dst]
+    pos = np.minimum(np.searchsorted(key, moved, sorter=order), len(key) - 1)
+    links = order[pos]
+    if np.any(key[links] != moved) or np.any(net.capacity[links] != net.capacity):
+        raise DirectcollError(f"{topology.spec}: a listed automorphism does not map the network onto itself")
+    node_rep = nodes[:, :n].min(axis=0)
+    reps = np.unique(node_rep)
+    _, link_orbit, link_orbit_size = np.unique(links.min(axis=0), return_inverse=True, return_counts=True)
+    return _Orbits(nodes, links, reps, np.bincount(node_rep, minlength=n)[reps], link_orbit, link_orbit_size)
+
+
+def _automorphism_lp(net: FlowNetwork, orbits: _Orbits) -> LinearProgram:
+    """Flows of the representative sources with one capacity row per link orbit (the source LP otherwise).
+
+    Columns ``x[i, j]`` at ``i * E + j`` for representative i, then F; rows: K orbit capacity rows, then the
+    conservation rows of :func:`_flow_lp`.
+    """
+    n, e = net.num_compute, net.num_links
+    r = len(orbits.reps)
+    t = np.tile(np.arange(n), r)
+    s = np.repeat(orbits.reps, n)
+    off = s != t
+    lp = _flow_lp(net.num_nodes, net.link_src, net.link_dst, net.capacity, orbits.reps,
+                  np.repeat(np.arange(r), n)[off], t[off])
+    rep_of, link_of = np.divmod(np.arange(r * e), e)
+    k = len(orbits.link_orbit_size)
+    rows = orbits.link_orbit[link_of]
+    cap_rows = sp.csc_matrix((orbits.orbit_size[rep_of] / orbits.link_orbit_size[rows], (rows, np.arange(r * e))),
+                             shape=(k, r * e + 1))
+    orbit_cap = np.zeros(k)
+    orbit_cap[orbits.link_orbit] = net.capacity
+    a = sp.vstack([cap_rows, lp.a[e:]], format="csc")
+    return LinearProgram(a, lp.cost, lp.col_lower, lp.col_upper, np.r_[np.full(k, -np.inf), lp.row_lower[e:]],
+                         np.r_[orbit_cap, lp.row_upper[e:]])
+
+
+def _orbit_flows(orbits: _Orbits, x: np.ndarray, num_compute: int, num_links: int):
+    """Every source's flow from the representatives': each averaged over its stabilizer, then moved by G."""
+    r, e = len(orbits.reps), num_links
+    x = x[: r * e].reshape(r, e)
+    flows = np.zeros((num_compute, e))
+    for g_nodes, g_links in zip(orbits.nodes, orbits.links, strict=True):
+        # g x_r puts x_r(l) on link g(l); summed over G, source s = g(r) gets |Stab(r)| copies
+        flows[g_nodes[orbits.reps][:, None], g_links[None, :]] += x
+    rep_index = np.searchsorted(orbits.reps, orbits.nodes[:, :num_compute].min(axis=0))  # reps are sorted
+    flows /= (len(orbits.nodes) // orbits.orbit_size)[rep_index][:, None]
+    src, link = np.nonzero(flows > FLOW_EPS)
+    return src.astype(np.int64), link.astype(np.int64), flows[src, link]
+
+
+def _move_children(orbits: _Orbits, src, dst, link, val):
+    """Per-(s, d) flows of every source from its representative's: x_{g r, g d} = g x_{r, d} for one g per
+    source (the representative's flow is stabilizer-averaged, so every such g gives the same flow)."""
+    first = {}
+    for gi, g in enumerate(orbits.nodes):
+        for r in orbits.reps:
+            first.setdefault(int(g[r]), (gi, int(r)))
+    out = [[], [], [], []]
+    rep_rows = {int(r): np.flatnonzero(src == r) for r in orbits.reps}
+    for s_new, (gi, r) in sorted(first.items()):
+        rows = rep_rows[r]
+        g_nodes, g_links = orbits.nodes[gi], orbits.links[gi]
+        out[0].append(np.full(len(rows), s_new, dtype=np.int64))
+        out[1].append(g_nodes[dst[rows]])
+        out[2].append(g_links[link[rows]])
+        out[3].append(val[rows])
+    return tuple(np.concatenate(c) for c in out)
+
+
 # -- HiGHS ----------------------------------------------------------------------------------------------------
 #: Tighter than HiGHS's 1e-7 defaults: F and the flows are O(1) after scaling, and a basic value of -1e-8
 #: that simplex accepts as feasible would otherwise break the conservation of the returned flows.
@@ -565,8 +668,14 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     net = flow_network(topology, host_bandwidth=host, nic_forwarding=nic_forwarding, reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
     symmetric_ok = is_translation_symmetric(net)
+    orbits = None if symmetric_ok or method not in ("auto", "automorphism") else _orbits(net, topology)
     if method == "auto":
-        method = "symmetric" if symmetric_ok and commodities == "source" else "link"
+        method = "link" if commodities != "source" else "symmetric" if symmetric_ok else \
+            "automorphism" if orbits is not None else "link"
+    if method == "automorphism" and orbits is None:
+        raise UnsupportedShapeError(f"{topology.spec}: method 'automorphism' needs a known automorphism group "
+                                    "(generalized Kautz and Kautz graphs, no parallel links; Cayley graphs use "
+                                    "'symmetric'); use 'link' or 'decomposed'")
     if method == "symmetric" and not symmetric_ok:
         raise UnsupportedShapeError(f"{topology.spec}: method 'symmetric' needs a Cayley topology (port_offsets, no "
                                     "switches) whose link bandwidths are the same on every port's links; use "
@@ -595,6 +704,11 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
         keep = np.flatnonzero(phi > FLOW_EPS)
         return McfResult(value=value, solver=how, seconds=seconds, _base_flow=(keep, phi[keep]), **common)
 
+    if method == "automorphism":
+        x, value, how = solve(_automorphism_lp(lp_net, orbits))
+        flows = _orbit_flows(orbits, x, n, e)
+        return McfResult(value=value, solver=how, seconds=seconds, _source_flows=flows, **common)
+
     if commodities == "pair":
         lp, psrc, pdst = _pair_lp(lp_net)
         x, value, how = solve(lp)
@@ -606,13 +720,21 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
                          commodity_link=link, commodity_value=val,
                          _source_flows=(ks // e, ks % e, agg[ks]), **common)
 
-    x, value, how = solve(_source_lp(lp_net), "solve" if method == "link" else "master")
-    flows = _sparse_flows(x, e, n)
+    orbits = _orbits(net, topology) if method == "decomposed" else None
+    if orbits is not None:  # the master reduced by the automorphisms, children for one source per orbit
+        x, value, how = solve(_automorphism_lp(lp_net, orbits), "master")
+        flows = _orbit_flows(orbits, x, n, e)
+    else:
+        x, value, how = solve(_source_lp(lp_net), "solve" if method == "link" else "master")
+        flows = _sparse_flows(x, e, n)
     if method == "link":
         return McfResult(value=value, solver=how, seconds=seconds, _source_flows=flows, **common)
 
     t2 = time.perf_counter()
-    csrc, cdst, clink, cval, hows = solve_children(net, flows, value, solver, highs_options, workers)
+    sources = None if orbits is None else orbits.reps
+    csrc, cdst, clink, cval, hows = solve_children(net, flows, value, solver, highs_options, workers, sources)
+    if orbits is not None:
+        csrc, cdst, clink, cval = _move_children(orbits, csrc, cdst, clink, cval)
     seconds["children"] = time.perf_counter() - t2
     how = f"master {how}, children {'/'.join(sorted(set(hows)))}"
     return McfResult(value=value, solver=how, seconds=seconds, commodity_source=csrc, commodity_dest=cdst,
@@ -657,14 +779,15 @@ def _child(task):
     return s, dests[c], links[j], val * value, how
 
 
-def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers):
+def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers, sources=None):
     """Basu eq. 10-14: split every source's aggregated flow ``flows = (source, link, value)`` into per-destination
-    flows of ``value`` each, one child LP per source, in a process pool of ``workers`` (None: all cores)."""
+    flows of ``value`` each, one child LP per source (of ``sources``, default all), in a process pool of
+    ``workers`` (None: all cores)."""
     src, link, val = flows
     order = np.argsort(src, kind="stable")
     bounds = np.searchsorted(src[order], np.arange(net.num_compute + 1))
     tasks = [(s, link[order[bounds[s]: bounds[s + 1]]], val[order[bounds[s]: bounds[s + 1]]], value)
-             for s in range(net.num_compute)]
+             for s in (range(net.num_compute) if sources is None else sources)]
     init = (net.num_nodes, net.num_compute, net.link_src, net.link_dst, solver, options)
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers < 1:

@@ -308,6 +308,29 @@ def _pi(d: int, n: int, kind: str, spec: str, link_bandwidth: float, link_latenc
     return _arcs_without_loops(kind, spec, n, x, (-d * x - a) % n, link_bandwidth, link_latency, params)
 
 
+def pi_automorphisms(d: int, n: int) -> np.ndarray:
+    """The affine automorphisms x -> a x + b (mod n) of Pi_{d,n} (generalized Kautz, and Kautz), as a (|G|, n)
+    array of node permutations, identity first; a group of order 2 gcd(d + 1, n).
+
+    x -> -d x - j (j = 1..d) maps to a x + b -> -a d x - a j + b, an arc of Pi_{d,n} exactly when
+    {a j - (d + 1) b : j = 1..d} = {1..d} (mod n): a = 1 with (d + 1) b = 0, or a = -1 with (d + 1)(b + 1) = 0
+    (mod n). Self-loops map to self-loops, so the graph with them dropped keeps every one of these maps. Used by
+    :func:`directcoll.synthesis.mcf.alltoall_mcf` to shrink the all-to-all LP by the group order.
+    """
+    g = math.gcd(d + 1, n)
+    x = np.arange(n, dtype=np.int64)
+    shifts = np.arange(g, dtype=np.int64) * (n // g)
+    return np.stack([(x + b) % n for b in shifts] + [(-x + b - 1) % n for b in shifts])
+
+
+def automorphisms(topo: Topology) -> np.ndarray | None:
+    """Known node automorphisms of a generated topology (a group, identity first, shape (|G|, num_nodes)) beyond
+    the translations of Cayley graphs, or None: generalized Kautz and Kautz graphs (:func:`pi_automorphisms`)."""
+    if topo.kind in ("genkautz", "kautz"):
+        return pi_automorphisms(topo.params["d"], topo.params["N"])
+    return None
+
+
 def kautz(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Kautz digraph K(d, D): the generalized Kautz digraph Pi_{d,N} with N = d^D + d^(D-1) (Zhao et al. after
     Def. 16, Imase & Itoh), isomorphic to the classic Kautz graph on strings of length D over d+1 letters
