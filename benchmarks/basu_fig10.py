@@ -2,8 +2,9 @@
 (eq. 25, the best any d-regular digraph of N nodes can do), for generalized Kautz Pi(4, N), Jellyfish (random
 4-regular graph, seed 0), Xpander (random lift of K_5, seed 0) and the most nearly square 2D torus.
 
-F is exact where the LP is affordable: always on the torus (a Cayley graph: the symmetric LP), and on the other
-families up to --exact-max nodes (the link LP). Above that the other families get the certified bracket
+F is exact where the LP is affordable: always on the torus (a Cayley graph: the symmetric LP) and on
+generalized Kautz (the LP reduced by its automorphism group, 10x smaller where 5 divides N), and on the random
+graphs up to --exact-max nodes (the link LP). Above that the random graphs get the certified bracket
 lower <= F <= upper of :func:`directcoll.synthesis.mcf_bracket.alltoall_mcf_bracket`, drawn as a band. The
 capacity bound |E| / sum of distances (an upper bound on F of the graph itself) is printed too.
 
@@ -50,7 +51,7 @@ def measure(spec: str, n: int, exact_max: int, iterations: int) -> dict:
     t0 = time.perf_counter()
     bound = theorem1_bound(n, DEGREE)
     row = {"spec": spec, "N": n, "theorem1": bound, "capacity_bound": capacity_bound(spec)}
-    if spec.startswith("torus") or n <= exact_max:
+    if spec.startswith(("torus", "genkautz")) or n <= exact_max:
         r = alltoall_mcf(spec)
         row.update(lower=r.value, upper=r.value, how=f"exact ({r.method})")
     else:

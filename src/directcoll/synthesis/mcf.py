@@ -755,28 +755,48 @@ def _child_init(num_nodes, num_compute, link_src, link_dst, solver, options) -> 
 def _child(task):
     """Per-destination flows of one source: min total flow within the master's flow (eq. 10-14).
 
+    All of a child's commodities leave the same source, so eq. 10-14 is a single-commodity min-cost flow in
+    disguise: the per-destination flows add up to one flow g from s that sinks F at every destination, within
+    the master's flow, at the same total; conversely any such g splits back into per-destination flows of that
+    total. So the child solves for g (E_s columns instead of (N - 1) E_s; unit costs make the optimal g
+    acyclic) and splits it exactly by proportional flow decomposition on its DAG: with M[u, v] = g(u, v) /
+    in(v), destination d's flow arriving at v is a_d(v) = [(I - M)^-1]_{v, d}, and f_d(u, v) = a_d(v) g(u, v) /
+    in(v) conserves, delivers exactly F to d and sums over d to g (the tests check all three).
+
     Scaled by 1/F (demand 1 per destination, capacities f'/F) so HiGHS's absolute tolerances are relative to F.
     The master's flow conserves only to the LP tolerance, so a child can come out infeasible by ~1e-9 (seen on
     genkautz:4:200); it is then solved again with capacities :data:`CHILD_CAPACITY_SLACK` larger.
     """
+    from scipy.sparse.linalg import splu
+
     s, links, flow, value = task
     st = _CHILD_STATE
     n, v = st["num_compute"], st["num_nodes"]
     dests = np.r_[np.arange(s), np.arange(s + 1, n)]
-    comm = np.arange(len(dests))
     cap = flow / value
+    src, dst = st["link_src"][links], st["link_dst"][links]
     for slack in (0.0, CHILD_CAPACITY_SLACK):
-        lp = _flow_lp(v, st["link_src"][links], st["link_dst"][links], cap * (1 + slack), np.full(len(dests), s),
-                      comm, dests, fixed_demand=1.0)
+        lp = _flow_lp(v, src, dst, cap * (1 + slack), np.array([s]), np.zeros(len(dests), dtype=np.int64), dests,
+                      fixed_demand=1.0)
         try:
-            x, _, how = solve_lp(lp, st["solver"], st["options"])
+            g, _, how = solve_lp(lp, st["solver"], st["options"])
             break
         except DirectcollError:
             if slack:
                 raise
     how += f" (capacities +{slack:g})" if slack else ""
-    c, j, val = _sparse_flows(x, len(links), len(dests))
-    return s, dests[c], links[j], val * value, how
+    g = g[: len(links)]
+    used = g > FLOW_EPS
+    g, links, src, dst = g[used], links[used], src[used], dst[used]
+    inflow = np.bincount(dst, weights=g, minlength=v)
+    share = g / inflow[dst]
+    m = sp.csc_matrix((share, (src, dst)), shape=(v, v))
+    rhs = np.zeros((v, len(dests)))
+    rhs[dests, np.arange(len(dests))] = 1.0
+    arrive = splu((sp.identity(v, format="csc") - m).tocsc()).solve(rhs)  # a_d(u), one column per destination
+    per_dest = arrive[dst] * share[:, None]  # (E_s, N - 1)
+    j, c = np.nonzero(per_dest > FLOW_EPS)
+    return s, dests[c], links[j], per_dest[j, c] * value, how
 
 
 def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers, sources=None):
