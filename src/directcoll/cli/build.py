@@ -42,8 +42,9 @@ def add_alltoall_options(p) -> None:
     """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf)."""
     p.add_argument("--alltoall", action="store_true",
                    help="also compute the all-to-all max concurrent flow F (alltoall_mcf, in units of one link)")
-    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "bracket"],
-                   help="MCF method (default auto: symmetric on Cayley topologies, else link); bracket: certified "
+    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "automorphism", "bracket"],
+                   help="MCF method (default auto: symmetric on Cayley topologies, automorphism on generalized "
+                        "Kautz, else link); bracket: certified "
                         "bounds lower <= F <= upper without the LP, for graphs too large for it")
     p.add_argument("--link-bandwidth", help="bandwidth of every link, e.g. 25Gbps (default: the topology's)")
     p.add_argument("--host-bandwidth", help="host <-> NIC bandwidth, e.g. 100Gbps: models the host-to-NIC "
