@@ -8,8 +8,8 @@ graphs up to --exact-max nodes (the link LP). Above that the random graphs get t
 lower <= F <= upper of :func:`directcoll.synthesis.mcf_bracket.alltoall_mcf_bracket`, drawn as a band. The
 capacity bound |E| / sum of distances (an upper bound on F of the graph itself) is printed too.
 
-Run: python3 benchmarks/basu_fig10.py [--nodes 100,200,...] [--exact-max 100] [--iterations 400]
-         [--out docs/img/basu_fig10.png] [--json FILE]
+Run: python3 benchmarks/basu_fig10.py [--nodes 100,200,...] [--families genkautz,...] [--exact-max 100]
+         [--iterations 400] [--out docs/img/basu_fig10.png] [--json FILE] [--from-json FILE]
 Prints a Markdown table of F / bound per family and N (docs/alltoall.md records it).
 """
 
@@ -107,15 +107,21 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=400, help="bracket iterations above --exact-max")
     ap.add_argument("--out", default="docs/img/basu_fig10.png")
     ap.add_argument("--json", default="", help="also write the rows to this JSON file")
-    ap.add_argument("--from-json", default="", help="table and plot from rows an earlier --json run wrote")
+    ap.add_argument("--families", default=",".join(FAMILIES), help=f"subset of {','.join(FAMILIES)}")
+    ap.add_argument("--from-json", default="", help="rows an earlier --json run wrote: measure only what they lack, "
+                                                     "then print and plot them all")
     args = ap.parse_args()
     sizes = [int(x) for x in args.nodes.split(",")]
-    work = [(f, n, s) for n in sizes for f in FAMILIES if (s := spec_for(f, n)) is not None]
+    families = [f for f in args.families.split(",") if f]
+    if set(families) - set(FAMILIES):
+        ap.error(f"unknown family in --families {args.families!r}; accepted: {', '.join(FAMILIES)}")
     rows = []
     if args.from_json:
         with open(args.from_json) as fh:
             rows = json.load(fh)
-        sizes, work = sorted({r["N"] for r in rows}), []
+    done = {r["spec"] for r in rows}
+    work = [(f, n, s) for n in sizes for f in families if (s := spec_for(f, n)) is not None and s not in done]
+    sizes = sorted({n for n in sizes} | {r["N"] for r in rows})
     with Progress() as bar:
         task = bar.add_task("Fig. 10", total=len(work))
         for family, n, spec in work:
@@ -127,6 +133,7 @@ def main() -> None:
             if args.json:  # after every row, so a long run that is stopped keeps what it measured
                 with open(args.json, "w") as fh:
                     json.dump(rows, fh, indent=1)
+    rows.sort(key=lambda r: (r["N"], FAMILIES.index(r["family"])))
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()}, {os.cpu_count()} cores\n")
     print("| N | topology | F / bound (lower) | F / bound (upper) | capacity bound / bound | how | seconds |")
     print("|---|---|---|---|---|---|---|")
