@@ -16,7 +16,9 @@ Methods (:func:`alltoall_mcf`):
   have the same optimum. ``commodities="pair"`` solves eq. 1-5 literally (N(N - 1) commodities; small N only).
 * ``decomposed``: the same source-aggregated master LP (eq. 6-9), then one child LP per source (eq. 10-14:
   capacities = the master's flow of that source, demand F to every destination, minimize total flow) that
-  recovers per-(s, d) flows; children run in a process pool.
+  recovers per-(s, d) flows, solved as the equivalent single-commodity min-cost flow and split exactly by
+  proportional decomposition (:func:`_child`); children run in a process pool. Where ``automorphism``
+  applies, the master is that reduced LP and only one source per orbit gets a child.
 * ``symmetric``: for Cayley topologies (``Topology.port_offsets``). The translations form a group acting
   regularly on nodes and freely on links, with capacities constant on each link orbit. Averaging any optimal
   flow over the N translations gives an optimal flow in which source s's flow is source 0's moved by s, so
