@@ -312,7 +312,7 @@ def _pmcf_lp(net: FlowNetwork, paths: PathSet, symmetric: bool, scale: float) ->
     vals = np.r_[np.ones(len(cap_row)), -np.ones(npath), np.ones(npair)]
     a = sp.csc_matrix((vals, (rows, cols)), shape=(k + npair, npath + 1))
     lp = LinearProgram(a, np.r_[np.zeros(npath), -1.0], np.zeros(npath + 1), np.full(npath + 1, np.inf),
-             np.full(k + npair, -np.inf), np.r_[cap / scale, np.zeros(npair)])
+                       np.full(k + npair, -np.inf), np.r_[cap / scale, np.zeros(npair)])
     return lp, npath
 
 
