@@ -5,8 +5,11 @@ Layers (imports point down only): topology -> schedule -> algorithms -> verify -
 
 from directcoll.errors import (
     DirectcollError,
+    ResourceError,
     ScheduleError,
     ScheduleFormatError,
+    SolverError,
+    SolverLimitError,
     SpecError,
     TopologyError,
     UnsupportedShapeError,
@@ -16,8 +19,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DirectcollError",
+    "ResourceError",
     "ScheduleError",
     "ScheduleFormatError",
+    "SolverError",
+    "SolverLimitError",
     "SpecError",
     "TopologyError",
     "UnsupportedShapeError",

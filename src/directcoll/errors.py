@@ -23,3 +23,15 @@ class ScheduleFormatError(ScheduleError):
 
 class UnsupportedShapeError(DirectcollError, ValueError):
     """An algorithm cannot serve the requested topology, shape, collective or variant."""
+
+
+class SolverError(DirectcollError, RuntimeError):
+    """An LP or MIP solve failed, was infeasible or unbounded, or stopped at a limit (:mod:`directcoll.lp`)."""
+
+
+class SolverLimitError(SolverError):
+    """A solve stopped at a time or iteration limit before it proved optimality."""
+
+
+class ResourceError(DirectcollError):
+    """A request would need more memory or work than the budget allows (:mod:`directcoll.resources`)."""

@@ -1,0 +1,126 @@
+"""Resource budgets: estimate what a request needs before building it, and refuse it above the budget.
+
+Anything whose memory grows with the network (topology, all-pairs distances, routes, schedules, the verifier's
+state, LPs, simulations) calls :func:`check_memory` with an estimate *before* it allocates, so a typo such as
+``complete:20000`` ends in one clear line in milliseconds instead of a machine out of memory. Work that cannot
+finish in any reasonable time (a million sizes, a finder over 10^9 nodes) is refused by :func:`check_work`.
+
+The memory budget is, in order: the value set by :func:`memory_budget_override` (the CLI's ``--memory-budget``),
+the environment variable ``DIRECTCOLL_MEMORY_BUDGET`` (a size such as ``16GiB``), or
+:data:`DEFAULT_FRACTION` of the memory the kernel reports available (``MemAvailable`` in ``/proc/meminfo``).
+Estimates are of the dominant arrays only (a lower bound on the real peak), so the default leaves headroom.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+from directcoll.errors import DirectcollError, ResourceError
+
+ENV_MEMORY_BUDGET = "DIRECTCOLL_MEMORY_BUDGET"
+#: Share of the available memory a single request may plan to use by default.
+DEFAULT_FRACTION = 0.5
+#: Used when the available memory cannot be read (not Linux): 4 GiB.
+FALLBACK_AVAILABLE = 4 * 2**30
+
+_override: list[int] = []
+
+
+def available_memory() -> int:
+    """Bytes the kernel reports available now (``MemAvailable``), or :data:`FALLBACK_AVAILABLE`."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return FALLBACK_AVAILABLE
+
+
+def memory_budget() -> int:
+    """The memory budget in bytes (see the module docstring for where it comes from).
+
+    Raises:
+        DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is set but is not a size such as ``16GiB``.
+
+    >>> with memory_budget_override("1GiB"):
+    ...     memory_budget()
+    1073741824
+    """
+    if _override:
+        return _override[-1]
+    text = os.environ.get(ENV_MEMORY_BUDGET)
+    if text:
+        from directcoll.units import parse_size
+
+        try:
+            return parse_size(text)
+        except DirectcollError:
+            raise DirectcollError(f"{ENV_MEMORY_BUDGET}={text!r} is not a size; use e.g. 16GiB or 500MB") from None
+    return int(DEFAULT_FRACTION * available_memory())
+
+
+@contextmanager
+def memory_budget_override(budget):
+    """Use ``budget`` (bytes, or a size string such as ``8GiB``) as the memory budget inside the ``with`` block.
+
+    Raises:
+        DirectcollError: ``budget`` is not a positive size.
+    """
+    from directcoll.units import parse_size
+
+    value = parse_size(budget)
+    if value <= 0:
+        raise DirectcollError(f"memory budget must be positive, got {budget!r}")
+    _override.append(value)
+    try:
+        yield value
+    finally:
+        _override.pop()
+
+
+def _human(n: float) -> str:
+    for unit, f in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= f:
+            return f"{n / f:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def check_memory(what: str, nbytes: float) -> None:
+    """Refuse ``what`` if its estimated memory ``nbytes`` exceeds :func:`memory_budget`.
+
+    Args:
+        what: the request in the user's words, e.g. ``"topology complete:20000 (400,000,000 links)"``.
+        nbytes: estimated bytes of its dominant arrays (a float: estimates may overflow int64).
+
+    Raises:
+        ResourceError: over the budget; the message names the request, the estimate, the budget and how to
+            raise it.
+
+    >>> check_memory("a small thing", 1e3)
+    >>> check_memory("a huge thing", 1e30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.ResourceError: a huge thing needs about 8.27e+17 TiB, over the memory budget ...
+    """
+    budget = memory_budget()
+    if nbytes > budget:
+        raise ResourceError(f"{what} needs about {_human(nbytes)}, over the memory budget of {_human(budget)} "
+                            f"(raise it with --memory-budget or {ENV_MEMORY_BUDGET}, e.g. 32GiB)")
+
+
+def check_work(what: str, amount: float, limit: float, unit: str) -> None:
+    """Refuse ``what`` when it needs ``amount`` ``unit`` of work, over ``limit`` (work that could not finish).
+
+    Raises:
+        ResourceError: ``amount > limit``, naming both.
+
+    >>> check_work("compare", 40, 1000, "sizes")
+    """
+    if amount > limit:
+        raise ResourceError(f"{what} needs {amount:,.0f} {unit}, over the limit of {limit:,.0f} {unit}")
