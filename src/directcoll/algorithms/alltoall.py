@@ -43,7 +43,6 @@ bandwidth (:func:`alltoall_link_loads`), so ``size / N * max_link_load / b_max``
 
 from __future__ import annotations
 
-import time
 from math import lcm
 
 import numpy as np
@@ -51,7 +50,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra, shortest_path
 
 from directcoll.algorithms.registry import Algorithm, register
-from directcoll.errors import DirectcollError, ScheduleError, TopologyError, UnsupportedShapeError
+from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeError
+from directcoll.lp import LinearProgram
+from directcoll.lp import solve as lp_solve
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder, reorder_csr
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import bfs_distances, dor_route, path_counts
@@ -474,10 +475,9 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
     Raises:
         UnsupportedShapeError: more than :data:`ILP_MAX_RANKS` ranks, an unknown variant, candidates < 1,
             or (``shortest``) a pair with more than :data:`MAX_PATHS_PER_PAIR` shortest paths.
-        DirectcollError: HiGHS returns no solution.
+        SolverError: HiGHS fails or the MIP is infeasible; SolverLimitError: the time limit stopped it with no
+            feasible point (never, as it starts from a feasible one).
     """
-    import highspy
-
     n = topology.num_compute
     if variant not in ILP_VARIANTS:
         raise UnsupportedShapeError(f"ilp-disjoint: unknown variant {variant!r}; accepted: {', '.join(ILP_VARIANTS)}")
@@ -518,46 +518,25 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
     vals = np.r_[np.ones(num_paths), np.ones(len(links)), -cap]
     a = sp.csc_matrix((vals, (rows, cols)), shape=(num_pairs + num_links, num_paths + 1))
     a.sum_duplicates()
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = num_paths + 1, num_pairs + num_links
-    model.col_cost_ = np.r_[np.zeros(num_paths), 1.0]
-    model.col_lower_, model.col_upper_ = np.zeros(num_paths + 1), np.r_[np.ones(num_paths), highspy.kHighsInf]
-    model.row_lower_ = np.r_[np.ones(num_pairs), np.full(num_links, -highspy.kHighsInf)]
-    model.row_upper_ = np.r_[np.ones(num_pairs), np.zeros(num_links)]
-    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    model.a_matrix_.start_ = a.indptr.astype(np.int32)
-    model.a_matrix_.index_ = a.indices.astype(np.int32)
-    model.a_matrix_.value_ = a.data.astype(float)
-    model.a_matrix_.num_col_, model.a_matrix_.num_row_ = model.num_col_, model.num_row_
-    model.integrality_ = [highspy.HighsVarType.kInteger] * num_paths + [highspy.HighsVarType.kContinuous]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("random_seed", 0)
-    h.setOptionValue("threads", 1)
-    h.passModel(model)
+    integer = np.r_[np.ones(num_paths, dtype=bool), False]
+    lp = LinearProgram(a, np.r_[np.zeros(num_paths), 1.0], np.zeros(num_paths + 1),
+                       np.r_[np.ones(num_paths), np.inf], np.r_[np.ones(num_pairs), np.full(num_links, -np.inf)],
+                       np.r_[np.ones(num_pairs), np.zeros(num_links)], integer=integer,
+                       name=f"ilp-disjoint MIP ({variant}, {num_paths} paths) on {topology.spec}")
     start_x = np.zeros(num_paths + 1)
     start_x[np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])] = 1.0  # every pair's first candidate
     start_x[-1] = float((np.bincount(links, weights=start_x[path_of], minlength=num_links) / cap).max())
-    sol = highspy.HighsSolution()
-    sol.col_value = start_x.tolist()
-    sol.value_valid = True
-    h.setSolution(sol)
-    t0 = time.perf_counter()
-    h.run()
-    seconds = time.perf_counter() - t0
-    status = h.modelStatusToString(h.getModelStatus())
-    x = np.asarray(h.getSolution().col_value)
-    if len(x) != num_paths + 1:
-        raise DirectcollError(f"ilp-disjoint: HiGHS returned no solution on {topology.spec} (status {status})")
+    # a time limit is part of the method: the best solution found by then is the baseline, its status says so
+    sol = lp_solve(lp, options={"time_limit": float(time_limit), "random_seed": 0, "threads": 1},
+                   accept_limit=True, start=start_x)
+    x, status = sol.x, sol.status
     # the largest x_p of every pair (they are 0 or 1 up to HiGHS's integrality tolerance)
     order = np.lexsort((-x[:num_paths], pair_row))
     keep = np.sort(order[np.r_[True, pair_row[order][1:] != pair_row[order][:-1]]])
     ro2, idx = reorder_csr(ro, keep)
-    info = h.getInfo()
     meta = {"algorithm": "ilp-disjoint", "variant": variant, "candidates": int(candidates),
-            "candidate_paths": int(num_paths), "ilp_status": status, "ilp_bound": float(info.mip_dual_bound),
-            "ilp_objective": float(info.objective_function_value), "ilp_seconds": round(seconds, 3)}
+            "candidate_paths": int(num_paths), "ilp_status": status, "ilp_bound": sol.dual_bound,
+            "ilp_objective": sol.objective, "ilp_seconds": round(sol.seconds, 3)}
     return path_alltoall(topology, src[keep], dst[keep], np.ones(len(keep), np.int64), ro2, links[idx], meta=meta)
 
 

@@ -50,6 +50,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, UnsupportedShapeError
+from directcoll.lp import LinearProgram, Solver
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, relabel, reverse
 from directcoll.topology.model import Topology
@@ -106,12 +107,9 @@ def _distances_to(g: _Graph, node: int) -> np.ndarray:
 class _LoadLPs:
     """The aggregated LPs of all (u, t), solved once per distinct content; loads kept as exact Fractions."""
 
-    def __init__(self, chunks: int | None) -> None:
-        import highspy
-
-        self._hs = highspy
-        self._highs = highspy.Highs()
-        self._highs.setOptionValue("output_flag", False)
+    def __init__(self, chunks: int | None, options: dict | None = None) -> None:
+        self._solver: Solver | None = None  # one HiGHS instance for all LPs, made at the first real LP
+        self._options = options
         self.chunks = chunks
         self.solutions: list[np.ndarray] = []  # per LP: (P, K) object array of Fractions
         self.times: list[float] = []  # per LP: most loaded link's time, shards / relative bandwidth
@@ -134,26 +132,17 @@ class _LoadLPs:
         if np.all(patterns.sum(axis=1) == 1):  # every pattern has a single feeding link: nothing to choose
             x = counts[pi].astype(float)
         else:
-            hs = self._hs
-            lp = hs.HighsLp()
-            lp.num_col_, lp.num_row_ = nx + 1, npat + nl
-            lp.col_cost_ = np.r_[np.zeros(nx), 1.0]
-            lp.col_lower_ = np.zeros(nx + 1)
-            lp.col_upper_ = np.full(nx + 1, hs.kHighsInf)
-            lp.row_lower_ = np.r_[counts.astype(float), np.full(nl, -hs.kHighsInf)]
-            lp.row_upper_ = np.r_[counts.astype(float), np.zeros(nl)]
             # column j < nx: pattern row pi[j] and link row npat + li[j]; column nx (U): -rel_bw on link rows
-            lp.a_matrix_.format_ = hs.MatrixFormat.kColwise
-            lp.a_matrix_.start_ = np.r_[np.arange(0, 2 * nx + 1, 2), 2 * nx + nl].astype(np.int32)
-            lp.a_matrix_.index_ = np.r_[np.c_[pi, npat + li].ravel(), npat + np.arange(nl)].astype(np.int32)
-            lp.a_matrix_.value_ = np.r_[np.ones(2 * nx), -rel_bw]
-            self._highs.passModel(lp)
-            self._highs.run()
-            status = self._highs.getModelStatus()
-            if status != hs.HighsModelStatus.kOptimal:
-                raise ScheduleError(f"bfb: HiGHS did not solve a load-balancing LP: "
-                                    f"{self._highs.modelStatusToString(status)}")
-            x = np.maximum(np.asarray(self._highs.getSolution().col_value[:nx]), 0.0)
+            start = np.r_[np.arange(0, 2 * nx + 1, 2), 2 * nx + nl]
+            index = np.r_[np.c_[pi, npat + li].ravel(), npat + np.arange(nl)]
+            a = sp.csc_matrix((np.r_[np.ones(2 * nx), -rel_bw], index, start), shape=(npat + nl, nx + 1))
+            lp = LinearProgram(a, np.r_[np.zeros(nx), 1.0], np.zeros(nx + 1), np.full(nx + 1, np.inf),
+                               np.r_[counts.astype(float), np.full(nl, -np.inf)],
+                               np.r_[counts.astype(float), np.zeros(nl)],
+                               name=f"BFB load-balancing LP ({npat} source groups, {nl} in-links)")
+            if self._solver is None:
+                self._solver = Solver(self._options)
+            x = np.maximum(self._solver.solve(lp).x[:nx], 0.0)
         loads = np.zeros(patterns.shape, dtype=object)
         loads[:] = Fraction(0)
         for p in range(npat):

@@ -44,12 +44,13 @@ NIC-in -> host and a host -> NIC-out link of the host bandwidth, so forwarded tr
 forwards and only injection and ejection cross the host link (HPC fabrics). On torus:3x3x3 with 6 x 25 Gb/s
 links and a 100 Gb/s host, F = 2/27 relative to 25 Gb/s (Basu Sec. 5.2); 1/9 with NIC forwarding or no host.
 
-Solvers (HiGHS through highspy; the LPs are built with scipy.sparse, never per variable). ``simplex`` (dual
+Solvers (HiGHS through :mod:`directcoll.lp`; the LPs are built with scipy.sparse, never per variable). ``simplex`` (dual
 simplex) for small LPs; ``ipm`` (IPX interior point with crossover); ``pdlp`` (first-order PDLP, then the point
 is made complementary and polished to an optimal vertex by IPX crossover and dual simplex, falling back to
 ``ipm`` when PDLP or crossover fails): every path ends at an optimal basis, so F is exact to floating point
-(the methods agree to 1e-12 relative in the tests). ``auto`` picks simplex up to :data:`SIMPLEX_MAX_COLUMNS`
-columns, ipm up to :data:`IPM_MAX_COLUMNS`, pdlp above. PDLP is always given the LP as a minimization: with
+(the methods agree to 1e-12 relative in the tests). ``auto`` picks simplex up to
+:data:`directcoll.lp.SIMPLEX_MAX_COLUMNS` columns, ipm up to :data:`directcoll.lp.IPM_MAX_COLUMNS`, pdlp above.
+PDLP is always given the LP as a minimization: with
 ``ObjSense.kMaximize`` HiGHS 1.15's PDLP reports wrong duals (the dual residual is of the order of the costs and
 the run ends "Unknown"), and IPX crossover then rejects the point.
 """
@@ -67,20 +68,15 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from directcoll.errors import DirectcollError, TopologyError, UnsupportedShapeError
+from directcoll.errors import DirectcollError, SolverError, SolverLimitError, TopologyError, UnsupportedShapeError
+from directcoll.lp import METHODS as LP_METHODS
+from directcoll.lp import LinearProgram
+from directcoll.lp import solve as lp_solve
 from directcoll.topology.model import Topology
 
 METHODS = ("auto", "link", "decomposed", "symmetric", "automorphism")
-SOLVERS = ("auto", "simplex", "ipm", "pdlp")
+SOLVERS = LP_METHODS
 COMMODITIES = ("source", "pair")
-#: ``solver="auto"``: dual simplex up to SIMPLEX_MAX_COLUMNS LP columns, IPX interior point (with crossover) up
-#: to IPM_MAX_COLUMNS, PDLP + crossover above (measured in docs/alltoall.md: torus:3x3x3, 4.4k columns: simplex
-#: 0.13 s, IPX 0.07 s; genkautz:4:100, 40k: simplex 144 s, IPX 11.4 s, PDLP + crossover 7.6 s).
-SIMPLEX_MAX_COLUMNS = 2000
-IPM_MAX_COLUMNS = 20000
-#: KKT tolerance of the PDLP phase before crossover: looser means fewer PDLP iterations but a longer crossover
-#: (genkautz:4:150: 1e-7: 43 s in all, 1e-5: 18 s, 1e-4: 34 s).
-PDLP_KKT_TOLERANCE = 1e-5
 #: Flow values at or below this (in units of the reference capacity) are dropped from the returned flows.
 FLOW_EPS = 1e-12
 
@@ -296,22 +292,6 @@ class McfResult:
 
 
 # -- LP construction ------------------------------------------------------------------------------------------
-@dataclass
-class LinearProgram:
-    """min cost.x subject to row_lower <= A x <= row_upper, col_lower <= x <= col_upper (A is CSC)."""
-
-    a: sp.csc_matrix
-    cost: np.ndarray
-    col_lower: np.ndarray
-    col_upper: np.ndarray
-    row_lower: np.ndarray
-    row_upper: np.ndarray
-
-    @property
-    def num_cols(self) -> int:
-        return self.a.shape[1]
-
-
 def _flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm, dem_node, *,
              fixed_demand: float | None = None) -> LinearProgram:
     """Multi-commodity flow LP over the links given (every commodity may use every one of them).
@@ -500,103 +480,16 @@ def _move_children(orbits: _Orbits, src, dst, link, val):
 HIGHS_DEFAULTS = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": 1e-9}
 
 
-def _highs(options: dict | None):
-    import highspy
-
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    for key, value in {**HIGHS_DEFAULTS, **(options or {})}.items():
-        if h.setOptionValue(key, value) == highspy.HighsStatus.kError:
-            raise UnsupportedShapeError(f"HiGHS rejects option {key}={value!r}; see the HiGHS option list")
-    return h
-
-
-def _pass(h, lp: LinearProgram) -> None:
-    import highspy
-
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = lp.a.shape[1], lp.a.shape[0]
-    model.col_cost_ = lp.cost
-    model.col_lower_, model.col_upper_ = lp.col_lower, lp.col_upper
-    model.row_lower_, model.row_upper_ = lp.row_lower, lp.row_upper
-    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    model.a_matrix_.start_ = lp.a.indptr.astype(np.int32)
-    model.a_matrix_.index_ = lp.a.indices.astype(np.int32)
-    model.a_matrix_.value_ = lp.a.data.astype(float)
-    model.a_matrix_.num_col_, model.a_matrix_.num_row_ = model.num_col_, model.num_row_
-    h.passModel(model)
-
-
-def _optimal(h) -> bool:
-    import highspy
-
-    return h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-
-
 def solve_lp(lp: LinearProgram, solver: str, options: dict | None) -> tuple[np.ndarray, float, str]:
-    """Solve to an optimal basis; returns (x, objective, how)."""
-    if solver == "auto":
-        cols = lp.num_cols
-        solver = "simplex" if cols <= SIMPLEX_MAX_COLUMNS else "ipm" if cols <= IPM_MAX_COLUMNS else "pdlp"
-    fallback = ""
-    if solver == "pdlp":
-        out = _run_pdlp(lp, options)
-        if out is not None:
-            return out
-        solver, fallback = "ipm", " (pdlp failed)"  # PDLP or crossover failed: interior point + crossover instead
-    h = _highs(options)
-    h.setOptionValue("solver", "ipx" if solver == "ipm" else "simplex")
-    _pass(h, lp)
-    h.run()
-    if not _optimal(h):
-        raise DirectcollError(f"HiGHS ({solver}) did not solve the all-to-all MCF LP ({lp.a.shape[1]} columns, "
-                              f"{lp.a.shape[0]} rows): status {h.modelStatusToString(h.getModelStatus())}")
-    return np.asarray(h.getSolution().col_value), h.getInfo().objective_function_value, solver + fallback
+    """Solve an MCF LP to an optimal basis through :func:`directcoll.lp.solve` with the MCF tolerances;
+    returns (x, objective, how).
 
-
-def _run_pdlp(lp: LinearProgram, options: dict | None):
-    """PDLP, then crossover from the PDLP point made exactly complementary, then dual simplex from that basis.
-
-    The "<=" rows get explicit slack columns (all rows become equalities), so complementarity only involves
-    column bounds and is enforced exactly: IPX rejects a starting point with a nonzero dual on a value off its
-    bound. Returns None when PDLP or crossover does not succeed.
+    Raises:
+        SolverError: the solve failed, or the model is infeasible or unbounded.
+        SolverLimitError: a time or iteration limit in ``options`` stopped it.
     """
-    import highspy
-
-    ineq = lp.row_lower != lp.row_upper
-    if np.any(ineq & (np.isfinite(lp.row_lower) | ~np.isfinite(lp.row_upper))):
-        return None  # only "<=" and "=" rows are expected here
-    rows = np.flatnonzero(ineq)
-    slack = sp.csc_matrix((np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(lp.a.shape[0], len(rows)))
-    n0 = lp.num_cols
-    eq = LinearProgram(sp.hstack([lp.a, slack], format="csc"), np.r_[lp.cost, np.zeros(len(rows))],
-             np.r_[lp.col_lower, np.zeros(len(rows))], np.r_[lp.col_upper, np.full(len(rows), np.inf)],
-             lp.row_upper.copy(), lp.row_upper.copy())
-    h = _highs({"kkt_tolerance": PDLP_KKT_TOLERANCE, **(options or {})})
-    h.setOptionValue("solver", "pdlp")
-    _pass(h, eq)
-    h.run()
-    if not _optimal(h):
-        return None
-    sol = h.getSolution()
-    x, z = np.array(sol.col_value), np.array(sol.col_dual)
-    lo, up = eq.col_lower, eq.col_upper
-    x = np.clip(x, lo, up)
-    at_lo = (x <= lo + 1e-9) & (z > 0)
-    at_up = (x >= up - 1e-9) & (z < 0) & ~at_lo
-    fixed = lo == up
-    x[at_lo], x[at_up], x[fixed] = lo[at_lo], up[at_up], lo[fixed]
-    z[~(at_lo | at_up | fixed)] = 0.0
-    sol.col_value, sol.col_dual = x, z
-    h = _highs(options)
-    _pass(h, eq)
-    if h.crossover(sol) == highspy.HighsStatus.kError:
-        return None
-    h.setOptionValue("solver", "simplex")
-    h.run()  # from the crossover basis (optimal, or "imprecise" after a looser PDLP): a few iterations at most
-    if not _optimal(h):
-        return None
-    return np.asarray(h.getSolution().col_value)[:n0], h.getInfo().objective_function_value, "pdlp+crossover"
+    sol = lp_solve(lp, solver, {**HIGHS_DEFAULTS, **(options or {})})
+    return sol.x, sol.objective, sol.method
 
 
 # -- methods --------------------------------------------------------------------------------------------------
@@ -652,7 +545,8 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
             topology that is not a Cayley graph with translation-invariant capacities; ``pair`` with another
             method; ``workers < 1``; a non-positive bandwidth.
         SpecError: an unknown topology spec.
-        DirectcollError: HiGHS does not reach an optimal solution, or a bandwidth string cannot be read.
+        SolverError: HiGHS does not reach an optimal solution (SolverLimitError: a limit in ``highs_options``).
+        DirectcollError: a bandwidth string cannot be read.
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth
@@ -694,6 +588,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     seconds = {}
 
     def solve(lp, stage="solve"):
+        lp.name = f"all-to-all MCF {'LP' if stage == 'solve' else stage + ' LP'} ({method}) on {topology.spec}"
         seconds["build"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         x, obj, how = solve_lp(lp, solver, highs_options)
@@ -780,10 +675,13 @@ def _child(task):
     for slack in (0.0, CHILD_CAPACITY_SLACK):
         lp = _flow_lp(v, src, dst, cap * (1 + slack), np.array([s]), np.zeros(len(dests), dtype=np.int64), dests,
                       fixed_demand=1.0)
+        lp.name = f"all-to-all MCF child LP of source {s}"
         try:
             g, _, how = solve_lp(lp, st["solver"], st["options"])
             break
-        except DirectcollError:
+        except SolverLimitError:
+            raise
+        except SolverError:
             if slack:
                 raise
     how += f" (capacities +{slack:g})" if slack else ""

@@ -39,10 +39,10 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import UnsupportedShapeError
+from directcoll.lp import LinearProgram
 from directcoll.synthesis.mcf import (
     SOLVERS,
     FlowNetwork,
-    LinearProgram,
     adjacency,
     alltoall_mcf,
     flow_network,
@@ -351,6 +351,7 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
     n = net.num_compute
     scale = float(net.capacity.sum()) / (n * (n - 1))
     lp, npath = _pmcf_lp(net, found, symmetric, scale)
+    lp.name = f"path-based MCF LP ({npath} paths{', symmetric' if symmetric else ''})"
     t2 = time.perf_counter()
     x, obj, how = solve_lp(lp, solver, highs_options)
     t3 = time.perf_counter()

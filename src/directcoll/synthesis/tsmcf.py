@@ -44,11 +44,11 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import UnsupportedShapeError
+from directcoll.lp import LinearProgram
 from directcoll.synthesis.mcf import (
     FLOW_EPS,
     SOLVERS,
     FlowNetwork,
-    LinearProgram,
     adjacency,
     alltoall_mcf,
     flow_network,
@@ -288,6 +288,7 @@ def _solve_ts(net: FlowNetwork, lmax: int, symmetric: bool, solver: str, options
     n, e, v, lm = net.num_compute, net.num_links, net.num_nodes, lmax
     scale = float(net.capacity.sum()) / (n * (n - 1))
     lp = _ts_lp(net, lm, symmetric, scale)
+    lp.name = f"time-stepped MCF LP ({lm} steps{', symmetric' if symmetric else ''})"
     x, obj, how = solve_lp(lp, solver, options)
     ns = 1 if symmetric else n
     f = x[: ns * lm * e].reshape(ns, lm, e)

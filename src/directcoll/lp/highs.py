@@ -1,0 +1,237 @@
+"""One HiGHS instance behind a checked interface: options fixed at construction, every status checked, nothing
+written to the process's standard output.
+
+HiGHS (highspy >= 1.16) prints a banner on file descriptor 1 when a ``Highs`` object is constructed, before
+``output_flag`` can be set, and below Python's ``sys.stdout``: so a ``--json`` document would be preceded by it.
+:func:`quiet_stdout` points descriptor 1 at ``/dev/null`` (construction) or standard error (solves) while the
+C library runs, and flushes C's stdio buffers before pointing it back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from directcoll.errors import SolverError, SolverLimitError
+from directcoll.lp.model import LinearProgram, Solution
+from directcoll.resources import check_memory
+
+#: Models estimated below this are not checked against the memory budget (BFB solves thousands of tiny LPs).
+MEMORY_CHECK_FROM = 64 * 2**20
+
+_LIMITS = ("kTimeLimit", "kIterationLimit", "kSolutionLimit", "kInterrupt", "kHighsInterrupt", "kObjectiveBound",
+           "kObjectiveTarget", "kMemoryLimit")
+_INFEASIBLE = ("kInfeasible", "kUnbounded", "kUnboundedOrInfeasible")
+_guard = threading.RLock()
+_depth = [0]
+
+
+def _fflush_c() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to flush (not a POSIX platform)
+        pass
+
+
+@contextmanager
+def quiet_stdout(to: str = "stderr"):
+    """Point file descriptor 1 at standard error (``to="stderr"``) or ``/dev/null`` (``to="null"``) inside the
+    block, flushing Python's and C's buffers on both edges. Re-entrant; a no-op when descriptor 1 is closed.
+
+    >>> with quiet_stdout("null"):
+    ...     os.write(1, b"not shown")
+    9
+    """
+    with _guard:
+        if _depth[0]:
+            _depth[0] += 1
+            try:
+                yield
+            finally:
+                _depth[0] -= 1
+            return
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        _fflush_c()
+        try:
+            saved = os.dup(1)
+        except OSError:
+            yield
+            return
+        target = os.open(os.devnull, os.O_WRONLY) if to == "null" else os.dup(2)
+        os.dup2(target, 1)
+        os.close(target)
+        _depth[0] = 1
+        try:
+            yield
+        finally:
+            _depth[0] = 0
+            _fflush_c()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _not_nan(a: np.ndarray) -> np.ndarray:
+    return ~np.isnan(a)
+
+
+def _highspy():
+    import highspy
+
+    return highspy
+
+
+class Solver:
+    """A HiGHS instance whose options are fixed at construction; :meth:`solve` checks every status.
+
+    Args:
+        options: HiGHS options (``{"time_limit": 10.0, "solver": "ipm"}``; see the HiGHS option list).
+            ``output_flag`` is always False. ``threads`` is honoured by resetting HiGHS's global scheduler
+            before each run (setting it after an earlier solve in the process otherwise makes the run fail).
+
+    Raises:
+        SolverError: HiGHS rejects an option (unknown name or value out of range).
+
+    Reuse one Solver for many small models: construction costs more than a small solve.
+
+    >>> from directcoll.lp.model import LinearProgram
+    >>> import scipy.sparse as sp
+    >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.array([-1.0, -2.0]), np.zeros(2), np.full(2, np.inf),
+    ...                    np.array([-np.inf]), np.array([4.0]), name="toy")
+    >>> Solver().solve(lp).x.tolist()
+    [0.0, 4.0]
+    """
+
+    def __init__(self, options: dict | None = None) -> None:
+        hs = _highspy()
+        self._hs = hs
+        with quiet_stdout("null"):
+            self._h = hs.Highs()
+        self._options = {"output_flag": False, **(options or {})}
+        for key, value in self._options.items():
+            if self._h.setOptionValue(key, value) != hs.HighsStatus.kOk:
+                raise SolverError(f"HiGHS rejects option {key}={value!r}; see the HiGHS option list")
+        self._reset_threads = "threads" in self._options
+
+    def _status(self) -> tuple[str, str]:
+        status = self._h.getModelStatus()
+        return status.name, self._h.modelStatusToString(status)
+
+    def _pass(self, lp: LinearProgram) -> None:
+        hs = self._hs
+        for label, arr, allowed in (("cost", lp.cost, np.isfinite), ("matrix", lp.a.data, np.isfinite),
+                                    ("column bounds", np.r_[lp.col_lower, lp.col_upper], _not_nan),
+                                    ("row bounds", np.r_[lp.row_lower, lp.row_upper], _not_nan)):
+            if not np.all(allowed(arr)):
+                raise SolverError(f"{lp.describe()} has non-finite {label}; a bug in the model's construction")
+        if lp.estimated_bytes() > MEMORY_CHECK_FROM:
+            check_memory(f"solving {lp.describe()}", lp.estimated_bytes())
+        model = hs.HighsLp()
+        model.num_col_, model.num_row_ = lp.num_cols, lp.num_rows
+        model.col_cost_ = np.asarray(lp.cost, dtype=float)
+        model.col_lower_, model.col_upper_ = np.asarray(lp.col_lower, float), np.asarray(lp.col_upper, float)
+        model.row_lower_, model.row_upper_ = np.asarray(lp.row_lower, float), np.asarray(lp.row_upper, float)
+        model.a_matrix_.format_ = hs.MatrixFormat.kColwise
+        model.a_matrix_.start_ = lp.a.indptr.astype(np.int32)
+        model.a_matrix_.index_ = lp.a.indices.astype(np.int32)
+        model.a_matrix_.value_ = lp.a.data.astype(float)
+        model.a_matrix_.num_col_, model.a_matrix_.num_row_ = lp.num_cols, lp.num_rows
+        if lp.is_mip:
+            model.integrality_ = [hs.HighsVarType.kInteger if i else hs.HighsVarType.kContinuous
+                                  for i in lp.integer]
+        with quiet_stdout():
+            status = self._h.passModel(model)
+        if status == hs.HighsStatus.kError:
+            raise SolverError(f"HiGHS rejects {lp.describe()} (NaN or inconsistent data?)")
+
+    def _run(self, lp: LinearProgram, method: str, accept_limit: bool, duals: bool) -> Solution:
+        hs = self._hs
+        t0 = time.perf_counter()
+        with quiet_stdout():
+            if self._reset_threads:
+                hs.Highs.resetGlobalScheduler(True)
+            run_status = self._h.run()
+        seconds = time.perf_counter() - t0
+        return self._result(lp, method, run_status, seconds, accept_limit, duals)
+
+    def _result(self, lp, method, run_status, seconds, accept_limit, duals) -> Solution:
+        hs = self._hs
+        name, words = self._status()
+        where = f"HiGHS ({method}) on {lp.describe()}"
+        if run_status == hs.HighsStatus.kError and name != "kOptimal":
+            raise SolverError(f"{where} failed: run status error, model status {words}")
+        info = self._h.getInfo()
+        optimal = name in ("kOptimal", "kModelEmpty")
+        if name in _INFEASIBLE:
+            raise SolverError(f"{where}: the model is {words.lower()}")
+        if name in _LIMITS:
+            feasible = info.primal_solution_status == 2  # kSolutionStatusFeasible
+            if not (accept_limit and feasible):
+                raise SolverLimitError(f"{where} stopped: {words}" + ("" if feasible else " with no feasible point"))
+        elif not optimal:
+            raise SolverError(f"{where} failed: model status {words}")
+        sol = self._h.getSolution()
+        x = np.asarray(sol.col_value, dtype=float)
+        if x.shape != (lp.num_cols,):
+            raise SolverError(f"{where} returned {x.shape[0]} values for {lp.num_cols} columns (status {words})")
+        objective = float(info.objective_function_value)
+        bound = float(info.mip_dual_bound) if lp.is_mip else objective
+        col_dual = np.asarray(sol.col_dual, dtype=float) if duals else None
+        return Solution(x=x, objective=objective, status=words, optimal=optimal, method=method, seconds=seconds,
+                        dual_bound=bound, col_dual=col_dual)
+
+    def solve(self, lp: LinearProgram, *, start: np.ndarray | None = None, accept_limit: bool = False,
+              duals: bool = False, method: str | None = None) -> Solution:
+        """Solve ``lp`` (an LP, or a MIP when ``lp.integer`` marks integer columns).
+
+        Args:
+            lp: the model.
+            start: (cols,) a feasible starting point (a MIP's incumbent), or None.
+            accept_limit: return the best feasible point when a time or iteration limit stops the solve
+                (``Solution.optimal`` is then False and ``status`` names the limit); otherwise a limit raises.
+            duals: also return reduced costs.
+            method: a label for messages (default: the ``solver`` option, or ``mip``).
+
+        Raises:
+            SolverError: HiGHS rejects the model, the model is infeasible or unbounded, or the solve fails.
+            SolverLimitError: a limit stopped the solve (and ``accept_limit`` is False, or no feasible point).
+            ResourceError: the model's estimated memory is over the budget.
+        """
+        method = method or ("mip" if lp.is_mip else str(self._options.get("solver", "simplex")))
+        self._pass(lp)
+        if start is not None:
+            sol = self._hs.HighsSolution()
+            sol.col_value = np.asarray(start, dtype=float).tolist()
+            sol.value_valid = True
+            if self._h.setSolution(sol) == self._hs.HighsStatus.kError:
+                raise SolverError(f"HiGHS rejects the starting point of {lp.describe()}")
+        return self._run(lp, method, accept_limit, duals)
+
+    def crossover(self, lp: LinearProgram, x: np.ndarray, col_dual: np.ndarray) -> Solution:
+        """Crossover from a primal-dual point to a basis, then this solver's method (construct it with
+        ``{"solver": "simplex"}``) to optimality from that basis: a few iterations.
+
+        Raises:
+            SolverError: crossover or the simplex run fails.
+            SolverLimitError: a limit stopped it.
+        """
+        hs = self._hs
+        self._pass(lp)
+        sol = hs.HighsSolution()
+        sol.col_value, sol.col_dual = np.asarray(x, float), np.asarray(col_dual, float)
+        t0 = time.perf_counter()
+        with quiet_stdout():
+            status = self._h.crossover(sol)
+        if status == hs.HighsStatus.kError:
+            raise SolverError(f"HiGHS crossover failed on {lp.describe()}")
+        out = self._run(lp, "crossover", False, False)
+        return Solution(x=out.x, objective=out.objective, status=out.status, optimal=out.optimal,
+                        method="crossover", seconds=time.perf_counter() - t0, dual_bound=out.dual_bound)
