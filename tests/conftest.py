@@ -21,3 +21,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("measured times (benchmarks, not assertions)")
         for label, seconds in _TIMINGS:
             terminalreporter.write_line(f"{label}: {seconds:.2f} s")
+
+
+# Scripts that mpiexec runs (they read sys.argv when imported): not test modules, nor doctest modules.
+collect_ignore_glob = ["mpi_scripts/*"]
