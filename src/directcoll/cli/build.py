@@ -130,7 +130,7 @@ def _generalized_options(args) -> dict:
     from directcoll.simulate import network_params, simulate
     from directcoll.units import parse_size
 
-    params = network_params(args.params or "kolmakov-cluster")
+    params = network_params("kolmakov-cluster" if args.params is None else args.params)
     size = parse_size(args.size or "1MiB")
     times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, group=options["group"]),
                             topology, params).time(size)) for r in range(top + 1)]
