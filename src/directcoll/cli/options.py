@@ -74,6 +74,11 @@ def positive_size(text: str, option: str) -> int:
     return value
 
 
+def size_option(option: str):
+    """An argparse type: a size of at least one byte (:func:`positive_size`)."""
+    return _from_library(lambda text: positive_size(text, option))
+
+
 def check_output(path: str | os.PathLike | None, option: str) -> None:
     """Refuse an output file that cannot be written, before any work starts: its folder must exist and be
     writable, and the path must not be a folder or an existing read-only file.
