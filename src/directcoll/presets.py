@@ -223,7 +223,7 @@ def get_parameter_preset(name: str) -> SystemPreset:
     """
     usable = parameter_preset_names()
     if _normalize(name) not in _presets():
-        raise DirectcollError(f"unknown parameter preset {name!r}{_did_you_mean(name, usable)}; presets with "
+        raise DirectcollError(f"unknown system preset {name!r}{_did_you_mean(name, usable)}; presets with "
                               f"network parameters: {', '.join(usable)}")
     preset = get_preset(name)
     if not has_network_parameters(preset):
