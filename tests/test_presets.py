@@ -211,8 +211,6 @@ def test_parse_size_unchanged():
     ("25Gbps", 3.125e9),
     ("3.2Tbps", 4e11),
     ("1GiB/s", 2**30),
-    ("1000", 1000.0),
-    ("5e10", 5e10),
     (5e10, 5e10),
     (1000, 1000.0),
 ])
@@ -221,7 +219,7 @@ def test_parse_bandwidth(text, expected):
 
 
 @pytest.mark.parametrize("bad", ["", "fast", "400G", "Gbps", "400Gbs", "400 Xb/s", "0", "-5Gbps", "0Gbps", 0, -1.0,
-                                 "inf"])
+                                 "inf", "1000", "5e10"])  # text without a unit: bits or bytes? refused
 def test_bad_bandwidth(bad):
     with pytest.raises(DirectcollError, match="bandwidth"):
         parse_bandwidth(bad)

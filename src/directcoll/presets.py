@@ -22,10 +22,13 @@ from directcoll.errors import DirectcollError
 
 __all__ = [
     "SystemPreset",
+    "get_parameter_preset",
     "get_preset",
+    "has_network_parameters",
     "list_presets",
     "load_systems",
     "load_workloads",
+    "parameter_preset_names",
     "preset_names",
     "preset_topology",
     "workload_names",
@@ -184,7 +187,48 @@ def get_preset(name: str) -> SystemPreset:
     """
     preset = _presets().get(_normalize(name))
     if preset is None:
-        raise DirectcollError(f"unknown system preset {name!r}; available: {', '.join(preset_names())}")
+        raise DirectcollError(f"unknown system preset {name!r}{_did_you_mean(name, preset_names())}; available: "
+                              f"{', '.join(preset_names())}")
+    return preset
+
+
+def _did_you_mean(name, names) -> str:
+    """`` (did you mean X or Y?)`` for the names closest to ``name`` (difflib), or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(_normalize(name), names, n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+#: the SystemPreset fields that describe the network (a preset with none of them has only a topology)
+NETWORK_FIELDS = ("link_bandwidth", "link_latency", "per_hop_latency", "alpha", "beta", "gamma", "host_injection")
+
+
+def has_network_parameters(preset: SystemPreset) -> bool:
+    """Whether ``preset`` gives any network parameter (bandwidth, latency, alpha, beta, gamma, injection)."""
+    return any(getattr(preset, f) is not None for f in NETWORK_FIELDS)
+
+
+def parameter_preset_names() -> list[str]:
+    """The presets usable as network parameters (:func:`has_network_parameters`)."""
+    return [p.name for p in _presets().values() if has_network_parameters(p)]
+
+
+def get_parameter_preset(name: str) -> SystemPreset:
+    """The preset called ``name``, which must give network parameters (``--params``).
+
+    Raises:
+        DirectcollError: unknown name, or a preset whose source gives no network parameter (such as ``trn1``,
+            which has only a topology), listing the presets that have parameters and the closest matches.
+    """
+    usable = parameter_preset_names()
+    if _normalize(name) not in _presets():
+        raise DirectcollError(f"unknown system preset {name!r}{_did_you_mean(name, usable)}; presets with "
+                              f"network parameters: {', '.join(usable)}")
+    preset = get_preset(name)
+    if not has_network_parameters(preset):
+        raise DirectcollError(f"preset {name!r} gives no network parameters in its source data ({preset.source}), "
+                              f"only a topology; presets with network parameters: {', '.join(usable)}")
     return preset
 
 

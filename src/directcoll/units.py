@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
 from directcoll.errors import DirectcollError
 from directcoll.presets import workload_names, workload_sizes
+
+#: The largest size accepted: 2^53 bytes, the largest count of bytes a float64 holds exactly (times are floats).
+MAX_SIZE = 2**53
+#: The most sizes one list may hold (each is simulated for every algorithm).
+MAX_SIZES = 10_000
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
@@ -19,13 +26,21 @@ def parse_size(text) -> int:
     Raises:
         DirectcollError: anything else, naming the text and the accepted forms.
     """
-    if isinstance(text, int):
-        return text
-    m = _SIZE.match(str(text))
-    unit = m.group(2).lower() if m else None
-    if not m or unit not in _FACTORS:
-        raise DirectcollError(f"cannot read size {text!r}; use bytes like 1024, 32B, 64KiB, 1MB or 512MiB")
-    return int(round(float(m.group(1)) * _FACTORS[unit]))
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        m = _SIZE.match(str(text))
+        unit = m.group(2).lower() if m else None
+        if not m or unit not in _FACTORS:
+            raise DirectcollError(f"cannot read size {text!r}; use bytes like 1024, 32B, 64KiB, 1MB or 512MiB")
+        exact = Fraction(m.group(1)) * _FACTORS[unit]
+        if exact.denominator != 1:
+            raise DirectcollError(f"size {text!r} is {float(exact):g} bytes, not a whole number of bytes; use bytes "
+                                  "like 1024, 32B, 64KiB, 1MB or 512MiB")
+        value = int(exact)
+    if value > MAX_SIZE:
+        raise DirectcollError(f"size {text!r} is over the largest accepted size, 2^53 bytes (8 PiB)")
+    return value
 
 
 def format_size(n: float) -> str:
@@ -90,7 +105,10 @@ def parse_sizes(text) -> list[int]:
 
     Raises:
         DirectcollError: anything else, naming the text, the accepted forms and the workload names.
+        ResourceError: more than :data:`MAX_SIZES` sizes.
     """
+    from directcoll.resources import check_work
+
     if isinstance(text, bool):
         raise _size_error(text)
     if isinstance(text, int):
@@ -98,11 +116,22 @@ def parse_sizes(text) -> list[int]:
             raise _size_error(text, "size must be positive")
         return [text]
     if isinstance(text, list | tuple):
-        return [s for item in text for s in parse_sizes(item)]
+        check_work("the size list", len(text), MAX_SIZES, "sizes")
+        sizes = [s for item in text for s in parse_sizes(item)]
+        check_work("the size list", len(sizes), MAX_SIZES, "sizes")
+        return sizes
     items = [item.strip() for item in str(text).split(",")]
     if not all(items):
         raise _size_error(text, "empty item")
-    return [s for item in items for s in _parse_size_item(item, text)]
+    check_work(f"sizes {_short(text)}", len(items), MAX_SIZES, "sizes")
+    sizes = [s for item in items for s in _parse_size_item(item, text)]
+    check_work(f"sizes {_short(text)}", len(sizes), MAX_SIZES, "sizes")
+    return sizes
+
+
+def _short(text, limit: int = 60) -> str:
+    text = str(text)
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)\s*(\S*)\s*$")
@@ -114,15 +143,17 @@ _BW_BYTES = {"Bps", "B/s", "byte/s", "bytes/s", "Byte/s", "Bytes/s"}
 
 def parse_bandwidth(text) -> float:
     """Bytes/s from ``400Gbps``, ``400Gb/s``, ``400 Gbit/s`` (bits), ``50GB/s``, ``50GBps``, ``10GiB/s`` (bytes),
-    or a plain number (bytes/s, ``5e10`` accepted).
+    or a Python number (bytes/s).
 
     A lowercase ``b`` means bits, an uppercase ``B`` bytes; prefixes k, M, G, T, P (SI) or Ki, Mi, Gi, Ti, Pi
-    (binary) in either case.
+    (binary) in either case. Text must carry its unit: ``"400"`` could mean bits or bytes per second, or Gb/s,
+    and is refused.
 
     Raises:
-        DirectcollError: anything else or a non-positive value, naming the text and the accepted forms.
+        DirectcollError: anything else (a text without a unit included) or a value that is not positive and
+            finite, naming the text and the accepted forms.
     """
-    forms = "use 400Gbps, 400Gb/s, 100Mbps (bits/s), 50GB/s, 10GiB/s (bytes/s) or a plain number of bytes/s"
+    forms = "use 400Gbps, 400Gb/s, 100Mbps (bits/s), 50GB/s or 10GiB/s (bytes/s)"
     if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -134,29 +165,47 @@ def parse_bandwidth(text) -> float:
         prefix, suffix = (p.group(1) or "").lower(), p.group(2)
         if suffix in _BW_BITS or suffix.lower() in ("bit/s", "bits/s"):
             per_byte = 1 / 8
-        elif suffix in _BW_BYTES or (not unit):
+        elif suffix in _BW_BYTES:
             per_byte = 1.0
+        elif not unit:
+            raise DirectcollError(f"bandwidth {text!r} has no unit; {forms}")
         else:
             raise DirectcollError(f"cannot read bandwidth {text!r}; {forms}")
         value = float(m.group(1)) * _BW_PREFIX[prefix] * per_byte
-    if not value > 0 or value == float("inf"):
+    if not value > 0 or not math.isfinite(value):
         raise DirectcollError(f"bandwidth {text!r} must be a positive finite number; {forms}")
     return value
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(s|ms|us|µs|ns)?\s*$")
-_DURATION_DIVISORS = {None: 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)\s*(s|ms|us|µs|ns|ps)?\s*$")
+_DURATION_DIVISORS = {None: 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9, "ps": 1e12}
+_DURATION_FORMS = "use 10us, 1.5ms, 2s, 500ns or seconds like 1e-5"
 
 
-def parse_duration(text) -> float:
-    """Seconds from ``10us``, ``1.5ms``, ``2s``, ``500ns`` or a plain number of seconds (``1e-5``).
+def parse_duration(text, what: str = "duration", per: str = "") -> float:
+    """Seconds from ``10us``, ``1.5ms``, ``2s``, ``500ns``, ``20ps`` or a plain number of seconds (``1e-5``).
+
+    Args:
+        text: the text (or a Python number of seconds).
+        what: what the value is, for the error message (e.g. ``"--alpha"``).
+        per: a unit the text may end with after the time, e.g. ``"B"`` for seconds per byte (``0.2ns/B``).
 
     Raises:
-        DirectcollError: anything else, naming the text and the accepted forms.
+        DirectcollError: anything else, a negative, NaN or infinite value, naming the text and the accepted forms.
     """
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text)
-    m = _DURATION.match(str(text))
-    if not m:
-        raise DirectcollError(f"cannot read duration {text!r}; use 10us, 1.5ms, 2s, 500ns or seconds like 1e-5")
-    return float(m.group(1)) / _DURATION_DIVISORS[m.group(2)]
+        value = float(text)
+    else:
+        body = str(text).strip()
+        if per and body.endswith("/" + per):
+            body = body[: -len(per) - 1]
+        m = _DURATION.match(body.lstrip("-") if body.startswith("-") else body)
+        if m and body.startswith("-"):
+            raise DirectcollError(f"{what} {text!r} must be a finite time >= 0; {_DURATION_FORMS}")
+        if not m:
+            suffix = f", optionally followed by /{per}" if per else ""
+            raise DirectcollError(f"cannot read {what} {text!r}; {_DURATION_FORMS}{suffix}")
+        value = float(m.group(1)) / _DURATION_DIVISORS[m.group(2)]
+    if not (math.isfinite(value) and value >= 0):
+        raise DirectcollError(f"{what} {text!r} must be a finite time >= 0; {_DURATION_FORMS}")
+    return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -72,6 +73,54 @@ def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm
     return alg, topo, coll
 
 
+#: Bytes per transfer of a built schedule (step, src, dst, op, piece offset, one piece's ends) and its step-model
+#: routing, rounded up: what :func:`estimate_bytes` multiplies the transfer count by.
+BYTES_PER_TRANSFER = 64
+#: Bytes per (rank, rank) pair of the algorithms whose construction tracks N pieces per rank (Swing's bandwidth
+#: variant for N not a power of two, the generalized allreduce): measured 136-250 B on torus:30x30 and torus:60x60
+#: (1,970 MB and 1,770 MB at N = 3,600), so 128 is a lower bound.
+BYTES_PER_PAIR = 128
+#: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
+QUADRATIC = {"swing": ("bandwidth", None), "generalized": None}
+
+
+def estimate_bytes(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
+                   ports: int | None = None) -> float:
+    """A lower-bound estimate of the memory ``build_pattern(name, topology, collective, variant=...)`` needs
+    (a float, never overflowing): N ranks x 2 ceil(log2 N) steps x ports transfers of :data:`BYTES_PER_TRANSFER`,
+    N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
+    pieces per rank (:data:`QUADRATIC`) when N is not a power of two.
+
+    Raises:
+        UnsupportedShapeError: an unknown algorithm name.
+    """
+    alg = get(name)
+    n = float(topology.num_compute)
+    steps = 2.0 * max(1, math.ceil(math.log2(max(n, 2.0))))
+    nbytes = n * steps * float(ports or 1) * BYTES_PER_TRANSFER
+    if Collective.parse(collective) is Collective.ALLTOALL:
+        nbytes = max(nbytes, n * n * BYTES_PER_TRANSFER)
+    quadratic = alg.name in QUADRATIC and (QUADRATIC[alg.name] is None or variant in QUADRATIC[alg.name])
+    if quadratic and int(n) & (int(n) - 1):
+        nbytes = max(nbytes, n * n * BYTES_PER_PAIR)
+    return nbytes
+
+
+def check_build_memory(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
+                       ports: int | None = None) -> None:
+    """Refuse building ``name`` on ``topology`` when :func:`estimate_bytes` is over the memory budget.
+
+    Raises:
+        ResourceError: over the budget, naming the algorithm, variant and topology.
+        UnsupportedShapeError: an unknown algorithm name.
+    """
+    from directcoll.resources import check_memory
+
+    label = f"{get(name).name}{f' ({variant})' if variant else ''} {Collective.parse(collective).value} on " \
+            f"{topology.spec} ({topology.num_compute:,} ranks)"
+    check_memory(label, estimate_bytes(name, topology, collective, variant, ports))
+
+
 def build_pattern(name: str, topology, collective="allreduce", *, variant: str | None = None,
                   ports: int | None = None, **options) -> StepPattern:
     """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (so
@@ -81,6 +130,7 @@ def build_pattern(name: str, topology, collective="allreduce", *, variant: str |
         UnsupportedShapeError, SpecError: as :func:`build`.
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
+    check_build_memory(alg.name, topo, coll, variant, ports)
     if alg.pattern is None:
         return pattern_of(build(name, topo, coll, variant=variant, ports=ports, **options))
     pattern = alg.pattern(topo, coll, variant=variant, ports=ports)
@@ -97,9 +147,11 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
     Raises:
         UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
         SpecError: an unparseable topology spec.
+        ResourceError: :func:`estimate_bytes` is over the memory budget.
 
     ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``).
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
+    check_build_memory(alg.name, topo, coll, variant, ports)
     schedule = alg.build(topo, coll, variant=variant, ports=ports, **options)
     return schedule.with_meta(**{"algorithm": alg.name, **schedule.meta, "topology": topo.spec})

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from directcoll.cli.options import check_output, count, positive_size
 from directcoll.cli.output import ProgressBar, print_json, print_table
 from directcoll.errors import DirectcollError
 
@@ -29,8 +30,9 @@ def cmd_topology_describe(args) -> int:
     out = describe(topology).to_dict()
     if getattr(args, "alltoall", False):
         out.update(_alltoall_fields(topology, args))
-    elif getattr(args, "host_bandwidth", None) is not None or getattr(args, "method", None) is not None:
-        raise DirectcollError("--method and --host-bandwidth apply to the all-to-all MCF; add --alltoall")
+    elif any(getattr(args, k, None) is not None for k in ("host_bandwidth", "method", "max_iterations", "target_gap")):
+        raise DirectcollError("--method, --host-bandwidth, --max-iterations and --target-gap apply to the all-to-all "
+                              "MCF; add --alltoall")
     if args.json:
         print_json(out)
     else:
@@ -46,9 +48,30 @@ def add_alltoall_options(p) -> None:
                    help="MCF method (default auto: symmetric on Cayley topologies, automorphism on generalized "
                         "Kautz, else link); bracket: certified "
                         "bounds lower <= F <= upper without the LP, for graphs too large for it")
+    p.add_argument("--max-iterations", type=count(0), help="bracket only: Frank-Wolfe iteration cap, >= 0 "
+                                                           "(default 400); a warning says when it stops the run "
+                                                           "before --target-gap")
+    p.add_argument("--target-gap", type=_fraction, help="bracket only: stop at this relative gap (upper - lower) / "
+                                                       "lower, e.g. 0.001 or 0.1%% (default 0.1%%)")
     p.add_argument("--link-bandwidth", help="bandwidth of every link, e.g. 25Gbps (default: the topology's)")
     p.add_argument("--host-bandwidth", help="host <-> NIC bandwidth, e.g. 100Gbps: models the host-to-NIC "
                                             "bottleneck (Basu et al. Fig. 2)")
+
+
+def _fraction(text: str) -> float:
+    """argparse type: a relative gap >= 0, ``0.001`` or ``0.1%``."""
+    import argparse
+    import math
+
+    body = text.strip()
+    scale = 100.0 if body.endswith("%") else 1.0
+    try:
+        value = float(body.rstrip("%")) / scale
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a relative gap >= 0 such as 0.001 or 0.1%, got {text!r}")
+    return value
 
 
 def _alltoall_fields(topology, args) -> dict:
@@ -60,10 +83,18 @@ def _alltoall_fields(topology, args) -> dict:
     if args.method == "bracket":
         from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
 
-        b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth)
+        limits = {k: v for k, v in (("rel_gap", args.target_gap), ("max_iterations", args.max_iterations))
+                  if v is not None}
+        b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth, **limits)
+        if not b.converged:
+            print(f"directcoll: warning: the bracket did not converge: gap {b.gap:.2%} after {b.iterations} "
+                  f"iterations, target {b.rel_gap:.2%} (raise --max-iterations or --target-gap)", file=sys.stderr)
         return {"alltoall_mcf_lower": b.lower, "alltoall_mcf_upper": b.upper, "alltoall_mcf_gap": b.gap,
+                "alltoall_mcf_converged": b.converged, "alltoall_mcf_target_gap": b.rel_gap,
                 "alltoall_mcf_method": "bracket", "alltoall_mcf_iterations": b.iterations,
-                "alltoall_capacity_bound": bound}
+                "alltoall_mcf_max_iterations": b.max_iterations, "alltoall_capacity_bound": bound}
+    if args.max_iterations is not None or args.target_gap is not None:
+        raise DirectcollError("--max-iterations and --target-gap apply to --method bracket only")
     result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
     fields = {"alltoall_mcf": result.value, "alltoall_mcf_method": result.method,
               "alltoall_capacity_bound": bound,
@@ -83,6 +114,7 @@ def cmd_schedule(args) -> int:
     from directcoll.schedule import save
 
     t0 = time.perf_counter()
+    check_output(args.output, "-o")
     options = _generalized_options(args)
     method = getattr(args, "method", None)  # mcf: --method timestepped|path|extp is the variant
     if method is not None and args.variant not in (None, method):
@@ -128,10 +160,9 @@ def _generalized_options(args) -> dict:
     from directcoll.algorithms.registry import build_pattern
     from directcoll.cost.kolmakov import best_r_eq37
     from directcoll.simulate import network_params, simulate
-    from directcoll.units import parse_size
 
-    params = network_params(args.params or "kolmakov-cluster")
-    size = parse_size(args.size or "1MiB")
+    params = network_params("kolmakov-cluster" if args.params is None else args.params)
+    size = positive_size("1MiB" if args.size is None else args.size, "--size")
     times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, group=options["group"]),
                             topology, params).time(size)) for r in range(top + 1)]
     r = int(np.argmin(times))
@@ -164,7 +195,7 @@ def cmd_cost(args) -> int:
     from directcoll.cost import CostParams, analyze
     from directcoll.schedule import load
     from directcoll.topology import parse
-    from directcoll.units import format_time, parse_size
+    from directcoll.units import format_time
 
     if args.file:
         schedule = load(args.file)
@@ -180,7 +211,7 @@ def cmd_cost(args) -> int:
     out = report.to_dict()
     params = CostParams(alpha=args.alpha, gamma=args.gamma)
     if args.size is not None:
-        size = parse_size(args.size)
+        size = positive_size(args.size, "--size")
         out["size_bytes"] = size
         out["time_s"] = float(report.time(size, params))
         out["goodput_bytes_per_s"] = size / out["time_s"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from directcoll.cli.options import check_output
 from directcoll.cli.output import ProgressBar, print_json
 from directcoll.units import parse_bandwidth, parse_duration, parse_sizes
 
@@ -11,7 +12,8 @@ from directcoll.units import parse_bandwidth, parse_duration, parse_sizes
 def cmd_find_topology(args) -> int:
     from directcoll.synthesis.finder import find_topology, theoretical_bound
 
-    alpha = parse_duration(args.alpha)
+    check_output(args.output, "-o")
+    alpha = parse_duration(args.alpha, "--alpha")
     bandwidth = parse_bandwidth(args.bandwidth)
     sizes = parse_sizes(args.size)
     with ProgressBar(1, "bases and expansions", enabled=not args.json) as bar:

@@ -29,7 +29,11 @@ from directcoll.cli.network import (
     cmd_run,
     cmd_simulate,
 )
+from directcoll.cli.options import Parser, bandwidth, count, duration, per_byte, size_option
 from directcoll.errors import DirectcollError
+
+#: table2 builds side^4 tori: 16^4 = 65,536 ranks is the largest it measures
+TABLE2_MAX_SIDE = 16
 
 
 def _add_build_options(p: argparse.ArgumentParser) -> None:
@@ -37,7 +41,8 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
                    help="collective to build (default: allreduce)")
     p.add_argument("--variant", help="algorithm variant, e.g. latency or bandwidth (see `directcoll algorithms`)")
-    p.add_argument("--ports", type=int, help="concurrent collectives / ports to use (default: the algorithm's)")
+    p.add_argument("--ports", type=count(1), help="concurrent collectives / ports to use, >= 1 (default: the "
+                                                  "algorithm's)")
 
 
 
@@ -46,21 +51,27 @@ def _add_network_options(p: argparse.ArgumentParser) -> None:
                                     "see directcoll.presets)")
     p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
                    help="adaptive: split over all minimal paths (default); dor: dimension order")
-    p.add_argument("--alpha", type=float, help="override: per-message overhead, s")
-    p.add_argument("--per-hop-latency", type=float, help="override: per-hop latency, s")
-    p.add_argument("--link-bandwidth", help="override: link bandwidth, e.g. 400Gbps or 50GB/s")
-    p.add_argument("--link-latency", type=float, help="override: link latency, s")
-    p.add_argument("--gamma", type=float, help="override: reduction cost, s per byte")
+    p.add_argument("--alpha", type=duration, help="override: per-message overhead, a time >= 0 such as 1us or "
+                                                  "400ns (a bare number is seconds)")
+    p.add_argument("--per-hop-latency", type=duration, help="override: per-hop latency, e.g. 300ns (a bare number "
+                                                            "is seconds)")
+    p.add_argument("--link-bandwidth", type=bandwidth, help="override: link bandwidth with its unit, e.g. 400Gbps "
+                                                            "or 50GB/s (a bare number is refused)")
+    p.add_argument("--link-latency", type=duration, help="override: link latency, e.g. 100ns (a bare number is "
+                                                         "seconds)")
+    p.add_argument("--gamma", type=per_byte, help="override: reduction cost per byte, e.g. 0.2ns or 0.2ns/B (a "
+                                                  "bare number is seconds per byte)")
     p.add_argument("--forwarding", choices=["cut-through", "store-and-forward"],
                    help="per-hop behaviour (default cut-through)")
 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="directcoll", description="Collective algorithms, schedules, verification and cost models for "
                                        "torus and direct-connect networks.")
     parser.add_argument("--version", action="version", version=f"directcoll {__version__}")
+    _add_memory_budget(parser, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     topo = sub.add_parser("topology", help="inspect topologies")
@@ -88,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ver = sub.add_parser("verify", help="execute a schedule exactly and check its collective")
     ver.add_argument("file", help="schedule file (.json or .npz)")
-    ver.add_argument("--seed", type=int, default=0, help="seed of the random 64-bit words (default 0)")
+    ver.add_argument("--seed", type=count(0), default=0, help="seed of the random 64-bit words, >= 0 (default 0)")
     ver.add_argument("--json", action="store_true", help="machine-readable output")
     ver.set_defaults(func=cmd_verify)
 
@@ -101,9 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                                          f"{DEFAULT_TOPOLOGY})")
     _add_build_options(cost)
     cost.add_argument("--size", help="vector size for the time estimate, e.g. 64MiB")
-    cost.add_argument("--alpha", type=float, default=400e-9, help="seconds per step (default 4e-7: one hop of "
-                                                                  "the Swing SST setup)")
-    cost.add_argument("--gamma", type=float, default=0.0, help="seconds per byte reduced (default 0)")
+    cost.add_argument("--alpha", type=duration, default=400e-9, help="time per step, e.g. 400ns or 1us; a bare "
+                                                                     "number is seconds (default 400ns: one hop of "
+                                                                     "the Swing SST setup)")
+    cost.add_argument("--gamma", type=per_byte, default=0.0, help="time per byte reduced, e.g. 0.2ns or 0.2ns/B; a "
+                                                                  "bare number is seconds per byte (default 0)")
     cost.add_argument("--json", action="store_true", help="machine-readable output")
     cost.set_defaults(func=cmd_cost)
 
@@ -166,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("file", help="schedule file (.json or .npz)")
     ex.add_argument("--format", default="msccl", choices=["msccl"], help="output format (default msccl)")
     ex.add_argument("-o", "--output", required=True, help="output file, e.g. algo.xml")
-    ex.add_argument("--max-chunks", type=int, default=1024, help="cap on chunks per buffer for fractional schedules")
+    ex.add_argument("--max-chunks", type=count(1), default=1024,
+                    help="cap on chunks per buffer for fractional schedules, >= 1 (default 1024)")
     ex.add_argument("--json", action="store_true", help="machine-readable output")
     ex.set_defaults(func=cmd_export)
 
@@ -180,8 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Search base topologies x expansions (line graph, degree, Cartesian power and "
                                      "product, bidirectional) with the theorems' predicted T_L and T_B (Zhao et al. "
                                      "Sec. 5.4), keep the Pareto frontier and name the best one for the workload.")
-    fnd.add_argument("--nodes", type=int, required=True, help="number of nodes N")
-    fnd.add_argument("--degree", type=int, required=True, help="links out of every node, d")
+    fnd.add_argument("--nodes", type=count(2), required=True, help="number of nodes N, >= 2")
+    fnd.add_argument("--degree", type=count(1), required=True, help="links out of every node, d >= 1")
     fnd.add_argument("--alpha", default="10us", help="per-step latency α (default 10us, the paper's Table 4)")
     fnd.add_argument("--bandwidth", default="100Gbps", help="node bandwidth B = d x link bandwidth (default 100Gbps)")
     fnd.add_argument("--size", default="1MiB", help="allreduce size M, a list or a workload name (default 1MiB, as "
@@ -196,27 +210,58 @@ def build_parser() -> argparse.ArgumentParser:
     fnd.set_defaults(func=cmd_find_topology)
 
     t2 = sub.add_parser("table2", help="regenerate Table 2 of the Swing paper (deficiencies, paper vs measured)")
-    t2.add_argument("--side", type=int, default=8, help="torus side for the 2D/3D/4D measurements (default 8)")
+    t2.add_argument("--side", type=count(2, TABLE2_MAX_SIDE), default=8,
+                    help=f"torus side for the 2D/3D/4D measurements, 2 to {TABLE2_MAX_SIDE} (default 8; the 4D torus "
+                         "has side^4 ranks)")
     t2.add_argument("--json", action="store_true", help="machine-readable output (default: a Markdown table)")
     t2.set_defaults(func=cmd_table2)
 
     algs = sub.add_parser("algorithms", help="list every algorithm with the collectives and topologies it serves")
     algs.add_argument("--json", action="store_true", help="machine-readable output")
     algs.set_defaults(func=cmd_algorithms)
+    for command in (*sub.choices.values(), *topo_sub.choices.values()):
+        if command is not topo:
+            _add_memory_budget(command, argparse.SUPPRESS)
     return parser
+
+
+MEMORY_BUDGET_HELP = ("memory a request may plan to use, e.g. 8GiB (default: $DIRECTCOLL_MEMORY_BUDGET, else half "
+                      "the available memory); requests estimated above it are refused before they start. Goes "
+                      "before or after the command")
+
+
+def _add_memory_budget(p: argparse.ArgumentParser, default) -> None:
+    p.add_argument("--memory-budget", metavar="SIZE", type=size_option("--memory-budget"), default=default,
+                   help=MEMORY_BUDGET_HELP)
 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit status: 0 done, 1 a check
+    that failed (verify, run), 2 a bad input or request (one line on stderr: ``directcoll: error: ...``)."""
+    from contextlib import nullcontext
+
+    from directcoll.resources import memory_budget_override
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        budget = getattr(args, "memory_budget", None)
+        with memory_budget_override(budget) if budget is not None else nullcontext():
+            return args.func(args)
     except DirectcollError as exc:
-        print(f"directcoll: error: {exc}", file=sys.stderr)
+        print(f"directcoll: error: {_one_line(str(exc)) if args.func is not cmd_run else exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file that went away or filled the disk while writing: the checks before are best-effort
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"directcoll: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import json
 import sys
 
 from directcoll.cli.build import DEFAULT_TOPOLOGY
+from directcoll.cli.options import check_output, positive_size
 from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_json, print_table
 from directcoll.errors import DirectcollError
 
@@ -44,18 +45,9 @@ def _resolve_network(spec: str | None, params_name: str | None, args):
     params = network_params(params_name)
     notes.append(f"parameters {params.name}: {params.source}")
     params = params.with_(alpha=args.alpha, per_hop_latency=args.per_hop_latency,
-                          link_bandwidth=_bandwidth(args.link_bandwidth), link_latency=args.link_latency,
+                          link_bandwidth=args.link_bandwidth, link_latency=args.link_latency,
                           gamma=args.gamma, forwarding=args.forwarding)
     return topology, params, notes
-
-
-
-def _bandwidth(text):
-    if text is None:
-        return None
-    from directcoll.units import parse_bandwidth
-
-    return parse_bandwidth(text)
 
 
 
@@ -63,6 +55,7 @@ def cmd_compare(args) -> int:
     from directcoll.reports.compare import compare, default_contenders, family_contenders
     from directcoll.units import parse_sizes
 
+    check_output(args.plot, "--plot")
     topology, params, notes = _resolve_network(args.spec, args.params, args)
     sizes = parse_sizes(args.sizes)
     contenders = default_contenders(topology, args.collective)
@@ -189,14 +182,14 @@ def _alltoall_note(cmp, letter) -> str:
 def cmd_simulate(args) -> int:
     from directcoll.schedule import load
     from directcoll.simulate import simulate
-    from directcoll.units import format_time, parse_size
+    from directcoll.units import format_time
 
+    size = positive_size(args.size, "--size")
     schedule = load(args.file)
     spec = args.topology or schedule.meta.get("topology")
     if not spec:
         raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
     topology, params, notes = _resolve_network(spec, args.params, args)
-    size = parse_size(args.size)
     if args.model == "flow":
         from directcoll.simulate.flow import simulate_flow
 
@@ -288,6 +281,7 @@ def cmd_export(args) -> int:
     from directcoll.export.msccl import export_msccl
     from directcoll.schedule import load
 
+    check_output(args.output, "-o")
     schedule = load(args.file)
     export_msccl(schedule, args.output, max_chunks=args.max_chunks)
     if args.json:
@@ -304,6 +298,7 @@ def cmd_import(args) -> int:
     from directcoll.export.msccl import import_msccl
     from directcoll.schedule import save
 
+    check_output(args.output, "-o")
     schedule = import_msccl(args.file)
     save(schedule, args.output)
     info = {"file": args.output, "collective": schedule.collective.value, "ranks": schedule.nranks,

@@ -361,6 +361,18 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
             "pair_rate_Bps": float(res.pair_rate_bytes_per_s), "host_bandwidth_Bps": host}
 
 
+def _check_memory_up_front(topology: Topology, coll: Collective, contenders) -> None:
+    """Refuse the comparison before timing anything when one contender's schedule would not fit the memory budget
+    (:func:`directcoll.algorithms.registry.check_build_memory`; they are built one at a time)."""
+    from directcoll.algorithms.registry import check_build_memory
+
+    for _family, name, variant, *_extra in contenders:
+        try:
+            check_build_memory(name, topology, coll, variant)
+        except UnsupportedShapeError:
+            continue  # an unknown name: skipped with its reason below
+
+
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,
             routing: str = "adaptive", model: str = "step", contenders=None,
             progress: Callable[..., None] = _progress_noop, bound: bool = True) -> Comparison:
@@ -388,6 +400,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
 
     Raises:
         DirectcollError: unknown model, or no contender serves the topology.
+        ResourceError: a contender's schedule would not fit the memory budget (checked before any is built).
     """
     if model not in MODELS:
         raise DirectcollError(f"unknown model {model!r}; accepted: {', '.join(MODELS)}")
@@ -400,6 +413,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         contenders = list(contenders)
         if contenders == DEFAULT_CONTENDERS:
             contenders += generalized_contenders(topology.num_compute, coll)
+    _check_memory_up_front(topology, coll, contenders)
     entries, skipped = [], []
     for i, (family, name, variant, *extra) in enumerate(contenders):
         options = extra[0] if extra else {}

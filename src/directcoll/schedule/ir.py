@@ -289,13 +289,28 @@ class ScheduleBuilder:
     """Collects transfers as numpy arrays, one batch at a time, and builds a sorted :class:`Schedule`.
 
     ``add`` takes one piece per transfer (the common case: contiguous sends); ``add_pieces`` takes CSR
-    pieces. Batches may come in any step order; ``build`` sorts them stably by step.
+    pieces. Batches may come in any step order; ``build`` sorts them stably by step. ``what`` names the schedule
+    in the :class:`~directcoll.errors.ResourceError` raised by ``add`` / ``add_pieces`` when the arrays would
+    outgrow the memory budget (:func:`directcoll.resources.check_memory`).
     """
 
-    def __init__(self, collective, nranks: int, nblocks: int, *, denominator: int = 1) -> None:
+    def __init__(self, collective, nranks: int, nblocks: int, *, denominator: int = 1, what: str | None = None) -> None:
         self.collective = Collective.parse(collective)
         self.nranks, self.nblocks, self.denominator = int(nranks), int(nblocks), int(denominator)
         self._cols: list[tuple[np.ndarray, ...]] = []
+        self._bytes, self._next_check = 0, 16 * 2**20
+        self.what = what or f"a {self.collective.value} schedule on {self.nranks:,} ranks"
+
+    def _grow(self, cols: tuple[np.ndarray, ...]) -> None:
+        """Append a batch, refusing it when the schedule would outgrow the memory budget: ``build`` holds the
+        batches, their concatenation and the sorted copy at once (3x)."""
+        from directcoll.resources import check_memory
+
+        self._bytes += sum(c.nbytes for c in cols)
+        if self._bytes >= self._next_check:  # reading the budget costs a /proc read: check every 25 % of growth
+            check_memory(f"{self.what} (being built: {self._bytes:,} bytes so far)", 3.0 * self._bytes)
+            self._next_check = 1.25 * self._bytes
+        self._cols.append(cols)
 
     def add(self, step, src, dst, op, start, stop, shift=0) -> None:
         """Add transfers with one piece [start, stop) each (numerators over ``denominator``), landing at
@@ -304,7 +319,7 @@ class ScheduleBuilder:
             np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
             np.asarray(op, np.int64), np.asarray(start, np.int64), np.asarray(stop, np.int64),
             np.asarray(shift, np.int64)))
-        self._cols.append((step, src, dst, op, np.ones(len(step), np.int64), start, stop, shift))
+        self._grow((step, src, dst, op, np.ones(len(step), np.int64), start, stop, shift))
 
     def add_pieces(self, step, src, dst, op, counts, start, stop, shift=None) -> None:
         """Add transfers whose pieces are CSR: transfer i has ``counts[i]`` consecutive pieces (with optional
@@ -317,7 +332,7 @@ class ScheduleBuilder:
             np.asarray(shift, np.int64), start.shape).ravel()
         if counts.sum() != len(start) or len(start) != len(stop):
             raise ScheduleError("add_pieces: counts must sum to the number of pieces")
-        self._cols.append((step, src, dst, op, counts, start, stop, shift))
+        self._grow((step, src, dst, op, counts, start, stop, shift))
 
     def build(self, *, owner=None, meta: dict | None = None, nscratch: int = 0) -> Schedule:
         if self._cols:

@@ -64,11 +64,12 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     host injection where the source gives them, zero or the topology's own values where it does not.
 
     Raises:
-        DirectcollError: an unknown name, listing the known ones.
+        DirectcollError: an unknown name, or a preset that gives no network parameters (``trn1`` has only a
+            topology), listing the presets that do and the closest matches.
     """
-    from directcoll.presets import get_preset
+    from directcoll.presets import get_parameter_preset
 
-    p = get_preset(name or "swing-sst")
+    p = get_parameter_preset("swing-sst" if name is None else name)
     # a beta (s/byte per process) describes a switched cluster: one message stream in and out of each process
     per_process = 1.0 / p.beta if p.beta else None
     values = {"alpha": p.alpha or 0.0, "per_hop_latency": p.per_hop_latency or 0.0, "gamma": p.gamma or 0.0,

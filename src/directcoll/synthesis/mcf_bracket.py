@@ -53,6 +53,8 @@ class McfBracket:
         iterations: Frank-Wolfe iterations run.
         seconds: wall time.
         link_load: float64 (E,) load per unit of pair demand of the best routing, on the flow network's links.
+        rel_gap: the target relative gap the run stopped at or aimed for.
+        max_iterations: the iteration cap of the run.
     """
 
     spec: str
@@ -61,6 +63,14 @@ class McfBracket:
     iterations: int
     seconds: float
     link_load: np.ndarray
+    rel_gap: float = 1e-3
+    max_iterations: int = 400
+
+    @property
+    def converged(self) -> bool:
+        """Whether the gap reached ``rel_gap``; False when the run stopped at ``max_iterations`` first (the bounds
+        still hold, they are just farther apart than asked)."""
+        return self.gap <= self.rel_gap
 
     @property
     def gap(self) -> float:
@@ -69,7 +79,8 @@ class McfBracket:
 
     def to_dict(self) -> dict:
         return {"spec": self.spec, "lower": self.lower, "upper": self.upper, "gap": self.gap,
-                "iterations": self.iterations, "seconds": self.seconds}
+                "converged": self.converged, "rel_gap": self.rel_gap, "iterations": self.iterations,
+                "max_iterations": self.max_iterations, "seconds": self.seconds}
 
 
 class _TreeRouting:
@@ -131,7 +142,7 @@ def alltoall_mcf_bracket(topology, *, rel_gap: float = 1e-3, max_iterations: int
         progress: optional callable(iteration, max_iterations, gap) after every iteration.
 
     Returns:
-        :class:`McfBracket`.
+        :class:`McfBracket`; its ``converged`` is False when ``max_iterations`` ran out before ``rel_gap``.
 
     Raises:
         UnsupportedShapeError: rel_gap < 0 or max_iterations < 0.
@@ -170,4 +181,5 @@ def alltoall_mcf_bracket(topology, *, rel_gap: float = 1e-3, max_iterations: int
             lower, best_load = value, x
         if progress is not None:
             progress(it, max_iterations, (upper - lower) / lower)
-    return McfBracket(topo.spec, lower, upper, it, time.perf_counter() - t0, best_load)
+    return McfBracket(topo.spec, lower, upper, it, time.perf_counter() - t0, best_load, float(rel_gap),
+                      int(max_iterations))
