@@ -1,0 +1,296 @@
+"""Launching the ranks of ``directcoll run``: an outer deadline, no process left behind, one line on failure.
+
+:func:`run_job` starts ``mpiexec`` in a session of its own with its output going to a log file, and watches the
+ranks' status files (:mod:`directcoll.runtime.progress`). The job fails when
+
+* ``mpiexec`` exits with a non-zero status (a rank died, or aborted after an error),
+* a rank reports an error or its process is gone, and MPI has not ended the job :data:`SETTLE_S` later, or
+* no rank made progress for ``timeout`` + ``grace`` seconds while none was computing (a hang the ranks' own
+  deadlines did not catch: a rank stopped inside MPI_Init, a launcher that never starts them).
+
+Whatever ends the job, every process of it is killed: MPICH's launcher puts its proxies and the ranks in sessions
+of their own, so the launcher's process group alone is not enough; its descendants are found in ``/proc`` (where
+there is one) and killed by id. A failure becomes one line that names the rank and where it was ("rank 1 was
+killed (signal 9) at step 2 of swing:latency allreduce of 1 KiB (repetition 3 of 5)"), and the log is kept for
+the details.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from directcoll.errors import DirectcollError
+from directcoll.runtime.progress import BUSY, DONE, FAILED, Status, read_status, status_path
+
+#: the outer limit is the ranks' timeout plus this: no rank progressed for that long (and none is computing)
+GRACE_S = 2.0
+#: after a rank failed or its process is gone, how long MPI may take to end the job itself before it is killed
+SETTLE_S = 0.5
+#: how often the launcher looks at the job
+POLL_S = 0.02
+#: how often it looks for the job's processes in /proc (the process tree changes only at start)
+SCAN_S = 0.25
+
+
+class RunError(DirectcollError):
+    """The MPI job of ``directcoll run`` failed; the message names the rank and where it was. ``log``: the file
+    that keeps the job's output (MPI's messages, tracebacks), or None."""
+
+    def __init__(self, message: str, log: str | None = None) -> None:
+        super().__init__(message + (f" (MPI's output: {log})" if log else ""))
+        self.log = log
+
+
+def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, grace: float = GRACE_S,
+            env: dict | None = None) -> None:
+    """Run the MPI job ``cmd`` whose ``nranks`` ranks publish their progress to ``status_dir``; return when it
+    succeeded. Its output goes to ``status_dir``/mpiexec.log, kept elsewhere when the job fails.
+
+    Raises:
+        DirectcollError: the launcher cannot be started.
+        RunError: the job failed or hung (see the module docstring); one line naming the rank and the step.
+    """
+    log_path = os.path.join(status_dir, "mpiexec.log")
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env=env)
+        except OSError as exc:
+            raise DirectcollError(f"cannot start {cmd[0]!r} ({exc.strerror}): install MPI (pip install mpi4py "
+                                  "mpich) or pass --mpiexec") from None
+    tree = _Tree(proc.pid)
+    watch = None
+    try:
+        watch = _watch(proc, tree, status_dir, nranks, timeout + grace)
+    finally:
+        tree.kill()
+        proc.wait()
+    if watch.reason is None and proc.returncode == 0:
+        return
+    try:
+        with open(log_path, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        text = ""
+    message = diagnose(watch, text, proc.returncode, timeout)
+    raise RunError(message, _keep(log_path) if text.strip() else None)
+
+
+class _Watch:
+    """What the launcher saw: the reason it stopped the job (None: the job ended by itself), the last status of
+    every rank and the state of their processes when trouble was first seen."""
+
+    def __init__(self, nranks: int) -> None:
+        self.reason: str | None = None
+        self.statuses: list[Status | None] = [None] * nranks
+        self.states: dict[int, str] = {}  # rank -> process state when trouble was first seen
+        self.silent_s = 0.0
+
+
+def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Watch:
+    w = _Watch(nranks)
+    paths = [status_path(status_dir, r) for r in range(nranks)]
+    beats: tuple = ()
+    last_change = next_scan = time.monotonic()
+    trouble_since = None
+    while True:
+        finished = proc.poll() is not None
+        w.statuses = [read_status(p, r) or w.statuses[r] for r, p in enumerate(paths)]
+        now = time.monotonic()
+        if finished:
+            if not w.states:
+                w.states = _process_states(w.statuses)
+            return w
+        if now >= next_scan:
+            tree.scan()
+            next_scan = now + SCAN_S
+        current = tuple(s.beat if s else -1 for s in w.statuses)
+        if current != beats:
+            beats, last_change = current, now
+        states = _process_states(w.statuses)
+        trouble = any(s is not None and s.state == FAILED for s in w.statuses) or any(
+            states.get(r) in ("Z", "X", "gone") and s.state != DONE for r, s in enumerate(w.statuses) if s)
+        if trouble and trouble_since is None:
+            trouble_since, w.states = now, states
+        if trouble_since is not None and now - trouble_since >= SETTLE_S:
+            w.reason = "failed"
+            return w
+        computing = any(s is not None and s.state == BUSY and states.get(r) not in ("T", "t")
+                        for r, s in enumerate(w.statuses))
+        if not computing and now - last_change > limit and trouble_since is None:
+            w.reason, w.states, w.silent_s = "no progress", states, now - last_change
+            return w
+        time.sleep(POLL_S)
+
+
+def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) -> str:
+    """One line: which rank made the job fail and where it was, from the ranks' statuses, the state of their
+    processes and MPICH's report of a bad termination in ``log``."""
+    statuses, states = watch.statuses, watch.states
+    known = {s.rank: s for s in statuses if s is not None}
+
+    def where(rank: int) -> str:
+        s = known.get(rank)
+        return s.where() if s else "its start (it never reported)"
+
+    # 1. a rank that died: MPICH names its pid; or its process was gone while it had not finished
+    by_pid = {s.pid: s.rank for s in known.values()}
+    for pid, how in _bad_terminations(log):
+        rank = by_pid.get(pid)
+        if rank is not None and known[rank].state not in (FAILED, DONE):
+            return f"rank {rank} {how} at {where(rank)}"
+    for rank, s in sorted(known.items()):
+        if states.get(rank) in ("Z", "X", "gone") and s.state not in (FAILED, DONE):
+            return f"rank {rank} died at {where(rank)}"
+    failed = [s for s in known.values() if s.state == FAILED]
+    waited = {}  # rank -> (the rank that gave up waiting on it)
+    for s in failed:
+        for p in s.waiting_on.split(","):
+            if p.strip().isdigit():
+                waited.setdefault(int(p), s.rank)
+    # 2. a stopped rank
+    for rank in sorted(known):
+        if states.get(rank) in ("T", "t"):
+            by = f"; rank {waited[rank]} waited {timeout:g} s for it" if rank in waited else ""
+            return f"rank {rank} stopped responding at {where(rank)} (its process is stopped){by}"
+    # 3. a rank another one waited on in vain, that did not fail itself
+    for rank, by in sorted(waited.items()):
+        if rank not in known or known[rank].state != FAILED:
+            return f"rank {rank} stopped responding at {where(rank)}; rank {by} waited {timeout:g} s for it"
+    # 4. a rank that failed
+    if failed:
+        s = min(failed, key=lambda s: s.rank)
+        return f"rank {s.rank} failed at {where(s.rank)}: {s.message}"
+    # 5. a hang nobody reported
+    if watch.reason == "no progress":
+        stuck = "; ".join(f"rank {r} at {where(r)}" for r in range(min(len(statuses), 4)))
+        more = f"; ... ({len(statuses)} ranks)" if len(statuses) > 4 else ""
+        return (f"no rank made progress for {watch.silent_s:.1f} s (--timeout {timeout:g} s + {GRACE_S:g} s): "
+                f"{stuck}{more}")
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip() and not ln.lstrip().startswith("=")]
+    last = f": {lines[-1]}" if lines else ""
+    return f"mpiexec exited with status {returncode}{last}"
+
+
+_PID = re.compile(r"PID\s+(\d+)\s+RUNNING AT")
+_CODE = re.compile(r"EXIT CODE:\s*(-?\d+)")
+_SIGNAL = re.compile(r"EXIT STRING:\s*([^\n(]*)\(signal (\d+)\)")
+
+
+def _bad_terminations(log: str) -> list[tuple[int, str]]:
+    """(pid, "was killed (signal 9, Killed)" or "exited with status 1") of each process MPICH's launcher reports
+    as a bad termination."""
+    out = []
+    for block in log.split("BAD TERMINATION")[1:]:
+        pid = _PID.search(block)
+        if not pid:
+            continue
+        sig, code = _SIGNAL.search(block), _CODE.search(block)
+        if sig:
+            how = f"was killed (signal {sig.group(2)}, {sig.group(1).strip()})"
+        elif code:
+            how = f"exited with status {code.group(1)}"
+        else:
+            how = "died"
+        out.append((int(pid.group(1)), how))
+    return out
+
+
+def _keep(path: str) -> str | None:
+    try:
+        fd, kept = tempfile.mkstemp(prefix="directcoll-run-", suffix=".log")
+        os.close(fd)
+        shutil.copyfile(path, kept)
+        return kept
+    except OSError:
+        return None
+
+
+# -- processes ------------------------------------------------------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[str, int, int, int, int] | None:
+    """(state, ppid, pgid, sid, start time) of process ``pid`` from /proc, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = data[data.rindex(")") + 2:].split()
+    return fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+
+
+def _process_states(statuses) -> dict[int, str]:
+    """rank -> process state letter ("R", "S", "T", "Z", ...; "gone") for the ranks on this host."""
+    host = socket.gethostname()
+    out = {}
+    for s in statuses:
+        if s is not None and s.pid > 0 and s.host == host:
+            st = _stat(s.pid)
+            out[s.rank] = st[0] if st else "gone"
+    return out
+
+
+class _Tree:
+    """The processes of the job: the launcher (the leader of its own session) and every descendant seen, each with
+    its start time so that a reused pid is never killed."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.seen: dict[int, int] = {}  # pid -> start time
+        st = _stat(root)
+        if st:
+            self.seen[root] = st[4]
+
+    def scan(self) -> None:
+        """Add the current descendants of every process seen (and of the root)."""
+        try:
+            pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+        except OSError:
+            return
+        stats = {p: st for p in pids if (st := _stat(p)) is not None}
+        sessions = {stats[p][3] for p in self.seen if p in stats and stats[p][4] == self.seen[p]}
+        sessions.add(self.root)
+        grew = True
+        while grew:
+            grew = False
+            for p, st in stats.items():
+                if p not in self.seen and (st[1] in self.seen or st[1] == self.root or st[3] in sessions):
+                    self.seen[p] = st[4]
+                    sessions.add(st[3])
+                    grew = True
+
+    def alive(self) -> list[int]:
+        """The processes seen that still run (not zombies) and are still the same processes."""
+        out = []
+        for p, start in self.seen.items():
+            st = _stat(p)
+            if st and st[4] == start and st[0] not in ("Z", "X"):
+                out.append(p)
+        return out
+
+    def kill(self, wait_s: float = 3.0) -> list[int]:
+        """SIGKILL the whole job; return the pids still alive ``wait_s`` later (none, normally)."""
+        try:
+            os.killpg(self.root, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        end = time.monotonic() + wait_s
+        while True:
+            self.scan()
+            left = [p for p in self.alive() if p != self.root]
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if not left or time.monotonic() > end:
+                return left
+            time.sleep(0.01)
