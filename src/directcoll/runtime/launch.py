@@ -85,13 +85,26 @@ def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, gra
 
 class _Watch:
     """What the launcher saw: the reason it stopped the job (None: the job ended by itself), the last status of
-    every rank and the state of their processes when trouble was first seen."""
+    every rank, the ranks whose process it last saw stopped, and those it saw gone (or a zombie) before any rank
+    reported a failure (after that, MPI may be killing them)."""
 
     def __init__(self, nranks: int) -> None:
         self.reason: str | None = None
         self.statuses: list[Status | None] = [None] * nranks
-        self.states: dict[int, str] = {}  # rank -> process state when trouble was first seen
+        self.stopped: set[int] = set()
+        self.gone: set[int] = set()
         self.silent_s = 0.0
+
+    def look(self) -> None:
+        """Note the state of the ranks' processes (those on this host)."""
+        failed = any(s is not None and s.state == FAILED for s in self.statuses)
+        for rank, state in _process_states(self.statuses).items():
+            if state in ("T", "t"):
+                self.stopped.add(rank)
+            elif state in ("R", "S", "D"):
+                self.stopped.discard(rank)  # running again (a debugger let it go)
+            elif state in ("Z", "X", "gone") and not failed and self.statuses[rank].state != DONE:
+                self.gone.add(rank)
 
 
 def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Watch:
@@ -105,27 +118,23 @@ def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Wa
         w.statuses = [read_status(p, r) or w.statuses[r] for r, p in enumerate(paths)]
         now = time.monotonic()
         if finished:
-            if not w.states:
-                w.states = _process_states(w.statuses)
             return w
+        w.look()
         if now >= next_scan:
             tree.scan()
             next_scan = now + SCAN_S
         current = tuple(s.beat if s else -1 for s in w.statuses)
         if current != beats:
             beats, last_change = current, now
-        states = _process_states(w.statuses)
-        trouble = any(s is not None and s.state == FAILED for s in w.statuses) or any(
-            states.get(r) in ("Z", "X", "gone") and s.state != DONE for r, s in enumerate(w.statuses) if s)
+        trouble = w.gone or any(s is not None and s.state == FAILED for s in w.statuses)
         if trouble and trouble_since is None:
-            trouble_since, w.states = now, states
+            trouble_since = now
         if trouble_since is not None and now - trouble_since >= SETTLE_S:
             w.reason = "failed"
             return w
-        computing = any(s is not None and s.state == BUSY and states.get(r) not in ("T", "t")
-                        for r, s in enumerate(w.statuses))
+        computing = any(s is not None and s.state == BUSY and r not in w.stopped for r, s in enumerate(w.statuses))
         if not computing and now - last_change > limit and trouble_since is None:
-            w.reason, w.states, w.silent_s = "no progress", states, now - last_change
+            w.reason, w.silent_s = "no progress", now - last_change
             return w
         time.sleep(POLL_S)
 
@@ -133,7 +142,7 @@ def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Wa
 def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) -> str:
     """One line: which rank made the job fail and where it was, from the ranks' statuses, the state of their
     processes and MPICH's report of a bad termination in ``log``."""
-    statuses, states = watch.statuses, watch.states
+    statuses = watch.statuses
     known = {s.rank: s for s in statuses if s is not None}
 
     def where(rank: int) -> str:
@@ -146,9 +155,8 @@ def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) ->
         rank = by_pid.get(pid)
         if rank is not None and known[rank].state not in (FAILED, DONE):
             return f"rank {rank} {how} at {where(rank)}"
-    for rank, s in sorted(known.items()):
-        if states.get(rank) in ("Z", "X", "gone") and s.state not in (FAILED, DONE):
-            return f"rank {rank} died at {where(rank)}"
+    for rank in sorted(watch.gone - watch.stopped):
+        return f"rank {rank} died at {where(rank)}"
     failed = [s for s in known.values() if s.state == FAILED]
     waited = {}  # rank -> (the rank that gave up waiting on it)
     for s in failed:
@@ -156,8 +164,8 @@ def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) ->
             if p.strip().isdigit():
                 waited.setdefault(int(p), s.rank)
     # 2. a stopped rank
-    for rank in sorted(known):
-        if states.get(rank) in ("T", "t"):
+    for rank in sorted(watch.stopped):
+        if rank in known:
             by = f"; rank {waited[rank]} waited {timeout:g} s for it" if rank in waited else ""
             return f"rank {rank} stopped responding at {where(rank)} (its process is stopped){by}"
     # 3. a rank another one waited on in vain, that did not fail itself

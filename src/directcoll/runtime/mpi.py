@@ -17,6 +17,7 @@ The checks, buffer layout and step loop are shared with the torch.distributed ex
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -31,9 +32,10 @@ __all__ = ["DTYPES", "NATIVE", "OPS", "DeadlineError", "allgather", "allreduce",
 
 #: tag of the messages of step t (schedules have far fewer steps than MPI's minimum tag upper bound)
 _TAG_BASE = 7000
-#: a wait tests its requests without sleeping for this long after it starts or after any of them completed
-SPIN_S = 0.005
-#: then it sleeps between tests, from FIRST_NAP_S doubling up to MAX_NAP_S
+#: a wait tests its requests back to back for SPIN_S after it starts or after any of them completed, then yields
+#: the processor between tests (other ranks may share it) until YIELD_S, then sleeps between tests, from FIRST_NAP_S
+#: doubling up to MAX_NAP_S
+SPIN_S, YIELD_S = 50e-6, 0.002
 FIRST_NAP_S, MAX_NAP_S = 20e-6, 0.0005
 #: the MPI library's own non-blocking collectives, by collective
 NATIVE = {"allreduce": "Iallreduce", "reduce_scatter": "Ireduce_scatter_block", "allgather": "Iallgather",
@@ -45,8 +47,9 @@ def wait(requests, timeout: float | None, *, rank: int, what: str, peers) -> Non
     """Wait for every MPI request of ``requests`` (a list, completed ones become null), at most ``timeout``
     seconds (None: no deadline, MPI_Waitall).
 
-    Tests without sleeping while requests complete (for :data:`SPIN_S` after the last completion), then sleeps
-    between tests for growing naps, so a healthy wait costs what MPI_Waitall costs and a hung one little CPU.
+    Tests back to back while requests complete (:data:`SPIN_S` after the last completion), then yields the
+    processor between tests, then sleeps between tests for growing naps: a healthy wait costs about what
+    MPI_Waitall costs, ranks that share a processor let each other run, and a hung wait uses little CPU.
 
     Raises:
         DeadlineError: the deadline passed; names ``rank``, ``what`` (e.g. "step 3", "the barrier before
@@ -58,17 +61,21 @@ def wait(requests, timeout: float | None, *, rank: int, what: str, peers) -> Non
         MPI.Request.Waitall(requests)
         return
     now = time.monotonic()
-    deadline, spin_until, nap = now + timeout, now + SPIN_S, FIRST_NAP_S
+    deadline, active, nap = now + timeout, now, FIRST_NAP_S
     while True:
         done = MPI.Request.Testsome(requests)
         if done is None:  # every request is complete (null)
             return
         now = time.monotonic()
         if done:
-            spin_until, nap = now + SPIN_S, FIRST_NAP_S
+            active, nap = now, FIRST_NAP_S
         elif now >= deadline:
             raise DeadlineError(rank, what, timeout, peers)
-        elif now >= spin_until:
+        elif now - active < SPIN_S:
+            continue
+        elif now - active < YIELD_S:
+            os.sched_yield()
+        else:
             time.sleep(min(nap, deadline - now))
             nap = min(2 * nap, MAX_NAP_S)
 
