@@ -20,6 +20,7 @@ from directcoll.errors import UnsupportedShapeError
 from directcoll.runtime import mpi as run
 from directcoll.schedule.ir import COPY, Schedule, ScheduleBuilder
 
+
 def _data(rank: int, size: int, dtype, op: str) -> np.ndarray:
     rng = np.random.default_rng(1000 + rank)
     if op == "prod":  # keep products of many ranks finite and exact in floating point
