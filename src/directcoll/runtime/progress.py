@@ -106,7 +106,7 @@ class Progress:
         _HEAD.pack_into(self._mm, 0, os.getpid(), state, self._beat, step, nsteps, rep, reps, 0)
 
     def set(self, state: int, what: str, phase: str = "", *, nsteps: int = 0, rep: int = 0, reps: int = 0) -> None:
-        """Publish a new phase: ``what`` the rank does ("step", "the barrier before timing", "building the
+        """Publish a new phase: ``what`` the rank does ("step", "the barrier before timing", "the build of the
         schedule"), ``phase`` the collective it belongs to, ``rep`` of ``reps`` (0: the warm-up; reps 0: none)."""
         if self._mm is None:
             return

@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     rank = _env_rank()
     progress = Progress(args.status_dir if rank is not None else None, rank or 0)
-    progress.set(STARTING, "starting MPI")
+    progress.set(STARTING, "MPI_Init")
     comm = None
     try:
         from mpi4py import MPI
@@ -109,7 +109,8 @@ def main(argv=None) -> int:
         traceback.print_exc()
         progress.fail(f"{type(exc).__name__}: {exc}")
         message = f"{type(exc).__name__}: {exc}"
-    print(f"directcoll run: error: rank {progress.rank}: {message}", file=sys.stderr, flush=True)
+    prefix = "" if message.startswith("rank ") else f"rank {progress.rank}: "
+    print(f"directcoll run: error: {prefix}{message}", file=sys.stderr, flush=True)
     if comm is not None:
         comm.Abort(3)
     return 3
@@ -125,7 +126,7 @@ def _work(args, comm, progress: Progress) -> None:
         count = max(n, (size // 8) // n * n)
         for item in args.algorithms.split(","):
             name, _, variant = item.partition(":")
-            progress.set(BUSY, "building the schedule", f"{item} {args.collective} on {args.topology}")
+            progress.set(BUSY, "the build of the schedule", f"{item} {args.collective} on {args.topology}")
             try:
                 schedule = build(name, args.topology, args.collective, variant=variant or None)
             except UnsupportedShapeError as exc:
@@ -159,7 +160,7 @@ def _work(args, comm, progress: Progress) -> None:
                 row["native_time_s"] = native_cache[size]
             results.append(row)
     if rank == 0:
-        progress.set(BUSY, "writing the results", args.json_out)
+        progress.set(BUSY, "the writing of the results", args.json_out)
         with open(args.json_out, "w") as fh:
             json.dump({"ranks": n, "topology": args.topology, "collective": args.collective, "results": results}, fh)
 
