@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from directcoll.cli.main import main
-from directcoll.runtime.launch import RunError, run_job
-from directcoll.runtime.progress import WAITING, read_status, status_path
+from directcoll.runtime.launch import RunError, _Watch, diagnose, run_job
+from directcoll.runtime.progress import WAITING, Progress, read_status, status_path
 
 MPIEXEC = shutil.which("mpiexec")
 needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install mpi4py mpich)")
@@ -63,14 +63,20 @@ def _status_dir(procs) -> str | None:
     return None
 
 
-def _fault(sig: int) -> tuple[float, float, subprocess.CompletedProcess, dict[int, int]]:
-    """Start ``directcoll run`` on 2 ranks, send ``sig`` to rank 1 once it is in a timed step, and return (seconds
-    from the signal to the end, seconds in all, the finished process, every process of the job that was seen)."""
+def _in_timed_step(status) -> bool:
+    return status.what == "step" and status.rep >= 1 and status.step >= 0
+
+
+def _fault(sig: int, ready=_in_timed_step, options=("--sizes", "1KiB", "--repeat", "1000000", "--no-compare-native")
+           ) -> tuple[
+        float, float, subprocess.CompletedProcess, dict[int, int]]:
+    """Start ``directcoll run`` on 2 ranks, send ``sig`` to rank 1 once ``ready(its status)`` (by default: it is in
+    a timed step), and return (seconds from the signal to the end, seconds in all, the finished process, every
+    process of the job that was seen)."""
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "directcoll.cli.main", "run", "--topology", "ring:2", "--sizes",
-                             "1KiB", "--algorithms", "swing:latency", "--repeat", "1000000", "--no-compare-native",
-                             "--timeout", str(TIMEOUT)],
+    proc = subprocess.Popen([sys.executable, "-m", "directcoll.cli.main", "run", "--topology", "ring:2",
+                             "--algorithms", "swing:latency", *options, "--timeout", str(TIMEOUT)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     seen: dict[int, int] = {}
     try:
@@ -79,11 +85,11 @@ def _fault(sig: int) -> tuple[float, float, subprocess.CompletedProcess, dict[in
             seen.update(_descendants(proc.pid))
             directory = _status_dir(seen)
             status = directory and read_status(status_path(directory, 1), 1)
-            if status and status.state == WAITING and status.rep >= 1 and status.step >= 0:
+            if status and status.state == WAITING and ready(status):
                 break
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
-        assert status, "rank 1 never reached a timed step"
+        assert status and ready(status), "rank 1 never got ready for the signal"
         seen.update(_descendants(proc.pid))
         t_signal = time.monotonic()
         os.kill(status.pid, sig)
@@ -116,7 +122,7 @@ def _no_process_left(seen: dict[int, int]) -> None:
 
 @needs_mpi
 @pytest.mark.parametrize("sig, says", [(signal.SIGSTOP, r"rank 1 stopped responding at "),
-                                       (signal.SIGKILL, r"rank 1 was killed \(signal 9, Killed\) at ")])
+                                       (signal.SIGKILL, r"rank 1 (was killed \(signal 9, Killed\)|died) at ")])
 def test_a_stopped_or_killed_rank_ends_the_run_in_time_with_one_line(sig, says, timings):
     for _ in range(3):
         after, total, proc, seen = _fault(sig)
@@ -129,6 +135,21 @@ def test_a_stopped_or_killed_rank_ends_the_run_in_time_with_one_line(sig, says, 
         assert len(seen) >= 3  # mpiexec, its proxy and the ranks were watched
         _no_process_left(seen)
 
+
+
+@needs_mpi
+@pytest.mark.parametrize("sig, says", [(signal.SIGSTOP, r"rank 1 stopped responding at "),
+                                       (signal.SIGKILL, r"rank 1 (was killed \(signal 9, Killed\)|died) at ")])
+def test_a_rank_stopped_or_killed_in_the_native_collective_ends_the_run_in_time(sig, says, timings):
+    # the MPI library's own collective (timed for the comparison) has the deadline too: MPI_Allreduce had none
+    after, total, proc, seen = _fault(sig, lambda s: s.what == "MPI Iallreduce" and s.rep >= 1,
+                                      ("--sizes", "256KiB", "--repeat", "300"))
+    timings(f"run with rank 1 {signal.Signals(sig).name} in MPI_Iallreduce: end {after:.2f} s after the signal", total)
+    line = _one_line(proc.stderr)
+    where = r"MPI Iallreduce \(native allreduce of 256KiB\) \(repetition \d+ of 300\)"
+    assert proc.returncode == 2 and re.search(says + where, line), line
+    assert after < TIMEOUT + 5, (after, line)
+    _no_process_left(seen)
 
 def test_a_job_that_never_reports_is_killed_with_its_detached_children(tmp_path):
     # like MPICH's launcher, the job starts a child in a session of its own: killing the launcher's process
@@ -179,3 +200,26 @@ def test_run_refuses_sizes_over_the_memory_budget(capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "memory budget" in err
 
+
+
+def test_the_rank_seen_gone_first_is_named_even_when_mpich_reports_another(tmp_path):
+    # MPICH kills the other ranks when one dies and may report one of those: the launcher's own observation of the
+    # first process gone wins; MPICH's report is used when it names that rank (or when nothing was seen)
+    watch = _Watch(2)
+    for rank in range(2):
+        progress = Progress(str(tmp_path), rank)
+        progress.set(WAITING, "step", "swing:latency allreduce of 1KiB", nsteps=1, rep=2, reps=5)
+        progress.step(0)
+        watch.statuses[rank] = read_status(status_path(str(tmp_path), rank), rank)
+    pids = [s.pid for s in watch.statuses]  # this process for both; give them distinct pids as MPI would
+    watch.statuses[1].pid = pids[1] + 1
+    report = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID {} RUNNING AT host\n=   EXIT CODE: 9\n"
+              "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
+    where = "at step 0 of swing:latency allreduce of 1KiB (repetition 2 of 5)"
+    watch.gone = {1}
+    assert diagnose(watch, report.format(watch.statuses[0].pid), 9, 3.0) == f"rank 1 died {where}"
+    assert diagnose(watch, report.format(watch.statuses[1].pid), 9, 3.0) == (
+        f"rank 1 was killed (signal 9, Killed) {where}")
+    watch.gone = set()  # the launcher saw nothing: MPICH's report
+    assert diagnose(watch, report.format(watch.statuses[0].pid), 9, 3.0) == (
+        f"rank 0 was killed (signal 9, Killed) {where}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -109,7 +110,16 @@ class _Watch:
 
 def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Watch:
     w = _Watch(nranks)
+    exits = _Exits()
+    try:
+        return _watch_loop(proc, tree, status_dir, nranks, limit, w, exits)
+    finally:
+        exits.close()
+
+
+def _watch_loop(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, w: _Watch, exits: _Exits) -> _Watch:
     paths = [status_path(status_dir, r) for r in range(nranks)]
+    host = socket.gethostname()
     beats: tuple = ()
     last_change = next_scan = time.monotonic()
     trouble_since = None
@@ -119,6 +129,9 @@ def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Wa
         now = time.monotonic()
         if finished:
             return w
+        for s in w.statuses:
+            if s is not None and s.pid > 0 and s.host == host:
+                exits.add(s.pid)
         w.look()
         if now >= next_scan:
             tree.scan()
@@ -136,7 +149,41 @@ def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Wa
         if not computing and now - last_change > limit and trouble_since is None:
             w.reason, w.silent_s = "no progress", now - last_change
             return w
-        time.sleep(POLL_S)
+        exits.sleep(POLL_S)
+
+
+class _Exits:
+    """Wakes the launcher as soon as a rank's process (on this host) ends, instead of at its next look: when a rank
+    dies, MPICH's launcher kills the others a moment later, and only the first one gone names the culprit."""
+
+    def __init__(self) -> None:
+        self.fds: dict[int, int] = {}  # pid -> pidfd
+        self.poller = select.poll()
+
+    def add(self, pid: int) -> None:
+        if pid in self.fds or not hasattr(os, "pidfd_open"):
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:  # gone already, or pidfds are not supported: the next look finds it
+            self.fds[pid] = -1
+            return
+        self.fds[pid] = fd
+        self.poller.register(fd, select.POLLIN)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less if a watched process ends (it is then watched no more)."""
+        if not any(fd >= 0 for fd in self.fds.values()):
+            time.sleep(seconds)
+            return
+        for fd, _ in self.poller.poll(seconds * 1000):
+            self.poller.unregister(fd)
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if fd >= 0:
+                os.close(fd)
+        self.fds.clear()
 
 
 def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) -> str:
@@ -149,13 +196,18 @@ def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) ->
         s = known.get(rank)
         return s.where() if s else "its start (it never reported)"
 
-    # 1. a rank that died: MPICH names its pid; or its process was gone while it had not finished
+    # 1. a rank that died: the one the launcher saw gone first (MPICH then kills the others, and may report one
+    # of those), else the one MPICH names by its pid
     by_pid = {s.pid: s.rank for s in known.values()}
-    for pid, how in _bad_terminations(log):
-        rank = by_pid.get(pid)
-        if rank is not None and known[rank].state not in (FAILED, DONE):
+    terminations = [(by_pid[pid], how) for pid, how in _bad_terminations(log) if pid in by_pid]
+    gone = sorted(watch.gone - watch.stopped)
+    if len(gone) == 1:
+        how = dict(terminations).get(gone[0], "died")
+        return f"rank {gone[0]} {how} at {where(gone[0])}"
+    for rank, how in terminations:
+        if known[rank].state not in (FAILED, DONE):
             return f"rank {rank} {how} at {where(rank)}"
-    for rank in sorted(watch.gone - watch.stopped):
+    for rank in gone:
         return f"rank {rank} died at {where(rank)}"
     failed = [s for s in known.values() if s.state == FAILED]
     waited = {}  # rank -> (the rank that gave up waiting on it)
