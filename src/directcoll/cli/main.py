@@ -165,9 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
                          "and its sizes are each rank's send buffer")
-    rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB", help="sizes, e.g. 64MiB or 8B..1MiB")
-    rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size (after one warm-up)")
-    rn.add_argument("--timeout", type=float, default=30.0, help="seconds a rank waits for a step before failing")
+    rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB",
+                    help="sizes, e.g. 64MiB or 8B..1MiB; each runs as float64 elements, a multiple of the ranks (at "
+                         "least one per rank), and the table shows the bytes run where they differ")
+    rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size, at least 1 (after one warm-up)")
+    rn.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds a rank waits for any step or collective before failing (default 30); the job is "
+                         "killed when no rank made progress for this long plus 2 s")
     rn.add_argument("--compare-native", action=argparse.BooleanOptionalAction, default=True,
                     help="also time the MPI library's own collective (default on)")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
