@@ -632,12 +632,19 @@ def intersection_array(topo: Topology) -> tuple[tuple[int, ...], tuple[int, ...]
     """({b_0, ..., b_(D-1)}, {c_1, ..., c_D}) when the compute-node graph is distance-regular (Zhao et al.
     Def. 17: for every pair x, y at distance i, y has c_i neighbours at distance i-1 from x, a_i at distance
     i and b_i at distance i+1), else None. Only for bidirectional topologies; parallel links count once.
-    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes."""
+    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes.
+
+    Raises:
+        ResourceError: the dense N x N distance and layer matrices would exceed the memory budget.
+    """
+    from directcoll.resources import check_memory
     from directcoll.topology.routing import bfs_distances
 
     n = topo.num_compute
     if topo.num_nodes != n or (topo.reverse_link < 0).any():
         return None
+    # distances (int64 and scipy's float64), adjacency and three float32 layers, the boolean masks
+    check_memory(f"the intersection array of {topo.spec} (dense {n:,} x {n:,} matrices)", 40.0 * n * n)
     dist = bfs_distances(topo, np.arange(n))
     adj = np.zeros((n, n), dtype=np.float32)
     adj[topo.link_src, topo.link_dst] = 1.0  # parallel links count once

@@ -311,6 +311,15 @@ def accepted_forms() -> str:
     return ", ".join(families + aliases + [form for form, _ in OPERATORS.values()])
 
 
+def families() -> list[dict]:
+    """Every family, alias and operator a spec may name: dicts with ``name``, ``type`` (family, alias or
+    operator), ``form`` (example specs, ``|``-separated) and ``description`` (``directcoll topology families``)."""
+    rows = [{"name": k, "type": "family", "form": form, "description": d} for k, (_, form, d) in FAMILIES.items()]
+    rows += [{"name": k, "type": "alias", "form": form, "description": d} for k, (_, form, d) in ALIASES.items()]
+    rows += [{"name": k, "type": "operator", "form": form, "description": d} for k, (form, d) in OPERATORS.items()]
+    return rows
+
+
 # -- the spec tree ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SpecNode:
