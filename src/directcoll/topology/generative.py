@@ -20,7 +20,7 @@ from itertools import combinations
 import numpy as np
 
 from directcoll.errors import SpecError
-from directcoll.topology.generators import _cayley, _check_shape, _spec_shape
+from directcoll.topology.generators import _brief, _cayley, _check_shape, _spec_shape
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 
 BW = DEFAULT_LINK_BANDWIDTH
@@ -151,7 +151,7 @@ def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: fl
         offs.append(a % n)
     g = math.gcd(n, *offs)
     if g != 1:
-        raise SpecError(f"circulant:{n}: offsets {offs} leave the graph disconnected: "
+        raise SpecError(f"circulant:{n}: offsets {_brief(offs)} leave the graph disconnected: "
                         f"gcd(N, a_1..a_k) = {g}, must be 1")
     signs = (1, -1) if bidirectional else (1,)
     gens = np.array([[s * a] for a in offs for s in signs], dtype=np.int64)
@@ -547,9 +547,9 @@ def twisted_torus(shape, twists=None, *, link_bandwidth: float = BW, link_latenc
     twists = tuple([last // 2] * (len(shape) - 1) if twists is None else (int(t) for t in twists))
     if len(twists) != len(shape) - 1:
         raise SpecError(f"twistedtorus:{_spec_shape(shape)}: needs {len(shape) - 1} twist(s), one per dimension "
-                        f"but the last, got {len(twists)}: {twists}")
+                        f"but the last, got {len(twists)}: {_brief(twists)}")
     if any(not 0 <= t < last for t in twists):
-        raise SpecError(f"twistedtorus:{_spec_shape(shape)}: twists must lie in 0..{last - 1}, got {twists}")
+        raise SpecError(f"twistedtorus:{_spec_shape(shape)}: twists must lie in 0..{last - 1}, got {_brief(twists)}")
     dim = len(shape)
     lattice = [[0] * dim for _ in range(dim)]
     for i, d in enumerate(shape):

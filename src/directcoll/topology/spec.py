@@ -62,7 +62,7 @@ def _number(what: str, field: str, text: str, hi: int = MAX_INT) -> int:
     """An ASCII decimal integer in 0..hi (no sign, no Unicode digits; checked before converting, so a
     10,000-digit number costs nothing)."""
     if not _DIGITS.fullmatch(text):
-        raise SpecError(f"{what}: expected a positive integer for {field} (ASCII digits 0-9), got {text!r}")
+        raise SpecError(f"{what}: expected a positive integer for {field} (ASCII digits 0-9), got {_show(text)}")
     digits = text.lstrip("0") or "0"
     if len(digits) > len(str(hi)) or int(digits) > hi:
         shown = text if len(text) <= 24 else f"{text[:10]}...({len(text)} digits)"
@@ -72,7 +72,7 @@ def _number(what: str, field: str, text: str, hi: int = MAX_INT) -> int:
 
 def _shape(kind: str, text: str) -> tuple[int, ...]:
     if not _SHAPE.fullmatch(text):
-        raise SpecError(f"{kind}: expected dimension sizes like 8x8 or 4x4x4, got {text!r}")
+        raise SpecError(f"{kind}: expected dimension sizes like 8x8 or 4x4x4, got {_show(text)}")
     return tuple(_number(kind, "a dimension size", t) for t in text.split("x"))
 
 
@@ -96,14 +96,14 @@ def _ring(args: list[str]):
     if len(args) == 2 and args[1] in ("uni", "bi"):
         return gen.ring, (_int("ring", args[0], "N"),), {"bidirectional": args[1] == "bi"}
     if len(args) != 1:
-        raise SpecError(f"ring: expected ring:N or ring:N:uni, got {':'.join(args)!r}")
+        raise SpecError(f"ring: expected ring:N or ring:N:uni, got {_show(':'.join(args))}")
     return gen.ring, (_int("ring", args[0], "N"),), {}
 
 
 def _one(kind: str, fn: Callable, convert: Callable, field: str = "the argument", hi: int = MAX_INT) -> Callable:
     def read(args: list[str]):
         if len(args) != 1:
-            raise SpecError(f"{kind}: expected one argument after '{kind}:', got {':'.join(args)!r}")
+            raise SpecError(f"{kind}: expected one argument after '{kind}:', got {_show(':'.join(args))}")
         value = convert(kind, args[0]) if convert is _shape else convert(kind, args[0], field, hi)
         return fn, (value,), {}
     return _plan(read)
@@ -114,14 +114,14 @@ def _torus(args: list[str]):
     if len(args) == 2 and args[1] == "simple":
         return gen.torus, (_shape("torus", args[0]),), {"simple": True}
     if len(args) != 1:
-        raise SpecError(f"torus: expected torus:AxB[x...] or torus:AxB[x...]:simple, got {':'.join(args)!r}")
+        raise SpecError(f"torus: expected torus:AxB[x...] or torus:AxB[x...]:simple, got {_show(':'.join(args))}")
     return gen.torus, (_shape("torus", args[0]),), {}
 
 
 @_plan
 def _shiftedring(args: list[str]):
     if len(args) not in (1, 2):
-        raise SpecError(f"shiftedring: expected shiftedring:N or shiftedring:N:s, got {':'.join(args)!r}")
+        raise SpecError(f"shiftedring: expected shiftedring:N or shiftedring:N:s, got {_show(':'.join(args))}")
     stride = _int("shiftedring", args[1], "s") if len(args) == 2 else None
     return gv.shifted_ring, (_int("shiftedring", args[0], "N"), stride), {}
 
@@ -130,10 +130,10 @@ def _shiftedring(args: list[str]):
 def _hammingmesh(args: list[str]):
     if len(args) != 2:
         raise SpecError("hammingmesh: expected hammingmesh:AxB:XxY (board a x b, grid of x x y boards), "
-                        f"got {':'.join(args)!r}")
+                        f"got {_show(':'.join(args))}")
     board, grid = _shape("hammingmesh", args[0]), _shape("hammingmesh", args[1])
     if len(board) != 2 or len(grid) != 2:
-        raise SpecError(f"hammingmesh: board and grid must both be 2D (AxB:XxY), got {':'.join(args)!r}")
+        raise SpecError(f"hammingmesh: board and grid must both be 2D (AxB:XxY), got {_show(':'.join(args))}")
     return gen.hammingmesh, (board, grid), {}
 
 
@@ -141,7 +141,7 @@ def _ints(kind: str, form: str, fn: Callable, fields: tuple[tuple[str, int], ...
     """``kind:a:b...``: one integer per (field name, upper bound) of ``fields``."""
     def read(args: list[str]):
         if len(args) != len(fields):
-            raise SpecError(f"{kind}: expected {form}, got {':'.join(args)!r}")
+            raise SpecError(f"{kind}: expected {form}, got {_show(':'.join(args))}")
         return fn, tuple(_int(kind, a, f, hi) for a, (f, hi) in zip(args, fields, strict=True)), {}
     return _plan(read)
 
@@ -149,7 +149,7 @@ def _ints(kind: str, form: str, fn: Callable, fields: tuple[tuple[str, int], ...
 def _seeded(kind: str, fn: Callable) -> Callable:
     def read(args: list[str]):
         if len(args) not in (2, 3):
-            raise SpecError(f"{kind}: expected {kind}:N:d or {kind}:N:d:SEED, got {':'.join(args)!r}")
+            raise SpecError(f"{kind}: expected {kind}:N:d or {kind}:N:d:SEED, got {_show(':'.join(args))}")
         fields = (("N", MAX_INT), ("d", MAX_INT), ("SEED", MAX_SEED))
         return fn, tuple(_int(kind, a, f, hi) for a, (f, hi) in zip(args, fields, strict=False)), {}
     return _plan(read)
@@ -158,7 +158,7 @@ def _seeded(kind: str, fn: Callable) -> Callable:
 def _fixed(kind: str, fn: Callable) -> Callable:
     def read(args: list[str]):
         if args:
-            raise SpecError(f"{kind}: takes no arguments (the spec is just {kind!r}), got {':'.join(args)!r}")
+            raise SpecError(f"{kind}: takes no arguments (the spec is just {kind!r}), got {_show(':'.join(args))}")
         return fn, (), {}
     parse = _plan(read)
     parse.no_args = True
@@ -174,7 +174,7 @@ def _circulant(args: list[str]):
     else:
         bidirectional = True
     if len(args) != 2 or not args[1]:
-        raise SpecError(f"circulant: expected {form}, got {':'.join(args)!r}")
+        raise SpecError(f"circulant: expected {form}, got {_show(':'.join(args))}")
     n = _int("circulant", args[0], "N")
     if args[1] == "opt4":
         if not bidirectional:
@@ -188,7 +188,7 @@ def _circulant(args: list[str]):
 def _twistedtorus(args: list[str]):
     if len(args) not in (1, 2) or (len(args) == 2 and not args[1]):
         raise SpecError("twistedtorus: expected twistedtorus:AxB[:t] or twistedtorus:AxBxC[:t1,t2] "
-                        f"(one twist per dimension but the last), got {':'.join(args)!r}")
+                        f"(one twist per dimension but the last), got {_show(':'.join(args))}")
     shape = _shape("twistedtorus", args[0])
     twists = None if len(args) == 1 else [_int("twistedtorus", t, "a twist") for t in args[1].split(",")]
     return gv.twisted_torus, (shape, twists), {}
@@ -238,7 +238,7 @@ FAMILIES: dict[str, tuple[Callable, str, str]] = {
 @_plan
 def _uniring(args: list[str]):
     if len(args) != 1:
-        raise SpecError(f"uniring: expected uniring:N (= ring:N:uni), got {':'.join(args)!r}")
+        raise SpecError(f"uniring: expected uniring:N (= ring:N:uni), got {_show(':'.join(args))}")
     return gen.ring, (_int("uniring", args[0], "N"),), {"bidirectional": False}
 
 
@@ -249,10 +249,8 @@ DISTREG: dict[str, tuple[str, str]] = {
     "octahedron": ("circulant:6:1,2", "octahedron J(4,2) = K_6 minus a perfect matching = C(6,{1,2})"),
     "paley9": ("hamming:2:3", "Paley graph P9 = H(2,3)"),
 }
-_DISTREG_FORMS = ("distreg:petersen | distreg:linegraph_petersen | distreg:octahedron | distreg:paley9 | "
-                  "distreg:oddK (Odd graph O_K, e.g. odd4) | distreg:qK (hypercube Q_K, e.g. q4) | "
-                  "distreg:bipartite:n | distreg:bipartite_minus_matching:n | distreg:hamming:n:q | "
-                  "distreg:complete:n")
+_DISTREG_FORMS = ("distreg:petersen or distreg:NAME, NAME one of linegraph_petersen, octahedron, paley9, oddK "
+                  "(e.g. odd4), qK (e.g. q4), bipartite:n, bipartite_minus_matching:n, hamming:n:q, complete:n")
 
 
 @_plan
@@ -267,7 +265,7 @@ def _distreg(args: list[str]):
             return FAMILIES[kind][0].read([name[len(prefix):]])
     if name in ("bipartite", "bipartite_minus_matching", "hamming", "complete", "odd"):
         return FAMILIES[name][0].read(rest)
-    raise SpecError(f"distreg: unknown distance-regular graph {':'.join(args)!r}; accepted: {_DISTREG_FORMS}")
+    raise SpecError(f"distreg: unknown distance-regular graph {_show(':'.join(args))}; accepted: {_DISTREG_FORMS}")
 
 
 #: Other names for families: kind -> (parser, example spec, one-line description). The topology they build
@@ -442,7 +440,7 @@ class _Parser:
         self.expect(")", f"')' closing {OPERATORS[op][0]}")
         self.depth -= 1
         if n is not None and n < 1:
-            raise SpecError(f"topology spec {self.original!r}: {op} needs an integer >= 1, got {n}")
+            raise SpecError(f"topology spec {_show(self.original)}: {op} needs an integer >= 1, got {n}")
         return SpecNode(op, "", tuple(children), n, kwargs)
 
     def keywords(self, op: str) -> tuple[tuple[str, int], ...]:
