@@ -55,6 +55,7 @@ SIMILAR = [
     "kautz:2:31", "debruijn:2:30", "debruijn:1000:10", "debruijn:2:99999999999999999999", "twistedhypercube:31",
     "twistedhypercube:29", "twistedtorus:100000x100000", "twistedtorus:4x8:99999999999999999999", "odd:13",
     "odd:100000000", "jellyfish:1000000000:4", "jellyfish:100:4:18446744073709551616", "jellyfish:200000:199999",
+    "jellyfish:200:190", "jellyfish:5000:2500", "jellyfish:1000000:2", "xpander:999999:2",
     "xpander:1000000000:4", "xpander:100000:99999", "dbt:10000000000",
     # aliases
     "uniring:10000000000", "shiftedring:10000000000", "shiftedring:16:99999999999999999999", "distreg:q40",

@@ -371,6 +371,18 @@ def de_bruijn(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency
 # -- random expanders: Jellyfish and Xpander (Basu et al. Sec. 5.4, Fig. 10) -----------------------------------
 #: A seeded draw that comes out disconnected is redrawn with the next seed, at most this many times.
 MAX_DRAWS = 100
+#: Most work the random draws of one Jellyfish or Xpander may take, in units of N d (d + 60) per draw
+#: (rustworkx's sampler grows with N d^2, the edge list with N d), about a minute; a degree-2 graph is a union of
+#: cycles, connected only by luck, so it counts :data:`MAX_DRAWS` draws.
+MAX_DRAW_WORK = 4e9
+
+
+def _check_draw_work(spec: str, n: int, d: int, per_link: int) -> None:
+    from directcoll.resources import check_work
+
+    draws = MAX_DRAWS if d == 2 else 1
+    check_work(f"topology {spec} ({draws} draw{'s' if draws > 1 else ''})", float(n) * d * per_link * draws,
+               MAX_DRAW_WORK, "sampler steps")
 
 
 def _connected(n: int, edges: np.ndarray) -> bool:
@@ -397,8 +409,12 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
     ``params["seed_used"]`` says which seed the graph came from. Basu et al. (Fig. 10) compare it with
     generalized Kautz, Xpander and 2D tori at d = 4.
 
+    rustworkx's sampler slows down without bound as d nears N (d = 180 of N = 200 takes minutes), so d is at
+    most N/2, and draws that would take longer than about a minute (:data:`MAX_DRAW_WORK`) are refused.
+
     Raises:
-        SpecError: d < 2, n <= d, n * d odd, or no connected draw in :data:`MAX_DRAWS` seeds.
+        SpecError: d < 2, n <= d, n * d odd, d > n / 2, or no connected draw in :data:`MAX_DRAWS` seeds.
+        ResourceError: the draws would take too long (:data:`MAX_DRAW_WORK`).
     """
     import rustworkx as rx
 
@@ -408,6 +424,10 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
     spec = f"jellyfish:{n}:{d}:{seed}"
     if n <= d or (n * d) % 2:
         raise SpecError(f"{spec}: a simple d-regular graph needs N > d and N * d even, got N={n}, d={d}")
+    if 2 * d > n:
+        raise SpecError(f"{spec}: d must lie in 2..N/2 = 2..{n // 2} (rustworkx's sampler stalls near d = N), "
+                        f"got d={d}")
+    _check_draw_work(spec, n, d, d + 60)
 
     def draw(s: int) -> np.ndarray:
         return np.array(rx.random_regular_graph(n, d, seed=s).edge_list(), dtype=np.int64).reshape(-1, 2)
@@ -427,6 +447,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
 
     Raises:
         SpecError: d < 2, n not a multiple of d + 1, or no connected draw in :data:`MAX_DRAWS` seeds.
+        ResourceError: the draws would take too long (:data:`MAX_DRAW_WORK`; degree 2 counts every draw).
     """
     d = _need_int("xpander", "d", d, 2)
     n = _need_int("xpander", "N", n, 1)
@@ -436,6 +457,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
         lo = max(d + 1, n // (d + 1) * (d + 1))
         raise SpecError(f"{spec}: a lift of K_{d + 1} has a multiple of d + 1 = {d + 1} nodes, got N={n} "
                         f"(nearest: {lo} or {lo + d + 1})")
+    _check_draw_work(spec, n, d, 60)
     lift = n // (d + 1)
     pairs = np.array(list(combinations(range(d + 1), 2)), dtype=np.int64)
 

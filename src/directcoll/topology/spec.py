@@ -604,7 +604,7 @@ def _hammingmesh_size(board, grid) -> Size:
     (a, b), (x, y) = board, grid
     rows, cols = x * a, y * b
     links = 2 * (rows * y * max(b - 1, 0) + cols * x * max(a - 1, 0) + 2 * rows * y + 2 * cols * x)
-    return _sized(rows * cols + rows + cols, links, max(8, 2 * x, 2 * y))
+    return _sized(rows * cols + rows + cols, links, max(8, 2 * x, 2 * y), dims=2)
 
 
 def _odd_size(k: int) -> Size:
@@ -617,7 +617,7 @@ def _jellyfish_size(n: int, d: int, seed: int = 0) -> Size:
 
 
 def _xpander_size(n: int, d: int, seed: int = 0) -> Size:
-    return _sized(n, n * d, d, extra=10 * _float(n * d) + BYTES_PER_PYTHON_EDGE * _float(d * (d + 1)) / 2)
+    return _sized(n, n * d, d, extra=25 * _float(n * d) + BYTES_PER_PYTHON_EDGE * _float(d * (d + 1)) / 2)
 
 
 #: generator -> its sizes from the same arguments (:func:`estimate`); every generator FAMILIES can call is here.
@@ -626,7 +626,7 @@ _SIZES: dict[Callable, Callable[..., Size]] = {
         math.prod(shape), sum(1 if simple and d == 2 else 2 for d in shape), len(shape)),
     gen.mesh: _mesh_size,
     gen.ring: lambda n, bidirectional=True: _cayley_size(n, 2 if bidirectional else 1, 1),
-    gen.hypercube: lambda k: _cayley_size(_pow(2, k), k, k),
+    gen.hypercube: lambda k: _cayley_size(_pow(2, k), k, k, extra=16 * _float(k * _pow(2, k))),
     gen.hyperx: lambda shape: _cayley_size(math.prod(shape), sum(d - 1 for d in shape), len(shape)),
     gen.hammingmesh: _hammingmesh_size,
     gen.complete: lambda n: _cayley_size(n, max(n - 1, 0), 1),
@@ -647,7 +647,7 @@ _SIZES: dict[Callable, Callable[..., Size]] = {
     gv.linegraph_petersen: lambda: _sized(15, 60, 4),
     gv.jellyfish: _jellyfish_size,
     gv.xpander: _xpander_size,
-    gv.double_binary_tree: lambda n: _sized(n, 4 * max(n - 1, 0), 4, extra=80 * n),
+    gv.double_binary_tree: lambda n: _sized(n, 4 * max(n - 1, 0), 4, extra=130 * n),
 }
 
 
