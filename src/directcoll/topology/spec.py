@@ -552,8 +552,8 @@ class Size:
 #: hypercube, Kautz, jellyfish, ... topologies with a few million links.
 BYTES_PER_LINK, BYTES_PER_NODE, BYTES_PER_LINK_DIM, BYTES_PER_NODE_DIM = 64, 32, 12, 8
 #: Operators build index arrays over the new links (broadcasts, sorts, cable pairing) on top of that.
-BYTES_PER_OPERATOR_LINK = {"line": 70, "degree": 80, "power": 100, "product": 100, "bidir": 70,
-                           "punctured": 150}
+BYTES_PER_OPERATOR_LINK = {"line": 70, "degree": 80, "power": 125, "product": 125, "bidir": 70,
+                           "punctured": 180}
 #: rustworkx's random regular graph and its edge list, per undirected edge (jellyfish).
 BYTES_PER_RUSTWORKX_EDGE = 60
 #: Python objects per node and per undirected edge of the Odd graph's construction.
