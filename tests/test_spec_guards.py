@@ -133,6 +133,21 @@ def test_unknown_family_is_short_with_close_matches_and_the_listing_command():
     assert "did you mean" not in str(info.value) and len(str(info.value)) < 200
 
 
+@pytest.mark.parametrize("spec", [None, 123, b"torus:4x4", ["torus:4x4"]])
+def test_a_spec_that_is_not_a_string_is_refused_not_converted(spec):
+    with pytest.raises(SpecError, match=f"string such as 'torus:8x8', got {type(spec).__name__}"):
+        parse(spec)
+
+
+@pytest.mark.parametrize("spec, named", [("line(ring:1)", "'ring:1'"), ("hypercube:0", "'hypercube:0'"),
+                                         ("distreg:q0", "'distreg:q0'"), ("dbt:1", "'dbt:1'"),
+                                         ("circulant:4:0", "circulant:4:")])
+def test_generator_refusals_name_the_family_spec(spec, named):
+    with pytest.raises(SpecError) as info:
+        parse(spec)
+    assert named in str(info.value), str(info.value)
+
+
 # -- estimates ------------------------------------------------------------------------------------------------
 VALID = ["torus:4x4", "torus:3x3x2:simple", "torus:2x2", "mesh:3x5", "ring:7", "ring:6:uni", "hypercube:4",
          "hyperx:3x4", "hammingmesh:2x2:2x3", "hammingmesh:1x1:3x2", "complete:6", "bipartite:3",
@@ -159,6 +174,14 @@ def test_estimate_bounds_what_is_built(spec):
     if not any(w in spec for w in ("punctured", "kautz", "debruijn")):  # no removed links or dropped self-loops
         assert (topo.num_nodes, topo.num_links) == (nodes, links)
     assert size.nbytes > 32 * topo.num_links  # at least the four link arrays
+
+
+@pytest.mark.parametrize("example", [form.strip() for row in families() if row["type"] != "operator"
+                                     for form in row["form"].split("|")])
+def test_every_documented_family_form_is_sized(example):
+    nodes, links = estimate(example)
+    topo = parse(example)
+    assert topo.num_nodes <= nodes and topo.num_links <= links
 
 
 def test_estimate_is_exact_for_a_large_spec_without_building_it():

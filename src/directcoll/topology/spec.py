@@ -21,8 +21,13 @@ the family's argument list (every spec starts with a letter), and the trailing `
 always their n (so ``degree(circulant:16:3,4,2)`` is C(16,{3,4}) * 2, and ``degree(circulant:16:3,4)`` is
 C(16,{3}) * 4). Spaces are ignored and names are case-insensitive.
 
-New families register a parser in :data:`FAMILIES` (aliases in :data:`ALIASES`); a parse error says what was
-expected and where.
+New families register a parser in :data:`FAMILIES` (aliases in :data:`ALIASES`) that reads the arguments into a
+generator call, and the generator's sizes in :data:`_SIZES`; a parse error says what was expected and where.
+
+Numbers are ASCII decimal digits (no sign, no Unicode digits) within their field's range (:data:`MAX_INT`, and
+smaller bounds for exponents). Every spec is sized from the spec alone before it is built (:func:`estimate`,
+:func:`size_of`) and refused above :data:`MAX_NODES` nodes, :data:`MAX_LINKS` links or the memory budget
+(:func:`check_spec`, :mod:`directcoll.resources`).
 """
 
 from __future__ import annotations
@@ -484,8 +489,12 @@ def parse_tree(spec: str) -> SpecNode:
     checked when the tree is built).
 
     Raises:
-        SpecError: malformed operators or parentheses; the message says what was expected and where.
+        SpecError: not a string, or malformed operators or parentheses; the message says what was expected and
+            where.
     """
+    if not isinstance(spec, str):
+        raise SpecError(f"a topology spec is a string such as 'torus:8x8', got {type(spec).__name__} "
+                        f"{_show(repr(spec))}")
     return _Parser(spec).parse()
 
 
@@ -523,7 +532,14 @@ def _read_family(text: str):
 
 def _family(text: str, **link_params) -> Topology:
     fn, args, kwargs = _read_family(text)
-    return fn(*args, **kwargs, **link_params)
+    try:
+        return fn(*args, **kwargs, **link_params)
+    except SpecError as exc:  # the generator's "kind: ..." -> "topology spec 'kind:args': ..."
+        message, kind = str(exc), text.partition(":")[0]
+        if message.startswith(f"{kind}:") and not message.startswith(f"{kind}: "):
+            raise  # it names the canonical spec already, e.g. "circulant:4: offset 0 ..."
+        rest = message[len(kind) + 2:] if message.startswith(f"{kind}: ") else message
+        raise SpecError(f"topology spec {_show(text)}: {rest}") from None
 
 
 # -- sizes from the spec alone ---------------------------------------------------------------------------------
