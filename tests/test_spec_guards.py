@@ -69,7 +69,7 @@ SIMILAR = [
     "line(line(line(line(line(hyperx:32x32)))))", "degree(torus:64x64,100000)", "degree(complete:1000,1000)",
     "degree(ring:4,99999999999999999999)", "power(ring:4,64)", "power(ring:4,65)", "power(torus:1024x1024,2)",
     "power(ring:4,1000000000000)", "power(power(power(ring:8,8),8),8)", "product(complete:1000,complete:1000)",
-    "product(" + ",".join(["ring:4"] * 40) + ")", "bidir(genkautz:4:100000000)", "bidir(line^3(complete:200))",
+    "product(" + ",".join(["ring:4"] * 40) + ")", "product(" + ",".join(["ring:4"] * 1400) + ")", "bidir(genkautz:4:100000000)", "bidir(line^3(complete:200))",
     "punctured(complete:20000,links=1)", "punctured(torus:4x4,links=99999999999999999999)",
     "punctured(ring:8,links=1,seed=18446744073709551616)", "punctured(torus:4x4,links=-1)",
     "line(" * 40 + "ring:4" + ")" * 40, "ring:4" + "0" * 20000, "x" * 20000,

@@ -684,8 +684,9 @@ def _operator_size(node: SpecNode, kids: list[Size]) -> Size:
         nodes, links, out, inn = n * g.nodes, n * n * g.links, n * g.max_out, n * g.max_in
     elif node.op in ("power", "product"):
         kids = kids * node.n if node.op == "power" else kids  # n <= MAX_EXPONENT
-        nodes = math.prod(k.nodes for k in kids)
-        links = sum(k.links * math.prod(o.nodes for j, o in enumerate(kids) if j != i) for i, k in enumerate(kids))
+        nodes, links = 1, 0
+        for k in kids:  # |V(A x B)| = |V(A)| |V(B)|, |E(A x B)| = |E(A)| |V(B)| + |E(B)| |V(A)|
+            nodes, links = nodes * k.nodes, links * k.nodes + k.links * nodes  # O(factors) multiplications
         out, inn = sum(k.max_out for k in kids), sum(k.max_in for k in kids)
     elif node.op == "bidir":
         nodes, links, out = g.nodes, 2 * g.links, g.max_out + g.max_in
