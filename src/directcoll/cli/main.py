@@ -17,6 +17,7 @@ from directcoll.cli.build import (
     cmd_schedule,
     cmd_table2,
     cmd_topology_describe,
+    cmd_topology_families,
     cmd_verify,
 )
 from directcoll.cli.find import cmd_find_topology
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     desc.add_argument("--json", action="store_true", help="machine-readable output")
     add_alltoall_options(desc)
     desc.set_defaults(func=cmd_topology_describe)
+    fams = topo_sub.add_parser("families", help="list the topology families, aliases and operators of spec strings")
+    fams.add_argument("--json", action="store_true", help="machine-readable output")
+    fams.set_defaults(func=cmd_topology_families)
 
     sched = sub.add_parser("schedule", help="build a schedule file")
     sched.add_argument("algorithm", help="algorithm name (see `directcoll algorithms`)")

@@ -20,7 +20,7 @@ from itertools import combinations
 import numpy as np
 
 from directcoll.errors import SpecError
-from directcoll.topology.generators import _cayley, _check_shape, _spec_shape
+from directcoll.topology.generators import _brief, _cayley, _check_shape, _spec_shape
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 
 BW = DEFAULT_LINK_BANDWIDTH
@@ -151,7 +151,7 @@ def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: fl
         offs.append(a % n)
     g = math.gcd(n, *offs)
     if g != 1:
-        raise SpecError(f"circulant:{n}: offsets {offs} leave the graph disconnected: "
+        raise SpecError(f"circulant:{n}: offsets {_brief(offs)} leave the graph disconnected: "
                         f"gcd(N, a_1..a_k) = {g}, must be 1")
     signs = (1, -1) if bidirectional else (1,)
     gens = np.array([[s * a] for a in offs for s in signs], dtype=np.int64)
@@ -371,6 +371,18 @@ def de_bruijn(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency
 # -- random expanders: Jellyfish and Xpander (Basu et al. Sec. 5.4, Fig. 10) -----------------------------------
 #: A seeded draw that comes out disconnected is redrawn with the next seed, at most this many times.
 MAX_DRAWS = 100
+#: Most work the random draws of one Jellyfish or Xpander may take, in units of N d (d + 60) per draw
+#: (rustworkx's sampler grows with N d^2, the edge list with N d), about a minute; a degree-2 graph is a union of
+#: cycles, connected only by luck, so it counts :data:`MAX_DRAWS` draws.
+MAX_DRAW_WORK = 4e9
+
+
+def _check_draw_work(spec: str, n: int, d: int, per_link: int) -> None:
+    from directcoll.resources import check_work
+
+    draws = MAX_DRAWS if d == 2 else 1
+    check_work(f"topology {spec} ({draws} draw{'s' if draws > 1 else ''})", float(n) * d * per_link * draws,
+               MAX_DRAW_WORK, "sampler steps")
 
 
 def _connected(n: int, edges: np.ndarray) -> bool:
@@ -397,8 +409,12 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
     ``params["seed_used"]`` says which seed the graph came from. Basu et al. (Fig. 10) compare it with
     generalized Kautz, Xpander and 2D tori at d = 4.
 
+    rustworkx's sampler slows down without bound as d nears N (d = 180 of N = 200 takes minutes), so d is at
+    most N/2, and draws that would take longer than about a minute (:data:`MAX_DRAW_WORK`) are refused.
+
     Raises:
-        SpecError: d < 2, n <= d, n * d odd, or no connected draw in :data:`MAX_DRAWS` seeds.
+        SpecError: d < 2, n <= d, n * d odd, d > n / 2, or no connected draw in :data:`MAX_DRAWS` seeds.
+        ResourceError: the draws would take too long (:data:`MAX_DRAW_WORK`).
     """
     import rustworkx as rx
 
@@ -408,6 +424,10 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
     spec = f"jellyfish:{n}:{d}:{seed}"
     if n <= d or (n * d) % 2:
         raise SpecError(f"{spec}: a simple d-regular graph needs N > d and N * d even, got N={n}, d={d}")
+    if 2 * d > n:
+        raise SpecError(f"{spec}: d must lie in 2..N/2 = 2..{n // 2} (rustworkx's sampler stalls near d = N), "
+                        f"got d={d}")
+    _check_draw_work(spec, n, d, d + 60)
 
     def draw(s: int) -> np.ndarray:
         return np.array(rx.random_regular_graph(n, d, seed=s).edge_list(), dtype=np.int64).reshape(-1, 2)
@@ -427,6 +447,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
 
     Raises:
         SpecError: d < 2, n not a multiple of d + 1, or no connected draw in :data:`MAX_DRAWS` seeds.
+        ResourceError: the draws would take too long (:data:`MAX_DRAW_WORK`; degree 2 counts every draw).
     """
     d = _need_int("xpander", "d", d, 2)
     n = _need_int("xpander", "N", n, 1)
@@ -436,6 +457,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
         lo = max(d + 1, n // (d + 1) * (d + 1))
         raise SpecError(f"{spec}: a lift of K_{d + 1} has a multiple of d + 1 = {d + 1} nodes, got N={n} "
                         f"(nearest: {lo} or {lo + d + 1})")
+    _check_draw_work(spec, n, d, 60)
     lift = n // (d + 1)
     pairs = np.array(list(combinations(range(d + 1), 2)), dtype=np.int64)
 
@@ -547,9 +569,9 @@ def twisted_torus(shape, twists=None, *, link_bandwidth: float = BW, link_latenc
     twists = tuple([last // 2] * (len(shape) - 1) if twists is None else (int(t) for t in twists))
     if len(twists) != len(shape) - 1:
         raise SpecError(f"twistedtorus:{_spec_shape(shape)}: needs {len(shape) - 1} twist(s), one per dimension "
-                        f"but the last, got {len(twists)}: {twists}")
+                        f"but the last, got {len(twists)}: {_brief(twists)}")
     if any(not 0 <= t < last for t in twists):
-        raise SpecError(f"twistedtorus:{_spec_shape(shape)}: twists must lie in 0..{last - 1}, got {twists}")
+        raise SpecError(f"twistedtorus:{_spec_shape(shape)}: twists must lie in 0..{last - 1}, got {_brief(twists)}")
     dim = len(shape)
     lattice = [[0] * dim for _ in range(dim)]
     for i, d in enumerate(shape):
@@ -632,12 +654,19 @@ def intersection_array(topo: Topology) -> tuple[tuple[int, ...], tuple[int, ...]
     """({b_0, ..., b_(D-1)}, {c_1, ..., c_D}) when the compute-node graph is distance-regular (Zhao et al.
     Def. 17: for every pair x, y at distance i, y has c_i neighbours at distance i-1 from x, a_i at distance
     i and b_i at distance i+1), else None. Only for bidirectional topologies; parallel links count once.
-    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes."""
+    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes.
+
+    Raises:
+        ResourceError: the dense N x N distance and layer matrices would exceed the memory budget.
+    """
+    from directcoll.resources import check_memory
     from directcoll.topology.routing import bfs_distances
 
     n = topo.num_compute
     if topo.num_nodes != n or (topo.reverse_link < 0).any():
         return None
+    # distances (int64 and scipy's float64), adjacency and three float32 layers, the boolean masks
+    check_memory(f"the intersection array of {topo.spec} (dense {n:,} x {n:,} matrices)", 40.0 * n * n)
     dist = bfs_distances(topo, np.arange(n))
     adj = np.zeros((n, n), dtype=np.float32)
     adj[topo.link_src, topo.link_dst] = 1.0  # parallel links count once

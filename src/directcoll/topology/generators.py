@@ -12,10 +12,18 @@ from directcoll.errors import SpecError
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 
 
+def _brief(values) -> str:
+    """A tuple of numbers for an error message, its middle left out past 8 entries."""
+    values = tuple(values)
+    if len(values) <= 8:
+        return str(values)
+    return f"({', '.join(map(str, values[:4]))}, ..., {', '.join(map(str, values[-2:]))}) ({len(values)} values)"
+
+
 def _check_shape(kind: str, shape, minimum: int = 2) -> tuple[int, ...]:
     shape = tuple(int(d) for d in shape)
     if not shape or any(d < minimum for d in shape):
-        raise SpecError(f"{kind}: every dimension size must be an integer >= {minimum}, got {shape}")
+        raise SpecError(f"{kind}: every dimension size must be an integer >= {minimum}, got {_brief(shape)}")
     return shape
 
 
