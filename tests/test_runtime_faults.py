@@ -235,3 +235,13 @@ def test_the_rank_seen_gone_first_is_named_even_when_mpich_reports_another(tmp_p
     watch.gone = set()  # the launcher saw nothing: MPICH's report
     assert diagnose(watch, report.format(watch.statuses[0].pid), 9, 3.0) == (
         f"rank 0 was killed (signal 9, Killed) {where}")
+
+
+def test_run_refuses_more_local_ranks_than_the_memory_budget_holds(capsys, monkeypatch):
+    # each rank is a Python process: a million of them on this machine are refused before any is started
+    monkeypatch.setenv("DIRECTCOLL_MEMORY_BUDGET", "8GiB")
+    t0 = time.monotonic()
+    assert main(["run", "--topology", "torus:1000x1000", "--sizes", "8B", "--mpiexec", "false"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "memory budget" in err and "1000000 ranks" in err, err
+    assert time.monotonic() - t0 < 5
