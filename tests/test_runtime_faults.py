@@ -14,7 +14,7 @@ import pytest
 
 from directcoll.cli.main import main
 from directcoll.runtime.launch import RunError, _Watch, diagnose, run_job
-from directcoll.runtime.progress import WAITING, Progress, read_status, status_path
+from directcoll.runtime.progress import STARTING, WAITING, Progress, read_status, status_path
 
 MPIEXEC = shutil.which("mpiexec")
 needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install mpi4py mpich)")
@@ -64,7 +64,7 @@ def _status_dir(procs) -> str | None:
 
 
 def _in_timed_step(status) -> bool:
-    return status.what == "step" and status.rep >= 1 and status.step >= 0
+    return status.state == WAITING and status.what == "step" and status.rep >= 1 and status.step >= 0
 
 
 def _fault(sig: int, ready=_in_timed_step, options=("--sizes", "1KiB", "--repeat", "1000000", "--no-compare-native")
@@ -85,7 +85,7 @@ def _fault(sig: int, ready=_in_timed_step, options=("--sizes", "1KiB", "--repeat
             seen.update(_descendants(proc.pid))
             directory = _status_dir(seen)
             status = directory and read_status(status_path(directory, 1), 1)
-            if status and status.state == WAITING and ready(status):
+            if status and ready(status):
                 break
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
@@ -142,12 +142,23 @@ def test_a_stopped_or_killed_rank_ends_the_run_in_time_with_one_line(sig, says, 
                                        (signal.SIGKILL, r"rank 1 (was killed \(signal 9, Killed\)|died) at ")])
 def test_a_rank_stopped_or_killed_in_the_native_collective_ends_the_run_in_time(sig, says, timings):
     # the MPI library's own collective (timed for the comparison) has the deadline too: MPI_Allreduce had none
-    after, total, proc, seen = _fault(sig, lambda s: s.what == "MPI Iallreduce" and s.rep >= 1,
+    after, total, proc, seen = _fault(sig, lambda s: s.state == WAITING and s.what == "MPI Iallreduce" and s.rep >= 1,
                                       ("--sizes", "256KiB", "--repeat", "300"))
     timings(f"run with rank 1 {signal.Signals(sig).name} in MPI_Iallreduce: end {after:.2f} s after the signal", total)
     line = _one_line(proc.stderr)
     where = r"MPI Iallreduce \(native allreduce of 256KiB\) \(repetition \d+ of 300\)"
     assert proc.returncode == 2 and re.search(says + where, line), line
+    assert after < TIMEOUT + 5, (after, line)
+    _no_process_left(seen)
+
+
+@needs_mpi
+def test_a_rank_stopped_in_mpi_init_ends_the_run_in_time(timings):
+    # the other rank spins inside MPI_Init with no deadline of its own: the launcher's outer limit ends the job
+    after, total, proc, seen = _fault(signal.SIGSTOP, lambda s: s.state == STARTING)
+    timings(f"run with rank 1 SIGSTOP in MPI_Init: end {after:.2f} s after the signal", total)
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 2 and "rank 1 stopped responding at MPI_Init (its process is stopped)" in line, line
     assert after < TIMEOUT + 5, (after, line)
     _no_process_left(seen)
 
@@ -160,7 +171,8 @@ def test_a_job_that_never_reports_is_killed_with_its_detached_children(tmp_path)
               f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{c.pid}}'); time.sleep(60)")
     t0 = time.monotonic()
     with pytest.raises(RunError, match=r"no rank made progress for [\d.]+ s .*rank 0 at its start") as info:
-        run_job([sys.executable, "-c", script], status_dir=str(tmp_path), nranks=1, timeout=0.5, grace=0.5)
+        run_job([sys.executable, "-c", script], status_dir=str(tmp_path), nranks=1, timeout=0.5, grace=0.5,
+                startup=0.5)
     assert time.monotonic() - t0 < 5
     assert "\n" not in str(info.value)
     started = [int(p) for p in pids.read_text().split()]
@@ -223,3 +235,13 @@ def test_the_rank_seen_gone_first_is_named_even_when_mpich_reports_another(tmp_p
     watch.gone = set()  # the launcher saw nothing: MPICH's report
     assert diagnose(watch, report.format(watch.statuses[0].pid), 9, 3.0) == (
         f"rank 0 was killed (signal 9, Killed) {where}")
+
+
+def test_run_refuses_more_local_ranks_than_the_memory_budget_holds(capsys, monkeypatch):
+    # each rank is a Python process: a million of them on this machine are refused before any is started
+    monkeypatch.setenv("DIRECTCOLL_MEMORY_BUDGET", "8GiB")
+    t0 = time.monotonic()
+    assert main(["run", "--topology", "torus:1000x1000", "--sizes", "8B", "--mpiexec", "false"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "memory budget" in err and "1000000 ranks" in err, err
+    assert time.monotonic() - t0 < 5

@@ -241,7 +241,7 @@ def cmd_run(args) -> int:
     import tempfile
 
     from directcoll.resources import check_memory
-    from directcoll.runtime.launch import run_job
+    from directcoll.runtime.launch import RANK_PROCESS_BYTES, run_job
     from directcoll.topology import parse
     from directcoll.units import format_size, format_time, parse_sizes
 
@@ -263,8 +263,9 @@ def cmd_run(args) -> int:
     if args.collective == "alltoall" and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
     _run_algorithms(algorithms, args.collective)
-    if not args.hostfile:  # every rank on this machine: its send buffer, two results and the work buffer
-        check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks", 5.0 * max(sizes) * ranks)
+    if not args.hostfile:  # every rank on this machine: its process, send buffer, two results and work buffer
+        check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
+                     ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"

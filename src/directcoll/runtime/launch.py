@@ -6,7 +6,9 @@ ranks' status files (:mod:`directcoll.runtime.progress`). The job fails when
 * ``mpiexec`` exits with a non-zero status (a rank died, or aborted after an error),
 * a rank reports an error or its process is gone, and MPI has not ended the job :data:`SETTLE_S` later, or
 * no rank made progress for ``timeout`` + ``grace`` seconds while none was computing (a hang the ranks' own
-  deadlines did not catch: a rank stopped inside MPI_Init, a launcher that never starts them).
+  deadlines did not catch: a rank stopped inside MPI_Init, a launcher that never starts them). A rank that has
+  not published its status yet counts as computing for ``startup`` seconds after the launch (a loaded machine
+  may take long to start Python and import numpy), as does one loading MPI's libraries.
 
 Whatever ends the job, every process of it is killed: MPICH's launcher puts its proxies and the ranks in sessions
 of their own, so the launcher's process group alone is not enough; its descendants are found in ``/proc`` (where
@@ -30,8 +32,12 @@ import time
 from directcoll.errors import DirectcollError
 from directcoll.runtime.progress import BUSY, DONE, FAILED, Status, read_status, status_path
 
+#: memory of one rank's process before its buffers (Python, numpy, mpi4py and MPI: about 77 MiB measured)
+RANK_PROCESS_BYTES = 80 * 2**20
 #: the outer limit is the ranks' timeout plus this: no rank progressed for that long (and none is computing)
 GRACE_S = 2.0
+#: a rank that has not published its status yet (Python starts, imports numpy) counts as computing this long
+STARTUP_S = 60.0
 #: after a rank failed or its process is gone, how long MPI may take to end the job itself before it is killed
 SETTLE_S = 0.5
 #: how often the launcher looks at the job
@@ -50,7 +56,7 @@ class RunError(DirectcollError):
 
 
 def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, grace: float = GRACE_S,
-            env: dict | None = None) -> None:
+            startup: float = STARTUP_S, env: dict | None = None) -> None:
     """Run the MPI job ``cmd`` whose ``nranks`` ranks publish their progress to ``status_dir``; return when it
     succeeded. Its output goes to ``status_dir``/mpiexec.log, kept elsewhere when the job fails.
 
@@ -69,7 +75,7 @@ def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, gra
     tree = _Tree(proc.pid)
     watch = None
     try:
-        watch = _watch(proc, tree, status_dir, nranks, timeout + grace)
+        watch = _watch(proc, tree, status_dir, nranks, timeout + grace, startup)
     finally:
         tree.kill()
         proc.wait()
@@ -108,20 +114,21 @@ class _Watch:
                 self.gone.add(rank)
 
 
-def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float) -> _Watch:
+def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, startup: float) -> _Watch:
     w = _Watch(nranks)
     exits = _Exits()
     try:
-        return _watch_loop(proc, tree, status_dir, nranks, limit, w, exits)
+        return _watch_loop(proc, tree, status_dir, nranks, limit, startup, w, exits)
     finally:
         exits.close()
 
 
-def _watch_loop(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, w: _Watch, exits: _Exits) -> _Watch:
+def _watch_loop(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, startup: float, w: _Watch,
+                exits: _Exits) -> _Watch:
     paths = [status_path(status_dir, r) for r in range(nranks)]
     host = socket.gethostname()
     beats: tuple = ()
-    last_change = next_scan = time.monotonic()
+    start = last_change = next_scan = time.monotonic()
     trouble_since = None
     while True:
         finished = proc.poll() is not None
@@ -146,6 +153,7 @@ def _watch_loop(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, w
             w.reason = "failed"
             return w
         computing = any(s is not None and s.state == BUSY and r not in w.stopped for r, s in enumerate(w.statuses))
+        computing = computing or (None in w.statuses and now - start < startup)
         if not computing and now - last_change > limit and trouble_since is None:
             w.reason, w.silent_s = "no progress", now - last_change
             return w

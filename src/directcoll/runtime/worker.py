@@ -88,11 +88,18 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     rank = _env_rank()
     progress = Progress(args.status_dir if rank is not None else None, rank or 0)
-    progress.set(STARTING, "MPI_Init")
+    # loading MPI's libraries is local work (long on a loaded machine); MPI_Init waits for every rank
+    progress.set(BUSY, "the loading of MPI")
     comm = None
     try:
+        import mpi4py
+
+        mpi4py.rc.initialize, mpi4py.rc.finalize = False, True
         from mpi4py import MPI
 
+        progress.set(STARTING, "MPI_Init")
+        if not MPI.Is_initialized():
+            MPI.Init_thread()
         comm = MPI.COMM_WORLD
         if not progress.active and rank is None:
             progress = Progress(args.status_dir, comm.Get_rank())
