@@ -138,7 +138,7 @@ _DELETE = object()
 def schedule_json_case(r: random.Random, docs: list[dict]) -> dict:
     """A schedule document (dict) with one to three fields replaced, deleted, or shifted by 256 throughout."""
     doc = copy.deepcopy(r.choice(docs))
-    if r.random() < 0.1 and "op" in doc:  # the op-plus-256 attack (an .npz header has no op): every op shifted, as a whole column
+    if r.random() < 0.1 and "op" in doc:  # the op-plus-256 attack: every op shifted, as a whole column
         doc["op"] = [v + 256 * r.choice([1, -1, 2]) for v in doc["op"]]
         return doc
     paths = [p for p in _paths(doc) if p[0] != "meta"]
