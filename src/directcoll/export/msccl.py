@@ -301,20 +301,46 @@ def program_to_xml(program: Program, *, comment: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+#: Largest value of an integer attribute other than ``minBytes``/``maxBytes`` (ids, counts, offsets): 2^31 - 1.
+MAX_ATTR = 2**31 - 1
+#: Largest ``minBytes``/``maxBytes``.
+MAX_BYTES_ATTR = 2**63 - 1
+#: Accepted range of every integer attribute, per element (``-1`` means "none" where it is accepted).
+INT_ATTRS = {
+    "algo": {"ngpus": (1, MAX_ATTR), "nchunksperloop": (1, MAX_ATTR), "nchannels": (1, MAX_ATTR),
+             "inplace": (0, 1), "outofplace": (0, 1), "minBytes": (0, MAX_BYTES_ATTR),
+             "maxBytes": (0, MAX_BYTES_ATTR)},
+    "gpu": {"id": (0, MAX_ATTR), "i_chunks": (0, MAX_ATTR), "o_chunks": (0, MAX_ATTR), "s_chunks": (0, MAX_ATTR)},
+    "tb": {"id": (0, MAX_ATTR), "send": (-1, MAX_ATTR), "recv": (-1, MAX_ATTR), "chan": (0, MAX_ATTR)},
+    "step": {"s": (0, MAX_ATTR), "srcoff": (-1, MAX_ATTR), "dstoff": (-1, MAX_ATTR), "cnt": (0, MAX_ATTR),
+             "depid": (-1, MAX_ATTR), "deps": (-1, MAX_ATTR), "hasdep": (0, 1)},
+}
+#: Python and ElementTree objects per character of XML text, as bytes: the parsed document's estimated footprint.
+XML_BYTES_PER_CHAR = 16
+_INTEGER = re.compile(r"-?[0-9]{1,20}")
+
+
 def _int_attr(elem, name: str, where: str, source: str) -> int:
+    """Integer attribute ``name``: ASCII digits with an optional ``-`` and nothing else (no spaces, ``+``, other
+    scripts' digits, fractions or exponents), in the range of :data:`INT_ATTRS`."""
     value = elem.get(name)
+    lo, hi = INT_ATTRS[elem.tag][name]
     if value is None:
-        raise MscclFormatError(f"{source}: {where}: missing attribute {name!r}")
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise MscclFormatError(f"{source}: {where}: attribute {name}={value!r} is not an integer") from None
+        raise MscclFormatError(f"{source}: {where}: missing attribute {name!r} (an integer in {lo}..{hi})")
+    if not _INTEGER.fullmatch(value):
+        raise MscclFormatError(f"{source}: {where}: attribute {name}={value!r} is not an integer; accepted: "
+                               f"decimal digits, in {lo}..{hi}")
+    number = int(value)
+    if not lo <= number <= hi:
+        raise MscclFormatError(f"{source}: {where}: attribute {name}={value} is out of range; accepted: {lo}..{hi}")
+    return number
 
 
 def _str_attr(elem, name: str, where: str, source: str, accepted=None) -> str:
     value = elem.get(name)
     if value is None:
-        raise MscclFormatError(f"{source}: {where}: missing attribute {name!r}")
+        raise MscclFormatError(f"{source}: {where}: missing attribute {name!r}"
+                               + (f" (one of {', '.join(accepted)})" if accepted else ""))
     if accepted is not None and value not in accepted:
         raise MscclFormatError(f"{source}: {where}: {name}={value!r} is not accepted; accepted: "
                                f"{', '.join(accepted)}")
@@ -322,14 +348,23 @@ def _str_attr(elem, name: str, where: str, source: str, accepted=None) -> str:
 
 
 def parse_msccl(text: str, *, source: str = "<msccl xml>") -> Program:
-    """Parse MSCCL XML text into a :class:`Program` (structure and attribute types only; see
+    """Parse MSCCL XML text into a :class:`Program` and check it (:func:`validate_program`; see
     :func:`program_to_schedule` for the semantics and :func:`check_limits` for the executor's limits).
 
+    Integer attributes must be decimal ASCII integers in the ranges of :data:`INT_ATTRS`; nothing is cast. Unknown
+    elements and attributes are ignored, as the executor's parser ignores them; a document type declaration
+    (``<!DOCTYPE``, entities), which the executor's parser does not read, is refused.
+
     Raises:
-        MscclFormatError: not well-formed XML, a root other than ``<algo>``, a missing or non-integer attribute,
-            an unknown protocol, buffer or step type; the message names ``source`` and the element
-            (``gpu 1, tb 2, step 3``).
+        MscclFormatError: not well-formed XML, a root other than ``<algo>``, a missing, non-integer or
+            out-of-range attribute, an unknown protocol, buffer or step type, ids or peers that do not name GPUs
+            and thread blocks of the file; the message names ``source`` and the element (``gpu 1, tb 2, step 3``).
     """
+    if not isinstance(text, str):
+        raise MscclFormatError(f"{source}: expected MSCCL XML text, got {type(text).__name__}")
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:
+        raise MscclFormatError(f"{source}: a document type declaration (<!DOCTYPE>, <!ENTITY>) is not accepted in "
+                               "MSCCL XML")
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -377,7 +412,83 @@ def parse_msccl(text: str, *, source: str = "<msccl xml>") -> Program:
                                      _int_attr(se, "deps", sw, source), _int_attr(se, "hasdep", sw, source)))
             gpu.tbs.append(tb)
         prog.gpus.append(gpu)
+    validate_program(prog, source=source)
     return prog
+
+
+def _check_field(obj, name: str, attr: str, element: str, where: str, source: str) -> None:
+    value = getattr(obj, name)
+    lo, hi = INT_ATTRS[element][attr]
+    if type(value) is not int:
+        raise MscclFormatError(f"{source}: {where}: {attr}={value!r} is not an integer; accepted: {lo}..{hi}")
+    if not lo <= value <= hi:
+        raise MscclFormatError(f"{source}: {where}: {attr}={value} is out of range; accepted: {lo}..{hi}")
+
+
+def validate_program(program: Program, *, source: str = "<msccl>") -> None:
+    """Check every field of ``program`` (parsed by :func:`parse_msccl` or built in Python) for its type and range,
+    and that its ids and peers name GPUs and thread blocks that exist: ``ngpus`` GPUs with ids 0..ngpus-1, each
+    GPU's thread blocks with ids 0..T-1, ``send``/``recv`` other GPUs or -1. Allocates nothing that grows with a
+    field's value, so it is safe on any input; :func:`program_to_schedule` calls it first.
+
+    Raises:
+        MscclFormatError: the first field of the wrong type or out of range, or a reference to nothing; the
+            message names ``source``, the element and the accepted values.
+    """
+    if not isinstance(program, Program):
+        raise MscclFormatError(f"{source}: expected an MSCCL Program, got {type(program).__name__}")
+    p = program
+    for name, accepted in (("name", None), ("coll", EXECUTOR_COLLECTIVES), ("proto", PROTOCOLS)):
+        value = getattr(p, name)
+        if type(value) is not str or (accepted is not None and value not in accepted):
+            raise MscclFormatError(f"{source}: <algo> {name}={value!r} is not accepted; accepted: "
+                                   + (", ".join(accepted) if accepted else "a string"))
+    for name, attr in (("ngpus", "ngpus"), ("nchunksperloop", "nchunksperloop"), ("nchannels", "nchannels"),
+                       ("inplace", "inplace"), ("outofplace", "outofplace"), ("min_bytes", "minBytes"),
+                       ("max_bytes", "maxBytes")):
+        _check_field(p, name, attr, "algo", "<algo>", source)
+    n = p.ngpus
+    if not isinstance(p.gpus, list) or not all(isinstance(g, Gpu) for g in p.gpus):
+        raise MscclFormatError(f"{source}: <algo> gpus must be a list of Gpu")
+    for i, g in enumerate(p.gpus):
+        _check_field(g, "id", "id", "gpu", f"<gpu> #{i}", source)
+    ids = sorted(g.id for g in p.gpus)
+    if len(ids) != n or ids != list(range(n)):  # the length first: no list of ngpus entries for a huge ngpus
+        raise MscclFormatError(f"{source}: <algo> ngpus={n} but the <gpu> ids are {ids[:12]}"
+                               f"{' ...' if len(ids) > 12 else ''}; expected each of 0..{n - 1} once")
+    for g in p.gpus:
+        gw = f"gpu {g.id}"
+        for name in ("i_chunks", "o_chunks", "s_chunks"):
+            _check_field(g, name, name, "gpu", gw, source)
+        if not isinstance(g.tbs, list) or not all(isinstance(tb, ThreadBlock) for tb in g.tbs):
+            raise MscclFormatError(f"{source}: {gw}: tbs must be a list of ThreadBlock")
+        for i, tb in enumerate(g.tbs):
+            _check_field(tb, "id", "id", "tb", f"{gw}, <tb> #{i}", source)
+            tw = f"{gw}, tb {tb.id}"
+            for name in ("send", "recv", "chan"):
+                _check_field(tb, name, name, "tb", tw, source)
+            if tb.send == g.id or tb.recv == g.id or tb.send >= n or tb.recv >= n:
+                raise MscclFormatError(f"{source}: {tw}: send={tb.send} recv={tb.recv} must be other GPUs "
+                                       f"0..{n - 1} or -1")
+            if not isinstance(tb.steps, list) or not all(isinstance(st, Step) for st in tb.steps):
+                raise MscclFormatError(f"{source}: {tw}: steps must be a list of Step")
+            for j, st in enumerate(tb.steps):
+                sw = f"{tw}, step #{j}"
+                for name, accepted in (("type", STEP_TYPES), ("srcbuf", BUFFERS), ("dstbuf", BUFFERS)):
+                    value = getattr(st, name)
+                    if type(value) is not str or value not in accepted:
+                        raise MscclFormatError(f"{source}: {sw}: {name}={value!r} is not accepted; accepted: "
+                                               f"{', '.join(accepted)}")
+                for name in ("s", "srcoff", "dstoff", "cnt", "depid", "deps", "hasdep"):
+                    _check_field(st, name, name, "step", sw, source)
+        tids = sorted(tb.id for tb in g.tbs)
+        if tids != list(range(len(tids))):
+            dup = next((a for a, b in zip(tids, tids[1:], strict=False) if a == b), None)
+            if dup is not None:
+                raise MscclFormatError(f"{source}: {gw}: duplicate thread block id {dup}")
+            missing = min(set(range(len(tids))) - set(tids))
+            raise MscclFormatError(f"{source}: {gw}: thread block {missing} is missing (ids must be "
+                                   f"0..{len(tids) - 1})")
 
 
 # -- limits ---------------------------------------------------------------------------------------------------
