@@ -129,6 +129,7 @@ from pathlib import Path
 import numpy as np
 
 from directcoll.errors import DirectcollError, ScheduleError, ScheduleFormatError
+from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 
 # -- the format -----------------------------------------------------------------------------------------------
@@ -1198,6 +1199,10 @@ def export_msccl(schedule: Schedule, path=None, **options) -> str:
 _READ, _COPYW, _REDW = 0, 1, 2
 _IMPORT_COLLS = {"allreduce": Collective.ALLREDUCE, "reducescatter": Collective.REDUCE_SCATTER,
                  "allgather": Collective.ALLGATHER, "alltoall": Collective.ALLTOALL}
+#: Bytes per chunk access of an import (its coordinates, its per-chunk record in the conflict table).
+IMPORT_BYTES_PER_ACCESS = 500
+#: Data races are looked for up to this many steps (the happens-before closure is quadratic).
+RACE_CHECK_MAX_STEPS = 20000
 _START, _END = -1, -2   # pseudo op nodes: the out-of-place input copy (first), all-to-all's final copies (last)
 
 
@@ -1229,7 +1234,8 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
         model: ``"inplace"`` (i and o alias as in NCCL's in-place call; alltoall: o is i), ``"outofplace"`` (the
             input is a separate copy), or ``"auto"``: in place when the file declares ``inplace="1"``.
         strict: also check the executor's limits (:func:`check_limits`).
-        check_races: report conflicting chunk accesses that no dependency orders (skipped above 20,000 steps).
+        check_races: report conflicting chunk accesses that no dependency orders (skipped above
+            :data:`RACE_CHECK_MAX_STEPS` steps).
         limits: limits for ``strict`` (default :data:`LIMITS`).
 
     Returns:
@@ -1242,16 +1248,21 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
             mismatched counts, chunks outside a buffer, a dependency that can never be satisfied, a deadlock,
             a data race, or a program the bulk-synchronous IR cannot express; messages name the file and element.
         MscclLimitError: with ``strict``, an executor limit is exceeded.
+        ResourceError: the file, or the schedule it describes, would need more memory than the budget.
     """
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and not path_or_text.lstrip().startswith("<")):
         path = Path(path_or_text)
         try:
+            check_memory(f"reading {path}", float(path.stat().st_size) * XML_BYTES_PER_CHAR)
             text = path.read_text()
+        except UnicodeDecodeError as exc:
+            raise MscclFormatError(f"{path}: not MSCCL XML (not UTF-8 text: {exc})") from None
         except OSError as exc:
             raise MscclFormatError(f"{path}: cannot read MSCCL XML ({exc.strerror or exc})") from None
         source = str(path)
     elif isinstance(path_or_text, str):
         text, source = path_or_text, "<msccl xml>"
+        check_memory(f"parsing {source}", float(len(text)) * XML_BYTES_PER_CHAR)
     else:
         raise MscclFormatError(f"import_msccl: expected a path or XML text, got {type(path_or_text).__name__}")
     program = parse_msccl(text, source=source)
@@ -1262,28 +1273,26 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
 
 def program_to_schedule(program: Program, *, source: str = "<msccl>", model: str = "auto",
                         check_races: bool = True) -> Schedule:
-    """The IR schedule of an MSCCL program; see :func:`import_msccl`."""
+    """The IR schedule of an MSCCL program (checked first by :func:`validate_program`); see :func:`import_msccl`.
+
+    Raises:
+        MscclFormatError: as :func:`import_msccl`.
+        ResourceError: the import would need more memory than the budget (estimated before anything is built).
+    """
     return _Importer(program, source, model, check_races).build()
 
 
 class _Importer:
     def __init__(self, p: Program, source: str, model: str, check_races: bool) -> None:
+        validate_program(p, source=source)
         self.p, self.source, self.check_races = p, source, check_races
         if p.coll not in _IMPORT_COLLS:
             self.fail(f"<algo> coll={p.coll!r}: the IR has no such collective; importable: "
                       f"{', '.join(_IMPORT_COLLS)}")
         self.coll = _IMPORT_COLLS[p.coll]
         n = self.n = p.ngpus
-        if n < 1:
-            self.fail(f"<algo> ngpus={n} must be >= 1")
-        ids = sorted(g.id for g in p.gpus)
-        if ids != list(range(n)):
-            self.fail(f"<algo> ngpus={n} but the <gpu> ids are {ids[:12]}{' ...' if len(ids) > 12 else ''}; "
-                      f"expected each of 0..{n - 1} once")
         self.gpus = sorted(p.gpus, key=lambda g: g.id)
         cd = self.cd = p.nchunksperloop
-        if cd < 1:
-            self.fail(f"<algo> nchunksperloop={cd} must be >= 1")
         if self.coll is not Collective.ALLREDUCE and cd % n:
             self.fail(f"<algo> nchunksperloop={cd} must be a multiple of ngpus={n} for {p.coll}")
         self.kc = cd // n if self.coll is not Collective.ALLREDUCE else cd  # all-to-all: chunks per pair
@@ -1294,17 +1303,31 @@ class _Importer:
         if model not in ("inplace", "outofplace"):
             raise DirectcollError(f"import_msccl: model {model!r}; accepted: auto, inplace, outofplace")
         self.model = model
-        for g in self.gpus:
-            if min(g.i_chunks, g.o_chunks, g.s_chunks) < 0:
-                self.fail(f"gpu {g.id}: buffer sizes must be >= 0 (i_chunks={g.i_chunks}, o_chunks={g.o_chunks}, "
-                          f"s_chunks={g.s_chunks})")
         self.S = max((g.s_chunks for g in self.gpus), default=0)
         # all-to-all's input and output are distinct coordinates already: no input copy
         self.in_size = 0 if self.a2a else self.kc if self.coll is Collective.ALLGATHER else cd
+        check_memory(f"{source}: importing {p.coll} on {n} GPUs ({cd:,} chunks per loop)", self.estimate_bytes())
         self.in_base = self.nb + self.S
         self.temp_base = self.diag_base = self.in_base + (self.in_size if model == "outofplace" else 0)
         self.diag_alias = [True] * n   # all-to-all out of place: rank r's own part of o shares i's coordinates
         self.temps = [0] * n
+
+    def estimate_bytes(self) -> float:
+        """Memory the import will need (an upper estimate), from the attributes alone, before anything is built:
+        every chunk a step touches is a few coordinate entries and a per-chunk access record, and so is every
+        chunk of the out-of-place input copies and all-to-all's final moves; plus the ownership map and the
+        happens-before reachability bit sets."""
+        steps = [st for g in self.gpus for tb in g.tbs for st in tb.steps if st.type != "nop" or st.depid >= 0]
+        cells = 3.0 * sum(st.cnt for st in steps if st.type != "nop")
+        if self.model == "outofplace":
+            cells += 2.0 * self.n * self.in_size
+        flags = 0.0
+        if self.a2a:
+            cells += 2.0 * self.n * self.cd
+            flags = float(self.n) * self.kc  # which own-part chunks o receives (own_part_aliased)
+        nv = float(len(steps))
+        reach = nv * nv / 8 if self.check_races and nv <= RACE_CHECK_MAX_STEPS else 0.0
+        return cells * IMPORT_BYTES_PER_ACCESS + 16.0 * self.nb + flags + reach + 1000.0 * nv
 
     def fail(self, message: str):
         raise MscclFormatError(f"{self.source}: {message}")
@@ -1390,19 +1413,9 @@ class _Importer:
         send_tb, recv_tb = {}, {}
         tbs_of_gpu = []
         for g in self.gpus:
-            tbs = {}
-            for tb in g.tbs:
-                if tb.id in tbs:
-                    self.fail(f"gpu {g.id}: duplicate thread block id {tb.id}")
-                tbs[tb.id] = tb
-            missing = sorted(set(range(len(tbs))) - set(tbs))
-            if missing:
-                self.fail(f"gpu {g.id}: thread block {missing[0]} is missing (ids must be 0..{len(tbs) - 1})")
-            tbs_of_gpu.append(tbs)
+            tbs_of_gpu.append({tb.id: tb for tb in g.tbs})  # ids 0..T-1, peers in range: validate_program
             for tb in sorted(g.tbs, key=lambda t: t.id):
                 tw = f"gpu {g.id}, tb {tb.id}"
-                if tb.send == g.id or tb.recv == g.id or not (-1 <= tb.send < self.n) or not (-1 <= tb.recv < self.n):
-                    self.fail(f"{tw}: send={tb.send} recv={tb.recv} must be other GPUs 0..{self.n - 1} or -1")
                 if tb.send >= 0:
                     if (g.id, tb.send, tb.chan) in send_tb:
                         self.fail(f"{tw} and tb {send_tb[g.id, tb.send, tb.chan]} both send to gpu {tb.send} on "
@@ -1477,7 +1490,7 @@ class _Importer:
         rank_of = np.empty(nv, np.int64)
         rank_of[topo] = np.arange(nv)
         self.topo_index = rank_of
-        self.reach = self.reachability(topo, succ) if self.check_races and nv <= 20000 else None
+        self.reach = self.reachability(topo, succ) if self.check_races and nv <= RACE_CHECK_MAX_STEPS else None
         if self.a2a and self.model == "outofplace":
             self.diag_alias = self.own_part_aliased()
             if not all(self.diag_alias):
