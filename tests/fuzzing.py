@@ -251,7 +251,7 @@ def msccl_case(r: random.Random, texts: list[str]) -> tuple[str, bool]:
                 del lines[r.randrange(1, len(lines) - 1)]
             text = "\n".join(lines)
         else:
-            text = text[: r.randrange(len(text))]
+            text = text[: r.randrange(len(text))] if text else text  # an earlier cut may have left nothing
         matches = list(_ATTR.finditer(text))
     return text, must_refuse
 
