@@ -151,11 +151,15 @@ def validate_dict(d, *, source: str = "<dict>") -> dict:
     meta = d.get("meta", {})
     if not isinstance(meta, dict):
         raise ScheduleFormatError(f"{source}: field 'meta' is {_kind(meta)}; expected an object")
+    if coll.has_owner and "owner" in d and d["owner"] is None:  # absent means MPI's default; null is ambiguous
+        raise ScheduleFormatError(f"{source}: field 'owner' is null; {coll.value} schedules give the rank of each "
+                                  "of their blocks (a list of nblocks ranks), or leaves 'owner' out for MPI's "
+                                  "default (rank r owns blocks r*k..(r+1)*k-1)")
     if coll.has_owner and d.get("owner") is None:
         check_memory(f"{source}: the default owner of {nblocks:,} blocks", 8.0 * nblocks)
     if not coll.has_owner and d.get("owner") is not None:
-        raise ScheduleFormatError(f"{source}: field 'owner' is only for allgather and reduce_scatter; a "
-                                  f"{coll.value} schedule must have \"owner\": null")
+        raise ScheduleFormatError(f"{source}: field 'owner' is only for allgather and reduce_scatter; "
+                                  f"{coll.value} schedules have \"owner\": null")
     last = nranks - 1
     cols = {"step": _column(d["step"], "step", source, 0, MAX_INDEX),
             "src": _column(d["src"], "src", source, 0, last),
