@@ -205,13 +205,9 @@ def save(schedule: Schedule, path) -> Path:
     return path
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def _parse_json(text: str, source: str):
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text)  # NaN/Infinity parse (meta may hold them) and are refused where numbers are checked
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise ScheduleFormatError(f"{source}: not valid JSON ({exc}); expected a directcoll schedule "
                                   "(.json or .npz)") from None
