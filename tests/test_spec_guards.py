@@ -339,3 +339,23 @@ def test_any_spec_builds_or_is_refused_with_a_directcoll_error(spec):
         else:
             nodes, links = estimate(spec)
             assert topo.num_nodes <= nodes and topo.num_links <= links
+
+
+# -- the all-to-all flow LP of `topology describe --alltoall` -----------------------------------------------------
+def test_the_flow_lp_is_sized_before_its_arrays_are_built():
+    from directcoll.synthesis.mcf import alltoall_mcf
+
+    start = time.perf_counter()
+    with memory_budget_override("256MiB"):
+        with pytest.raises(ResourceError, match=r"flow LP on jellyfish:2000:8:0 \(2,000 commodities x 16,000 links"):
+            alltoall_mcf("jellyfish:2000:8", method="link")
+        with pytest.raises(ResourceError, match="3,998,000 commodities"):
+            alltoall_mcf("jellyfish:2000:8", method="link", commodities="pair")
+    assert time.perf_counter() - start < 5
+    assert alltoall_mcf("jellyfish:20:4:3", method="link").value > 0  # small ones are solved as before
+
+
+def test_cli_alltoall_flow_lp_refused_under_a_memory_limit():
+    out, seconds = _cli("topology", "describe", "complete:2000", "--alltoall", "--method", "link")
+    assert out.returncode == 2 and "flow LP on complete:2000" in out.stderr, out.stderr[-2000:]
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stdout == ""
