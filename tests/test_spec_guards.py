@@ -391,3 +391,10 @@ def test_direct_generator_calls_check_the_memory_budget_and_build_as_before():
                 call()
     assert gen.torus((4, 4)).spec == parse("torus:4x4").spec
     assert np.array_equal(gv.circulant(16, [3, 4]).link_dst, parse("circulant:16:3,4").link_dst)
+
+
+def test_bfb_distance_matrix_is_sized_before_rustworkx_allocates_it(tmp_path):
+    out, seconds = _cli("schedule", "bfb", "genkautz:4:100000", "--collective", "allgather",
+                        "-o", str(tmp_path / "s.json"))
+    assert out.returncode == 2 and "distance matrix of genkautz:4:100000" in out.stderr, out.stderr[-2000:]
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stdout == "" and seconds < 10
