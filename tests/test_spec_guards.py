@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from directcoll.errors import DirectcollError, ResourceError, SpecError
 from directcoll.resources import memory_budget_override
 from directcoll.topology import describe, parse
+from directcoll.topology import generative as gv
+from directcoll.topology import generators as gen
 from directcoll.topology.generative import intersection_array
 from directcoll.topology.metrics import distance_stats
 from directcoll.topology.routing import bfs_distances, hop_distance
@@ -339,3 +341,60 @@ def test_any_spec_builds_or_is_refused_with_a_directcoll_error(spec):
         else:
             nodes, links = estimate(spec)
             assert topo.num_nodes <= nodes and topo.num_links <= links
+
+
+# -- the all-to-all flow LP of `topology describe --alltoall` -----------------------------------------------------
+def test_the_flow_lp_is_sized_before_its_arrays_are_built():
+    from directcoll.synthesis.mcf import alltoall_mcf
+
+    start = time.perf_counter()
+    with memory_budget_override("256MiB"):
+        with pytest.raises(ResourceError, match=r"flow LP on jellyfish:2000:8:0 \(2,000 commodities x 16,000 links"):
+            alltoall_mcf("jellyfish:2000:8", method="link")
+        with pytest.raises(ResourceError, match="3,998,000 commodities"):
+            alltoall_mcf("jellyfish:2000:8", method="link", commodities="pair")
+    assert time.perf_counter() - start < 5
+    assert alltoall_mcf("jellyfish:20:4:3", method="link").value > 0  # small ones are solved as before
+
+
+def test_cli_alltoall_flow_lp_refused_under_a_memory_limit():
+    out, seconds = _cli("topology", "describe", "complete:2000", "--alltoall", "--method", "link")
+    assert out.returncode == 2 and "flow LP on complete:2000" in out.stderr, out.stderr[-2000:]
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stdout == ""
+
+
+# -- direct calls of the generators are sized like spec strings ---------------------------------------------------
+@pytest.mark.parametrize("call, words", [
+    (lambda: gen.torus((100000, 100000)), ["torus((100000, 100000))", "10,000,000,000 nodes", "at most"]),
+    (lambda: gen.torus(np.array([100000, 100000])), ["torus((100000, 100000))", "at most"]),
+    (lambda: gen.hypercube(40), ["hypercube(40)", "at most"]),
+    (lambda: gv.kautz(3, 100000000), ["kautz(3, 100000000)", "at most"]),
+    (lambda: gv.odd_graph(10**40), ["odd_graph(about 2^132)", "at most"]),
+    (lambda: gv.circulant(10**12, list(range(1, 50))), ["(49 values)", "at most"]),
+    (lambda: gv.jellyfish(20, 4, 2**64), ["jellyfish", "seed", "18446744073709551616"]),
+    (lambda: gv.jellyfish(20, 4, 10**5000), ["jellyfish", "seed", "about 2^"]),
+])
+def test_direct_generator_calls_are_refused_before_building(call, words):
+    start = time.perf_counter()
+    with pytest.raises(SpecError) as info:
+        call()
+    assert time.perf_counter() - start < 0.5
+    _one_line(str(info.value))
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+def test_direct_generator_calls_check_the_memory_budget_and_build_as_before():
+    with memory_budget_override("64MiB"):
+        for call in (lambda: gen.complete(2000), lambda: gv.jellyfish(1000000, 4), lambda: gv.xpander(200000, 4)):
+            with pytest.raises(ResourceError, match="memory budget"):
+                call()
+    assert gen.torus((4, 4)).spec == parse("torus:4x4").spec
+    assert np.array_equal(gv.circulant(16, [3, 4]).link_dst, parse("circulant:16:3,4").link_dst)
+
+
+def test_bfb_distance_matrix_is_sized_before_rustworkx_allocates_it(tmp_path):
+    out, seconds = _cli("schedule", "bfb", "genkautz:4:100000", "--collective", "allgather",
+                        "-o", str(tmp_path / "s.json"))
+    assert out.returncode == 2 and "distance matrix of genkautz:4:100000" in out.stderr, out.stderr[-2000:]
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stdout == "" and seconds < 10

@@ -20,7 +20,7 @@ from itertools import combinations
 import numpy as np
 
 from directcoll.errors import SpecError
-from directcoll.topology.generators import _brief, _cayley, _check_shape, _spec_shape
+from directcoll.topology.generators import _brief, _cayley, _check_shape, _spec_shape, sized
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 
 BW = DEFAULT_LINK_BANDWIDTH
@@ -57,6 +57,7 @@ def _undirected(kind: str, spec: str, n: int, edges, link_bandwidth: float, link
 
 
 # -- complete bipartite ----------------------------------------------------------------------------------------
+@sized
 def bipartite(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Complete bipartite graph K_{n,n} (Zhao et al. Fig. 1, Table 9): 2n nodes, degree n, diameter 2 (1 for
     n = 1); distance-regular with intersection array {n, n-1; 1, n}.
@@ -73,6 +74,7 @@ def bipartite(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) 
     return _cayley("bipartite", f"bipartite:{n}", (2, n), offsets, link_bandwidth, link_latency)
 
 
+@sized
 def bipartite_minus_matching(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """K_{n,n} minus a perfect matching (K_{n,n} - I, Zhao et al. Table 8): 2n nodes, degree n - 1, diameter 3;
     distance-regular with intersection array {n-1, n-2, 1; 1, n-2, n-1}.
@@ -90,6 +92,7 @@ def bipartite_minus_matching(n: int, *, link_bandwidth: float = BW, link_latency
 
 
 # -- Hamming graph ---------------------------------------------------------------------------------------------
+@sized
 def hamming(n: int, q: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Hamming graph H(n, q) (Zhao et al. Table 9, Fig. 3): words of length n over an alphabet of q letters,
     adjacent when they differ in exactly one position.
@@ -123,6 +126,7 @@ def theorem22_m(n: int) -> int:
     return m
 
 
+@sized
 def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: float = BW,
               link_latency: float = LAT) -> Topology:
     """Circulant graph C(n, {a_1..a_k}) (Zhao et al. Def. 18): node i linked to i +- a_1, ..., i +- a_k (mod n).
@@ -160,6 +164,7 @@ def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: fl
                    {"offsets": tuple(offs), "bidirectional": bidirectional})
 
 
+@sized
 def circulant_opt4(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Minimum-diameter degree-4 circulant of Zhao et al. Theorem 22 (Boesch & Wang, IEEE TCAS 1985): for
     n > 6 and m = ceil((-1 + sqrt(2n - 1)) / 2), C(n, {m, m+1}) has diameter m, the least diameter of any
@@ -198,6 +203,7 @@ def shifted_ring_stride(n: int) -> int:
     return 1  # not reached: gcd(1, n) = 1
 
 
+@sized
 def shifted_ring(n: int, stride: int | None = None, *, link_bandwidth: float = BW,
                  link_latency: float = LAT) -> Topology:
     """TopoOpt's ShiftedRing topology (Zhao et al. Sec. 8.2 baseline, degree 4): the superposition of two
@@ -256,6 +262,7 @@ def double_binary_tree_parents(n: int) -> np.ndarray:
     return parents
 
 
+@sized
 def double_binary_tree(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """The double binary tree topology (Zhao et al. Sec. 8.2 baseline: "the topology and schedule from
     [38, 71]"): one bidirectional link per tree edge of :func:`double_binary_tree_parents`.
@@ -282,6 +289,7 @@ def _arcs_without_loops(kind: str, spec: str, n: int, src: np.ndarray, dst: np.n
     return _from_links(kind, spec, n, src[~loop], dst[~loop], link_bandwidth, link_latency, params=params)
 
 
+@sized
 def generalized_kautz(d: int, n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Generalized Kautz digraph Pi_{d,n} (Imase & Itoh 1983; Zhao et al. Def. 16): vertices Z_n, arcs
     x -> -d*x - a (mod n) for a = 1..d. Port a-1 of x is the arc with that a.
@@ -331,6 +339,7 @@ def automorphisms(topo: Topology) -> np.ndarray | None:
     return None
 
 
+@sized
 def kautz(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Kautz digraph K(d, D): the generalized Kautz digraph Pi_{d,N} with N = d^D + d^(D-1) (Zhao et al. after
     Def. 16, Imase & Itoh), isomorphic to the classic Kautz graph on strings of length D over d+1 letters
@@ -348,6 +357,7 @@ def kautz(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: fl
     return _pi(d, n, "kautz", f"kautz:{d}:{big_d}", link_bandwidth, link_latency, {"d": d, "D": big_d, "N": n})
 
 
+@sized
 def de_bruijn(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """de Bruijn digraph B(d, D) (Zhao et al. Table 9, Fig. 20): vertices Z_{d^D} (D-digit words in base d),
     arcs x -> d*x + a (mod d^D) for a = 0..d-1 (shift left, append digit a).
@@ -375,6 +385,13 @@ MAX_DRAWS = 100
 #: (rustworkx's sampler grows with N d^2, the edge list with N d), about a minute; a degree-2 graph is a union of
 #: cycles, connected only by luck, so it counts :data:`MAX_DRAWS` draws.
 MAX_DRAW_WORK = 4e9
+#: Largest seed of a draw: a redrawn seed (seed + MAX_DRAWS) stays a 64-bit integer (rustworkx's seeds).
+MAX_SEED = 2**63 - 1 - MAX_DRAWS
+
+
+def _brief_int(value: int) -> str:
+    """An integer for a message: exact up to 24 digits, else its power of two (no huge decimal conversions)."""
+    return str(value) if value.bit_length() <= 79 else f"about 2^{value.bit_length() - 1}"
 
 
 def _check_draw_work(spec: str, n: int, d: int, per_link: int) -> None:
@@ -401,6 +418,7 @@ def _draw_connected(kind: str, spec: str, n: int, seed: int, draw) -> tuple[np.n
     raise SpecError(f"{spec}: {MAX_DRAWS} draws from seed {seed} on were all disconnected; pick a larger degree")
 
 
+@sized
 def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Jellyfish (Singla et al., NSDI'12): a uniformly random simple d-regular graph on n nodes, bidirectional
     links (``rustworkx.random_regular_graph``, seeded, so a spec names one graph).
@@ -421,6 +439,9 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
     d = _need_int("jellyfish", "d", d, 2)
     n = _need_int("jellyfish", "N", n, 1)
     seed = _need_int("jellyfish", "seed", seed, 0)
+    if seed > MAX_SEED:
+        raise SpecError(f"jellyfish: seed must lie in 0..{MAX_SEED:,} (rustworkx takes 64-bit seeds, redraws add up "
+                        f"to {MAX_DRAWS}), got {_brief_int(seed)}")
     spec = f"jellyfish:{n}:{d}:{seed}"
     if n <= d or (n * d) % 2:
         raise SpecError(f"{spec}: a simple d-regular graph needs N > d and N * d even, got N={n}, d={d}")
@@ -437,6 +458,7 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
                        params={"N": n, "d": d, "seed": seed, "seed_used": used})
 
 
+@sized
 def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Xpander (Valadarsky et al., CoNEXT'16): a random L-lift of the complete graph K_{d+1}, n = L (d + 1).
 
@@ -475,6 +497,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
 
 
 # -- twisted hypercube and twisted torus ---------------------------------------------------------------------
+@sized
 def twisted_hypercube(k: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Twisted hypercube TQ_k (Esfahanian, Ni & Sagan, IEEE TC 1991 -- Zhao et al. ref. [28], Sec. 7 testbed):
     the hypercube Q_k with the 4-cycle 0-1-3-2 twisted, i.e. the links {0,1} and {2,3} replaced by {0,3}
@@ -542,6 +565,7 @@ def _smith_columns(matrix: list[list[int]]) -> tuple[list[int], np.ndarray]:
     return [a[t][t] for t in range(size)], np.array(v, dtype=np.int64)
 
 
+@sized
 def twisted_torus(shape, twists=None, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Twisted torus (Camara et al., IEEE TPDS 2010 -- Zhao et al. ref. [26]; the TPU v4 twisted 3D torus of
     Jouppi et al. ISCA'23): a D-dimensional torus d_0 x ... x d_(D-1) whose wrap-around links in every
@@ -618,6 +642,7 @@ def _odd_graph_edges(k: int) -> tuple[int, np.ndarray]:
     return len(masks), np.array(edges, dtype=np.int64)
 
 
+@sized
 def odd_graph(k: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Odd graph O_k: the (k-1)-subsets of a (2k-1)-set, adjacent when disjoint (Zhao et al. Table 8: O_4).
 

@@ -34,9 +34,12 @@ from __future__ import annotations
 
 import difflib
 import math
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from directcoll.errors import SpecError
 from directcoll.resources import check_memory
@@ -51,7 +54,7 @@ MAX_NODES = 2**30
 #: Largest number any spec field may hold (a signed 64-bit integer: numpy's int64 and rustworkx's seeds).
 MAX_INT = 2**63 - 1
 #: Largest seed of ``jellyfish``/``xpander``/``punctured``: a redrawn seed (seed + MAX_DRAWS) stays a 64-bit int.
-MAX_SEED = MAX_INT - gv.MAX_DRAWS
+MAX_SEED = gv.MAX_SEED
 #: Largest K of ``line^K`` and n of ``power(SPEC,n)`` (with at least 2 nodes every power doubles N; a line graph
 #: of a degree-1 graph stays the same size, so K is bounded on its own).
 MAX_EXPONENT = 64
@@ -596,7 +599,8 @@ def _pow(base: int, exp: int) -> int:
 
 def _sized(nodes: int, links: int, out: int, inn: int | None = None, *, dims: int = 0, extra: float = 0.0) -> Size:
     nbytes = (BYTES_PER_LINK * _float(links) + BYTES_PER_NODE * _float(nodes)
-              + dims * (BYTES_PER_LINK_DIM * _float(links) + BYTES_PER_NODE_DIM * _float(nodes)) + extra)
+              + dims * (BYTES_PER_LINK_DIM * _float(links) + BYTES_PER_NODE_DIM * _float(nodes))
+              + (_float(extra) if isinstance(extra, int) else extra))
     return Size(nodes, links, out, out if inn is None else inn, nbytes)
 
 
@@ -624,8 +628,9 @@ def _hammingmesh_size(board, grid) -> Size:
 
 
 def _odd_size(k: int) -> Size:
-    n = math.comb(2 * k - 1, k - 1) if k >= 1 else 0
-    return _sized(n, n * k, k, extra=BYTES_PER_PYTHON_NODE * n + BYTES_PER_PYTHON_EDGE * n * k / 2)
+    k_cut = min(k, 64)  # C(127, 63) is over every cap already: no huge binomials for direct calls
+    n = math.comb(2 * k_cut - 1, k_cut - 1) if k >= 1 else 0
+    return _sized(n, n * k, k, extra=BYTES_PER_PYTHON_NODE * _float(n) + BYTES_PER_PYTHON_EDGE * _float(n * k) / 2)
 
 
 def _jellyfish_size(n: int, d: int, seed: int = 0) -> Size:
@@ -747,6 +752,49 @@ def check_spec(spec) -> Size:
     size = _size(node)
     check_memory(f"topology {_show(node)} ({_count(size.nodes)} nodes, {_count(size.links)} links)", size.nbytes)
     return size
+
+
+def _exact_ints(value):
+    """The call's numbers as Python ints (tuples for sequences), or TypeError for anything else."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(_exact_ints(v) for v in value)
+    return operator.index(value)
+
+
+def check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
+    """Size a direct call of a generator (``gen.torus((8, 8))``) before it builds: the same caps and memory
+    budget as :func:`check_spec`. Arguments that are not integers are left to the generator's own checks.
+
+    Raises:
+        SpecError: over :data:`MAX_NODES` nodes or :data:`MAX_LINKS` links.
+        ResourceError: building it would need more memory than the budget.
+    """
+    size_of_call = _SIZES.get(fn)
+    if size_of_call is None:
+        return
+    try:
+        params = {k: _exact_ints(v) for k, v in kwargs.items() if k not in ("link_bandwidth", "link_latency")}
+        args = tuple(_exact_ints(a) for a in args)
+        size = size_of_call(*args, **params)
+    except (TypeError, ValueError, OverflowError):
+        return  # not plain integers: the generator refuses them with its own message
+    call = _show(f"{fn.__name__}({', '.join(_brief_arg(a) for a in args)})")
+    if size.nodes > MAX_NODES or size.links > MAX_LINKS:
+        raise SpecError(f"topology {call} has {_count(size.nodes)} nodes and {_count(size.links)} links; "
+                        f"accepted: at most {MAX_NODES:,} nodes and {MAX_LINKS:,} links")
+    check_memory(f"topology {call} ({_count(size.nodes)} nodes, {_count(size.links)} links)", size.nbytes)
+
+
+def _brief_arg(value) -> str:
+    """An argument of a generator call for a message: huge integers as powers of two, long tuples shortened."""
+    if isinstance(value, tuple):
+        items = [_brief_arg(v) for v in (value if len(value) <= 8 else value[:4] + value[-2:])]
+        if len(value) <= 8:
+            return f"({', '.join(items)}{',' if len(value) == 1 else ''})"
+        return f"({', '.join(items[:4])}, ..., {', '.join(items[4:])}) ({len(value)} values)"
+    return _count(value).replace(",", "") if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
 def build_tree(node: SpecNode, **link_params) -> Topology:
