@@ -14,17 +14,18 @@ MAX_SIZE = 2**53
 #: The most sizes one list may hold (each is simulated for every algorithm).
 MAX_SIZES = 10_000
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?i?b?)\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
             "t": 10**12, "tb": 10**12, "ki": 2**10, "kib": 2**10, "mi": 2**20, "mib": 2**20, "gi": 2**30,
-            "gib": 2**30, "ti": 2**40, "tib": 2**40}
+            "gib": 2**30, "ti": 2**40, "tib": 2**40, "p": 10**15, "pb": 10**15, "pi": 2**50, "pib": 2**50}
 
 
 def parse_size(text) -> int:
-    """Bytes from ``1024``, ``32B``, ``64KiB``, ``1MB`` (SI) or ``512MiB`` (binary).
+    """Bytes from ``1024``, ``32B``, ``64KiB``, ``1MB`` (SI) or ``512MiB`` (binary), prefixes up to P / Pi.
 
     Raises:
-        DirectcollError: anything else, naming the text and the accepted forms.
+        DirectcollError: anything else, a fraction of a byte or more than :data:`MAX_SIZE`, naming the text and the
+            accepted forms.
     """
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
@@ -76,8 +77,9 @@ def _parse_size_item(item: str, text) -> list[int]:
     parts = item.split("..", 1)
     try:
         bounds = [parse_size(part) for part in parts]
-    except DirectcollError:
-        raise _size_error(text, f"bad item {item!r}") from None
+    except DirectcollError as exc:  # keep why a readable item is refused (not whole bytes, over 2^53 bytes)
+        why = f"bad item {item!r}" if str(exc).startswith("cannot read size") else str(exc).split(";")[0]
+        raise _size_error(text, why) from None
     if len(bounds) == 1:
         if bounds[0] <= 0:
             raise _size_error(text, f"size {item!r} must be positive")
