@@ -214,10 +214,11 @@ def test_spec_passes_link_parameters():
 
 
 @pytest.mark.parametrize(("spec", "expected_words"), [
-    ("torus:", ["accepted", "torus:8x8", "hammingmesh:2x2:32x32"]),
+    ("torus:", ["'torus:'", "accepted", "torus:8x8", "torus:3x3x2:simple"]),
     ("torus:8x", ["expected dimension sizes", "8x8"]),
     ("torus:1x4", [">= 2", "(1, 4)"]),
-    ("foo:3", ["unknown topology spec", "'foo:3'", "accepted", "ring:16"]),
+    ("foo:3", ["unknown topology spec", "'foo:3'", "directcoll topology families"]),
+    ("tor:8", ["unknown topology spec", "did you mean torus?"]),
     ("hammingmesh:2x2", ["expected hammingmesh:AxB:XxY"]),
     ("ring:abc", ["expected a positive integer", "'abc'"]),
     ("hypercube:0", [">= 1"]),

@@ -28,18 +28,43 @@ _override: list[int] = []
 
 
 def available_memory() -> int:
-    """Bytes the kernel reports available now (``MemAvailable``), or :data:`FALLBACK_AVAILABLE`."""
+    """Bytes this process can still use: what the kernel reports available (``MemAvailable``, else
+    :data:`FALLBACK_AVAILABLE`), and no more than the address-space limit (``ulimit -v``) leaves."""
+    available = FALLBACK_AVAILABLE
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    available = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        try:
+            available = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    return min(available, _address_space_left())
+
+
+def _address_space_left() -> float:
+    """Bytes below RLIMIT_AS not yet mapped by this process (inf without a limit)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return float("inf")
+    if soft == resource.RLIM_INFINITY:
+        return float("inf")
+    mapped = 0
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    mapped = int(line.split()[1]) * 1024
+                    break
     except OSError:
         pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return FALLBACK_AVAILABLE
+    return max(0, soft - mapped)
 
 
 def memory_budget() -> int:

@@ -1,4 +1,4 @@
-"""Commands on topologies and schedules: topology describe, schedule, verify, cost, algorithms, table2."""
+"""Commands on topologies and schedules: topology describe and families, schedule, verify, cost, algorithms, table2."""
 
 from __future__ import annotations
 
@@ -37,6 +37,19 @@ def cmd_topology_describe(args) -> int:
         print_json(out)
     else:
         print_table(f"topology {out['spec']}", list(out.items()))
+    return 0
+
+
+def cmd_topology_families(args) -> int:
+    from directcoll.topology.spec import families
+
+    rows = families()
+    if args.json:
+        print_json(rows)
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['form']}  ({r['type']}: {r['description']})")
     return 0
 
 

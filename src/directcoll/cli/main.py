@@ -17,6 +17,7 @@ from directcoll.cli.build import (
     cmd_schedule,
     cmd_table2,
     cmd_topology_describe,
+    cmd_topology_families,
     cmd_verify,
 )
 from directcoll.cli.find import cmd_find_topology
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     desc.add_argument("--json", action="store_true", help="machine-readable output")
     add_alltoall_options(desc)
     desc.set_defaults(func=cmd_topology_describe)
+    fams = topo_sub.add_parser("families", help="list the topology families, aliases and operators of spec strings")
+    fams.add_argument("--json", action="store_true", help="machine-readable output")
+    fams.set_defaults(func=cmd_topology_families)
 
     sched = sub.add_parser("schedule", help="build a schedule file")
     sched.add_argument("algorithm", help="algorithm name (see `directcoll algorithms`)")
@@ -165,9 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
                          "and its sizes are each rank's send buffer")
-    rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB", help="sizes, e.g. 64MiB or 8B..1MiB")
-    rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size (after one warm-up)")
-    rn.add_argument("--timeout", type=float, default=30.0, help="seconds a rank waits for a step before failing")
+    rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB",
+                    help="sizes, e.g. 64MiB or 8B..1MiB; each runs as float64 elements, a multiple of the ranks (at "
+                         "least one per rank), and the table shows the bytes run where they differ")
+    rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size, at least 1 (after one warm-up)")
+    rn.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds a rank waits for any step or collective before failing (default 30); the job is "
+                         "killed when no rank made progress for this long plus 2 s")
     rn.add_argument("--compare-native", action=argparse.BooleanOptionalAction, default=True,
                     help="also time the MPI library's own collective (default on)")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")

@@ -215,42 +215,71 @@ def cmd_simulate(args) -> int:
 
 
 
+def _run_algorithms(text: str, collective: str) -> None:
+    """Refuse an empty list, an unknown algorithm or variant, or one that does not implement ``collective`` (a shape
+    an algorithm cannot serve is reported as skipped by the ranks)."""
+    from directcoll.algorithms.registry import get
+
+    items = [item.strip() for item in text.split(",")]
+    if not text.strip() or not all(items):
+        raise DirectcollError(f"--algorithms {text!r}: give a comma list of NAME or NAME:VARIANT, e.g. "
+                              f"{DEFAULT_RUN_ALGORITHMS}")
+    for item in items:
+        name, _, variant = item.partition(":")
+        alg = get(name)
+        if variant and variant not in alg.variants:
+            raise DirectcollError(f"--algorithms: {alg.name} has no variant {variant!r}; accepted: "
+                                  f"{', '.join(alg.variants) or 'none'}")
+        if collective not in alg.collectives:
+            raise DirectcollError(f"--algorithms: {alg.name} does not implement {collective}; it implements "
+                                  f"{', '.join(alg.collectives)}")
+
+
 def cmd_run(args) -> int:
+    import math
     import shutil
-    import subprocess
     import tempfile
 
+    from directcoll.resources import check_memory
+    from directcoll.runtime.launch import RANK_PROCESS_BYTES, run_job
     from directcoll.topology import parse
     from directcoll.units import format_size, format_time, parse_sizes
 
+    if args.ranks is not None and args.ranks < 1:
+        raise DirectcollError(f"--ranks {args.ranks}: a run needs at least 1 rank (default: one per compute node "
+                              "of --topology)")
+    if args.repeat < 1:
+        raise DirectcollError(f"--repeat {args.repeat}: give at least 1 timed repetition (after one warm-up)")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise DirectcollError(f"--timeout {args.timeout:g}: give a positive number of seconds a rank waits for a "
+                              "step (default 30)")
     topology = parse(args.topology)
-    ranks = args.ranks or topology.num_compute
+    ranks = topology.num_compute if args.ranks is None else args.ranks
     if ranks != topology.num_compute:
         raise DirectcollError(f"--ranks {ranks} does not match {topology.spec}, which has {topology.num_compute} "
                               "compute nodes (one rank per node)")
-    parse_sizes(args.sizes)  # refuse bad sizes before launching anything
+    sizes = parse_sizes(args.sizes)  # refuse bad sizes before launching anything
     algorithms = args.algorithms
     if args.collective == "alltoall" and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
+    _run_algorithms(algorithms, args.collective)
+    if not args.hostfile:  # every rank on this machine: its process, send buffer, two results and work buffer
+        check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
+                     ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
                "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
                "--collective", args.collective, "--sizes", args.sizes, "--repeat", str(args.repeat),
-               "--timeout", str(args.timeout), "--json-out", out, *(["--native"] if args.compare_native else [])]
+               "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp,
+               *(["--native"] if args.compare_native else [])]
+        run_job(cmd, status_dir=tmp, nranks=ranks, timeout=args.timeout)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout * 20 + 60)
-        except FileNotFoundError:
-            raise DirectcollError(f"cannot start {launcher[0]!r}: install MPI (pip install mpi4py mpich) or pass "
-                                  "--mpiexec") from None
-        except subprocess.TimeoutExpired:
-            raise DirectcollError(f"the run did not finish within {args.timeout * 20 + 60:g} s") from None
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
-            raise DirectcollError(f"mpiexec exited with status {proc.returncode}:\n{tail}")
-        with open(out) as fh:
-            data = json.load(fh)
+            with open(out) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise DirectcollError(f"the ranks ended without writing their results ({exc})") from None
     if args.json:
         print_json(data)
         return 0
@@ -262,17 +291,29 @@ def cmd_run(args) -> int:
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("algorithm", "size", "time", "Gb/s", "correct", "native", "ours/native"):
         table.add_column(col, justify="right")
+    rounded: dict[str, None] = {}
     for row in data["results"]:
         if "skipped" in row:
             continue
         native = row.get("native_time_s")
         short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi"}
         variant = short.get(row["variant"], row["variant"] or "")
-        table.add_row(f"{row['algorithm']} {variant}", format_size(row["size"]),
+        size = format_size(row.get("bytes", row["size"]))
+        if row.get("bytes", row["size"]) != row["size"]:
+            size += "*"
+            rounded.setdefault(f"{format_size(row['size'])} ran as {size[:-1]}", None)
+        table.add_row(f"{row['algorithm']} {variant}", size,
                       format_time(row["time_s"]), gbps(row["goodput_Bps"]),
                       "yes" if row["correct"] else "[red]NO[/red]", format_time(native) if native else "-",
                       f"{row['time_s'] / native:.2f}x" if native else "-")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if rounded:
+        console.print(f"* sizes run as whole float64 elements, a multiple of the ranks: {', '.join(rounded)}")
+    for row in data["results"]:
+        if "skipped" in row:
+            console.print(f"[dim]skipped {row['algorithm']} {row['variant'] or ''} at {format_size(row['size'])}: "
+                          f"{row['skipped']}[/dim]")
     return 0 if all(r.get("correct", True) for r in data["results"]) else 1
 
 

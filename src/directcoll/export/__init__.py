@@ -21,6 +21,7 @@ from directcoll.export.msccl import (
     program_to_schedule,
     program_to_xml,
     to_msccl,
+    validate_program,
 )
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "program_to_schedule",
     "program_to_xml",
     "to_msccl",
+    "validate_program",
 ]

@@ -160,7 +160,19 @@ def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> 
                     pos += n
 
 
-def deadline_error(rank: int, step: int, timeout: float, peers) -> DirectcollError:
+class DeadlineError(DirectcollError, TimeoutError):
+    """A step or collective of a rank did not complete within its deadline: a peer died, hangs or is stopped.
+
+    Attributes: ``rank`` (the rank that gave up), ``what`` (the step or collective, e.g. ``"step 3"``),
+    ``timeout`` (seconds it waited), ``peers`` (the ranks it was waiting on, sorted).
+    """
+
+    def __init__(self, rank: int, what: str, timeout: float, peers) -> None:
+        self.rank, self.what, self.timeout, self.peers = rank, what, timeout, sorted({int(p) for p in peers})
+        super().__init__(f"rank {rank}: {what} did not complete within {timeout:g} s; waiting on ranks "
+                         f"{self.peers} (a peer died or hangs)")
+
+
+def deadline_error(rank: int, step: int, timeout: float, peers) -> DeadlineError:
     """The error every engine raises when a step misses its deadline."""
-    return DirectcollError(f"rank {rank}: step {step} did not complete within {timeout:g} s; waiting on ranks "
-                           f"{sorted(set(peers))} (a peer died or hangs)")
+    return DeadlineError(rank, f"step {step}", timeout, peers)

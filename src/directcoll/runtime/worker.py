@@ -1,23 +1,31 @@
 """The ranks of ``directcoll run``: time our schedules and the MPI library's own collective, check results.
 
-Started by ``directcoll run`` through ``mpiexec``; rank 0 writes one JSON object (``--json-out``).
+Started by ``directcoll run`` through ``mpiexec``; rank 0 writes one JSON object (``--json-out``). Every wait (the
+schedule's steps, barriers, the MPI library's collective, the reductions of times and checks) has the deadline
+``--timeout`` (:mod:`directcoll.runtime.mpi`). With ``--status-dir`` each rank publishes where it is
+(:mod:`directcoll.runtime.progress`) for the launcher (:mod:`directcoll.runtime.launch`); a rank that fails writes
+its error there and to stderr, then aborts the job.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 
 import numpy as np
 
 from directcoll.algorithms import build
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.runtime import mpi as run
-from directcoll.units import parse_sizes
+from directcoll.runtime.executor import DeadlineError
+from directcoll.runtime.progress import BUSY, STARTING, WAITING, Progress
+from directcoll.units import format_size, parse_sizes
 
-NATIVE = {"allreduce": "Allreduce", "reduce_scatter": "Reduce_scatter_block", "allgather": "Allgather",
-          "alltoall": "Alltoall"}
+#: environment variables in which launchers give a rank its number before MPI starts (MPICH, Open MPI, PMIx)
+RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 
 
 def _buffers(collective: str, count: int, n: int, rank: int):
@@ -33,21 +41,25 @@ def _buffers(collective: str, count: int, n: int, rank: int):
     return x, np.empty(out), np.empty(out)
 
 
-def _time(comm, fn, repeat: int) -> float:
+def _time(comm, fn, repeat: int, timeout: float, progress: Progress, what: str, phase: str, nsteps: int = 0) -> float:
+    """Seconds per call of ``fn`` (the slowest rank's mean over ``repeat`` calls after a warm-up)."""
     from mpi4py import MPI
 
+    progress.set(WAITING, what, phase, nsteps=nsteps, rep=0, reps=repeat)
     fn()  # warm-up: compiles programs, touches buffers
-    comm.Barrier()
+    progress.set(WAITING, "the barrier before timing", phase)
+    run.barrier(comm, timeout=timeout, what=f"the barrier before timing {phase}")
+    progress.set(WAITING, what, phase, nsteps=nsteps, rep=1, reps=repeat)
     t0 = MPI.Wtime()
-    for _ in range(repeat):
+    for i in range(repeat):
+        progress.repetition(i + 1)
         fn()
     elapsed = (MPI.Wtime() - t0) / repeat
-    return comm.allreduce(elapsed, op=MPI.MAX)
+    progress.set(WAITING, "the reduction of the times", phase)
+    return run.reduce_value(elapsed, comm, op="max", timeout=timeout, what=f"the reduction of the times of {phase}")
 
 
-def main(argv=None) -> int:
-    from mpi4py import MPI
-
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--topology", required=True)
     ap.add_argument("--algorithms", required=True, help="comma list of NAME or NAME:VARIANT")
@@ -57,9 +69,63 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--native", action="store_true")
     ap.add_argument("--json-out", required=True)
-    args = ap.parse_args(argv)
-    comm = MPI.COMM_WORLD
+    ap.add_argument("--status-dir", help="directory of the per-rank status files (directcoll.runtime.progress)")
+    return ap
+
+
+def _env_rank() -> int | None:
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def main(argv=None) -> int:
+    """Run the ranks' work; on failure publish the error, print it to stderr and abort the job.
+
+    Returns 0, or 3 when the rank failed before MPI started (otherwise MPI_Abort ends the process)."""
+    args = _parser().parse_args(argv)
+    rank = _env_rank()
+    progress = Progress(args.status_dir if rank is not None else None, rank or 0)
+    # loading MPI's libraries is local work (long on a loaded machine); MPI_Init waits for every rank
+    progress.set(BUSY, "the loading of MPI")
+    comm = None
+    try:
+        import mpi4py
+
+        mpi4py.rc.initialize, mpi4py.rc.finalize = False, True
+        from mpi4py import MPI
+
+        progress.set(STARTING, "MPI_Init")
+        if not MPI.Is_initialized():
+            MPI.Init_thread()
+        comm = MPI.COMM_WORLD
+        if not progress.active and rank is None:
+            progress = Progress(args.status_dir, comm.Get_rank())
+        _work(args, comm, progress)
+        progress.done()
+        return 0
+    except DeadlineError as exc:
+        progress.fail(str(exc), exc.peers)
+        message = str(exc)
+    except DirectcollError as exc:
+        progress.fail(str(exc))
+        message = str(exc)
+    except Exception as exc:  # noqa: BLE001 - an MPI error (a peer died) or a bug: one line for the launcher
+        traceback.print_exc()
+        progress.fail(f"{type(exc).__name__}: {exc}")
+        message = f"{type(exc).__name__}: {exc}"
+    prefix = "" if message.startswith("rank ") else f"rank {progress.rank}: "
+    print(f"directcoll run: error: {prefix}{message}", file=sys.stderr, flush=True)
+    if comm is not None:
+        comm.Abort(3)
+    return 3
+
+
+def _work(args, comm, progress: Progress) -> None:
     n, rank = comm.Get_size(), comm.Get_rank()
+    timeout = args.timeout
     results = []
     native_cache: dict[int, float] = {}
     for size in parse_sizes(args.sizes):
@@ -67,6 +133,7 @@ def main(argv=None) -> int:
         count = max(n, (size // 8) // n * n)
         for item in args.algorithms.split(","):
             name, _, variant = item.partition(":")
+            progress.set(BUSY, "the build of the schedule", f"{item} {args.collective} on {args.topology}")
             try:
                 schedule = build(name, args.topology, args.collective, variant=variant or None)
             except UnsupportedShapeError as exc:
@@ -74,34 +141,36 @@ def main(argv=None) -> int:
                     results.append({"algorithm": name, "variant": variant or None, "size": size,
                                     "skipped": str(exc)})
                 continue
+            label = schedule.algorithm + (f":{schedule.meta['variant']}" if schedule.meta.get("variant") else "")
+            phase = f"{label} {args.collective} of {format_size(count * 8)}"
             send, ours, native = _buffers(args.collective, count, n, rank)
             fn = getattr(run, args.collective)
-            kwargs = {"schedule": schedule, "timeout": args.timeout}
+            kwargs = {"schedule": schedule, "timeout": timeout, "progress": progress}
             t = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(send, ours, comm, **kwargs),
-                      args.repeat)
-            getattr(comm, NATIVE[args.collective])(send, native)
+                      args.repeat, timeout, progress, "step", phase, schedule.num_steps)
+            mpi_name = f"MPI {run.NATIVE[args.collective]}"
+            progress.set(WAITING, mpi_name, f"checking {phase} against it")
+            run.native(args.collective, send, native, comm, timeout=timeout)
             same = (np.array_equal(ours, native) if args.collective == "alltoall"  # copies: exactly
                     else np.allclose(ours, native, rtol=1e-9, atol=1e-9))
-            correct = comm.allreduce(bool(same), op=MPI.LAND)
+            progress.set(WAITING, "the reduction of the checks", phase)
+            correct = run.reduce_value(bool(same), comm, op="min", timeout=timeout,
+                                       what=f"the reduction of the checks of {phase}")
             row = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"), "size": size,
                    "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct}
             if args.native:
                 if size not in native_cache:
-                    native_cache[size] = _time(comm, lambda s=send, o=native: getattr(comm, NATIVE[args.collective])(
-                        s, o), args.repeat)
+                    native_cache[size] = _time(
+                        comm, lambda s=send, o=native: run.native(args.collective, s, o, comm, timeout=timeout),
+                        args.repeat, timeout, progress, mpi_name,
+                        f"native {args.collective} of {format_size(count * 8)}")
                 row["native_time_s"] = native_cache[size]
             results.append(row)
     if rank == 0:
+        progress.set(BUSY, "the writing of the results", args.json_out)
         with open(args.json_out, "w") as fh:
             json.dump({"ranks": n, "topology": args.topology, "collective": args.collective, "results": results}, fh)
-    return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except DirectcollError as exc:
-        print(f"directcoll run: error: {exc}", file=sys.stderr, flush=True)
-        from mpi4py import MPI
-
-        MPI.COMM_WORLD.Abort(3)
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """The schedule IR (DESIGN.md): columnar transfers over a block-addressed buffer, and passes over it."""
 
-from directcoll.schedule.io import from_dict, load, save, to_dict
+from directcoll.schedule.io import from_dict, load, read_npz, save, to_dict, validate_dict
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder, default_owner
 from directcoll.schedule.ops import (
     StepSummary,
@@ -27,9 +27,11 @@ __all__ = [
     "from_reduce_scatter",
     "load",
     "offset_steps",
+    "read_npz",
     "relabel",
     "reverse",
     "save",
     "step_summary",
     "to_dict",
+    "validate_dict",
 ]

@@ -1,25 +1,42 @@
 """Lossless schedule files: versioned JSON (small, readable) and ``.npz`` (large, fast).
 
-Both hold the same fields: a header (format, version, collective, nranks, nblocks, denominator, meta) and the
-columnar arrays of :class:`~directcoll.schedule.ir.Schedule`.
+Both hold the same fields: a header (format, version, collective, nranks, nblocks, denominator, nscratch, meta)
+and the columnar arrays of :class:`~directcoll.schedule.ir.Schedule`.
+
+Reading is strict (:func:`validate_dict`): every field is checked for its type and range before it is used and
+before anything that grows with its value is allocated; integer columns must hold integers (JSON ints, not
+bools, floats or strings; ``.npz`` arrays of an integer dtype), and nothing is cast or reinterpreted, so a file
+either reads back exactly what it holds or is refused with one :class:`~directcoll.errors.ScheduleFormatError`
+(or :class:`~directcoll.errors.ScheduleError`, :class:`~directcoll.errors.ResourceError`) naming the field.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import math
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from directcoll.errors import ScheduleError, ScheduleFormatError
-from directcoll.schedule.ir import Schedule
+from directcoll.resources import check_memory
+from directcoll.schedule.ir import Collective, Schedule
 
 FORMAT = "directcoll-schedule"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 2 added nscratch and piece_shift (both optional)
 _ARRAYS = ("step", "src", "dst", "op", "piece_offsets", "piece_start", "piece_stop")
 _OPTIONAL = ("owner", "piece_shift", "route_offsets", "route_links")
+_HEADER = ("format", "version", "collective", "nranks", "nblocks", "denominator", "nscratch", "meta")
+#: Largest rank count, block count, denominator, step or link id a file may hold (2^31 - 1).
+MAX_INDEX = 2**31 - 1
+#: Largest coordinate numerator, (nblocks + nscratch) * denominator: piece ends and shifts stay far from int64's
+#: limit, so sums of them never overflow.
+MAX_COORDINATE = 2**60
+#: Python objects per character of JSON text, as bytes: the parsed document's estimated footprint.
+JSON_BYTES_PER_CHAR = 12
 
 
 def to_dict(schedule: Schedule) -> dict:
@@ -34,30 +51,144 @@ def to_dict(schedule: Schedule) -> dict:
     return d
 
 
-def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
-    """Rebuild a schedule from :func:`to_dict` output.
+# -- validation -----------------------------------------------------------------------------------------------
+
+def _kind(value) -> str:
+    """The JSON name of a value's type, for messages."""
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype}"
+    return {bool: "a boolean", int: "an integer", float: "a number with a fraction or exponent", str: "a string",
+            list: "a list", dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _int(d: dict, name: str, source: str, lo: int, hi: int, default=None) -> int:
+    """Field ``name`` of ``d``: a JSON integer (not a bool, float or string) in [lo, hi]."""
+    if name not in d and default is not None:
+        return default
+    value = d[name]
+    if type(value) is not int:
+        shown = repr(value) if not isinstance(value, list | dict) else _kind(value)
+        raise ScheduleFormatError(f"{source}: field {name!r} is {shown} ({_kind(value)}); expected an integer "
+                                  f"in {lo}..{hi}")
+    if not lo <= value <= hi:
+        raise ScheduleFormatError(f"{source}: field {name!r} = {value} is out of range; accepted: {lo}..{hi}")
+    return value
+
+
+def _column(value, name: str, source: str, lo: int, hi: int) -> np.ndarray:
+    """An integer column as int64, its values checked in [lo, hi] before any conversion.
+
+    JSON: a list of integers (bools, floats, strings refused). ``.npz``: a one-dimensional array of an integer
+    dtype (bool, float, string dtypes refused, even when the values are integral)."""
+    accepted = f"a list of integers in {lo}..{hi}"
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1 or value.dtype.kind not in "iu":
+            shape = "x".join(map(str, value.shape)) or "scalar"
+            raise ScheduleFormatError(f"{source}: schedule arrays must hold integers: {name!r} is a {shape} array "
+                                      f"of dtype {value.dtype}; expected a one-dimensional integer array "
+                                      f"(values in {lo}..{hi})")
+        if len(value):
+            vmin, vmax = int(value.min()), int(value.max())  # Python ints: no wrap-around for uint64
+            if vmin < lo or vmax > hi:
+                bad = vmin if vmin < lo else vmax
+                raise ScheduleFormatError(f"{source}: {name!r} holds {bad}, out of range; accepted: {lo}..{hi}")
+        return value.astype(np.int64)
+    if not isinstance(value, list):
+        raise ScheduleFormatError(f"{source}: schedule arrays must hold integers: {name!r} is {_kind(value)}; "
+                                  f"expected {accepted}")
+    for i, v in enumerate(value):
+        if type(v) is not int:
+            raise ScheduleFormatError(f"{source}: schedule arrays must hold integers: {name}[{i}] is {v!r} "
+                                      f"({_kind(v)}); expected {accepted}")
+        if not lo <= v <= hi:
+            raise ScheduleFormatError(f"{source}: {name}[{i}] = {v} is out of range; accepted: {lo}..{hi}")
+    return np.array(value, dtype=np.int64)
+
+
+def validate_dict(d, *, source: str = "<dict>") -> dict:
+    """Check a schedule document (the dict of :func:`to_dict`, or an ``.npz`` header with its arrays) field by
+    field and return the keyword arguments of :class:`~directcoll.schedule.ir.Schedule`, with every column an
+    int64 array holding exactly the file's values. Nothing is allocated that grows with a field's value before
+    that value is checked against its range and the memory budget.
 
     Raises:
-        ScheduleFormatError: wrong format name or version, or a missing field.
-        ScheduleError: fields present but inconsistent.
+        ScheduleFormatError: not a directcoll schedule, an unsupported version, a missing or unknown field, a
+            field of the wrong type (a bool, float, string or NaN where an integer is expected; a non-integer
+            ``.npz`` dtype) or out of range (ranks outside 0..N-1, op other than 0/1, negative steps, piece
+            ends outside the buffer, ...); the message names ``source`` and the field.
+        ScheduleError: fields of the right types that are inconsistent (see :meth:`Schedule.validate`).
+        ResourceError: the schedule would need more memory than the budget (e.g. a huge ``nblocks``).
     """
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ScheduleFormatError(f"{source}: not a directcoll schedule (expected \"format\": \"{FORMAT}\")")
-    if d.get("version") not in READABLE_VERSIONS:
-        raise ScheduleFormatError(f"{source}: schedule format version {d.get('version')!r} is not supported; "
+    version = d.get("version")
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        raise ScheduleFormatError(f"{source}: schedule format version {version!r} is not supported; "
                                   f"this directcoll reads versions {', '.join(map(str, READABLE_VERSIONS))}")
+    known = _HEADER + _ARRAYS + _OPTIONAL
+    unknown = sorted(k for k in d if k not in known)
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ScheduleFormatError(f"{source}: unknown field {unknown[0]!r}{hint}; accepted fields: "
+                                  f"{', '.join(known)}")
     missing = [k for k in ("collective", "nranks", "nblocks", *_ARRAYS) if d.get(k) is None]
     if missing:
         raise ScheduleFormatError(f"{source}: missing fields {', '.join(missing)}")
+    names = [c.value for c in Collective]
+    if d["collective"] not in names or type(d["collective"]) is not str:
+        raise ScheduleFormatError(f"{source}: field 'collective' is {d['collective']!r}; accepted: "
+                                  f"{', '.join(names)}")
+    coll = Collective(d["collective"])
+    nranks = _int(d, "nranks", source, 1, MAX_INDEX)
+    nblocks = _int(d, "nblocks", source, 1, MAX_COORDINATE)
+    denominator = _int(d, "denominator", source, 1, MAX_COORDINATE, default=1)
+    nscratch = _int(d, "nscratch", source, 0, MAX_COORDINATE, default=0)
+    hi = (nblocks + nscratch) * denominator
+    if hi > MAX_COORDINATE:
+        raise ScheduleFormatError(f"{source}: (nblocks + nscratch) x denominator = {hi} is out of range; accepted: "
+                                  f"at most {MAX_COORDINATE}")
+    meta = d.get("meta", {})
+    if not isinstance(meta, dict):
+        raise ScheduleFormatError(f"{source}: field 'meta' is {_kind(meta)}; expected an object")
+    if coll.has_owner and "owner" in d and d["owner"] is None:  # absent means MPI's default; null is ambiguous
+        raise ScheduleFormatError(f"{source}: field 'owner' is null; {coll.value} schedules give the rank of each "
+                                  "of their blocks (a list of nblocks ranks), or leaves 'owner' out for MPI's "
+                                  "default (rank r owns blocks r*k..(r+1)*k-1)")
+    if coll.has_owner and d.get("owner") is None:
+        check_memory(f"{source}: the default owner of {nblocks:,} blocks", 8.0 * nblocks)
+    if not coll.has_owner and d.get("owner") is not None:
+        raise ScheduleFormatError(f"{source}: field 'owner' is only for allgather and reduce_scatter; "
+                                  f"{coll.value} schedules have \"owner\": null")
+    last = nranks - 1
+    cols = {"step": _column(d["step"], "step", source, 0, MAX_INDEX),
+            "src": _column(d["src"], "src", source, 0, last),
+            "dst": _column(d["dst"], "dst", source, 0, last),
+            "op": _column(d["op"], "op", source, 0, 1),  # 0 = copy, 1 = reduce
+            "piece_offsets": _column(d["piece_offsets"], "piece_offsets", source, 0, MAX_COORDINATE),
+            "piece_start": _column(d["piece_start"], "piece_start", source, 0, hi),
+            "piece_stop": _column(d["piece_stop"], "piece_stop", source, 0, hi)}
+    ranges = {"owner": (0, last), "piece_shift": (-hi, hi), "route_offsets": (0, MAX_COORDINATE),
+              "route_links": (0, MAX_INDEX)}
+    for name, (lo, top) in ranges.items():
+        cols[name] = None if d.get(name) is None else _column(d[name], name, source, lo, top)
+    if len(cols["step"]):  # Schedule.step_bounds holds one entry per step, empty ones included
+        check_memory(f"{source}: {int(cols['step'].max()) + 1:,} steps", 8.0 * (int(cols["step"].max()) + 2))
+    return dict(collective=coll, nranks=nranks, nblocks=nblocks, denominator=denominator, nscratch=nscratch,
+                meta=meta, **cols)
+
+
+def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
+    """Rebuild a schedule from :func:`to_dict` output, strictly (:func:`validate_dict`).
+
+    Raises:
+        ScheduleFormatError: wrong format name or version, a missing, unknown, mistyped or out-of-range field.
+        ScheduleError: fields present but inconsistent.
+        ResourceError: the schedule would exceed the memory budget.
+    """
+    fields = validate_dict(d, source=source)
     try:
-        arrays = {k: np.asarray(d[k], dtype=np.int64) for k in _ARRAYS}
-        optional = {k: None if d.get(k) is None else np.asarray(d[k], dtype=np.int64) for k in _OPTIONAL}
-    except (TypeError, ValueError) as exc:
-        raise ScheduleFormatError(f"{source}: schedule arrays must hold integers ({exc})") from None
-    try:
-        return Schedule(d["collective"], int(d["nranks"]), int(d["nblocks"]),
-                        denominator=int(d.get("denominator", 1)), nscratch=int(d.get("nscratch", 0)),
-                        meta=dict(d.get("meta") or {}), **arrays, **optional)
+        return Schedule(**fields)
     except ScheduleError as exc:
         raise ScheduleError(f"{source}: {exc}") from None
 
@@ -74,27 +205,84 @@ def save(schedule: Schedule, path) -> Path:
     return path
 
 
-def load(path) -> Schedule:
-    """Read a schedule written by :func:`save`.
+def _parse_json(text: str, source: str):
+    try:
+        return json.loads(text)  # NaN/Infinity parse (meta may hold them) and are refused where numbers are checked
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise ScheduleFormatError(f"{source}: not valid JSON ({exc}); expected a directcoll schedule "
+                                  "(.json or .npz)") from None
+
+
+def read_npz(path) -> dict:
+    """The document of an ``.npz`` schedule: its JSON header with its arrays, each array's size checked against
+    the memory budget (from the ``.npy`` header) before it is read.
 
     Raises:
-        ScheduleFormatError: the file is missing, not JSON / npz, or not a directcoll schedule.
+        ScheduleFormatError: not a zip of ``.npy`` arrays, no 0-d string ``header``, a header that is not JSON,
+            an object (pickled) array.
+        ResourceError: an array larger than the memory budget.
     """
     path = Path(path)
-    if not path.exists():
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = {n[:-4]: n for n in zf.namelist() if n.endswith(".npy")}
+            unknown = sorted(set(members) - {"header", *_ARRAYS, *_OPTIONAL})
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], _ARRAYS + _OPTIONAL, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ScheduleFormatError(f"{path}: unknown array {unknown[0]!r}{hint}; accepted arrays: "
+                                          f"{', '.join(_ARRAYS + _OPTIONAL)}")
+            if "header" not in members:
+                raise ScheduleFormatError(f"{path}: not a readable .npz schedule (it has no 'header' array)")
+            shapes = {}
+            for key in ("header", *_ARRAYS, *_OPTIONAL):
+                if key not in members:
+                    continue
+                with zf.open(members[key]) as f:
+                    version = np.lib.format.read_magic(f)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(f)
+                shapes[key] = (shape, dtype)
+                nbytes = float(math.prod(shape)) * dtype.itemsize
+                check_memory(f"{path}: array {key!r} ({'x'.join(map(str, shape)) or 'scalar'} of {dtype})", nbytes)
+            with np.load(path, allow_pickle=False) as z:
+                header = z["header"]
+                if header.shape != () or header.dtype.kind != "U":
+                    raise ScheduleFormatError(f"{path}: not a readable .npz schedule ('header' is a "
+                                              f"{shapes['header'][0]} array of {header.dtype}; expected one JSON "
+                                              "string)")
+                d = _parse_json(str(header), str(path))
+                if isinstance(d, dict):  # anything else is rejected by validate_dict
+                    clash = [k for k in _ARRAYS + _OPTIONAL if k in d and k in members]
+                    if clash:
+                        raise ScheduleFormatError(f"{path}: field {clash[0]!r} is both in the header and an array")
+                    d.update({k: z[k] for k in _ARRAYS + _OPTIONAL if k in members})
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
+        raise ScheduleFormatError(f"{path}: not a readable .npz schedule ({exc})") from None
+    return d
+
+
+def load(path) -> Schedule:
+    """Read a schedule written by :func:`save`, strictly (:func:`validate_dict`).
+
+    Raises:
+        ScheduleFormatError: the file is missing, not JSON / npz, not a directcoll schedule, or a field is
+            missing, unknown, of the wrong type or out of range (the message names the file and the field).
+        ScheduleError: the fields are inconsistent.
+        ResourceError: reading it would exceed the memory budget.
+    """
+    path = Path(path)
+    if not path.is_file():
         raise ScheduleFormatError(f"{path}: no such schedule file")
     if path.suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                d = json.loads(str(z["header"]))
-                if isinstance(d, dict):  # anything else is rejected by from_dict
-                    d.update({k: z[k] for k in _ARRAYS + _OPTIONAL if k in z.files})
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-            raise ScheduleFormatError(f"{path}: not a readable .npz schedule ({exc})") from None
-        return from_dict(d, source=str(path))
+        return from_dict(read_npz(path), source=str(path))
+    check_memory(f"reading {path}", float(path.stat().st_size) * JSON_BYTES_PER_CHAR)
     try:
-        d = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
         raise ScheduleFormatError(f"{path}: not valid JSON ({exc}); expected a directcoll schedule "
                                   "(.json or .npz)") from None
-    return from_dict(d, source=str(path))
+    except OSError as exc:
+        raise ScheduleFormatError(f"{path}: cannot read the schedule file ({exc.strerror or exc})") from None
+    return from_dict(_parse_json(text, str(path)), source=str(path))

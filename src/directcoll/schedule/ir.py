@@ -124,7 +124,10 @@ class Schedule:
         object.__setattr__(self, "collective", Collective.parse(self.collective))
         for name in ("step", "src", "dst", "piece_offsets", "piece_start", "piece_stop"):
             object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
-        object.__setattr__(self, "op", np.ascontiguousarray(self.op, dtype=np.uint8))
+        op = np.asarray(self.op)
+        if op.size and (op.dtype.kind not in "iub" or op.min() < 0 or op.max() > 1):  # before narrowing to uint8
+            raise ScheduleError("op must be 0 (copy) or 1 (reduce)")
+        object.__setattr__(self, "op", np.ascontiguousarray(op, dtype=np.uint8))
         for name in ("route_offsets", "route_links", "piece_shift"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))

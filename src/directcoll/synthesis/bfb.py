@@ -51,6 +51,7 @@ from scipy.sparse.csgraph import shortest_path
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.lp import LinearProgram, Solver
+from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, relabel, reverse
 from directcoll.topology.model import Topology
@@ -91,7 +92,14 @@ def _graph(topology: Topology, transpose: bool) -> _Graph:
 
 
 def _distances(g: _Graph) -> np.ndarray:
-    """(N, N) int64, dist[v, x] = hops from v to x along g's links."""
+    """(N, N) int64, dist[v, x] = hops from v to x along g's links.
+
+    Raises:
+        ResourceError: the dense matrices (rustworkx's float64 one and the int64 copy) would exceed the memory
+            budget; checked first, as rustworkx aborts the process when an allocation fails.
+    """
+    check_memory(f"BFB's all-pairs distance matrix of {g.topology.spec} ({g.n:,} x {g.n:,})",
+                 16.0 * float(g.n) ** 2 + 200.0 * float(len(g.src)))
     dg = rx.PyDiGraph()
     dg.add_nodes_from(range(g.n))
     dg.add_edges_from_no_data(list(zip(g.src.tolist(), g.dst.tolist(), strict=True)))

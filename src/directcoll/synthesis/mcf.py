@@ -72,11 +72,15 @@ from directcoll.errors import DirectcollError, SolverError, SolverLimitError, To
 from directcoll.lp import METHODS as LP_METHODS
 from directcoll.lp import LinearProgram
 from directcoll.lp import solve as lp_solve
+from directcoll.resources import check_memory
 from directcoll.topology.model import Topology
 
 METHODS = ("auto", "link", "decomposed", "symmetric", "automorphism")
 SOLVERS = LP_METHODS
 COMMODITIES = ("source", "pair")
+#: Peak bytes per column (commodity x link) of building a flow LP's index arrays and sparse matrix (measured
+#: about 270 with tracemalloc), checked before the arrays are allocated.
+BYTES_PER_FLOW_COLUMN = 320
 #: Flow values at or below this (in units of the reference capacity) are dropped from the returned flows.
 FLOW_EPS = 1e-12
 
@@ -292,6 +296,17 @@ class McfResult:
 
 
 # -- LP construction ------------------------------------------------------------------------------------------
+def _check_flow_lp(commodities: int, links: int, demands: int, on: str = "") -> None:
+    """Refuse a flow LP whose construction would exceed the memory budget, before any array is allocated.
+
+    Raises:
+        ResourceError: over the budget (:func:`directcoll.resources.check_memory`).
+    """
+    where = f" on {on}" if on else ""
+    check_memory(f"the multi-commodity flow LP{where} ({commodities:,} commodities x {links:,} links)",
+                 BYTES_PER_FLOW_COLUMN * float(commodities) * float(links) + 40.0 * float(demands))
+
+
 def _flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm, dem_node, *,
              fixed_demand: float | None = None) -> LinearProgram:
     """Multi-commodity flow LP over the links given (every commodity may use every one of them).
@@ -306,6 +321,7 @@ def _flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm
     link_src, link_dst = np.asarray(link_src, dtype=np.int64), np.asarray(link_dst, dtype=np.int64)
     comm_source = np.asarray(comm_source, dtype=np.int64)
     nl, nc = len(link_src), len(comm_source)
+    _check_flow_lp(nc, nl, len(dem_comm))
     ncol = nc * nl
     c_of = np.repeat(np.arange(nc, dtype=np.int64), nl)
     j_of = np.tile(np.arange(nl, dtype=np.int64), nc)
@@ -342,6 +358,7 @@ def _flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm
 def _source_lp(net: FlowNetwork) -> LinearProgram:
     """Source-aggregated LP (Basu eq. 6-9, Zhao LP 3): one commodity per compute node."""
     n = net.num_compute
+    _check_flow_lp(n, net.num_links, n * (n - 1))
     s, t = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     off = s != t
     return _flow_lp(net.num_nodes, net.link_src, net.link_dst, net.capacity, np.arange(n), s[off], t[off])
@@ -350,6 +367,7 @@ def _source_lp(net: FlowNetwork) -> LinearProgram:
 def _pair_lp(net: FlowNetwork) -> tuple[LinearProgram, np.ndarray, np.ndarray]:
     """Per-pair LP (Basu eq. 1-5): commodities (s, d), s != d."""
     n = net.num_compute
+    _check_flow_lp(n * (n - 1), net.num_links, n * (n - 1))
     s, t = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     off = s != t
     src, dst = s[off], t[off]
@@ -546,6 +564,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
             method; ``workers < 1``; a non-positive bandwidth.
         SpecError: an unknown topology spec.
         SolverError: HiGHS does not reach an optimal solution (SolverLimitError: a limit in ``highs_options``).
+        ResourceError: the LP (commodities x links columns) would need more memory than the budget.
         DirectcollError: a bandwidth string cannot be read.
     """
     from directcoll.topology.spec import parse
@@ -581,6 +600,8 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
                                     f"not {method!r}")
     common = dict(method=method, spec=topology.spec, network=net, reference_bandwidth=ref, host_bandwidth=host)
     n, e = net.num_compute, net.num_links
+    if method == "link":  # sized before anything grows with commodities x links
+        _check_flow_lp(n * (n - 1) if commodities == "pair" else n, e, n * (n - 1), on=topology.spec)
     # Solve with capacities divided by an upper bound on F (every pair crosses at least one link), so that F
     # and the flows are O(1) against HiGHS's absolute tolerances; multiply back afterwards.
     scale = float(net.capacity.sum()) / (n * (n - 1))

@@ -20,7 +20,7 @@ from itertools import combinations
 import numpy as np
 
 from directcoll.errors import SpecError
-from directcoll.topology.generators import _cayley, _check_shape, _spec_shape
+from directcoll.topology.generators import _brief, _cayley, _check_shape, _spec_shape, sized
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 
 BW = DEFAULT_LINK_BANDWIDTH
@@ -57,6 +57,7 @@ def _undirected(kind: str, spec: str, n: int, edges, link_bandwidth: float, link
 
 
 # -- complete bipartite ----------------------------------------------------------------------------------------
+@sized
 def bipartite(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Complete bipartite graph K_{n,n} (Zhao et al. Fig. 1, Table 9): 2n nodes, degree n, diameter 2 (1 for
     n = 1); distance-regular with intersection array {n, n-1; 1, n}.
@@ -73,6 +74,7 @@ def bipartite(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) 
     return _cayley("bipartite", f"bipartite:{n}", (2, n), offsets, link_bandwidth, link_latency)
 
 
+@sized
 def bipartite_minus_matching(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """K_{n,n} minus a perfect matching (K_{n,n} - I, Zhao et al. Table 8): 2n nodes, degree n - 1, diameter 3;
     distance-regular with intersection array {n-1, n-2, 1; 1, n-2, n-1}.
@@ -90,6 +92,7 @@ def bipartite_minus_matching(n: int, *, link_bandwidth: float = BW, link_latency
 
 
 # -- Hamming graph ---------------------------------------------------------------------------------------------
+@sized
 def hamming(n: int, q: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Hamming graph H(n, q) (Zhao et al. Table 9, Fig. 3): words of length n over an alphabet of q letters,
     adjacent when they differ in exactly one position.
@@ -123,6 +126,7 @@ def theorem22_m(n: int) -> int:
     return m
 
 
+@sized
 def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: float = BW,
               link_latency: float = LAT) -> Topology:
     """Circulant graph C(n, {a_1..a_k}) (Zhao et al. Def. 18): node i linked to i +- a_1, ..., i +- a_k (mod n).
@@ -151,7 +155,7 @@ def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: fl
         offs.append(a % n)
     g = math.gcd(n, *offs)
     if g != 1:
-        raise SpecError(f"circulant:{n}: offsets {offs} leave the graph disconnected: "
+        raise SpecError(f"circulant:{n}: offsets {_brief(offs)} leave the graph disconnected: "
                         f"gcd(N, a_1..a_k) = {g}, must be 1")
     signs = (1, -1) if bidirectional else (1,)
     gens = np.array([[s * a] for a in offs for s in signs], dtype=np.int64)
@@ -160,6 +164,7 @@ def circulant(n: int, offsets, *, bidirectional: bool = True, link_bandwidth: fl
                    {"offsets": tuple(offs), "bidirectional": bidirectional})
 
 
+@sized
 def circulant_opt4(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Minimum-diameter degree-4 circulant of Zhao et al. Theorem 22 (Boesch & Wang, IEEE TCAS 1985): for
     n > 6 and m = ceil((-1 + sqrt(2n - 1)) / 2), C(n, {m, m+1}) has diameter m, the least diameter of any
@@ -198,6 +203,7 @@ def shifted_ring_stride(n: int) -> int:
     return 1  # not reached: gcd(1, n) = 1
 
 
+@sized
 def shifted_ring(n: int, stride: int | None = None, *, link_bandwidth: float = BW,
                  link_latency: float = LAT) -> Topology:
     """TopoOpt's ShiftedRing topology (Zhao et al. Sec. 8.2 baseline, degree 4): the superposition of two
@@ -256,6 +262,7 @@ def double_binary_tree_parents(n: int) -> np.ndarray:
     return parents
 
 
+@sized
 def double_binary_tree(n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """The double binary tree topology (Zhao et al. Sec. 8.2 baseline: "the topology and schedule from
     [38, 71]"): one bidirectional link per tree edge of :func:`double_binary_tree_parents`.
@@ -282,6 +289,7 @@ def _arcs_without_loops(kind: str, spec: str, n: int, src: np.ndarray, dst: np.n
     return _from_links(kind, spec, n, src[~loop], dst[~loop], link_bandwidth, link_latency, params=params)
 
 
+@sized
 def generalized_kautz(d: int, n: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Generalized Kautz digraph Pi_{d,n} (Imase & Itoh 1983; Zhao et al. Def. 16): vertices Z_n, arcs
     x -> -d*x - a (mod n) for a = 1..d. Port a-1 of x is the arc with that a.
@@ -331,6 +339,7 @@ def automorphisms(topo: Topology) -> np.ndarray | None:
     return None
 
 
+@sized
 def kautz(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Kautz digraph K(d, D): the generalized Kautz digraph Pi_{d,N} with N = d^D + d^(D-1) (Zhao et al. after
     Def. 16, Imase & Itoh), isomorphic to the classic Kautz graph on strings of length D over d+1 letters
@@ -348,6 +357,7 @@ def kautz(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: fl
     return _pi(d, n, "kautz", f"kautz:{d}:{big_d}", link_bandwidth, link_latency, {"d": d, "D": big_d, "N": n})
 
 
+@sized
 def de_bruijn(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """de Bruijn digraph B(d, D) (Zhao et al. Table 9, Fig. 20): vertices Z_{d^D} (D-digit words in base d),
     arcs x -> d*x + a (mod d^D) for a = 0..d-1 (shift left, append digit a).
@@ -371,6 +381,25 @@ def de_bruijn(d: int, diameter: int, *, link_bandwidth: float = BW, link_latency
 # -- random expanders: Jellyfish and Xpander (Basu et al. Sec. 5.4, Fig. 10) -----------------------------------
 #: A seeded draw that comes out disconnected is redrawn with the next seed, at most this many times.
 MAX_DRAWS = 100
+#: Most work the random draws of one Jellyfish or Xpander may take, in units of N d (d + 60) per draw
+#: (rustworkx's sampler grows with N d^2, the edge list with N d), about a minute; a degree-2 graph is a union of
+#: cycles, connected only by luck, so it counts :data:`MAX_DRAWS` draws.
+MAX_DRAW_WORK = 4e9
+#: Largest seed of a draw: a redrawn seed (seed + MAX_DRAWS) stays a 64-bit integer (rustworkx's seeds).
+MAX_SEED = 2**63 - 1 - MAX_DRAWS
+
+
+def _brief_int(value: int) -> str:
+    """An integer for a message: exact up to 24 digits, else its power of two (no huge decimal conversions)."""
+    return str(value) if value.bit_length() <= 79 else f"about 2^{value.bit_length() - 1}"
+
+
+def _check_draw_work(spec: str, n: int, d: int, per_link: int) -> None:
+    from directcoll.resources import check_work
+
+    draws = MAX_DRAWS if d == 2 else 1
+    check_work(f"topology {spec} ({draws} draw{'s' if draws > 1 else ''})", float(n) * d * per_link * draws,
+               MAX_DRAW_WORK, "sampler steps")
 
 
 def _connected(n: int, edges: np.ndarray) -> bool:
@@ -389,6 +418,7 @@ def _draw_connected(kind: str, spec: str, n: int, seed: int, draw) -> tuple[np.n
     raise SpecError(f"{spec}: {MAX_DRAWS} draws from seed {seed} on were all disconnected; pick a larger degree")
 
 
+@sized
 def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Jellyfish (Singla et al., NSDI'12): a uniformly random simple d-regular graph on n nodes, bidirectional
     links (``rustworkx.random_regular_graph``, seeded, so a spec names one graph).
@@ -397,17 +427,28 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
     ``params["seed_used"]`` says which seed the graph came from. Basu et al. (Fig. 10) compare it with
     generalized Kautz, Xpander and 2D tori at d = 4.
 
+    rustworkx's sampler slows down without bound as d nears N (d = 180 of N = 200 takes minutes), so d is at
+    most N/2, and draws that would take longer than about a minute (:data:`MAX_DRAW_WORK`) are refused.
+
     Raises:
-        SpecError: d < 2, n <= d, n * d odd, or no connected draw in :data:`MAX_DRAWS` seeds.
+        SpecError: d < 2, n <= d, n * d odd, d > n / 2, or no connected draw in :data:`MAX_DRAWS` seeds.
+        ResourceError: the draws would take too long (:data:`MAX_DRAW_WORK`).
     """
     import rustworkx as rx
 
     d = _need_int("jellyfish", "d", d, 2)
     n = _need_int("jellyfish", "N", n, 1)
     seed = _need_int("jellyfish", "seed", seed, 0)
+    if seed > MAX_SEED:
+        raise SpecError(f"jellyfish: seed must lie in 0..{MAX_SEED:,} (rustworkx takes 64-bit seeds, redraws add up "
+                        f"to {MAX_DRAWS}), got {_brief_int(seed)}")
     spec = f"jellyfish:{n}:{d}:{seed}"
     if n <= d or (n * d) % 2:
         raise SpecError(f"{spec}: a simple d-regular graph needs N > d and N * d even, got N={n}, d={d}")
+    if 2 * d > n:
+        raise SpecError(f"{spec}: d must lie in 2..N/2 = 2..{n // 2} (rustworkx's sampler stalls near d = N), "
+                        f"got d={d}")
+    _check_draw_work(spec, n, d, d + 60)
 
     def draw(s: int) -> np.ndarray:
         return np.array(rx.random_regular_graph(n, d, seed=s).edge_list(), dtype=np.int64).reshape(-1, 2)
@@ -417,6 +458,7 @@ def jellyfish(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link
                        params={"N": n, "d": d, "seed": seed, "seed_used": used})
 
 
+@sized
 def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Xpander (Valadarsky et al., CoNEXT'16): a random L-lift of the complete graph K_{d+1}, n = L (d + 1).
 
@@ -427,6 +469,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
 
     Raises:
         SpecError: d < 2, n not a multiple of d + 1, or no connected draw in :data:`MAX_DRAWS` seeds.
+        ResourceError: the draws would take too long (:data:`MAX_DRAW_WORK`; degree 2 counts every draw).
     """
     d = _need_int("xpander", "d", d, 2)
     n = _need_int("xpander", "N", n, 1)
@@ -436,6 +479,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
         lo = max(d + 1, n // (d + 1) * (d + 1))
         raise SpecError(f"{spec}: a lift of K_{d + 1} has a multiple of d + 1 = {d + 1} nodes, got N={n} "
                         f"(nearest: {lo} or {lo + d + 1})")
+    _check_draw_work(spec, n, d, 60)
     lift = n // (d + 1)
     pairs = np.array(list(combinations(range(d + 1), 2)), dtype=np.int64)
 
@@ -453,6 +497,7 @@ def xpander(n: int, d: int, seed: int = 0, *, link_bandwidth: float = BW, link_l
 
 
 # -- twisted hypercube and twisted torus ---------------------------------------------------------------------
+@sized
 def twisted_hypercube(k: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Twisted hypercube TQ_k (Esfahanian, Ni & Sagan, IEEE TC 1991 -- Zhao et al. ref. [28], Sec. 7 testbed):
     the hypercube Q_k with the 4-cycle 0-1-3-2 twisted, i.e. the links {0,1} and {2,3} replaced by {0,3}
@@ -520,6 +565,7 @@ def _smith_columns(matrix: list[list[int]]) -> tuple[list[int], np.ndarray]:
     return [a[t][t] for t in range(size)], np.array(v, dtype=np.int64)
 
 
+@sized
 def twisted_torus(shape, twists=None, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Twisted torus (Camara et al., IEEE TPDS 2010 -- Zhao et al. ref. [26]; the TPU v4 twisted 3D torus of
     Jouppi et al. ISCA'23): a D-dimensional torus d_0 x ... x d_(D-1) whose wrap-around links in every
@@ -547,9 +593,9 @@ def twisted_torus(shape, twists=None, *, link_bandwidth: float = BW, link_latenc
     twists = tuple([last // 2] * (len(shape) - 1) if twists is None else (int(t) for t in twists))
     if len(twists) != len(shape) - 1:
         raise SpecError(f"twistedtorus:{_spec_shape(shape)}: needs {len(shape) - 1} twist(s), one per dimension "
-                        f"but the last, got {len(twists)}: {twists}")
+                        f"but the last, got {len(twists)}: {_brief(twists)}")
     if any(not 0 <= t < last for t in twists):
-        raise SpecError(f"twistedtorus:{_spec_shape(shape)}: twists must lie in 0..{last - 1}, got {twists}")
+        raise SpecError(f"twistedtorus:{_spec_shape(shape)}: twists must lie in 0..{last - 1}, got {_brief(twists)}")
     dim = len(shape)
     lattice = [[0] * dim for _ in range(dim)]
     for i, d in enumerate(shape):
@@ -596,6 +642,7 @@ def _odd_graph_edges(k: int) -> tuple[int, np.ndarray]:
     return len(masks), np.array(edges, dtype=np.int64)
 
 
+@sized
 def odd_graph(k: int, *, link_bandwidth: float = BW, link_latency: float = LAT) -> Topology:
     """Odd graph O_k: the (k-1)-subsets of a (2k-1)-set, adjacent when disjoint (Zhao et al. Table 8: O_4).
 
@@ -632,12 +679,19 @@ def intersection_array(topo: Topology) -> tuple[tuple[int, ...], tuple[int, ...]
     """({b_0, ..., b_(D-1)}, {c_1, ..., c_D}) when the compute-node graph is distance-regular (Zhao et al.
     Def. 17: for every pair x, y at distance i, y has c_i neighbours at distance i-1 from x, a_i at distance
     i and b_i at distance i+1), else None. Only for bidirectional topologies; parallel links count once.
-    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes."""
+    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes.
+
+    Raises:
+        ResourceError: the dense N x N distance and layer matrices would exceed the memory budget.
+    """
+    from directcoll.resources import check_memory
     from directcoll.topology.routing import bfs_distances
 
     n = topo.num_compute
     if topo.num_nodes != n or (topo.reverse_link < 0).any():
         return None
+    # distances (int64 and scipy's float64), adjacency and three float32 layers, the boolean masks
+    check_memory(f"the intersection array of {topo.spec} (dense {n:,} x {n:,} matrices)", 40.0 * n * n)
     dist = bfs_distances(topo, np.arange(n))
     adj = np.zeros((n, n), dtype=np.float32)
     adj[topo.link_src, topo.link_dst] = 1.0  # parallel links count once

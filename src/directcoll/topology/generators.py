@@ -6,16 +6,46 @@ paper's SST setup (400 Gb/s, 100 ns), and returns a :class:`~directcoll.topology
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from directcoll.errors import SpecError
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
 
 
+def sized(fn):
+    """Decorator of a public generator: before building, size the topology from the call's arguments
+    (:func:`directcoll.topology.spec.check_call`: the node and link caps and the memory budget), so that direct
+    library calls are refused as fast as spec strings are.
+
+    Raises (the wrapped generator):
+        SpecError: over :data:`~directcoll.topology.spec.MAX_NODES` nodes or
+            :data:`~directcoll.topology.spec.MAX_LINKS` links.
+        ResourceError: building it would need more memory than the budget.
+    """
+    @functools.wraps(fn)
+    def build(*args, **kwargs):
+        from directcoll.topology.spec import check_call
+
+        check_call(build, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return build
+
+
+def _brief(values) -> str:
+    """A tuple of numbers for an error message, its middle left out past 8 entries."""
+    values = tuple(values)
+    if len(values) <= 8:
+        return str(values)
+    return f"({', '.join(map(str, values[:4]))}, ..., {', '.join(map(str, values[-2:]))}) ({len(values)} values)"
+
+
 def _check_shape(kind: str, shape, minimum: int = 2) -> tuple[int, ...]:
     shape = tuple(int(d) for d in shape)
     if not shape or any(d < minimum for d in shape):
-        raise SpecError(f"{kind}: every dimension size must be an integer >= {minimum}, got {shape}")
+        raise SpecError(f"{kind}: every dimension size must be an integer >= {minimum}, got {_brief(shape)}")
     return shape
 
 
@@ -39,6 +69,7 @@ def _cayley(kind: str, spec: str, shape: tuple[int, ...], offsets: np.ndarray,
                     port_offsets=offsets.astype(np.int64), params=params or {})
 
 
+@sized
 def torus(shape, *, simple: bool = False, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
           link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """D-dimensional torus d0 x d1 x ... with bidirectional links to the two neighbours in every dimension.
@@ -64,6 +95,7 @@ def torus(shape, *, simple: bool = False, link_bandwidth: float = DEFAULT_LINK_B
                    {"simple": True} if simple and 2 in shape else None)
 
 
+@sized
 def ring(n: int, *, bidirectional: bool = True, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
          link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """Ring of n nodes: bidirectional (the 1D torus, 2 ports) or unidirectional (i -> i+1, 1 port).
@@ -82,6 +114,7 @@ def ring(n: int, *, bidirectional: bool = True, link_bandwidth: float = DEFAULT_
                    {"bidirectional": bidirectional})
 
 
+@sized
 def hypercube(dim: int, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
               link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """Hypercube Q_dim: 2**dim nodes, node r linked to r XOR 2**i for every i (dim ports, one cable each).
@@ -99,6 +132,7 @@ def hypercube(dim: int, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
                    link_bandwidth, link_latency)
 
 
+@sized
 def hyperx(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
            link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """HyperX (Ahn et al., SC'09; Swing Sec. 5.4.2): every node linked to every node of its row in every
@@ -136,6 +170,7 @@ def _grid_links(shape: tuple[int, ...], wraps: bool) -> tuple[np.ndarray, np.nda
     return np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
 
 
+@sized
 def mesh(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
          link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """D-dimensional mesh (a torus without wrap-around links): N = prod(d_i) nodes, up to 2D ports.
@@ -151,6 +186,7 @@ def mesh(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
                     link_latency=np.full(len(src), float(link_latency)), shape=shape, wraps=False)
 
 
+@sized
 def hammingmesh(board, grid, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
                 link_latency: float = DEFAULT_LINK_LATENCY, board_latency: float | None = None) -> Topology:
     """HammingMesh HxaMesh (Hoefler et al., SC'22; Swing Sec. 5.4.1).
@@ -205,6 +241,7 @@ def hammingmesh(board, grid, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
                     params={"board": (a, b), "grid": (x, y)})
 
 
+@sized
 def complete(n: int, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
              link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """Complete graph K_n: every node linked to every other (n - 1 ports); the "peer-to-peer network with

@@ -8,7 +8,7 @@ import numpy as np
 
 from directcoll.topology.generative import topology_moore_bound
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import bfs_distances
+from directcoll.topology.routing import bfs_chunk, bfs_distances, check_bfs_work
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,11 @@ def distance_stats(topo: Topology) -> tuple[int, float]:
     """(diameter, average distance over ordered pairs of distinct compute nodes).
 
     Cayley topologies need one BFS (every node sees the same distance profile); others run a BFS from
-    every compute node, in chunks to bound memory.
+    every compute node, in chunks of :func:`~directcoll.topology.routing.bfs_chunk` sources to bound memory.
+
+    Raises:
+        ResourceError: a non-Cayley topology too large for a BFS from every node
+            (:data:`~directcoll.topology.routing.MAX_BFS_WORK`).
     """
     n = topo.num_compute
     if n == 1:
@@ -51,9 +55,11 @@ def distance_stats(topo: Topology) -> tuple[int, float]:
     if topo.is_cayley:
         d = bfs_distances(topo, [0])[0][:n]
         return int(d.max()), float(d.sum() / (n - 1))
+    check_bfs_work(topo, n, "the diameter and average distance (a BFS from every node)")
     diameter, total = 0, 0.0
-    for start in range(0, n, 512):
-        d = bfs_distances(topo, np.arange(start, min(n, start + 512)))[:, :n]
+    step = bfs_chunk(topo)
+    for start in range(0, n, step):
+        d = bfs_distances(topo, np.arange(start, min(n, start + step)))[:, :n]
         diameter = max(diameter, int(d.max()))
         total += float(d.sum())
     return diameter, total / (n * (n - 1))
@@ -85,7 +91,11 @@ def bisection_links(topo: Topology) -> int | None:
 def describe(topo: Topology) -> TopologySummary:
     """Summarize a topology: N, switches, directed links, degree range, diameter, average distance,
     bandwidths (bytes/s), the bisection where known and the Moore-bound diameter (the topology is Moore
-    optimal when ``diameter == moore_bound_diameter``)."""
+    optimal when ``diameter == moore_bound_diameter``).
+
+    Raises:
+        ResourceError: the distances of a non-Cayley topology need too much work (:func:`distance_stats`).
+    """
     deg = topo.out_degree[: topo.num_compute]
     diameter, avg = distance_stats(topo)
     cut = bisection_links(topo)

@@ -20,7 +20,31 @@ import numpy as np
 from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import TopologyError
+from directcoll.resources import check_memory, check_work
 from directcoll.topology.model import Topology
+
+#: Bytes per (source, node) entry of :func:`bfs_distances` (scipy's float64 result, the -1 fill, the int64 copy).
+BYTES_PER_DISTANCE = 25
+#: Memory one chunk of BFS rows may take when many sources are swept (all-pairs distances, hop distances).
+CHUNK_BYTES = 64 * 2**20
+#: Most link visits (BFS sources x links) one request may need: about two minutes of scipy's BFS; beyond it
+#: the all-pairs sweeps of non-Cayley topologies (``topology describe``, hop distances, link loads) are refused.
+MAX_BFS_WORK = 4e9
+
+
+def bfs_chunk(topo: Topology) -> int:
+    """How many BFS sources fit in :data:`CHUNK_BYTES` of distance rows (1..512)."""
+    return max(1, min(512, CHUNK_BYTES // (BYTES_PER_DISTANCE * max(topo.num_nodes, 1))))
+
+
+def check_bfs_work(topo: Topology, sources: int, what: str) -> None:
+    """Refuse ``what`` when it needs ``sources`` BFS sweeps over ``topo`` beyond :data:`MAX_BFS_WORK`.
+
+    Raises:
+        ResourceError: sources x links over the limit, naming the topology.
+    """
+    check_work(f"{what} on {topo.spec} ({sources:,} BFS sources x {topo.num_links:,} links)",
+               float(sources) * float(max(topo.num_links, 1)), MAX_BFS_WORK, "link visits")
 
 
 def bfs_distances(topo: Topology, sources, *, reverse: bool = False) -> np.ndarray:
@@ -28,8 +52,13 @@ def bfs_distances(topo: Topology, sources, *, reverse: bool = False) -> np.ndarr
 
     Returns:
         int64 array of shape (len(sources), num_nodes); -1 where unreachable.
+
+    Raises:
+        ResourceError: the (sources x nodes) result would exceed the memory budget.
     """
     sources = np.atleast_1d(np.asarray(sources, dtype=np.int64))
+    check_memory(f"hop distances from {len(sources):,} sources to the {topo.num_nodes:,} nodes of {topo.spec}",
+                 BYTES_PER_DISTANCE * float(len(sources)) * float(topo.num_nodes))
     graph = topo.adjacency.T.tocsr() if reverse else topo.adjacency
     d = shortest_path(graph, unweighted=True, directed=True, indices=sources)
     d = np.where(np.isinf(d), -1, d)
@@ -96,7 +125,12 @@ def _distances_from_origin(topo: Topology) -> np.ndarray:
 def hop_distance(topo: Topology, src, dst) -> np.ndarray:
     """Shortest-path hop counts between compute nodes, vectorized over pairs (int64, same shape as src).
 
-    Cayley topologies use one BFS from node 0 and translation; others run one BFS per distinct source.
+    Cayley topologies use one BFS from node 0 and translation; others run one BFS per distinct source, in
+    chunks of :func:`bfs_chunk` sources.
+
+    Raises:
+        ResourceError: more BFS work than :data:`MAX_BFS_WORK`.
+        TopologyError: some destination is unreachable.
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
@@ -105,9 +139,11 @@ def hop_distance(topo: Topology, src, dst) -> np.ndarray:
     out = np.empty(src.size, dtype=np.int64)
     s_flat, d_flat = src.ravel(), dst.ravel()
     uniq, inv = np.unique(s_flat, return_inverse=True)
-    for chunk in range(0, len(uniq), 256):
-        rows = bfs_distances(topo, uniq[chunk: chunk + 256])
-        sel = (inv >= chunk) & (inv < chunk + 256)
+    check_bfs_work(topo, len(uniq), "hop distances")
+    step = bfs_chunk(topo)
+    for chunk in range(0, len(uniq), step):
+        rows = bfs_distances(topo, uniq[chunk: chunk + step])
+        sel = (inv >= chunk) & (inv < chunk + step)
         out[sel] = rows[inv[sel] - chunk, d_flat[sel]]
     if (out < 0).any():
         raise TopologyError(f"{topo.spec}: some destination is unreachable")
@@ -123,6 +159,10 @@ def link_loads(topo: Topology, src, dst, amount) -> np.ndarray:
 
     Returns:
         float64 array of shape (L,), the load of every link under even splitting over all shortest paths.
+
+    Raises:
+        ResourceError: more BFS work than :data:`MAX_BFS_WORK` (non-Cayley topologies: one BFS per source), or
+            translated routes over the memory budget (Cayley topologies).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
@@ -137,11 +177,15 @@ def link_loads(topo: Topology, src, dst, amount) -> np.ndarray:
         for o in np.unique(off):
             links, share = _cayley_pattern(topo, int(o))
             sel = off == o
+            check_memory(f"link loads of {int(sel.sum()):,} transfers over {len(links):,} links each on {topo.spec}",
+                         32.0 * float(sel.sum()) * float(len(links)))
             moved = topo.translate_links(links[None, :], src[sel][:, None])
             loads += np.bincount(moved.ravel(), weights=(amount[sel][:, None] * share[None, :]).ravel(),
                                  minlength=topo.num_links)
         return loads
-    for s in np.unique(src):
+    sources = np.unique(src)
+    check_bfs_work(topo, len(sources), "link loads")
+    for s in sources:
         sel = src == s
         loads += _source_loads(topo, int(s), dst[sel], amount[sel])
     return loads

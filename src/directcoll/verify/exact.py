@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from directcoll.errors import ScheduleError
+from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, alltoall_endpoints
 
 #: Refuse to allocate more state than this (N x segments x 8 bytes).
@@ -136,13 +137,20 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
 
     Raises:
         ScheduleError: the state would exceed MAX_STATE_BYTES (N x segments x 8 bytes).
+        ResourceError: the state (estimated before it is allocated) would exceed the memory budget.
     """
     s = schedule
+    n, total = s.nranks, s.nblocks + s.nscratch
+    # segment bounds before they exist: every unit of the coordinate with displaced pieces, else block
+    # boundaries and piece ends (an upper bound); the state is N x segments words (plus the expected words)
+    max_seg = total * s.denominator if s.piece_shift is not None else total + 2 * s.num_pieces
+    what = f"verify {s.algorithm} {s.collective.value} on {n} ranks ({max_seg:,} segments)"
+    check_memory(what, 8.0 * (max_seg + 1) * 4)  # bounds, block of each bound, searchsorted results
+    if s.piece_shift is not None:
+        _check_state(what, n, max_seg)
     seg = _Segments(s)
-    n, nseg = s.nranks, seg.count
-    if n * nseg * 8 > MAX_STATE_BYTES:
-        raise ScheduleError(f"verify: {n} ranks x {nseg} segments needs {n * nseg * 8 / 2**30:.1f} GiB of "
-                            f"state; the limit is {MAX_STATE_BYTES / 2**30:.0f} GiB")
+    nseg = seg.count
+    _check_state(f"verify {s.algorithm} {s.collective.value} on {n} ranks ({nseg:,} segments)", n, nseg)
     rng = np.random.default_rng(seed)
     state = rng.integers(0, np.iinfo(np.uint64).max, size=(n, nseg), dtype=np.uint64, endpoint=True)
     seg_owner = None if s.owner is None else s.owner[seg.block[: seg.data]]
@@ -155,14 +163,16 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
         expected = state[:, : seg.data].sum(axis=0, dtype=np.uint64)  # scratch holds no data
     flat = state.reshape(-1)
     pt = s.piece_transfer
-    bounds = s.step_bounds
+    steps = np.unique(s.step)  # only the steps that have transfers: step numbers may be sparse
+    bounds = np.searchsorted(s.step, steps)
+    ends = np.searchsorted(s.step, steps, side="right")
     result = dict(collective=s.collective.value, algorithm=s.algorithm, ranks=n, steps=s.num_steps,
                   transfers=s.num_transfers, segments=nseg)
 
-    for t in range(s.num_steps):
+    for t, first, end in zip(steps.tolist(), bounds.tolist(), ends.tolist(), strict=True):
         if on_step is not None:
             on_step(t, s.num_steps)
-        p0, p1 = s.piece_offsets[bounds[t]], s.piece_offsets[bounds[t + 1]]
+        p0, p1 = s.piece_offsets[first], s.piece_offsets[end]
         if p0 == p1:
             continue
         tr = pt[p0:p1]
@@ -206,6 +216,15 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
     step, reason = _diagnose(s, seg, rank, cell) if s.piece_shift is None else _last_write(s, seg, rank, cell)
     return VerifyResult(False, **result, failure=Failure(
         step, rank, seg.interval(cell), f"{int(expected[cell]):#018x}", f"{int(state[rank, cell]):#018x}", reason))
+
+
+def _check_state(what: str, n: int, nseg: int) -> None:
+    """Refuse a verifier state of N x ``nseg`` 64-bit words over :data:`MAX_STATE_BYTES` or the memory budget."""
+    nbytes = 8.0 * n * nseg
+    if nbytes > MAX_STATE_BYTES:
+        raise ScheduleError(f"verify: {n} ranks x {nseg} segments needs {nbytes / 2**30:.1f} GiB of "
+                            f"state; the limit is {MAX_STATE_BYTES / 2**30:.0f} GiB")
+    check_memory(what, nbytes + 8.0 * nseg)  # the state and the expected words
 
 
 def _first_mismatch(s: Schedule, state, expected, seg_owner) -> tuple[int, int] | None:
