@@ -144,6 +144,14 @@ def test_counts_below_their_minimum_are_refused(tmp_path, argv, match):
     refused(*argv, match=match, cwd=tmp_path)
 
 
+def test_a_finder_over_a_huge_network_is_refused_by_the_work_limit():
+    from directcoll.synthesis.finder import MAX_NODES
+
+    refused("find-topology", "--nodes", str(10**8), "--degree", "4", match="over the limit", seconds=5.0,
+            limit_as=3 * 2**30)
+    refused("find-topology", "--nodes", str(MAX_NODES + 1), "--degree", "4", match=f"{MAX_NODES:,} nodes")
+
+
 def test_a_million_sizes_are_refused_by_the_work_limit():
     many = ",".join(["1KiB"] * 20_000)
     refused("compare", "ring:8", "--sizes", many, match="over the limit")

@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Search base topologies x expansions (line graph, degree, Cartesian power and "
                                      "product, bidirectional) with the theorems' predicted T_L and T_B (Zhao et al. "
                                      "Sec. 5.4), keep the Pareto frontier and name the best one for the workload.")
-    fnd.add_argument("--nodes", type=count(2), required=True, help="number of nodes N, >= 2")
+    fnd.add_argument("--nodes", type=count(2), required=True, help="number of nodes N, 2 to 2^20")
     fnd.add_argument("--degree", type=count(1), required=True, help="links out of every node, d >= 1")
     fnd.add_argument("--alpha", default="10us", help="per-step latency α (default 10us, the paper's Table 4)")
     fnd.add_argument("--bandwidth", default="100Gbps", help="node bandwidth B = d x link bandwidth (default 100Gbps)")

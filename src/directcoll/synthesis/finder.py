@@ -38,6 +38,9 @@ from directcoll.topology.spec import parse
 MAX_BASE_NODES = 1024
 #: largest unidirectional 2-offset circulant base (its offsets are found by exhaustive search)
 MAX_UNI_CIRCULANT = 64
+#: largest target N: the bases are enumerated over N's divisors and the expansions up to N (N = 2^20 takes about a
+#: minute and 400 MB; N = 10^8 ran out of 23 GB)
+MAX_NODES = 2**20
 
 
 @dataclass(frozen=True)
@@ -272,9 +275,13 @@ def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: It
 
     Raises:
         DirectcollError: N < 2 or d < 1, or nothing reaches (N, d).
+        ResourceError: N over :data:`MAX_NODES`.
     """
+    from directcoll.resources import check_work
+
     if int(nodes) != nodes or nodes < 2 or int(degree) != degree or degree < 1:
         raise DirectcollError(f"find-topology needs nodes >= 2 and degree >= 1, got nodes={nodes}, degree={degree}")
+    check_work(f"find-topology for N={int(nodes):,}", nodes, MAX_NODES, "nodes")
     nodes, degree = int(nodes), int(degree)
     sizes = [float(m) for m in m_over_b]
     report = progress or (lambda *_: None)
