@@ -73,21 +73,34 @@ def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm
     return alg, topo, coll
 
 
-#: Bytes per transfer of a built schedule (step, src, dst, op, piece offset, one piece's ends) and its step-model
-#: routing, rounded up: what :func:`estimate_bytes` multiplies the transfer count by.
-BYTES_PER_TRANSFER = 64
+#: Bytes per transfer of a built schedule at its peak while building (step, src, dst, op, pieces, the builder's
+#: lists and the final concatenation): measured on torus:64x64 with 4 ports, 118 B (bucket, 4.1 M transfers),
+#: 155 B (swing bandwidth), 213 B (recursive doubling): what :func:`estimate_bytes` multiplies transfers by.
+BYTES_PER_TRANSFER = 128
 #: Bytes per (rank, rank) pair of the algorithms whose construction tracks N pieces per rank (Swing's bandwidth
 #: variant for N not a power of two, the generalized allreduce): measured 136-250 B on torus:30x30 and torus:60x60
 #: (1,970 MB and 1,770 MB at N = 3,600), so 128 is a lower bound.
 BYTES_PER_PAIR = 128
 #: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
 QUADRATIC = {"swing": ("bandwidth", None), "generalized": None}
+#: Algorithms whose steps grow linearly: a ring's 2 (N - 1) steps, a bucket's 2 sum_i (d_i - 1) on a grid of
+#: sides d_i (bucket on torus:64x64 with 4 ports: 252 steps, 4.1 M transfers).
+LINEAR_STEPS = ("ring", "shifted-ring", "bucket")
+
+
+def _steps(name: str, topology: Topology, n: float) -> float:
+    """Steps of a ``name`` allreduce on ``topology``: linear for :data:`LINEAR_STEPS`, else 2 ceil(log2 N)."""
+    if name in LINEAR_STEPS:
+        if name == "bucket" and topology.shape:
+            return 2.0 * sum(float(d) - 1.0 for d in topology.shape)
+        return 2.0 * (n - 1.0)
+    return 2.0 * max(1, math.ceil(math.log2(max(n, 2.0))))
 
 
 def estimate_bytes(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
                    ports: int | None = None) -> float:
     """A lower-bound estimate of the memory ``build_pattern(name, topology, collective, variant=...)`` needs
-    (a float, never overflowing): N ranks x 2 ceil(log2 N) steps x ports transfers of :data:`BYTES_PER_TRANSFER`,
+    (a float, never overflowing): N ranks x steps (:func:`_steps`) x ports transfers of :data:`BYTES_PER_TRANSFER`,
     N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
     pieces per rank (:data:`QUADRATIC`) when N is not a power of two.
 
@@ -96,7 +109,7 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     """
     alg = get(name)
     n = float(topology.num_compute)
-    steps = 2.0 * max(1, math.ceil(math.log2(max(n, 2.0))))
+    steps = _steps(alg.name, topology, n)
     nbytes = n * steps * float(ports or 1) * BYTES_PER_TRANSFER
     if Collective.parse(collective) is Collective.ALLTOALL:
         nbytes = max(nbytes, n * n * BYTES_PER_TRANSFER)
