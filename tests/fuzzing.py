@@ -19,6 +19,7 @@ import io
 import json
 import random
 import re
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -298,6 +299,21 @@ def cli_case(r: random.Random, files: dict[str, str]) -> list[str]:
 
 
 # -- judging --------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """Raise TimeoutError in the block after ``seconds`` (SIGALRM: the main thread of a POSIX process)."""
+    def hang(*_):
+        raise TimeoutError(f"over {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def judge(kind: str, case, context: dict) -> str:
     """Run one case of ``kind`` (``spec``, ``json``, ``npz``, ``msccl``, ``cli``) and classify the outcome."""
     try:
@@ -410,4 +426,4 @@ def make_case(kind: str, r: random.Random, context: dict):
 
 
 KINDS = ("spec", "json", "npz", "msccl", "cli")
-__all__ = ["KINDS", "judge", "make_case", "make_context"]
+__all__ = ["KINDS", "deadline", "judge", "make_case", "make_context"]

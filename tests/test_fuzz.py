@@ -2,11 +2,9 @@
 never another exception, a cast, a hang or more memory than the budget (cases: tests/fuzzing.py; the 10,000-case
 run is benchmarks/fuzz.py, its counts in docs/benchmarks.md)."""
 
-import signal
-from contextlib import contextmanager
 
 import pytest
-from fuzzing import judge, make_case, make_context
+from fuzzing import deadline, judge, make_case, make_context
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,24 +20,10 @@ def context(tmp_path_factory):
     return make_context(tmp_path_factory.mktemp("fuzz"))
 
 
-@contextmanager
-def _deadline(seconds):
-    def hang(*_):
-        raise TimeoutError
-
-    old = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def _check(kind, r, context):
     case = make_case(kind, r, context)
     try:
-        with _deadline(CASE_SECONDS), memory_budget_override("256MiB"):
+        with deadline(CASE_SECONDS), memory_budget_override("256MiB"):
             outcome = judge(kind, case, context)
     except TimeoutError:
         outcome = "hang"

@@ -4,15 +4,14 @@ through the CLI under a hard address-space limit (issue #12)."""
 
 import os
 import resource
-import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fuzzing import deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -316,24 +315,10 @@ def _operator(children):
 SPECS = st.recursive(_family(), _operator, max_leaves=4)
 
 
-@contextmanager
-def _deadline(seconds):
-    def hang(*_):
-        raise TimeoutError(f"over {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 @settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=SPECS)
 def test_any_spec_builds_or_is_refused_with_a_directcoll_error(spec):
-    with _deadline(20), memory_budget_override("256MiB"):
+    with deadline(20), memory_budget_override("256MiB"):
         try:
             topo = parse(spec)
         except DirectcollError as exc:

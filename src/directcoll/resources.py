@@ -27,22 +27,23 @@ FALLBACK_AVAILABLE = 4 * 2**30
 _override: list[int] = []
 
 
+def _proc_kib(path: str, key: str) -> int | None:
+    """Bytes of a ``key: N kB`` line of a /proc file, or None where there is none (not Linux)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def available_memory() -> int:
     """Bytes this process can still use: what the kernel reports available (``MemAvailable``, else
     :data:`FALLBACK_AVAILABLE`), and no more than the address-space limit (``ulimit -v``) leaves."""
-    available = FALLBACK_AVAILABLE
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        try:
-            available = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):
-            pass
-    return min(available, _address_space_left())
+    available = _proc_kib("/proc/meminfo", "MemAvailable")
+    return int(min(FALLBACK_AVAILABLE if available is None else available, _address_space_left()))
 
 
 def _address_space_left() -> float:
@@ -55,16 +56,7 @@ def _address_space_left() -> float:
         return float("inf")
     if soft == resource.RLIM_INFINITY:
         return float("inf")
-    mapped = 0
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    mapped = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    return max(0, soft - mapped)
+    return max(0, soft - (_proc_kib("/proc/self/status", "VmSize") or 0))
 
 
 def memory_budget() -> int:
