@@ -34,6 +34,9 @@ JSON_COMMANDS = {
     "find-topology --alltoall": ["find-topology", "--nodes", "12", "--degree", "2", "--alltoall", "--json"],
     "table2": ["table2", "--side", "4", "--json"],
     "algorithms": ["algorithms", "--json"],
+    "topology families": ["topology", "families", "--json"],
+    "run (2 MPI ranks)": ["run", "--topology", "ring:2", "--sizes", "1KiB", "--algorithms", "ring", "--repeat", "1",
+                          "--json"],
 }
 
 
