@@ -52,11 +52,12 @@ class ProgressBar:
         self._bar = None
 
     def __enter__(self):
-        if not self.enabled:
-            return None
+        if not self.enabled or not sys.stderr.isatty():
+            return None  # no bar at all, not a disabled one: rich 13.0 still writes a newline when that stops
+        from rich.console import Console
         from rich.progress import Progress
 
-        self._bar = Progress(transient=True, disable=not sys.stderr.isatty())
+        self._bar = Progress(transient=True, console=Console(stderr=True))  # stdout holds only the result
         self._bar.start()
         task = self._bar.add_task(self.label, total=self.total)
         return lambda done, total: self._bar.update(task, completed=done)
