@@ -257,8 +257,8 @@ DISTREG: dict[str, tuple[str, str]] = {
     "octahedron": ("circulant:6:1,2", "octahedron J(4,2) = K_6 minus a perfect matching = C(6,{1,2})"),
     "paley9": ("hamming:2:3", "Paley graph P9 = H(2,3)"),
 }
-_DISTREG_FORMS = ("distreg:petersen or distreg:NAME, NAME one of linegraph_petersen, octahedron, paley9, oddK "
-                  "(e.g. odd4), qK (e.g. q4), bipartite:n, bipartite_minus_matching:n, hamming:n:q, complete:n")
+_DISTREG_FORMS = ("distreg:NAME, NAME one of petersen, linegraph_petersen, octahedron, paley9, oddK, qK, "
+                  "bipartite:n, bipartite_minus_matching:n, hamming:n:q, complete:n")
 
 
 @_plan
