@@ -206,7 +206,7 @@ def test_aliases_build_the_canonical_families():
     ("line()", SpecError, "expected a topology spec"),
     ("", SpecError, "empty"),
     ("line(bogus:3)", SpecError, "unknown topology spec 'bogus:3'"),
-    ("distreg:dodecahedron", SpecError, "distreg:petersen"),
+    ("distreg:dodecahedron", SpecError, "one of petersen, linegraph_petersen"),
     ("line(hammingmesh:2x2:2x2)", TopologyError, "switch nodes"),
     ("degree(genkautz:2:5,2)", TopologyError, "not regular"),
 ])
