@@ -228,11 +228,11 @@ def test_the_rank_seen_gone_first_is_named_even_when_mpich_reports_another(tmp_p
     report = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID {} RUNNING AT host\n=   EXIT CODE: 9\n"
               "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n")
     where = "at step 0 of swing:latency allreduce of 1KiB (repetition 2 of 5)"
-    watch.gone = {1}
+    watch.gone = watch.first_gone = {1}
     assert diagnose(watch, report.format(watch.statuses[0].pid), 9, 3.0) == f"rank 1 died {where}"
     assert diagnose(watch, report.format(watch.statuses[1].pid), 9, 3.0) == (
         f"rank 1 was killed (signal 9, Killed) {where}")
-    watch.gone = set()  # the launcher saw nothing: MPICH's report
+    watch.gone = watch.first_gone = set()  # the launcher saw nothing: MPICH's report
     assert diagnose(watch, report.format(watch.statuses[0].pid), 9, 3.0) == (
         f"rank 0 was killed (signal 9, Killed) {where}")
 
@@ -245,3 +245,13 @@ def test_run_refuses_more_local_ranks_than_the_memory_budget_holds(capsys, monke
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "memory budget" in err and "1000000 ranks" in err, err
     assert time.monotonic() - t0 < 5
+
+
+def test_a_launcher_that_exits_0_while_a_rank_did_not_finish_fails(tmp_path):
+    # MPICH's launcher can exit 0 when a rank is killed at the wrong moment: the ranks' statuses decide too
+    script = (f"import os, sys; sys.path.insert(0, {SRC!r}); from directcoll.runtime.progress import Progress, "
+              f"WAITING; p = Progress({str(tmp_path)!r}, 0); p.set(WAITING, 'step', 'swing:latency allreduce of 1KiB', "
+              "nsteps=2, rep=1, reps=5); p.step(1); os._exit(0)")
+    says = r"^rank 0 died at step 1 of swing:latency allreduce of 1KiB \(repetition 1 of 5\)"
+    with pytest.raises(RunError, match=says):
+        run_job([sys.executable, "-c", script], status_dir=str(tmp_path), nranks=1, timeout=5.0)

@@ -79,7 +79,7 @@ def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, gra
     finally:
         tree.kill()
         proc.wait()
-    if watch.reason is None and proc.returncode == 0:
+    if watch.reason is None and proc.returncode == 0 and not watch.unfinished():
         return
     try:
         with open(log_path, "rb") as fh:
@@ -92,14 +92,15 @@ def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, gra
 
 class _Watch:
     """What the launcher saw: the reason it stopped the job (None: the job ended by itself), the last status of
-    every rank, the ranks whose process it last saw stopped, and those it saw gone (or a zombie) before any rank
-    reported a failure (after that, MPI may be killing them)."""
+    every rank, the ranks whose process it last saw stopped, and those it saw gone (or a zombie) before they were
+    done and before any rank reported a failure (after that, MPI may be killing them)."""
 
     def __init__(self, nranks: int) -> None:
         self.reason: str | None = None
         self.statuses: list[Status | None] = [None] * nranks
         self.stopped: set[int] = set()
         self.gone: set[int] = set()
+        self.first_gone: set[int] = set()  # gone at the first look that found any: one, unless they ended together
         self.silent_s = 0.0
 
     def look(self) -> None:
@@ -112,6 +113,12 @@ class _Watch:
                 self.stopped.discard(rank)  # running again (a debugger let it go)
             elif state in ("Z", "X", "gone") and not failed and self.statuses[rank].state != DONE:
                 self.gone.add(rank)
+        if not self.first_gone:
+            self.first_gone = set(self.gone)
+
+    def unfinished(self) -> bool:
+        """Whether a rank that published its status did not end done (mpiexec may exit 0 when one was killed)."""
+        return bool(self.gone) or any(s is not None and s.state != DONE for s in self.statuses)
 
 
 def _watch(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, startup: float) -> _Watch:
@@ -134,12 +141,12 @@ def _watch_loop(proc, tree: _Tree, status_dir: str, nranks: int, limit: float, s
         finished = proc.poll() is not None
         w.statuses = [read_status(p, r) or w.statuses[r] for r, p in enumerate(paths)]
         now = time.monotonic()
+        w.look()  # also once the job has finished: mpiexec may exit 0 when a rank was killed
         if finished:
             return w
         for s in w.statuses:
             if s is not None and s.pid > 0 and s.host == host:
                 exits.add(s.pid)
-        w.look()
         if now >= next_scan:
             tree.scan()
             next_scan = now + SCAN_S
@@ -165,7 +172,7 @@ class _Exits:
     dies, MPICH's launcher kills the others a moment later, and only the first one gone names the culprit."""
 
     def __init__(self) -> None:
-        self.fds: dict[int, int] = {}  # pid -> pidfd
+        self.fds: dict[int, int] = {}  # pid -> pidfd (-1: none)
         self.poller = select.poll()
 
     def add(self, pid: int) -> None:
@@ -205,17 +212,17 @@ def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) ->
         return s.where() if s else "its start (it never reported)"
 
     # 1. a rank that died: the one the launcher saw gone first (MPICH then kills the others, and may report one
-    # of those), else the one MPICH names by its pid
+    # of those), else the one MPICH names by its pid (among those seen gone first, when they ended together)
     by_pid = {s.pid: s.rank for s in known.values()}
     terminations = [(by_pid[pid], how) for pid, how in _bad_terminations(log) if pid in by_pid]
-    gone = sorted(watch.gone - watch.stopped)
-    if len(gone) == 1:
-        how = dict(terminations).get(gone[0], "died")
-        return f"rank {gone[0]} {how} at {where(gone[0])}"
+    first = sorted(watch.first_gone - watch.stopped)
+    if len(first) == 1:
+        how = dict(terminations).get(first[0], "died")
+        return f"rank {first[0]} {how} at {where(first[0])}"
     for rank, how in terminations:
-        if known[rank].state not in (FAILED, DONE):
+        if known[rank].state not in (FAILED, DONE) and (not first or rank in first):
             return f"rank {rank} {how} at {where(rank)}"
-    for rank in gone:
+    for rank in first or sorted(watch.gone - watch.stopped):
         return f"rank {rank} died at {where(rank)}"
     failed = [s for s in known.values() if s.state == FAILED]
     waited = {}  # rank -> (the rank that gave up waiting on it)
