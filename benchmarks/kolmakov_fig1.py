@@ -11,8 +11,8 @@ import argparse
 
 import numpy as np
 
+from directcoll.catalog.presets import get_preset
 from directcoll.cost.kolmakov import fig1_ratio
-from directcoll.presets import get_preset
 from directcoll.units import format_size
 
 

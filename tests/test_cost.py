@@ -5,8 +5,8 @@ import pytest
 
 from directcoll.algorithms import build
 from directcoll.cost import CostParams, analyze
-from directcoll.cost.table2 import swing_b_congestion_limit, table2, to_markdown
 from directcoll.errors import TopologyError
+from directcoll.reports.table2 import swing_b_congestion_limit, table2, to_markdown
 from directcoll.topology import parse
 
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from directcoll.errors import DirectcollError
-from directcoll.presets import (
+from directcoll.catalog.presets import (
     SystemPreset,
     get_preset,
     list_presets,
@@ -18,6 +17,7 @@ from directcoll.presets import (
     workload_names,
     workload_sizes,
 )
+from directcoll.errors import DirectcollError
 from directcoll.units import parse_bandwidth, parse_size, parse_sizes
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -6,8 +6,8 @@ import math
 import re
 from fractions import Fraction
 
-from directcoll.errors import DirectcollError
-from directcoll.presets import workload_names, workload_sizes
+from directcoll.catalog.presets import workload_names, workload_sizes
+from directcoll.errors import DirectcollError, ResourceError
 
 #: The largest size accepted: 2^53 bytes, the largest count of bytes a float64 holds exactly (times are floats).
 MAX_SIZE = 2**53
@@ -101,7 +101,7 @@ def parse_sizes(text) -> list[int]:
     * ``32B..512MiB``: LOW, 2*LOW, 4*LOW, ... up to and including HIGH (every power of two when LOW is one);
     * ``1KiB,1MiB,64MiB``: a comma list whose items may be sizes, ranges or workload names;
     * ``swing_sweep`` or ``swing-sweep``: a workload of workloads.json (see
-      :func:`directcoll.presets.workload_sizes`; tensor workloads give ``elements * dtype_bytes`` per tensor).
+      :func:`directcoll.catalog.presets.workload_sizes`; tensor workloads give ``elements * dtype_bytes`` per tensor).
 
     An int is one size; a list or tuple is parsed item by item.
 
@@ -109,8 +109,6 @@ def parse_sizes(text) -> list[int]:
         DirectcollError: anything else, naming the text, the accepted forms and the workload names.
         ResourceError: more than :data:`MAX_SIZES` sizes.
     """
-    from directcoll.resources import check_work
-
     if isinstance(text, bool):
         raise _size_error(text)
     if isinstance(text, int):
@@ -118,17 +116,23 @@ def parse_sizes(text) -> list[int]:
             raise _size_error(text, "size must be positive")
         return [text]
     if isinstance(text, list | tuple):
-        check_work("the size list", len(text), MAX_SIZES, "sizes")
+        _check_count("the size list", len(text))
         sizes = [s for item in text for s in parse_sizes(item)]
-        check_work("the size list", len(sizes), MAX_SIZES, "sizes")
+        _check_count("the size list", len(sizes))
         return sizes
     items = [item.strip() for item in str(text).split(",")]
     if not all(items):
         raise _size_error(text, "empty item")
-    check_work(f"sizes {_short(text)}", len(items), MAX_SIZES, "sizes")
+    _check_count(f"sizes {_short(text)}", len(items))
     sizes = [s for item in items for s in _parse_size_item(item, text)]
-    check_work(f"sizes {_short(text)}", len(sizes), MAX_SIZES, "sizes")
+    _check_count(f"sizes {_short(text)}", len(sizes))
     return sizes
+
+
+def _check_count(what: str, count: int) -> None:
+    # resources.check_work's refusal, written here because resources imports units (sizes of the memory budget)
+    if count > MAX_SIZES:
+        raise ResourceError(f"{what} needs {count:,} sizes, over the limit of {MAX_SIZES:,} sizes")
 
 
 def _short(text, limit: int = 60) -> str:

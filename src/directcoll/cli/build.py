@@ -257,7 +257,7 @@ def cmd_algorithms(args) -> int:
 
 
 def cmd_table2(args) -> int:
-    from directcoll.cost.table2 import table2, to_dicts, to_markdown
+    from directcoll.reports.table2 import table2, to_dicts, to_markdown
 
     rows = table2(side=args.side)
     if args.json:

@@ -49,7 +49,7 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
 
 def _add_network_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", help="system preset for link and latency parameters (default swing-sst; "
-                                    "see directcoll.presets)")
+                                    "see directcoll.catalog.presets)")
     p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
                    help="adaptive: split over all minimal paths (default); dor: dimension order")
     p.add_argument("--alpha", type=duration, help="override: per-message overhead, a time >= 0 such as 1us or "

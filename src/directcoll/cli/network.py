@@ -18,37 +18,11 @@ DEFAULT_RUN_ALLTOALL = "direct"
 
 
 def _resolve_network(spec: str | None, params_name: str | None, args):
-    """Topology and parameters from a spec or a system preset name, with command-line overrides."""
-    from directcoll.errors import SpecError
-    from directcoll.presets import get_preset
-    from directcoll.simulate import network_params
-    from directcoll.topology import parse
+    from directcoll.simulate import resolve_network
 
-    spec = spec or DEFAULT_TOPOLOGY
-    notes = []
-    try:
-        topology = parse(spec)
-    except SpecError as exc:
-        try:
-            preset = get_preset(spec)
-        except DirectcollError:
-            from directcoll.presets import preset_names
-
-            raise SpecError(f"{exc}; or a system preset: {', '.join(preset_names())}") from None
-        if not preset.topologies:
-            raise DirectcollError(f"preset {preset.name!r} has no topology in its source data "
-                                  f"({preset.source}); give a topology spec instead") from None
-        topology = parse(preset.topologies[0])
-        notes.append(f"{preset.name}: {topology.spec} -- {preset.source}")
-        if params_name is None and preset.link_bandwidth is not None:
-            params_name = preset.name
-    params = network_params(params_name)
-    notes.append(f"parameters {params.name}: {params.source}")
-    params = params.with_(alpha=args.alpha, per_hop_latency=args.per_hop_latency,
-                          link_bandwidth=args.link_bandwidth, link_latency=args.link_latency,
-                          gamma=args.gamma, forwarding=args.forwarding)
-    return topology, params, notes
-
+    return resolve_network(spec or DEFAULT_TOPOLOGY, params_name, alpha=args.alpha,
+                           per_hop_latency=args.per_hop_latency, link_bandwidth=args.link_bandwidth,
+                           link_latency=args.link_latency, gamma=args.gamma, forwarding=args.forwarding)
 
 
 def cmd_compare(args) -> int:

@@ -67,7 +67,7 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
         DirectcollError: an unknown name, or a preset that gives no network parameters (``trn1`` has only a
             topology), listing the presets that do and the closest matches.
     """
-    from directcoll.presets import get_parameter_preset
+    from directcoll.catalog.presets import get_parameter_preset
 
     p = get_parameter_preset("swing-sst" if name is None else name)
     # a beta (s/byte per process) describes a switched cluster: one message stream in and out of each process
@@ -76,6 +76,46 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
               "host_injection": p.host_injection or per_process, "link_latency": p.link_latency,
               "link_bandwidth": p.link_bandwidth or per_process}
     return NetworkParams(**values, name=p.name, source=p.source)
+
+
+def resolve_network(spec: str, params_name: str | None = None, **overrides):
+    """The topology and network parameters of ``spec``, a topology spec or a system preset name (whose first
+    published topology is used, and whose parameters are the default when it gives them), with ``overrides``
+    (:meth:`NetworkParams.with_` keywords; None leaves a value).
+
+    Returns:
+        (Topology, NetworkParams, notes): notes are one line per source used, for a report's footer.
+
+    Raises:
+        SpecError: ``spec`` is neither a topology spec nor a preset (the message lists the presets).
+        DirectcollError: a preset without a topology, or an unknown ``params_name`` (:func:`network_params`).
+
+    >>> topology, params, notes = resolve_network("torus:4x4", "swing-sst", alpha=1e-6)
+    >>> topology.num_compute, params.alpha
+    (16, 1e-06)
+    """
+    from directcoll.catalog.presets import get_preset, preset_names
+    from directcoll.errors import SpecError
+    from directcoll.topology import parse
+
+    notes = []
+    try:
+        topology = parse(spec)
+    except SpecError as exc:
+        try:
+            preset = get_preset(spec)
+        except DirectcollError:
+            raise SpecError(f"{exc}; or a system preset: {', '.join(preset_names())}") from None
+        if not preset.topologies:
+            raise DirectcollError(f"preset {preset.name!r} has no topology in its source data "
+                                  f"({preset.source}); give a topology spec instead") from None
+        topology = parse(preset.topologies[0])
+        notes.append(f"{preset.name}: {topology.spec} -- {preset.source}")
+        if params_name is None and preset.link_bandwidth is not None:
+            params_name = preset.name
+    params = network_params(params_name)
+    notes.append(f"parameters {params.name}: {params.source}")
+    return topology, params.with_(**overrides), notes
 
 
 #: The Swing paper's SST setup (Sec. 5): 400 Gb/s links, 100 ns link latency, 300 ns per hop. The paper gives

@@ -1,6 +1,6 @@
 """Named system presets and message-size workloads from the packaged, sourced data files.
 
-The data lives in ``directcoll/data/systems.json`` and ``directcoll/data/workloads.json`` (verbatim copies of the
+The data lives in ``directcoll/catalog/data/systems.json`` and ``workloads.json`` (verbatim copies of the
 project's ``shared/data``). Every entry names its published source. Keys starting with ``_`` are metadata.
 
 Units: the JSON gives bandwidths in bits/s as published; :class:`SystemPreset` holds bytes/s (divided by 8),
@@ -38,7 +38,7 @@ __all__ = [
 
 @cache
 def _load_json(filename: str) -> dict:
-    return json.loads((files("directcoll") / "data" / filename).read_text(encoding="utf-8"))
+    return json.loads((files("directcoll.catalog") / "data" / filename).read_text(encoding="utf-8"))
 
 
 def load_systems() -> dict:

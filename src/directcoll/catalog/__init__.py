@@ -1,0 +1,1 @@
+"""Named systems and workloads from the packaged, sourced data files (:mod:`directcoll.catalog.presets`)."""
