@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from directcoll.algorithms.registry import build_pattern
+from directcoll.registry import build_pattern
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.flow import _prepare, _simulate_prepared
 from directcoll.topology import parse

@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from directcoll.algorithms import build
 from directcoll.cost import analyze
+from directcoll.registry import build
 from directcoll.topology import link_loads, parse
 from directcoll.verify import verify
 

@@ -101,7 +101,7 @@ BAD_VALUES = [-1, 0, 1, 2, 255, 256, 257, 2**31, 2**63, 2**64, 10**12, 10**30, 1
 
 def base_schedules() -> list:
     """A few small valid schedules of different collectives and algorithms (pieces, scratch, routes)."""
-    from directcoll.algorithms import build
+    from directcoll.registry import build
 
     return [build("ring", "ring:4", "allreduce"), build("swing", "torus:4x4", "reduce_scatter"),
             build("bfb", "circulant:8:1,3", "allgather"), build("direct", "ring:4", "alltoall")]

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from directcoll.algorithms import build
 from directcoll.algorithms.alltoall import (
     ILP_MAX_RANKS,
     alltoall_link_loads,
@@ -18,6 +17,7 @@ from directcoll.algorithms.alltoall import (
 )
 from directcoll.cli.main import main
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
+from directcoll.registry import build
 from directcoll.reports.compare import compare, default_contenders, mcf_contenders
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.synthesis.mcf import alltoall_mcf

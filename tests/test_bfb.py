@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from directcoll.algorithms import build, get
 from directcoll.cost.analytic import analyze
 from directcoll.errors import DirectcollError, UnsupportedShapeError
+from directcoll.registry import build, get
 from directcoll.schedule.ir import Collective
 from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter, build_bfb
 from directcoll.topology.generators import torus

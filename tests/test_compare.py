@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from directcoll.algorithms.registry import build_pattern
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
+from directcoll.registry import build_pattern
 from directcoll.reports.compare import (
     BFB_TORUS_MAX_RANKS,
     DBT_CHUNKS,

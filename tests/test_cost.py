@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from directcoll.algorithms import build
 from directcoll.cost import CostParams, analyze
 from directcoll.errors import TopologyError
+from directcoll.registry import build
 from directcoll.reports.table2 import swing_b_congestion_limit, table2, to_markdown
 from directcoll.topology import parse
 

@@ -3,8 +3,8 @@ the shape with UnsupportedShapeError — never a wrong schedule, never another e
 
 import pytest
 
-from directcoll.algorithms import ALGORITHMS, build
 from directcoll.errors import UnsupportedShapeError
+from directcoll.registry import ALGORITHMS, build
 from directcoll.verify import verify
 
 SHAPES = ["torus:4x4", "torus:8x8", "torus:8x8x8", "torus:6x10", "torus:7", "ring:13", "torus:16x4", "torus:3x3x2"]

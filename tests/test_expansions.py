@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from directcoll.algorithms import build
 from directcoll.cost.analytic import analyze
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
+from directcoll.registry import build
 from directcoll.schedule.ops import reverse
 from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter
 from directcoll.synthesis.expansions import (
@@ -402,8 +402,8 @@ def test_irregular_bases_still_give_verified_schedules(spec):
 def test_punctured_is_a_leaf_of_the_expansions():
     """A punctured topology has no expansion theorem: the expansion algorithm refuses it, BFB schedules it, and
     expansions of it are still built (and verify)."""
-    from directcoll.algorithms import build
     from directcoll.errors import UnsupportedShapeError
+    from directcoll.registry import build
     from directcoll.synthesis.expansions import expanded_schedule
     from directcoll.verify import verify
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from directcoll.algorithms.registry import build_pattern
 from directcoll.errors import DirectcollError, TopologyError
+from directcoll.registry import build_pattern
 from directcoll.schedule.pattern import from_steps
 from directcoll.simulate import SWING_SST, NetworkParams, simulate
 from directcoll.simulate.flow import FlowResult, flow_times, max_min_rates, simulate_flow
@@ -213,7 +213,7 @@ def test_flow_times_matches_simulate_flow_and_keeps_shape():
 
 
 def test_schedules_and_dor_routing():
-    from directcoll.algorithms.registry import build
+    from directcoll.registry import build
 
     topo = parse("torus:4x4")
     s = build("swing", topo, variant="bandwidth")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from directcoll.algorithms import registry
+from directcoll import registry
 from directcoll.algorithms.generalized import (
     generalized_allreduce,
     generalized_reduce_scatter,

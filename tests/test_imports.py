@@ -7,7 +7,7 @@ import pytest
 
 ENTRY_POINTS = ["directcoll", "directcoll.synthesis", "directcoll.synthesis.bfb", "directcoll.synthesis.mcf",
                 "directcoll.synthesis.expansions", "directcoll.synthesis.finder", "directcoll.algorithms",
-                "directcoll.algorithms.registry", "directcoll.cli.main", "directcoll.runtime.mpi",
+                "directcoll.registry", "directcoll.cli.main", "directcoll.runtime.mpi",
                 "directcoll.verify", "directcoll.reports.compare"]
 
 

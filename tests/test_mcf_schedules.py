@@ -9,10 +9,10 @@ from functools import cache
 import numpy as np
 import pytest
 
-from directcoll.algorithms import ALGORITHMS, build
 from directcoll.cli.main import main
 from directcoll.cost.analytic import alltoall_time_m_over_b, analyze
 from directcoll.errors import ScheduleError, UnsupportedShapeError
+from directcoll.registry import ALGORITHMS, build
 from directcoll.synthesis.mcf import alltoall_mcf
 from directcoll.synthesis.mcf_paths import mcf_extp, path_sets, pmcf, widest_paths
 from directcoll.synthesis.mcf_schedules import chunk_shards, mcf_schedule, path_schedule, tsmcf_schedule

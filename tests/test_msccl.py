@@ -20,7 +20,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from directcoll.algorithms import ALGORITHMS, build
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.export import (
     LIMITS,
@@ -35,6 +34,7 @@ from directcoll.export import (
     to_msccl,
 )
 from directcoll.export.msccl import ALGO_ATTRS, GPU_ATTRS, STEP_ATTRS, TB_ATTRS
+from directcoll.registry import ALGORITHMS, build
 from directcoll.schedule import ScheduleBuilder
 from directcoll.verify import verify
 

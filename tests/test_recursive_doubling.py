@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from directcoll import registry
 from directcoll.algorithms import butterfly as bf
-from directcoll.algorithms import registry
 from directcoll.algorithms.recursive_doubling import recursive_doubling
 from directcoll.cost.analytic import analyze
 from directcoll.errors import UnsupportedShapeError

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from directcoll.algorithms import registry
+from directcoll import registry
 from directcoll.algorithms.bucket import bucket_owner, build_bucket
 from directcoll.algorithms.ring import (
     build_ring,

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from directcoll.algorithms import build
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
+from directcoll.registry import build
 from directcoll.runtime import executor
 from directcoll.runtime.program import boundaries, compile_programs, mpi_order
 from directcoll.runtime.selftest import relayed_alltoall, ring_alltoall

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from directcoll.algorithms import registry
+from directcoll import registry
 from directcoll.errors import ScheduleError, ScheduleFormatError
 from directcoll.schedule import (
     COPY,

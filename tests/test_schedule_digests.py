@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from directcoll.algorithms import ALGORITHMS, build
 from directcoll.errors import UnsupportedShapeError
+from directcoll.registry import ALGORITHMS, build
 
 RECORD = Path(__file__).parent / "data" / "schedule_digests.json"
 SHAPES = ("torus:4x4", "torus:3x3x2", "ring:6", "hypercube:3", "torus:6x10")

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from directcoll.algorithms.registry import build, build_pattern
 from directcoll.errors import TopologyError, UnsupportedShapeError
+from directcoll.registry import build, build_pattern
 from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
 from directcoll.schedule.pattern import from_steps, pattern_of
 from directcoll.simulate import SWING_SST, NetworkParams, simulate

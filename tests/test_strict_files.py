@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from directcoll.algorithms import build
 from directcoll.errors import DirectcollError, ResourceError, ScheduleError, ScheduleFormatError
 from directcoll.export import export_msccl, import_msccl, parse_msccl
 from directcoll.export.msccl import INT_ATTRS, MscclFormatError
+from directcoll.registry import build
 from directcoll.resources import memory_budget_override
 from directcoll.schedule import io as sio
 from directcoll.schedule.ir import Schedule

@@ -22,8 +22,8 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
 
-from directcoll.algorithms import ALGORITHMS, build  # noqa: E402
 from directcoll.errors import DirectcollError, UnsupportedShapeError  # noqa: E402
+from directcoll.registry import ALGORITHMS, build  # noqa: E402
 from directcoll.runtime import torch_dist as dc  # noqa: E402
 from directcoll.runtime.selftest import hand_built  # noqa: E402
 from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder  # noqa: E402

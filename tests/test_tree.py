@@ -9,11 +9,10 @@ from math import gcd
 import numpy as np
 import pytest
 
-from directcoll.algorithms import build
-from directcoll.algorithms.registry import build_pattern
 from directcoll.algorithms.ring import build_shifted_ring, shifted_ring_rings, shifted_ring_stride_of
 from directcoll.algorithms.tree import DEFAULT_CHUNKS, dbt_allreduce, dbt_depth, dbt_steps, tree_depths
 from directcoll.errors import SpecError, UnsupportedShapeError
+from directcoll.registry import build, build_pattern
 from directcoll.schedule.ir import COPY, REDUCE
 from directcoll.schedule.pattern import pattern_of
 from directcoll.simulate.params import NetworkParams

@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from directcoll.algorithms import registry
+from directcoll import registry
 from directcoll.errors import ScheduleError
 from directcoll.schedule import COPY, REDUCE, Schedule, concat, reverse
 from directcoll.verify import exact, verify
@@ -343,7 +343,7 @@ def test_alltoall_needs_n_squared_blocks():
 
 @pytest.mark.parametrize("spec", ["torus:3x3", "complete:5", "genkautz:2:7"])
 def test_direct_alltoall_verifies(spec):
-    from directcoll.algorithms import build
+    from directcoll.registry import build
 
     schedule = build("direct", spec, "alltoall")
     assert verify(schedule).ok and schedule.num_steps == 1

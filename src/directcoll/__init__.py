@@ -1,6 +1,7 @@
 """directcoll: collective algorithms and schedules for torus and direct-connect networks.
 
-Layers (imports point down only): topology -> schedule -> algorithms -> verify -> cost -> cli.
+Layers (imports point down only; docs/architecture.md): errors, catalog, units, resources, lp, topology, schedule,
+cost, verify, algorithms, synthesis, registry, simulate, export, runtime, reports, cli.
 """
 
 from directcoll.errors import (

@@ -10,8 +10,8 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from directcoll.algorithms import build
 from directcoll.errors import DirectcollError
+from directcoll.registry import build
 from directcoll.runtime import mpi as run
 
 mode, timeout = sys.argv[1], float(sys.argv[2])

@@ -49,7 +49,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra, shortest_path
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeError
 from directcoll.lp import LinearProgram
 from directcoll.lp import solve as lp_solve
@@ -96,14 +95,6 @@ def build_direct(topology: Topology, collective, *, variant=None, ports=None, **
     return direct_alltoall(topology.num_compute)
 
 
-register(Algorithm(
-    name="direct",
-    build=build_direct,
-    collectives=("alltoall",),
-    variants=("direct",),
-    topologies="any (the network routes every pair's message)",
-    summary="all-to-all as N-1 point-to-point sends per rank in one step (NCCL / Open MPI; Basu et al. baseline)",
-))
 
 
 # -- path-based schedules ------------------------------------------------------------------------------------------
@@ -545,40 +536,3 @@ def build_ilp(topology: Topology, collective, *, variant=None, ports=None, **opt
     _require(topology, collective, "ilp-disjoint", options, ("candidates", "time_limit"))
     return ilp_alltoall(topology, variant or "disjoint", candidates=int(options.get("candidates", ILP_CANDIDATES)),
                         time_limit=float(options.get("time_limit", ILP_TIME_LIMIT)))
-
-
-register(Algorithm(
-    name="dor",
-    build=build_dor,
-    collectives=("alltoall",),
-    variants=("dor",),
-    topologies="grids: torus, mesh, ring, hypercube, HyperX",
-    summary="all-to-all on dimension-order routes, one path per pair (Basu et al. Sec. 5.2 baseline)",
-))
-register(Algorithm(
-    name="sssp",
-    build=build_sssp,
-    collectives=("alltoall",),
-    variants=SSSP_VARIANTS,
-    topologies="any",
-    summary="all-to-all on Domke et al.'s SSSP routes: per destination, shortest paths on congestion-weighted "
-            "links (Basu et al. Sec. 5.2 baseline)",
-))
-register(Algorithm(
-    name="ewsp",
-    build=build_ewsp,
-    collectives=("alltoall",),
-    variants=("ewsp",),
-    topologies=f"any with at most {MAX_PATHS_PER_PAIR} shortest paths per pair",
-    summary="all-to-all split equally over every pair's shortest paths (Basu et al. EwSP baseline)",
-))
-register(Algorithm(
-    name="ilp-disjoint",
-    build=build_ilp,
-    collectives=("alltoall",),
-    variants=ILP_VARIANTS,
-    topologies=f"any with at most {ILP_MAX_RANKS} ranks",
-    summary="all-to-all on one path per pair chosen by a HiGHS MIP minimizing the largest link load (Basu et al. "
-            "ILP-disjoint / ILP-shortest baseline)",
-    aliases=("ilp",),
-))

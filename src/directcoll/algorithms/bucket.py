@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concurrent, from_reduce_scatter
@@ -209,16 +208,3 @@ def build_bucket(topology: Topology, collective="allreduce", *, variant: str | N
     shape, instances, meta = _bucket_setup(topology, variant, ports)
     rs = bucket_reduce_scatter(shape, len(instances)).with_meta(**meta)
     return from_reduce_scatter(rs, collective, meta=meta)
-
-
-register(Algorithm(
-    name="bucket",
-    build=build_bucket,
-    pattern=bucket_pattern,
-    collectives=("allreduce", "reduce_scatter", "allgather"),
-    variants=VARIANTS,
-    topologies="any topology with a grid shape (torus, mesh, ring, hypercube, hyperx, hammingmesh); "
-               "designed for D-dimensional tori",
-    summary="multiport bucket: 2D concurrent per-dimension ring reduce-scatters + allgathers "
-            "(Swing paper Sec. 2.3.4, synchronous dimension switching Sec. 5.2)",
-))

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import from_reduce_scatter
@@ -273,12 +272,3 @@ def _build(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str 
     if r != 0:
         raise UnsupportedShapeError(f"generalized: {collective.value} is the bandwidth-optimal version (r = 0)")
     return from_reduce_scatter(generalized_reduce_scatter(p, group), collective)
-
-
-register(Algorithm(
-    name="generalized", build=_build, collectives=("allreduce", "reduce_scatter", "allgather"), variants=VARIANTS,
-    topologies="any number of ranks P >= 2 (ignores the topology's shape); group xor needs a power of two",
-    summary="Kolmakov & Zhang generalized allreduce: any P, 2 ceil(log2 P) - r steps (bandwidth, latency, "
-            "intermediate r via `schedule --steps`)",
-    aliases=("kolmakov",),
-))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from directcoll.algorithms import butterfly as bf
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.algorithms.swing import collectives_for_ports, logical_shape
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule, ScheduleBuilder
@@ -101,18 +100,3 @@ def _mirrored(topology, collective=Collective.ALLREDUCE, *, variant=None, ports=
 
 _GRID = ("any grid topology (its shape) or a 1D ring of ranks; non-power-of-two dimensions through "
          "the standard pre/post steps (allreduce only)")
-register(Algorithm(
-    name="recursive-doubling", build=recursive_doubling, collectives=("allreduce", "reduce_scatter", "allgather"),
-    variants=VARIANTS, topologies=_GRID, aliases=("recdoub", "rd"),
-    summary="torus-optimized recursive doubling: latency-optimal (default) or bandwidth-optimized",
-))
-register(Algorithm(
-    name="rabenseifner", build=_rabenseifner, collectives=("allreduce", "reduce_scatter", "allgather"),
-    variants=("bandwidth",), topologies=_GRID,
-    summary="bandwidth-optimized recursive doubling: recursive-halving reduce-scatter + allgather",
-))
-register(Algorithm(
-    name="mirrored-recursive-doubling", build=_mirrored, collectives=("allreduce", "reduce_scatter", "allgather"),
-    variants=VARIANTS, topologies=_GRID,
-    summary="recursive doubling with D plain + D mirrored collectives on all 2D ports (Swing Sec. 5.1)",
-))

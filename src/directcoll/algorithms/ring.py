@@ -26,7 +26,6 @@ from math import gcd
 
 import numpy as np
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, concurrent
@@ -342,16 +341,6 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
     return _rings_schedule(rings, collective, meta)
 
 
-register(Algorithm(
-    name="ring",
-    build=build_ring,
-    pattern=ring_pattern,
-    collectives=("allreduce", "reduce_scatter", "allgather"),
-    variants=VARIANTS,
-    topologies="any (snake ring over the grid shape, else ranks 0..N-1); hamiltonian: 2D tori r x c with "
-               "r = c*k and gcd(r, c-1) = 1 (either orientation)",
-    summary="ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper Sec. 2.3.1)",
-))
 
 
 # -- shifted ring (TopoOpt; Zhao et al. Sec. 8.2) ------------------------------------------------------------
@@ -435,16 +424,3 @@ def build_shifted_ring(topology: Topology, collective="allreduce", *, variant: s
     """
     rings, meta = _shifted_setup(topology, variant, ports)
     return _rings_schedule(rings, collective, meta)
-
-
-register(Algorithm(
-    name="shifted-ring",
-    build=build_shifted_ring,
-    pattern=shifted_ring_pattern,
-    collectives=("allreduce", "reduce_scatter", "allgather"),
-    variants=SHIFTED_VARIANTS,
-    aliases=("shiftedring",),
-    topologies="any (ring 1: the ring order; ring 2: stride s coprime to N, the topology's s on C(N, {1, s}))",
-    summary="TopoOpt's shifted ring: two bidirectional rings (stride 1 and s) on halves of the vector "
-            "(Zhao et al. Sec. 8.2 baseline)",
-))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 
 from directcoll.algorithms import butterfly as bf
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concurrent, from_reduce_scatter, reverse
@@ -197,11 +196,3 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
         rs = reverse(concurrent([product_allgather(shape, dim, mirrored) for dim, mirrored in parts]))
         construction = "block-set product"
     return from_reduce_scatter(rs, collective, meta={**meta, "construction": construction})
-
-
-register(Algorithm(
-    name="swing", build=swing, collectives=("allreduce", "reduce_scatter", "allgather"), variants=VARIANTS,
-    topologies="any grid topology (torus, mesh, HyperX, HammingMesh, hypercube, ring) of any shape and size; "
-               "other topologies as a 1D ring of their ranks",
-    summary="Swing (De Sensi et al. NSDI'24): short-cutting butterfly, multiport plain + mirrored",
-))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.topology.generative import double_binary_tree_parents
@@ -144,15 +143,3 @@ def build_double_binary_tree(topology: Topology, collective="allreduce", *, vari
         raise UnsupportedShapeError(f"double-binary-tree: variant 'latency' sends each half whole (chunks=1); "
                                     f"got chunks={chunks}, use variant 'bandwidth'")
     return dbt_allreduce(topology.num_compute, chunks)
-
-
-register(Algorithm(
-    name="double-binary-tree",
-    build=build_double_binary_tree,
-    collectives=("allreduce",),
-    variants=VARIANTS,
-    aliases=("dbt", "double-tree"),
-    topologies="any N >= 1 (logical trees; one link per tree edge on the dbt topology)",
-    summary="NCCL's double binary tree: two pipelined reduce+broadcast trees on halves of the vector "
-            "(Sanders et al. 2009; Zhao et al. Sec. 8.2 baseline), option chunks=P",
-))

@@ -123,7 +123,7 @@ def _alltoall_fields(topology, args) -> dict:
 
 
 def cmd_schedule(args) -> int:
-    from directcoll.algorithms import build
+    from directcoll.registry import build
     from directcoll.schedule import save
 
     t0 = time.perf_counter()
@@ -152,7 +152,7 @@ def _generalized_options(args) -> dict:
     model times fastest at --size on the topology with --params (eq. 37's choice is printed beside it)."""
     if args.steps is None and args.group is None:
         return {}
-    from directcoll.algorithms.registry import get
+    from directcoll.registry import get
 
     if get(args.algorithm).name != "generalized":
         raise DirectcollError("--steps and --group apply to the generalized algorithm only")
@@ -170,8 +170,8 @@ def _generalized_options(args) -> dict:
             raise DirectcollError(f"--steps must be 'auto' or a step count between ceil(log2 P) = {top} and "
                                   f"2 ceil(log2 P) = {2 * top} for P = {p}, got {args.steps!r}")
         return {**options, "r": 2 * top - int(args.steps)}
-    from directcoll.algorithms.registry import build_pattern
     from directcoll.cost.kolmakov import best_r_eq37
+    from directcoll.registry import build_pattern
     from directcoll.simulate import network_params, simulate
 
     params = network_params("kolmakov-cluster" if args.params is None else args.params)
@@ -204,8 +204,8 @@ def cmd_verify(args) -> int:
 
 
 def cmd_cost(args) -> int:
-    from directcoll.algorithms import build
     from directcoll.cost import CostParams, analyze
+    from directcoll.registry import build
     from directcoll.schedule import load
     from directcoll.topology import parse
     from directcoll.units import format_time
@@ -242,7 +242,7 @@ def cmd_cost(args) -> int:
 
 
 def cmd_algorithms(args) -> int:
-    from directcoll.algorithms import ALGORITHMS
+    from directcoll.registry import ALGORITHMS
 
     entries = [alg.to_dict() for alg in ALGORITHMS.values()]
     if args.json:

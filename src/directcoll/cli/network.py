@@ -192,7 +192,7 @@ def cmd_simulate(args) -> int:
 def _run_algorithms(text: str, collective: str) -> None:
     """Refuse an empty list, an unknown algorithm or variant, or one that does not implement ``collective`` (a shape
     an algorithm cannot serve is reported as skipped by the ranks)."""
-    from directcoll.algorithms.registry import get
+    from directcoll.registry import get
 
     items = [item.strip() for item in text.split(",")]
     if not text.strip() or not all(items):

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from directcoll.algorithms.registry import build_pattern
 from directcoll.errors import DirectcollError, UnsupportedShapeError
+from directcoll.registry import build_pattern
 from directcoll.schedule.ir import Collective
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
@@ -125,7 +125,7 @@ ALLTOALL_CONTENDERS: list[tuple[str, str, str | None]] = [
 def mcf_contenders() -> list[tuple]:
     """The all-to-all schedules of the algorithm registered as ``mcf``, one per variant (family ``mcf``); [] when
     no such algorithm is registered or it has no all-to-all."""
-    from directcoll.algorithms.registry import get
+    from directcoll.registry import get
 
     try:
         alg = get("mcf")
@@ -195,7 +195,7 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
     Raises:
         UnsupportedShapeError: an unknown algorithm name (the message lists the registered ones).
     """
-    from directcoll.algorithms.registry import get
+    from directcoll.registry import get
 
     alg = get(name)
     coll = Collective.parse(collective)
@@ -363,8 +363,8 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
 
 def _check_memory_up_front(topology: Topology, coll: Collective, contenders) -> None:
     """Refuse the comparison before timing anything when one contender's schedule would not fit the memory budget
-    (:func:`directcoll.algorithms.registry.check_build_memory`; they are built one at a time)."""
-    from directcoll.algorithms.registry import check_build_memory
+    (:func:`directcoll.registry.check_build_memory`; they are built one at a time)."""
+    from directcoll.registry import check_build_memory
 
     for _family, name, variant, *_extra in contenders:
         try:

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from directcoll.algorithms import build
 from directcoll.algorithms.butterfly import rho
 from directcoll.cost.analytic import analyze
+from directcoll.registry import build
 from directcoll.topology import parse
 
 #: (row label, registry name, variant, ports: "max" for 2D or an int)

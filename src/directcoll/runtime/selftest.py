@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
-from directcoll.algorithms import ALGORITHMS, build
 from directcoll.errors import UnsupportedShapeError
+from directcoll.registry import ALGORITHMS, build
 from directcoll.runtime import mpi as run
 from directcoll.schedule.ir import COPY, Schedule, ScheduleBuilder
 

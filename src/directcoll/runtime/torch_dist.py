@@ -126,7 +126,7 @@ def allreduce(tensor_in, tensor_out, group=None, *, schedule: Schedule, op: str 
         tensor_in, tensor_out: CPU tensors of one dtype (float32, float64, int32, int64) and the same number of
             elements (any shapes; tensor_out contiguous; it may be tensor_in, for an in-place allreduce).
         group: a process group (default: the world).
-        schedule: an allreduce schedule for the group's size (``directcoll.algorithms.build``).
+        schedule: an allreduce schedule for the group's size (``directcoll.registry.build``).
         op: ``sum``, ``prod``, ``max`` or ``min``.
         timeout: seconds (or a timedelta) every step may take; None: the process group's timeout.
 

@@ -17,8 +17,8 @@ import traceback
 
 import numpy as np
 
-from directcoll.algorithms import build
 from directcoll.errors import DirectcollError, UnsupportedShapeError
+from directcoll.registry import build
 from directcoll.runtime import mpi as run
 from directcoll.runtime.executor import DeadlineError
 from directcoll.runtime.progress import BUSY, STARTING, WAITING, Progress

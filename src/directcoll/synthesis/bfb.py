@@ -48,7 +48,6 @@ import rustworkx as rx
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.lp import LinearProgram, Solver
 from directcoll.resources import check_memory
@@ -420,14 +419,3 @@ def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunk
     ag = bfb_allgather(topology, chunks=chunks)
     rs = bfb_reduce_scatter(topology, chunks=chunks, allgather=ag)
     return concat(rs, ag, meta=dict(rs.meta))
-
-
-register(Algorithm(
-    name="bfb",
-    build=build_bfb,
-    collectives=("allgather", "reduce_scatter", "allreduce"),
-    variants=VARIANTS,
-    topologies="any direct topology (no switches); BW-optimal on tori, bidirectional rings, circulant and other "
-               "symmetric graphs",
-    summary="breadth-first-broadcast LP schedules, T_L = diameter (Zhao et al. Sec. 6.1, LP (1))",
-))

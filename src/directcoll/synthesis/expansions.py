@@ -38,7 +38,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, reverse
@@ -736,15 +735,3 @@ def build_expansion(topology: Topology, collective, *, variant=None, ports=None,
         raise UnsupportedShapeError(f"expansion: {topology.spec} is not built by line/degree/product/power/bidir "
                                     "operators; its schedule is plain BFB (algorithm 'bfb')")
     return expanded_schedule(topology, collective)
-
-
-register(Algorithm(
-    name="expansion",
-    build=build_expansion,
-    collectives=("allgather", "reduce_scatter", "allreduce"),
-    variants=("bandwidth",),
-    topologies="topologies built by expansion operators: line(...), line^k(...), degree(...,n), product(...), "
-               "power(...,n), bidir(...)",
-    summary="expanded schedules of Zhao et al. Sec. 5 (line graph Def. 1, degree Def. 2, Cartesian power Def. 14, "
-            "product by BFB, App. A.6), T_L and T_B by Theorems 7-13",
-))

@@ -31,7 +31,6 @@ from math import lcm
 
 import numpy as np
 
-from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
 from directcoll.synthesis.mcf_paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
@@ -269,14 +268,3 @@ def build_mcf(topology: Topology, collective, *, variant=None, ports=None, **opt
     if ports not in (None, 1):
         raise UnsupportedShapeError(f"mcf builds one schedule over all links; ports must be 1, got {ports}")
     return mcf_schedule(topology, variant or "timestepped", **options)
-
-
-register(Algorithm(
-    name="mcf",
-    build=build_mcf,
-    collectives=("alltoall",),
-    variants=VARIANTS,
-    topologies="any connected topology (timestepped: no switches)",
-    summary="all-to-all from the max concurrent flow (Basu et al.): time-stepped tsMCF chunks, or pMCF / "
-            "MCF-extP weighted paths with explicit routes",
-))

@@ -1,0 +1,338 @@
+"""The algorithm registry: every algorithm the project builds, listed here explicitly, for the CLI, comparisons,
+the runtime and the tests.
+
+The registry sits above :mod:`directcoll.algorithms` and :mod:`directcoll.synthesis` (it imports both; neither
+imports it), so adding an algorithm is two steps: write its builder ``build(topology, collective, *, variant,
+ports, **options) -> Schedule`` in its module, and add its :class:`Algorithm` entry to :data:`ALGORITHMS` below.
+
+>>> get("swing").collectives
+('allreduce', 'reduce_scatter', 'allgather')
+>>> build("ring", "ring:4", "allgather").num_steps
+3
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from directcoll.algorithms import alltoall, bucket, generalized, recursive_doubling, ring, swing, tree
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.ir import Collective, Schedule
+from directcoll.schedule.pattern import StepPattern, pattern_of
+from directcoll.synthesis import bfb, mcf_schedules
+from directcoll.synthesis import expansions as synth_expansions
+from directcoll.topology.model import Topology
+from directcoll.topology.spec import parse
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """An entry of the registry.
+
+    ``build(topology, collective, *, variant, ports)`` returns a Schedule or raises UnsupportedShapeError
+    with a message saying what the algorithm serves.
+    """
+
+    name: str
+    build: Callable[..., Schedule]
+    collectives: tuple[str, ...]
+    variants: tuple[str, ...]
+    topologies: str
+    summary: str
+    aliases: tuple[str, ...] = ()
+    #: optional ``pattern(topology, collective, *, variant, ports) -> StepPattern`` for algorithms whose full
+    #: schedule is too large to time (ring, bucket); must equal pattern_of(build(...)).
+    pattern: Callable[..., StepPattern] | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "collectives": list(self.collectives), "variants": list(self.variants),
+                "topologies": self.topologies, "summary": self.summary, "aliases": list(self.aliases)}
+
+
+#: Every algorithm by name, in the order listed.
+ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
+    Algorithm(
+        name="ring",
+        build=ring.build_ring,
+        pattern=ring.ring_pattern,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=ring.VARIANTS,
+        topologies="any (snake ring over the grid shape, else ranks 0..N-1); hamiltonian: 2D tori r x c with "
+                   "r = c*k and gcd(r, c-1) = 1 (either orientation)",
+        summary="ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper Sec. 2.3.1)",
+    ),
+    Algorithm(
+        name="shifted-ring",
+        build=ring.build_shifted_ring,
+        pattern=ring.shifted_ring_pattern,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=ring.SHIFTED_VARIANTS,
+        aliases=("shiftedring",),
+        topologies="any (ring 1: the ring order; ring 2: stride s coprime to N, the topology's s on C(N, {1, s}))",
+        summary="TopoOpt's shifted ring: two bidirectional rings (stride 1 and s) on halves of the vector "
+                "(Zhao et al. Sec. 8.2 baseline)",
+    ),
+    Algorithm(
+        name="bucket",
+        build=bucket.build_bucket,
+        pattern=bucket.bucket_pattern,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=bucket.VARIANTS,
+        topologies="any topology with a grid shape (torus, mesh, ring, hypercube, hyperx, hammingmesh); "
+                   "designed for D-dimensional tori",
+        summary="multiport bucket: 2D concurrent per-dimension ring reduce-scatters + allgathers "
+                "(Swing paper Sec. 2.3.4, synchronous dimension switching Sec. 5.2)",
+    ),
+    Algorithm(
+        name="swing",
+        build=swing.swing,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=swing.VARIANTS,
+        topologies="any grid topology (torus, mesh, HyperX, HammingMesh, hypercube, ring) of any shape and size; "
+                   "other topologies as a 1D ring of their ranks",
+        summary="Swing (De Sensi et al. NSDI'24): short-cutting butterfly, multiport plain + mirrored",
+    ),
+    Algorithm(
+        name="recursive-doubling",
+        build=recursive_doubling.recursive_doubling,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=recursive_doubling.VARIANTS,
+        topologies=recursive_doubling._GRID,
+        aliases=("recdoub", "rd"),
+        summary="torus-optimized recursive doubling: latency-optimal (default) or bandwidth-optimized",
+    ),
+    Algorithm(
+        name="rabenseifner",
+        build=recursive_doubling._rabenseifner,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=("bandwidth",),
+        topologies=recursive_doubling._GRID,
+        summary="bandwidth-optimized recursive doubling: recursive-halving reduce-scatter + allgather",
+    ),
+    Algorithm(
+        name="mirrored-recursive-doubling",
+        build=recursive_doubling._mirrored,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=recursive_doubling.VARIANTS,
+        topologies=recursive_doubling._GRID,
+        summary="recursive doubling with D plain + D mirrored collectives on all 2D ports (Swing Sec. 5.1)",
+    ),
+    Algorithm(
+        name="double-binary-tree",
+        build=tree.build_double_binary_tree,
+        collectives=("allreduce",),
+        variants=tree.VARIANTS,
+        aliases=("dbt", "double-tree"),
+        topologies="any N >= 1 (logical trees; one link per tree edge on the dbt topology)",
+        summary="NCCL's double binary tree: two pipelined reduce+broadcast trees on halves of the vector "
+                "(Sanders et al. 2009; Zhao et al. Sec. 8.2 baseline), option chunks=P",
+    ),
+    Algorithm(
+        name="generalized",
+        build=generalized._build,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=generalized.VARIANTS,
+        topologies="any number of ranks P >= 2 (ignores the topology's shape); group xor needs a power of two",
+        summary="Kolmakov & Zhang generalized allreduce: any P, 2 ceil(log2 P) - r steps (bandwidth, latency, "
+                "intermediate r via `schedule --steps`)",
+        aliases=("kolmakov",),
+    ),
+    Algorithm(
+        name="direct",
+        build=alltoall.build_direct,
+        collectives=("alltoall",),
+        variants=("direct",),
+        topologies="any (the network routes every pair's message)",
+        summary="all-to-all as N-1 point-to-point sends per rank in one step (NCCL / Open MPI; Basu et al. baseline)",
+    ),
+    Algorithm(
+        name="dor",
+        build=alltoall.build_dor,
+        collectives=("alltoall",),
+        variants=("dor",),
+        topologies="grids: torus, mesh, ring, hypercube, HyperX",
+        summary="all-to-all on dimension-order routes, one path per pair (Basu et al. Sec. 5.2 baseline)",
+    ),
+    Algorithm(
+        name="sssp",
+        build=alltoall.build_sssp,
+        collectives=("alltoall",),
+        variants=alltoall.SSSP_VARIANTS,
+        topologies="any",
+        summary="all-to-all on Domke et al.'s SSSP routes: per destination, shortest paths on congestion-weighted "
+                "links (Basu et al. Sec. 5.2 baseline)",
+    ),
+    Algorithm(
+        name="ewsp",
+        build=alltoall.build_ewsp,
+        collectives=("alltoall",),
+        variants=("ewsp",),
+        topologies=f"any with at most {alltoall.MAX_PATHS_PER_PAIR} shortest paths per pair",
+        summary="all-to-all split equally over every pair's shortest paths (Basu et al. EwSP baseline)",
+    ),
+    Algorithm(
+        name="ilp-disjoint",
+        build=alltoall.build_ilp,
+        collectives=("alltoall",),
+        variants=alltoall.ILP_VARIANTS,
+        topologies=f"any with at most {alltoall.ILP_MAX_RANKS} ranks",
+        summary="all-to-all on one path per pair chosen by a HiGHS MIP minimizing the largest link load (Basu et al. "
+                "ILP-disjoint / ILP-shortest baseline)",
+        aliases=("ilp",),
+    ),
+    Algorithm(
+        name="bfb",
+        build=bfb.build_bfb,
+        collectives=("allgather", "reduce_scatter", "allreduce"),
+        variants=bfb.VARIANTS,
+        topologies="any direct topology (no switches); BW-optimal on tori, bidirectional rings, circulant and other "
+                   "symmetric graphs",
+        summary="breadth-first-broadcast LP schedules, T_L = diameter (Zhao et al. Sec. 6.1, LP (1))",
+    ),
+    Algorithm(
+        name="expansion",
+        build=synth_expansions.build_expansion,
+        collectives=("allgather", "reduce_scatter", "allreduce"),
+        variants=("bandwidth",),
+        topologies="topologies built by expansion operators: line(...), line^k(...), degree(...,n), product(...), "
+                   "power(...,n), bidir(...)",
+        summary="expanded schedules of Zhao et al. Sec. 5 (line graph Def. 1, degree Def. 2, Cartesian power Def. 14, "
+                "product by BFB, App. A.6), T_L and T_B by Theorems 7-13",
+    ),
+    Algorithm(
+        name="mcf",
+        build=mcf_schedules.build_mcf,
+        collectives=("alltoall",),
+        variants=mcf_schedules.VARIANTS,
+        topologies="any connected topology (timestepped: no switches)",
+        summary="all-to-all from the max concurrent flow (Basu et al.): time-stepped tsMCF chunks, or pMCF / "
+                "MCF-extP weighted paths with explicit routes",
+    ),
+)}
+
+
+def get(name: str) -> Algorithm:
+    """The algorithm called ``name`` (or one of its aliases).
+
+    Raises:
+        UnsupportedShapeError: unknown name; the message lists the registered ones.
+    """
+    key = name.strip().lower().replace("_", "-")
+    for alg in ALGORITHMS.values():
+        if key == alg.name or key in alg.aliases:
+            return alg
+    raise UnsupportedShapeError(f"unknown algorithm {name!r}; available: {', '.join(sorted(ALGORITHMS))}")
+
+
+def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm, Topology, Collective]:
+    alg = get(name)
+    topo: Topology = parse(topology) if not isinstance(topology, Topology) else topology
+    coll = Collective.parse(collective)
+    if coll.value not in alg.collectives:
+        raise UnsupportedShapeError(f"{alg.name} does not implement {coll.value}; it implements "
+                                    f"{', '.join(alg.collectives)}")
+    if variant is not None and variant not in alg.variants:
+        raise UnsupportedShapeError(f"{alg.name}: unknown variant {variant!r}; accepted: "
+                                    f"{', '.join(alg.variants)}")
+    if ports is not None and ports < 1:
+        raise UnsupportedShapeError(f"{alg.name}: ports must be >= 1, got {ports}")
+    return alg, topo, coll
+
+
+#: Bytes per transfer of a built schedule at its peak while building (step, src, dst, op, pieces, the builder's
+#: lists and the final concatenation): measured on torus:64x64 with 4 ports, 118 B (bucket, 4.1 M transfers),
+#: 155 B (swing bandwidth), 213 B (recursive doubling): what :func:`estimate_bytes` multiplies transfers by.
+BYTES_PER_TRANSFER = 128
+#: Bytes per (rank, rank) pair of the algorithms whose construction tracks N pieces per rank (Swing's bandwidth
+#: variant for N not a power of two, the generalized allreduce): measured 136-250 B on torus:30x30 and torus:60x60
+#: (1,970 MB and 1,770 MB at N = 3,600), so 128 is a lower bound.
+BYTES_PER_PAIR = 128
+#: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
+QUADRATIC = {"swing": ("bandwidth", None), "generalized": None}
+#: Algorithms whose steps grow linearly: a ring's 2 (N - 1) steps, a bucket's 2 sum_i (d_i - 1) on a grid of
+#: sides d_i (bucket on torus:64x64 with 4 ports: 252 steps, 4.1 M transfers).
+LINEAR_STEPS = ("ring", "shifted-ring", "bucket")
+
+
+def _steps(name: str, topology: Topology, n: float) -> float:
+    """Steps of a ``name`` allreduce on ``topology``: linear for :data:`LINEAR_STEPS`, else 2 ceil(log2 N)."""
+    if name in LINEAR_STEPS:
+        if name == "bucket" and topology.shape:
+            return 2.0 * sum(float(d) - 1.0 for d in topology.shape)
+        return 2.0 * (n - 1.0)
+    return 2.0 * max(1, math.ceil(math.log2(max(n, 2.0))))
+
+
+def estimate_bytes(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
+                   ports: int | None = None) -> float:
+    """A lower-bound estimate of the memory ``build_pattern(name, topology, collective, variant=...)`` needs
+    (a float, never overflowing): N ranks x steps (:func:`_steps`) x ports transfers of :data:`BYTES_PER_TRANSFER`,
+    N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
+    pieces per rank (:data:`QUADRATIC`) when N is not a power of two.
+
+    Raises:
+        UnsupportedShapeError: an unknown algorithm name.
+    """
+    alg = get(name)
+    n = float(topology.num_compute)
+    steps = _steps(alg.name, topology, n)
+    nbytes = n * steps * float(ports or 1) * BYTES_PER_TRANSFER
+    if Collective.parse(collective) is Collective.ALLTOALL:
+        nbytes = max(nbytes, n * n * BYTES_PER_TRANSFER)
+    quadratic = alg.name in QUADRATIC and (QUADRATIC[alg.name] is None or variant in QUADRATIC[alg.name])
+    if quadratic and int(n) & (int(n) - 1):
+        nbytes = max(nbytes, n * n * BYTES_PER_PAIR)
+    return nbytes
+
+
+def check_build_memory(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
+                       ports: int | None = None) -> None:
+    """Refuse building ``name`` on ``topology`` when :func:`estimate_bytes` is over the memory budget.
+
+    Raises:
+        ResourceError: over the budget, naming the algorithm, variant and topology.
+        UnsupportedShapeError: an unknown algorithm name.
+    """
+    from directcoll.resources import check_memory
+
+    label = f"{get(name).name}{f' ({variant})' if variant else ''} {Collective.parse(collective).value} on " \
+            f"{topology.spec} ({topology.num_compute:,} ranks)"
+    check_memory(label, estimate_bytes(name, topology, collective, variant, ports))
+
+
+def build_pattern(name: str, topology, collective="allreduce", *, variant: str | None = None,
+                  ports: int | None = None, **options) -> StepPattern:
+    """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (so
+    huge ring and bucket schedules are never materialised), else ``pattern_of(build(...))``.
+
+    Raises:
+        UnsupportedShapeError, SpecError: as :func:`build`.
+    """
+    alg, topo, coll = _resolve(name, topology, collective, variant, ports)
+    check_build_memory(alg.name, topo, coll, variant, ports)
+    if alg.pattern is None:
+        return pattern_of(build(name, topo, coll, variant=variant, ports=ports, **options))
+    pattern = alg.pattern(topo, coll, variant=variant, ports=ports)
+    pattern.meta.update({"topology": topo.spec, "algorithm": alg.name, **pattern.meta})
+    return pattern
+
+
+def build(name: str, topology, collective="allreduce", *, variant: str | None = None,
+          ports: int | None = None, **options) -> Schedule:
+    """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
+
+    The schedule's meta records the algorithm, variant, ports and topology spec.
+
+    Raises:
+        UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
+        SpecError: an unparseable topology spec.
+        ResourceError: :func:`estimate_bytes` is over the memory budget.
+
+    ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``).
+    """
+    alg, topo, coll = _resolve(name, topology, collective, variant, ports)
+    check_build_memory(alg.name, topo, coll, variant, ports)
+    schedule = alg.build(topo, coll, variant=variant, ports=ports, **options)
+    return schedule.with_meta(**{"algorithm": alg.name, **schedule.meta, "topology": topo.spec})
