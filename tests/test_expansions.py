@@ -11,12 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from directcoll.cost.analytic import analyze
+from directcoll.cost.expansions import (
+    Prediction,
+    predict_bidirectional,
+    predict_cartesian_power,
+    predict_cartesian_product,
+    predict_degree_expansion,
+    predict_line_graph,
+)
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
 from directcoll.registry import build
 from directcoll.schedule.ops import reverse
 from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter
 from directcoll.synthesis.expansions import (
-    Prediction,
     bidirectional_allgather,
     cartesian_power_allgather,
     cartesian_product_allgather,
@@ -24,11 +31,6 @@ from directcoll.synthesis.expansions import (
     expanded_schedule,
     line_graph_allgather,
     predict,
-    predict_bidirectional,
-    predict_cartesian_power,
-    predict_cartesian_product,
-    predict_degree_expansion,
-    predict_line_graph,
 )
 from directcoll.topology import Topology, parse
 from directcoll.topology import expansions as tex

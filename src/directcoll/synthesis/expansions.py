@@ -18,10 +18,8 @@ follow from Theorem 1 / Corollary 1.2: the reduce-scatter of an expanded topolog
 the allgather of T^T, and T^T is the same expansion of the transposed base (node ids kept), so
 :func:`expanded_schedule` builds any collective for a spec of operators over base topologies by recursion.
 
-Predictions (:func:`predict_line_graph`, ..., :func:`predict`) give T_L (steps) and T_B (in units of M/B,
-B = d x link bandwidth, the ``t_b_m_over_b`` of :func:`directcoll.cost.analytic.analyze`) of an expansion
-from the base's (N, d, T_L, T_B) without building anything; they are exact (Fractions in, Fractions out)
-where the theorems state equalities.
+Predictions of T_L and T_B from the bases' costs live in :mod:`directcoll.cost.expansions`; :func:`predict`
+applies them to the BFB schedules of a spec's bases.
 
 Schedules are exact: every shard is [0, D) over one integer denominator D, which the constructions scale
 (by the multiplicity of parallel links, n*d, or n) so that every chunk stays an integer interval.
@@ -29,39 +27,30 @@ Schedules are exact: every shard is [0, D) over one integer denominator D, which
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache, reduce
-from math import gcd, lcm, prod
-from typing import NamedTuple
+from math import gcd, lcm
 
 import numpy as np
 
+from directcoll.cost.expansions import LEAVES, Prediction, measured_cost, predict_expansion
 from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, reverse
-from directcoll.synthesis import bfb as _bfb  # a module: bfb -> algorithms -> here is a cycle
+from directcoll.synthesis import bfb as _bfb
 from directcoll.topology import expansions as tex
-from directcoll.topology.metrics import distance_stats
 from directcoll.topology.model import Topology
 from directcoll.topology.spec import SpecNode, build_tree, parse_tree
 
 __all__ = [
-    "Prediction",
+    "bfb_base_cost",
     "bidirectional_allgather",
     "cartesian_power_allgather",
     "cartesian_product_allgather",
     "degree_expansion_allgather",
     "expanded_schedule",
     "line_graph_allgather",
-    "measured_cost",
     "predict",
-    "predict_bidirectional",
-    "predict_cartesian_power",
-    "predict_cartesian_product",
-    "predict_degree_expansion",
-    "predict_line_graph",
 ]
 
 
@@ -418,11 +407,6 @@ def bidirectional_allgather(base: Topology, schedule: Schedule, transposed_sched
 
 
 # -- schedules for specs ---------------------------------------------------------------------------------------
-#: spec nodes scheduled by BFB as a whole: base families, and punctured topologies (failures break the
-#: symmetry every expansion theorem needs)
-LEAVES = ("family", "punctured")
-
-
 class _Builder:
     """Recursion over a spec tree, caching topologies and allgathers (``flip``: of the transposed topology)."""
 
@@ -532,125 +516,7 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
     return concat(rs, b.ag(tree, False), meta=meta)
 
 
-# -- predictions ------------------------------------------------------------------------------------------------
-class Prediction(NamedTuple):
-    """Size, degree and cost of a (base or expanded) allgather / reduce-scatter algorithm.
-
-    ``t_l`` is in steps (units of alpha), ``t_b`` in units of M/B with B = degree x link bandwidth (None where
-    no theorem gives it). Fractions stay exact through the predictions; floats stay floats.
-    """
-
-    nodes: int
-    degree: int
-    t_l: int
-    t_b: Fraction | float | None
-
-
-def _base(base, what: str, *, regular: bool = True) -> Prediction:
-    p = Prediction(*base)
-    if p.nodes < 1 or (regular and (p.degree is None or p.degree < 1)) or p.t_l < 0:
-        raise UnsupportedShapeError(f"{what}: needs a base with N >= 1, a regular degree d >= 1 and T_L >= 0, "
-                                    f"got {tuple(p)}")
-    return p
-
-
-def _add(t_b, x):
-    return None if t_b is None else t_b + x
-
-
-def predict_line_graph(base, k: int = 1) -> Prediction:
-    """Cost of L^k(G) (Zhao et al. Theorem 7, Corollary 7.1, Theorem 10, Corollary 10.1) from the base's
-    (N, d, T_L, T_B):
-
-        N' = d^k N,  d' = d,  T_L' = T_L + k,  T_B' = T_B + (M/B) d/(d-1) (1/N - 1/(d^k N)).
-
-    For T_B this is the equality of Corollary 10.1 (an optimal BFB base schedule, every node with more than
-    one out-neighbour) and the upper bound of Corollary 7.1 for any other base schedule. The bound is the
-    geometric sum over the k expansions of 1/(d^i N), i = 0..k-1, which is how eq. (7) reads.
-
-    Raises:
-        UnsupportedShapeError: k < 1, or d < 2 (the line graph of a degree-1 topology, a directed cycle, is
-            the cycle itself; Theorem 10 needs |N^+(u)| > 1).
-    """
-    n, d, t_l, t_b = _base(base, "line graph prediction")
-    if k < 1 or d < 2:
-        raise UnsupportedShapeError(f"line graph prediction: needs k >= 1 and degree d >= 2 (Theorem 10), got "
-                                    f"k={k}, d={d}")
-    extra = Fraction(d, d - 1) * (Fraction(1, n) - Fraction(1, d ** k * n))
-    return Prediction(d ** k * n, d, t_l + k, _add(t_b, extra))
-
-
-def predict_degree_expansion(base, n: int) -> Prediction:
-    """Cost of G * n (Zhao et al. Theorem 11): N' = nN, d' = nd, T_L' = T_L + 1, T_B' = T_B + (M/B) (n-1)/(nN)
-    (for n = 1, G * 1 = G and T_L' = T_L). BW-optimal when the base is (Corollary 11.1).
-
-    Raises:
-        UnsupportedShapeError: n < 1.
-    """
-    big_n, d, t_l, t_b = _base(base, "degree expansion prediction")
-    if n < 1:
-        raise UnsupportedShapeError(f"degree expansion prediction: n must be >= 1, got {n}")
-    return Prediction(n * big_n, n * d, t_l + (n > 1), _add(t_b, Fraction(n - 1, n * big_n)))
-
-
-def predict_cartesian_power(base, n: int) -> Prediction:
-    """Cost of G^(box n) (Zhao et al. Theorem 12): N' = N^n, d' = nd, T_L' = n T_L,
-    T_B' = T_B N/(N-1) (N^n - 1)/N^n. BW-optimal when the base is (Corollary 12.1).
-
-    Raises:
-        UnsupportedShapeError: n < 1 or N < 2.
-    """
-    big_n, d, t_l, t_b = _base(base, "cartesian power prediction")
-    if n < 1 or big_n < 2:
-        raise UnsupportedShapeError(f"cartesian power prediction: needs n >= 1 and N >= 2, got n={n}, N={big_n}")
-    factor = Fraction(big_n, big_n - 1) * Fraction(big_n ** n - 1, big_n ** n)
-    return Prediction(big_n ** n, n * d, n * t_l, None if t_b is None else t_b * factor)
-
-
-def _bw_optimal(p: Prediction) -> bool:
-    if p.t_b is None:
-        return False
-    opt = Fraction(p.nodes - 1, p.nodes)
-    return p.t_b == opt if isinstance(p.t_b, Fraction | int) else abs(p.t_b - float(opt)) <= 1e-9
-
-
-def predict_cartesian_product(*factors) -> Prediction:
-    """Cost of the BFB schedule of G_1 x ... x G_n (Zhao et al. Theorem 13) from every factor's
-    (N_i, d_i, T_L_i, T_B_i), where T_L_i must be the factor's diameter (the T_L of its BFB schedule) and
-    T_B_i the T_B of its BFB schedule:
-
-        N = prod N_i,  d = sum d_i,  T_L = sum D(G_i),  T_B = (M/B) (N-1)/N if every factor's T_B_i is
-        BW-optimal ((N_i - 1)/N_i), else None (the paper gives no bound).
-
-    Theorem 13 also needs simple, nontrivial factors; :func:`predict` checks that, this function cannot.
-
-    Raises:
-        UnsupportedShapeError: fewer than two factors.
-    """
-    ps = [_base(f, "cartesian product prediction", regular=False) for f in factors]
-    if len(ps) < 2:
-        raise UnsupportedShapeError(f"cartesian product prediction: needs at least two factors, got {len(ps)}")
-    big_n = prod(p.nodes for p in ps)
-    t_b = None
-    if all(_bw_optimal(p) for p in ps):
-        exact = all(isinstance(p.t_b, Fraction | int) for p in ps)
-        t_b = Fraction(big_n - 1, big_n) if exact else (big_n - 1) / big_n
-    degree = None if any(p.degree is None for p in ps) else sum(p.degree for p in ps)
-    return Prediction(big_n, degree, sum(p.t_l for p in ps), t_b)
-
-
-def predict_bidirectional(base) -> Prediction:
-    """Cost of G u G^T with App. A.6's schedule: N' = N, d' = 2d, T_L' = T_L, T_B' = T_B (G reverse-symmetric:
-    each direction carries half of every shard at half of the doubled node bandwidth B' = 2db)."""
-    big_n, d, t_l, t_b = _base(base, "bidirectional prediction")
-    return Prediction(big_n, 2 * d, t_l, t_b)
-
-
-def measured_cost(schedule: Schedule, topology: Topology) -> tuple[int, float]:
-    """(T_L, T_B) of a schedule on a topology: its number of steps and ``analyze(...).t_b_m_over_b``."""
-    from directcoll.cost.analytic import analyze
-
-    return schedule.num_steps, float(analyze(schedule, topology).t_b_m_over_b)
+# -- predictions with BFB bases -----------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=256)
@@ -661,65 +527,27 @@ def _bfb_cost(spec: str, collective: str) -> tuple[int, float]:
     return measured_cost(_bfb.build_bfb(topo, collective), topo)
 
 
-def predict(spec_or_topology, collective="allgather", *,
-            base_cost: Callable[[Topology, Collective], tuple[int, float]] | None = None) -> Prediction:
-    """Predicted (N, d, T_L, T_B) of :func:`expanded_schedule` for a spec, from the costs of its bases alone
-    (the theorems' formulas applied bottom-up; nothing but the bases is scheduled).
-
-    Args:
-        spec_or_topology: a spec string or a Topology built from one.
-        collective: allgather, reduce_scatter (the same formulas on the bases' reduce-scatter costs) or
-            allreduce (reduce-scatter + allgather: T_L and T_B add up).
-        base_cost: ``(topology, collective) -> (T_L, T_B)`` of a base's BFB schedule; default: build it and
-            measure it with :func:`directcoll.cost.analytic.analyze` (cached per spec).
+def bfb_base_cost(topology: Topology, collective) -> tuple[int, float]:
+    """(T_L, T_B) of the BFB schedule of ``topology`` (:func:`directcoll.cost.expansions.measured_cost`), cached
+    per spec: the base costs :func:`predict` starts from.
 
     Raises:
-        TopologyError: a line/degree/power/bidir argument that is not regular (the theorems need d-regular G).
-        UnsupportedShapeError: as the prediction functions.
+        UnsupportedShapeError, SolverError: as :func:`directcoll.synthesis.bfb.build_bfb`.
     """
-    coll = Collective.parse(collective)
-    if coll is Collective.ALLREDUCE:
-        rs = predict(spec_or_topology, Collective.REDUCE_SCATTER, base_cost=base_cost)
-        ag = predict(spec_or_topology, Collective.ALLGATHER, base_cost=base_cost)
-        return Prediction(ag.nodes, ag.degree, rs.t_l + ag.t_l, None if None in (rs.t_b, ag.t_b) else rs.t_b + ag.t_b)
-    tree, _ = _tree_of(spec_or_topology)
-    cost = base_cost or (lambda topo, c: _bfb_cost(topo.spec, c.value))
-    topos: dict[SpecNode, Topology] = {}
+    return _bfb_cost(topology.spec, Collective.parse(collective).value)
 
-    def topo_of(node: SpecNode) -> Topology:
-        if node not in topos:
-            topos[node] = build_tree(node)
-        return topos[node]
 
-    def base_prediction(node: SpecNode) -> Prediction:
-        topo = topo_of(node)
-        t_l, t_b = cost(topo, coll)
-        return Prediction(topo.num_compute, tex.regular_degree(topo), t_l, t_b)
+def predict(spec_or_topology, collective="allgather") -> Prediction:
+    """Predicted (N, d, T_L, T_B) of :func:`expanded_schedule` for a spec, from the BFB schedules of its bases
+    alone (:func:`directcoll.cost.expansions.predict_expansion` with :func:`bfb_base_cost`).
 
-    def rec(node: SpecNode) -> Prediction:
-        if node.op in LEAVES:
-            return base_prediction(node)
-        if node.op == "product":
-            factors = []
-            for child in node.children:  # Theorem 13: simple, nontrivial factors, T_L_i their diameters
-                topo = topo_of(child)
-                simple = len(np.unique(topo.link_src * topo.num_compute + topo.link_dst)) == topo.num_links
-                p = base_prediction(child)
-                factors.append(p._replace(t_l=distance_stats(topo)[0], t_b=p.t_b if simple and p.nodes > 1 else None))
-            return predict_cartesian_product(*factors)
-        child = rec(node.children[0])
-        if child.degree is None:
-            raise TopologyError(f"predict: {node.children[0]} is not regular; the {node.op} theorems need a "
-                                "d-regular topology")
-        if node.op == "line":
-            return predict_line_graph(child, node.n)
-        if node.op == "degree":
-            return predict_degree_expansion(child, node.n)
-        if node.op == "power":
-            return predict_cartesian_power(child, node.n)
-        return predict_bidirectional(child)
+    Raises:
+        SpecError, TopologyError, UnsupportedShapeError: as :func:`~directcoll.cost.expansions.predict_expansion`.
 
-    return rec(tree)
+    >>> predict("line(complete:4)").t_l
+    2
+    """
+    return predict_expansion(_tree_of(spec_or_topology)[0], collective, base_cost=bfb_base_cost)
 
 
 def build_expansion(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:

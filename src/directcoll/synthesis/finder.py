@@ -29,8 +29,8 @@ from math import gcd, isqrt
 
 import numpy as np
 
+from directcoll.cost import expansions as ex
 from directcoll.errors import DirectcollError, TopologyError
-from directcoll.synthesis import expansions as ex
 from directcoll.synthesis.bfb import bfb_cost
 from directcoll.topology.spec import parse
 
