@@ -33,7 +33,7 @@ from directcoll.export import (
     program_to_schedule,
     to_msccl,
 )
-from directcoll.export.msccl import ALGO_ATTRS, GPU_ATTRS, STEP_ATTRS, TB_ATTRS
+from directcoll.export.msccl.format import ALGO_ATTRS, GPU_ATTRS, STEP_ATTRS, TB_ATTRS
 from directcoll.registry import ALGORITHMS, build
 from directcoll.schedule import ScheduleBuilder
 from directcoll.verify import verify

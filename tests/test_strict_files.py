@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from directcoll.errors import DirectcollError, ResourceError, ScheduleError, ScheduleFormatError
 from directcoll.export import export_msccl, import_msccl, parse_msccl
-from directcoll.export.msccl import INT_ATTRS, MscclFormatError
+from directcoll.export.msccl.format import INT_ATTRS, MscclFormatError
 from directcoll.registry import build
 from directcoll.resources import memory_budget_override
 from directcoll.schedule import io as sio

@@ -23,12 +23,14 @@ distinct LPs is then small enough that solving them one after the other beats a 
 **From loads to pieces.** Every feeding link holds all of v's shard, so only amounts matter (Sec. 6.1). The
 c_p shards of a pattern are laid end to end and cut at the cumulative loads of its links, so each source gets
 consecutive pieces summing to one whole shard and each link exactly its load z[p, l]. Loads are made exact
-rationals (``Fraction.limit_denominator``, the largest of each pattern absorbing the rounding so rows sum to
-c_p exactly) over one common denominator; on uniform links their denominators divide small integers (the
-optimum is a ratio |J| / |links feeding J|, Theorem 19), so the common denominator stays small.
+rationals (:func:`~directcoll.schedule.chunking.rational_row`: ``Fraction.limit_denominator``, the largest of
+each pattern absorbing the rounding so rows sum to c_p exactly) over one common denominator; on uniform links
+their denominators divide small integers (the optimum is a ratio |J| / |links feeding J|, Theorem 19), so the
+common denominator stays small.
 
 **Discrete chunks (App. E.2).** With ``chunks=P`` every shard is cut into P equal chunks and the loads of each
-pattern are rounded to whole chunks by largest remainder (row sums kept). A link then carries at most one
+pattern are rounded to whole chunks by largest remainder
+(:func:`~directcoll.schedule.chunking.largest_remainder`, row sums kept). A link then carries at most one
 chunk more per pattern than the LP asks, within Theorem 20's bound of one chunk per source.
 
 Consequences (Sec. 6.1): T_L = D steps, the lowest possible; data follows shortest paths only; the BW time
@@ -41,7 +43,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from math import lcm
 
 import numpy as np
 import rustworkx as rx
@@ -51,6 +52,7 @@ from scipy.sparse.csgraph import shortest_path
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.lp import LinearProgram, Solver
 from directcoll.resources import check_memory
+from directcoll.schedule.chunking import common_denominator, largest_remainder, rational_row
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, relabel, reverse
 from directcoll.topology.model import Topology
@@ -59,6 +61,8 @@ from directcoll.topology.model import Topology
 MAX_PIECE_DENOMINATOR = 10_000
 #: Largest common denominator of a whole schedule (numerators are int64 and the verifier cuts segments).
 MAX_SCHEDULE_DENOMINATOR = 10**6
+#: With ``chunks``: an LP load this close below a whole number of chunks counts as it.
+WHOLE_CHUNK_TOLERANCE = 1e-9
 
 VARIANTS = ("bandwidth",)
 
@@ -155,14 +159,10 @@ class _LoadLPs:
         for p in range(npat):
             sel = np.flatnonzero(pi == p)
             if self.chunks is None:
-                row = [Fraction(float(v)).limit_denominator(MAX_PIECE_DENOMINATOR) for v in x[sel]]
-                big = int(np.argmax(row))
-                row[big] += int(counts[p]) - sum(row)
+                row = rational_row(x[sel], int(counts[p]), MAX_PIECE_DENOMINATOR)
             else:  # App. E.2: whole chunks, largest remainder, row sum c_p * P kept
-                want = x[sel] * self.chunks
-                whole = np.floor(want + 1e-9).astype(np.int64)
-                short = int(counts[p]) * self.chunks - int(whole.sum())
-                whole[np.argsort(-(want - whole), kind="stable")[:short]] += 1
+                whole = largest_remainder(x[sel] * self.chunks, [int(counts[p]) * self.chunks],
+                                          tolerance=WHOLE_CHUNK_TOLERANCE)
                 row = [Fraction(int(w), self.chunks) for w in whole]
             if min(row) < 0:
                 raise ScheduleError("bfb: rounding an LP solution to exact loads failed")
@@ -249,12 +249,9 @@ def _merge_adjacent(transfer: np.ndarray, start: np.ndarray, stop: np.ndarray):
 def _common_denominator(lps: _LoadLPs) -> int:
     if lps.chunks is not None:
         return lps.chunks
-    den = lcm(1, *(f.denominator for sol in lps.solutions for f in sol.ravel()))
-    if den > MAX_SCHEDULE_DENOMINATOR:
-        raise ScheduleError(f"bfb: the exact LP loads need a common denominator of {den} "
-                            f"(> {MAX_SCHEDULE_DENOMINATOR}); pass chunks=P to round them to P chunks per shard "
-                            "(Zhao et al. App. E.2)")
-    return den
+    return common_denominator((f for sol in lps.solutions for f in sol.ravel()), MAX_SCHEDULE_DENOMINATOR,
+                              what="bfb: the exact LP loads",
+                              hint="pass chunks=P to round them to P chunks per shard (Zhao et al. App. E.2)")
 
 
 def _assemble(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translate_to_all: bool, meta) -> Schedule:

@@ -1,4 +1,4 @@
-"""All-to-all schedules lowered from the MCF solutions (Basu et al. Sec. 4), registered as algorithm ``mcf``.
+"""All-to-all schedules lowered from the MCF solutions (Basu et al. Sec. 4) (algorithm ``mcf`` of the registry).
 
 Variants:
 
@@ -26,12 +26,11 @@ together with the schedule's own time, ``meta["schedule_time_m_over_b"]``, again
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
-from math import lcm
 
 import numpy as np
 
-from directcoll.errors import DirectcollError, UnsupportedShapeError
+from directcoll.errors import UnsupportedShapeError
+from directcoll.schedule.chunking import common_denominator, largest_remainder, nearest_fractions
 from directcoll.schedule.ir import Collective, Schedule
 from directcoll.synthesis.mcf_paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
 from directcoll.synthesis.tsmcf import TsMcfResult, tsmcf
@@ -87,22 +86,15 @@ def chunk_shards(pair, weight, max_chunks: int = DEFAULT_MAX_CHUNKS) -> Chunking
     if not (total > 0).all():
         raise UnsupportedShapeError("every pair needs a positive total weight over its walks / paths")
     weight = weight / total[inverse]
-    fractions = {w: Fraction(w).limit_denominator(max_chunks) for w in np.unique(weight).tolist()}
+    unique = np.unique(weight).tolist()
+    fractions = dict(zip(unique, nearest_fractions(unique, max_chunks), strict=True))
     close = all(abs(float(f) - w) <= RATIONAL_TOLERANCE for w, f in fractions.items())
-    q = lcm(*(f.denominator for f in fractions.values())) if close else max_chunks + 1
+    q = common_denominator(fractions.values()) if close else max_chunks + 1
     exact = q <= max_chunks
     if not exact:
         q = max_chunks
-    scaled = weight * q
-    counts = (np.rint(scaled) if exact else np.floor(scaled)).astype(np.int64)
-    # largest remainder: each pair's counts add up to q
-    deficit = q - np.bincount(inverse, weights=counts).astype(np.int64)
-    order = np.lexsort((-(scaled - counts), inverse))
-    group_start = np.searchsorted(inverse[order], inverse[order])
-    rank = np.arange(len(order)) - group_start
-    counts[order] += (rank < deficit[inverse[order]]).astype(np.int64)
-    if (np.bincount(inverse, weights=counts) != q).any():  # exact: rint of near-integers that add up to q
-        raise DirectcollError(f"chunking failed: some shard's chunk counts do not add up to {q}")
+    # largest remainder: each pair's counts add up to q (exact: from the nearest whole numbers, which add up to q)
+    counts = largest_remainder(weight * q, np.full(len(total), q), inverse, tolerance=0.5 if exact else 0.0)
     order = np.argsort(inverse, kind="stable")
     cum = np.cumsum(counts[order])
     first = np.empty_like(counts)
