@@ -16,7 +16,7 @@ import time
 
 from directcoll.cost.analytic import analyze
 from directcoll.synthesis.expansions import expanded_schedule, predict
-from directcoll.topology import expansions as tex
+from directcoll.topology import operators as tex
 from directcoll.topology import parse
 from directcoll.verify import verify
 

@@ -33,13 +33,13 @@ OPERATORS = ["line", "line^2", "line^3", "power", "product", "degree", "bidir", 
 
 
 def _family_names() -> list[str]:
-    from directcoll.topology.spec import FAMILIES
+    from directcoll.topology.table import FAMILIES
 
     return sorted(FAMILIES)
 
 
 def _examples() -> list[str]:
-    from directcoll.topology.spec import FAMILIES
+    from directcoll.topology.table import FAMILIES
 
     return [form.strip() for _, forms, _ in FAMILIES.values() for form in forms.split("|")]
 

@@ -22,9 +22,9 @@ from directcoll.reports.compare import compare, default_contenders, mcf_contende
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.synthesis.mcf import alltoall_mcf
 from directcoll.topology import parse
-from directcoll.topology.expansions import cables, punctured
+from directcoll.topology.grammar import parse_tree
+from directcoll.topology.operators import cables, punctured
 from directcoll.topology.routing import bfs_distances, hop_distance, link_loads, path_counts
-from directcoll.topology.spec import parse_tree
 from directcoll.verify import verify
 
 MiB = 2**20

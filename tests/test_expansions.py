@@ -33,10 +33,9 @@ from directcoll.synthesis.expansions import (
     predict,
 )
 from directcoll.topology import Topology, parse
-from directcoll.topology import expansions as tex
-from directcoll.topology.generative import intersection_array
-from directcoll.topology.metrics import distance_stats
-from directcoll.topology.spec import parse_tree
+from directcoll.topology import operators as tex
+from directcoll.topology.grammar import parse_tree
+from directcoll.topology.metrics import distance_stats, intersection_array
 from directcoll.verify import verify
 
 BASES = ["complete:4", "bipartite:3", "circulant:8:1,2", "ring:4:uni", "hamming:2:3", "kautz:2:2"]

@@ -17,7 +17,7 @@ from directcoll.algorithms.ring import (
     ring_reduce_scatter,
 )
 from directcoll.errors import UnsupportedShapeError
-from directcoll.topology import generators as gen
+from directcoll.topology import families as fam
 from directcoll.topology.model import Topology
 from directcoll.topology.spec import parse
 from directcoll.verify import verify
@@ -73,7 +73,7 @@ def test_ring_hamiltonian_verifies(spec, collective):
 def test_hamiltonian_cycles_are_edge_disjoint(shape):
     h1, h2 = hamiltonian_cycles_2d(shape)
     n = shape[0] * shape[1]
-    topo = gen.torus(shape)
+    topo = fam.torus(shape)
     keys = []
     for h in (h1, h2):
         assert h[0] == 0 and sorted(h.tolist()) == list(range(n))
@@ -93,7 +93,7 @@ def test_hamiltonian_cycles_are_edge_disjoint(shape):
 def test_hamiltonian_rejects_shapes(shape):
     with pytest.raises(UnsupportedShapeError, match="gcd"):
         hamiltonian_cycles_2d(shape)
-    topo = gen.torus(shape)
+    topo = fam.torus(shape)
     with pytest.raises(UnsupportedShapeError, match=f"{shape[0]}x{shape[1]}"):
         build_ring(topo, "allreduce", variant="hamiltonian")
     assert default_variant(topo) == "bidirectional"
@@ -261,7 +261,7 @@ shapes = st.lists(st.integers(2, 9), min_size=1, max_size=3).map(tuple)
 @given(shape=shapes, variant=st.sampled_from([None, "unidirectional", "bidirectional"]),
        collective=st.sampled_from(COLLECTIVES))
 def test_ring_random_shapes(shape, variant, collective):
-    topo = gen.torus(shape)
+    topo = fam.torus(shape)
     schedule = build_ring(topo, collective, variant=variant)
     assert_ok(schedule)
     assert schedule.num_steps == (topo.num_compute - 1) * (2 if collective == "allreduce" else 1)
@@ -270,7 +270,7 @@ def test_ring_random_shapes(shape, variant, collective):
 @settings(max_examples=25, deadline=None)
 @given(shape=shapes, collective=st.sampled_from(COLLECTIVES), data=st.data())
 def test_bucket_random_shapes(shape, collective, data):
-    topo = gen.torus(shape)
+    topo = fam.torus(shape)
     ports = data.draw(st.one_of(st.none(), st.integers(1, 2 * len(shape))))
     schedule = build_bucket(topo, collective, ports=ports)
     assert_ok(schedule)

@@ -18,21 +18,13 @@ from hypothesis import strategies as st
 from directcoll.errors import DirectcollError, ResourceError, SpecError
 from directcoll.resources import memory_budget_override
 from directcoll.topology import describe, parse
-from directcoll.topology import generative as gv
-from directcoll.topology import generators as gen
-from directcoll.topology.generative import intersection_array
-from directcoll.topology.metrics import distance_stats
+from directcoll.topology import families as fam
+from directcoll.topology.grammar import OPERATORS
+from directcoll.topology.metrics import distance_stats, intersection_array
 from directcoll.topology.routing import bfs_distances, hop_distance
-from directcoll.topology.spec import (
-    ALIASES,
-    FAMILIES,
-    MAX_NODES,
-    OPERATORS,
-    check_spec,
-    estimate,
-    families,
-    size_of,
-)
+from directcoll.topology.sizes import MAX_NODES
+from directcoll.topology.spec import check_spec, estimate, size_of
+from directcoll.topology.table import ALIASES, FAMILIES, families
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 CLI = [sys.executable, "-m", "directcoll.cli.main"]
@@ -350,14 +342,14 @@ def test_cli_alltoall_flow_lp_refused_under_a_memory_limit():
 
 # -- direct calls of the generators are sized like spec strings ---------------------------------------------------
 @pytest.mark.parametrize("call, words", [
-    (lambda: gen.torus((100000, 100000)), ["torus((100000, 100000))", "10,000,000,000 nodes", "at most"]),
-    (lambda: gen.torus(np.array([100000, 100000])), ["torus((100000, 100000))", "at most"]),
-    (lambda: gen.hypercube(40), ["hypercube(40)", "at most"]),
-    (lambda: gv.kautz(3, 100000000), ["kautz(3, 100000000)", "at most"]),
-    (lambda: gv.odd_graph(10**40), ["odd_graph(about 2^132)", "at most"]),
-    (lambda: gv.circulant(10**12, list(range(1, 50))), ["(49 values)", "at most"]),
-    (lambda: gv.jellyfish(20, 4, 2**64), ["jellyfish", "seed", "18446744073709551616"]),
-    (lambda: gv.jellyfish(20, 4, 10**5000), ["jellyfish", "seed", "about 2^"]),
+    (lambda: fam.torus((100000, 100000)), ["torus((100000, 100000))", "10,000,000,000 nodes", "at most"]),
+    (lambda: fam.torus(np.array([100000, 100000])), ["torus((100000, 100000))", "at most"]),
+    (lambda: fam.hypercube(40), ["hypercube(40)", "at most"]),
+    (lambda: fam.kautz(3, 100000000), ["kautz(3, 100000000)", "at most"]),
+    (lambda: fam.odd_graph(10**40), ["odd_graph(about 2^132)", "at most"]),
+    (lambda: fam.circulant(10**12, list(range(1, 50))), ["(49 values)", "at most"]),
+    (lambda: fam.jellyfish(20, 4, 2**64), ["jellyfish", "seed", "18446744073709551616"]),
+    (lambda: fam.jellyfish(20, 4, 10**5000), ["jellyfish", "seed", "about 2^"]),
 ])
 def test_direct_generator_calls_are_refused_before_building(call, words):
     start = time.perf_counter()
@@ -371,11 +363,11 @@ def test_direct_generator_calls_are_refused_before_building(call, words):
 
 def test_direct_generator_calls_check_the_memory_budget_and_build_as_before():
     with memory_budget_override("64MiB"):
-        for call in (lambda: gen.complete(2000), lambda: gv.jellyfish(1000000, 4), lambda: gv.xpander(200000, 4)):
+        for call in (lambda: fam.complete(2000), lambda: fam.jellyfish(1000000, 4), lambda: fam.xpander(200000, 4)):
             with pytest.raises(ResourceError, match="memory budget"):
                 call()
-    assert gen.torus((4, 4)).spec == parse("torus:4x4").spec
-    assert np.array_equal(gv.circulant(16, [3, 4]).link_dst, parse("circulant:16:3,4").link_dst)
+    assert fam.torus((4, 4)).spec == parse("torus:4x4").spec
+    assert np.array_equal(fam.circulant(16, [3, 4]).link_dst, parse("circulant:16:3,4").link_dst)
 
 
 def test_bfb_distance_matrix_is_sized_before_rustworkx_allocates_it(tmp_path):

@@ -17,7 +17,7 @@ from directcoll.schedule.ir import COPY, REDUCE
 from directcoll.schedule.pattern import pattern_of
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
-from directcoll.topology.generative import (
+from directcoll.topology.families import (
     double_binary_tree,
     double_binary_tree_parents,
     shifted_ring,

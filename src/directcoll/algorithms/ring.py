@@ -30,7 +30,7 @@ from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, concurrent
 from directcoll.schedule.pattern import StepPattern, from_steps
-from directcoll.topology.generative import shifted_ring_stride
+from directcoll.topology.families.circulants import shifted_ring_stride
 from directcoll.topology.model import Topology
 
 VARIANTS = ("unidirectional", "bidirectional", "hamiltonian")
@@ -351,9 +351,9 @@ def shifted_ring_stride_of(topology: Topology) -> int:
     """The stride s of the second ring of :func:`build_shifted_ring` on ``topology``.
 
     On a circulant with two offsets one of which is +-1 -- C(N, {1, s}), e.g. the
-    :func:`~directcoll.topology.generative.shifted_ring` topology -- it is that topology's s (normalised to
+    :func:`~directcoll.topology.families.circulants.shifted_ring` topology -- it is that topology's s (normalised to
     s <= N/2), so both rings ride on links. Elsewhere it is
-    :func:`~directcoll.topology.generative.shifted_ring_stride` (the stride nearest N/2 coprime to N; 1 for
+    :func:`~directcoll.topology.families.circulants.shifted_ring_stride` (the stride nearest N/2 coprime to N; 1 for
     N in {1, 2, 3, 4, 6}, where the two rings coincide).
     """
     n = int(topology.num_compute)

@@ -3,7 +3,7 @@
 (Parallel Computing 35(12), 2009) -- the DBT baseline of Zhao et al. (NSDI'25) Sec. 8.2, refs. [38, 71].
 
 Two binary trees span the N ranks such that every rank is interior in at most one of them
-(:func:`directcoll.topology.generative.double_binary_tree_parents`: the balanced in-order tree on positions
+(:func:`directcoll.topology.families.trees.double_binary_tree_parents`: the balanced in-order tree on positions
 1..N, and the same tree shifted by one rank). Each tree carries half of the vector, cut into P chunks, and runs
 a pipelined reduce up the tree (a child REDUCEs its partial sum of a chunk into its parent) followed, chunk by
 chunk, by a broadcast down the tree (a parent COPYs the final chunk into its children); both trees and both
@@ -20,7 +20,7 @@ So the allreduce takes 2D + P - 1 steps; in every step a rank sends at most one 
 tree it is interior to and one chunk up in the other, each chunk being M / (2P) bytes. With α-β costs and one
 link per tree edge that is (2D + P - 1)(α + M / (2 P b)) for link bandwidth b. The schedules are logical: on
 any topology the simulator routes every tree edge over shortest paths; on the double binary tree topology
-(:func:`directcoll.topology.generative.double_binary_tree`) every edge is one link.
+(:func:`directcoll.topology.families.trees.double_binary_tree`) every edge is one link.
 
 Only allreduce: a tree reduces to a root, which is no reduce-scatter (UnsupportedShapeError otherwise).
 """
@@ -31,7 +31,7 @@ import numpy as np
 
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
-from directcoll.topology.generative import double_binary_tree_parents
+from directcoll.topology.families.trees import double_binary_tree_parents
 from directcoll.topology.model import Topology
 
 #: chunks per half-vector when none is asked for (variant ``bandwidth``); ``latency`` sends each half whole.
@@ -42,7 +42,7 @@ _VARIANT_CHUNKS = {"bandwidth": DEFAULT_CHUNKS, "latency": 1}
 
 def tree_depths(parents: np.ndarray) -> np.ndarray:
     """Depth of every rank (root 0) in the trees given by ``parents`` (shape (..., N), -1 at roots, as
-    :func:`~directcoll.topology.generative.double_binary_tree_parents` returns); same shape, int64.
+    :func:`~directcoll.topology.families.trees.double_binary_tree_parents` returns); same shape, int64.
 
     Raises:
         UnsupportedShapeError: the parents do not form trees (a cycle).

@@ -18,6 +18,7 @@ DEFAULT_ALGORITHM = "swing"
 
 
 def cmd_topology_describe(args) -> int:
+    from directcoll.cost.bounds import topology_moore_bound
     from directcoll.topology import describe, parse
 
     link_bandwidth = getattr(args, "link_bandwidth", None)
@@ -28,6 +29,7 @@ def cmd_topology_describe(args) -> int:
     else:
         topology = parse(args.spec)
     out = describe(topology).to_dict()
+    out["moore_bound_diameter"] = topology_moore_bound(topology)
     if getattr(args, "alltoall", False):
         out.update(_alltoall_fields(topology, args))
     elif any(getattr(args, k, None) is not None for k in ("host_bandwidth", "method", "max_iterations", "target_gap")):
@@ -41,7 +43,7 @@ def cmd_topology_describe(args) -> int:
 
 
 def cmd_topology_families(args) -> int:
-    from directcoll.topology.spec import families
+    from directcoll.topology.table import families
 
     rows = families()
     if args.json:

@@ -16,10 +16,11 @@ import numpy as np
 
 from directcoll.errors import TopologyError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
-from directcoll.topology import expansions as tex
+from directcoll.topology import operators
+from directcoll.topology.grammar import SpecNode, parse_tree
 from directcoll.topology.metrics import distance_stats
 from directcoll.topology.model import Topology
-from directcoll.topology.spec import SpecNode, build_tree, parse_tree
+from directcoll.topology.spec import build_tree
 
 #: spec nodes whose schedule is built as a whole (their cost is a base cost): base families, and punctured
 #: topologies (failures break the symmetry every expansion theorem needs)
@@ -190,7 +191,7 @@ def predict_expansion(spec, collective="allgather", *,
     def base_prediction(node: SpecNode) -> Prediction:
         topo = topo_of(node)
         t_l, t_b = cost(topo, coll)
-        return Prediction(topo.num_compute, tex.regular_degree(topo), t_l, t_b)
+        return Prediction(topo.num_compute, operators.regular_degree(topo), t_l, t_b)
 
     def rec(node: SpecNode) -> Prediction:
         if node.op in LEAVES:

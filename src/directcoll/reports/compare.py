@@ -179,7 +179,7 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
 def _is_expansion(topology: Topology) -> bool:
     """The topology's spec applies an expansion operator (line, degree, product, power, bidir)."""
     from directcoll.synthesis.expansions import LEAVES
-    from directcoll.topology.spec import parse_tree
+    from directcoll.topology.grammar import parse_tree
 
     try:
         return parse_tree(topology.spec).op not in LEAVES

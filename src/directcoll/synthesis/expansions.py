@@ -13,7 +13,7 @@ from :func:`~directcoll.synthesis.bfb.bfb_allgather`, or any such allgather), bu
 - G united with its transpose, App. A.6: half of every shard follows A_G, the other half an allgather of
   G^T on the reversed links (:func:`bidirectional_allgather`).
 
-Topologies and node numbering come from :mod:`directcoll.topology.expansions`. Reduce-scatter and allreduce
+Topologies and node numbering come from :mod:`directcoll.topology.operators`. Reduce-scatter and allreduce
 follow from Theorem 1 / Corollary 1.2: the reduce-scatter of an expanded topology T is the time reversal of
 the allgather of T^T, and T^T is the same expansion of the transposed base (node ids kept), so
 :func:`expanded_schedule` builds any collective for a spec of operators over base topologies by recursion.
@@ -38,9 +38,10 @@ from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeErro
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, reverse
 from directcoll.synthesis import bfb as _bfb
-from directcoll.topology import expansions as tex
+from directcoll.topology import operators
+from directcoll.topology.grammar import SpecNode, parse_tree
 from directcoll.topology.model import Topology
-from directcoll.topology.spec import SpecNode, build_tree, parse_tree
+from directcoll.topology.spec import build_tree
 
 __all__ = [
     "bfb_base_cost",
@@ -169,7 +170,7 @@ def _line(view: _View, h: Topology) -> _View:
     in_order, in_start = _csr(h.link_dst, n)
     out_order, out_start = _csr(h.link_src, n)
     # step 0: e -> f, the whole shard of e
-    e0, f0 = tex.line_edges(h)
+    e0, f0 = operators.line_edges(h)
     # origin pieces: every base piece p, once per in-link e of its origin v
     ptr = view.piece_transfer
     v = view.origin
@@ -208,7 +209,7 @@ def _degree(view: _View, h: Topology, n: int) -> _View:
     chunk alpha of u_i's shard for every i != j.
     """
     big_n = h.num_compute
-    d = tex.regular_degree(h)
+    d = operators.regular_degree(h)
     if d is None:
         raise TopologyError(f"degree expansion: {h.spec} is not regular; Def. 2 cuts shards into n*d chunks")
     scale = n * d if n > 1 else 1
@@ -322,7 +323,7 @@ def line_graph_allgather(base: Topology, schedule: Schedule) -> Schedule:
         ScheduleError: ``schedule`` is not such an allgather of ``base``.
         TopologyError: ``base`` has switch nodes or self-loops.
     """
-    topo = tex.line_graph(base)  # checks the input
+    topo = operators.line_graph(base)  # checks the input
     view = _line(_view_of(schedule, base, f"line graph of {base.spec}"), base)
     return _schedule_of(view, _meta("line", topo.spec, schedule))
 
@@ -343,7 +344,7 @@ def degree_expansion_allgather(base: Topology, schedule: Schedule, n: int) -> Sc
     Raises:
         ScheduleError, TopologyError, SpecError: a bad schedule, a non-regular G, n < 1.
     """
-    topo = tex.degree_expansion(base, n)  # checks the input
+    topo = operators.degree_expansion(base, n)  # checks the input
     view = _degree(_view_of(schedule, base, f"degree expansion of {base.spec}"), base, n)
     return _schedule_of(view, _meta("degree", topo.spec, schedule, n=n))
 
@@ -370,7 +371,7 @@ def cartesian_power_allgather(base: Topology, schedule: Schedule, n: int) -> Sch
     Raises:
         ScheduleError, TopologyError, SpecError: a bad schedule or base, n < 1.
     """
-    topo = tex.cartesian_power(base, n)  # checks the input
+    topo = operators.cartesian_power(base, n)  # checks the input
     view = _power(_view_of(schedule, base, f"cartesian power of {base.spec}"), n)
     return _schedule_of(view, _meta("power", topo.spec, schedule, n=n))
 
@@ -383,7 +384,7 @@ def cartesian_product_allgather(*topologies: Topology) -> Schedule:
     Raises:
         TopologyError: fewer than two factors, switch nodes or self-loops.
     """
-    topo = tex.cartesian_product(*topologies)
+    topo = operators.cartesian_product(*topologies)
     return _bfb.bfb_allgather(topo).with_meta(topology=topo.spec)
 
 
@@ -400,9 +401,9 @@ def bidirectional_allgather(base: Topology, schedule: Schedule, transposed_sched
         ScheduleError: a schedule that is not an allgather along the links of G (resp. G^T).
         TopologyError: switch nodes or self-loops.
     """
-    topo = tex.bidirectional(base)
+    topo = operators.bidirectional(base)
     view = _side_by_side([_view_of(schedule, base, f"bidirectional {base.spec}"),
-                          _view_of(transposed_schedule, tex.transpose(base), f"bidirectional {base.spec} (G^T)")])
+                          _view_of(transposed_schedule, operators.transpose(base), f"bidirectional {base.spec} (G^T)")])
     return _schedule_of(view, _meta("bidir", topo.spec, schedule))
 
 
@@ -420,8 +421,9 @@ class _Builder:
                 self.topos[node] = build_tree(node)
             else:
                 g = self.topo(node.children[0])
-                make = {"line": tex.line_graph, "degree": tex.degree_expansion, "power": tex.cartesian_power}
-                self.topos[node] = tex.bidirectional(g) if node.op == "bidir" else make[node.op](g, node.n)
+                make = {"line": operators.line_graph, "degree": operators.degree_expansion,
+                        "power": operators.cartesian_power}
+                self.topos[node] = operators.bidirectional(g) if node.op == "bidir" else make[node.op](g, node.n)
         return self.topos[node]
 
     def ag(self, node: SpecNode, flip: bool) -> Schedule:
@@ -437,19 +439,19 @@ class _Builder:
             child = node.children[0]
             g = self.topo(child)
             inner = [self.ag(child, False), self.ag(child, True)]
-            view = _side_by_side([_view_of(inner[0], g, spec), _view_of(inner[1], tex.transpose(g), spec)])
+            view = _side_by_side([_view_of(inner[0], g, spec), _view_of(inner[1], operators.transpose(g), spec)])
             out = _schedule_of(view, _meta("bidir", spec, inner[0]))
         else:
             child = node.children[0]
             g = self.topo(child)
             inner = self.ag(child, flip)
-            on = tex.transpose(g) if flip else g
+            on = operators.transpose(g) if flip else g
             if node.op == "line":
                 view = _view_of(inner, on, spec)
                 for level in range(node.n):  # L^K: K times Def. 1 (node ids: links of the previous level)
                     if level:
-                        g = tex.line_graph(g)
-                        on = tex.transpose(g) if flip else g
+                        g = operators.line_graph(g)
+                        on = operators.transpose(g) if flip else g
                     view = _line(view, on)
             elif node.op == "degree":
                 view = _degree(_view_of(inner, on, spec), on, node.n)

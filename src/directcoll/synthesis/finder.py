@@ -4,7 +4,7 @@ topologies with N nodes and degree d, built bottom-up from base topologies and e
 1. **Bases** (the paper's Table 9, as far as this project generates them exactly): complete graphs, complete
    bipartite graphs, Hamming graphs, bi- and unidirectional rings, Theorem 22's minimum-diameter degree-4
    circulants, generalized Kautz and Kautz digraphs, and the distance-regular graphs of
-   :mod:`directcoll.topology.generative`. Every base whose size divides N and whose degree is at most d gets
+   :mod:`directcoll.topology.families`. Every base whose size divides N and whose degree is at most d gets
    its BFB allgather LPs solved (:func:`directcoll.synthesis.bfb.bfb_cost`): T_L = its diameter, T_B its LP
    value (eq. (2)), both exact.
 2. **Expansions**, predicted by the theorems without building anything (:mod:`directcoll.synthesis.expansions`):
@@ -30,6 +30,7 @@ from math import gcd, isqrt
 import numpy as np
 
 from directcoll.cost import expansions as ex
+from directcoll.cost.bounds import moore_bound_diameter
 from directcoll.errors import DirectcollError, TopologyError
 from directcoll.synthesis.bfb import bfb_cost
 from directcoll.topology.spec import parse
@@ -328,8 +329,6 @@ def _pareto(cands: list[Candidate]) -> list[Candidate]:
 
 def theoretical_bound(nodes: int, degree: int, *, directed: bool = True) -> tuple[int, float]:
     """(T_L*, T_B*) for N nodes of degree d: the Moore bound diameter (Def. 9) and (N-1)/N (Table 4's last row)."""
-    from directcoll.topology.generative import moore_bound_diameter
-
     return int(moore_bound_diameter(nodes, degree, directed)), (nodes - 1) / nodes
 
 

@@ -28,7 +28,7 @@ Methods (:func:`alltoall_mcf`):
   the link LP's. The LP shrinks by a factor of N. (F need not equal the capacity bound: torus:3x4 has F = 1/6
   and bound 1/5.)
 * ``automorphism``: the same reduction for a group G of automorphisms that is not regular on the nodes
-  (:func:`directcoll.topology.generative.automorphisms`: generalized Kautz graphs, |G| = 2 gcd(d + 1, N)).
+  (:func:`directcoll.topology.families.kautz_digraphs.automorphisms`: generalized Kautz graphs, |G| = 2 gcd(d + 1, N)).
   Averaging over G gives an optimal flow with x_{g s} = g x_s, so only one source per node orbit keeps
   variables, and the load of a link orbit O is ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e)``, one capacity
   row per link orbit. Conversely the reduced solution, averaged over each representative's stabilizer and
@@ -411,7 +411,7 @@ class _Orbits:
 
 def _orbits(net: FlowNetwork, topology: Topology) -> _Orbits | None:
     """The known automorphism group of ``topology`` on ``net``, or None (no group, switches, parallel links)."""
-    from directcoll.topology.generative import automorphisms
+    from directcoll.topology.families.kautz_digraphs import automorphisms
 
     perms = automorphisms(topology)
     n, v = topology.num_compute, topology.num_nodes

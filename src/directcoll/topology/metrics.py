@@ -1,4 +1,7 @@
-"""Topology metrics: size, degree, diameter, average distance, bisection facts."""
+"""Topology metrics: size, degree, diameter, average distance, bisection facts, intersection arrays.
+
+Bounds on these (the Moore bound on the diameter, Zhao et al. Def. 9) live in :mod:`directcoll.cost.bounds`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from directcoll.topology.generative import topology_moore_bound
+from directcoll.resources import check_memory
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import bfs_chunk, bfs_distances, check_bfs_work
 
@@ -29,9 +32,6 @@ class TopologySummary:
     node_bandwidth_bytes_per_s: float
     bisection_links: int | None
     bisection_bandwidth_bytes_per_s: float | None
-    #: least diameter any graph with this N and degree can have (Moore bound, Zhao et al. Def. 9): directed
-    #: when some link has no reverse, else undirected, degree = largest out-degree; None with switches.
-    moore_bound_diameter: int | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -90,11 +90,16 @@ def bisection_links(topo: Topology) -> int | None:
 
 def describe(topo: Topology) -> TopologySummary:
     """Summarize a topology: N, switches, directed links, degree range, diameter, average distance,
-    bandwidths (bytes/s), the bisection where known and the Moore-bound diameter (the topology is Moore
-    optimal when ``diameter == moore_bound_diameter``).
+    bandwidths (bytes/s) and the bisection where known. ``directcoll topology describe`` adds the Moore-bound
+    diameter (:func:`directcoll.cost.bounds.topology_moore_bound`).
 
     Raises:
         ResourceError: the distances of a non-Cayley topology need too much work (:func:`distance_stats`).
+
+    >>> from directcoll.topology.families import torus
+    >>> summary = describe(torus((4, 4)))
+    >>> summary.diameter, summary.bisection_links
+    (4, 8)
     """
     deg = topo.out_degree[: topo.num_compute]
     diameter, avg = distance_stats(topo)
@@ -106,5 +111,45 @@ def describe(topo: Topology) -> TopologySummary:
         diameter=diameter, average_distance=avg, link_bandwidth_bytes_per_s=bw,
         node_bandwidth_bytes_per_s=topo.node_bandwidth, bisection_links=cut,
         bisection_bandwidth_bytes_per_s=None if cut is None else cut * bw,
-        moore_bound_diameter=topology_moore_bound(topo),
     )
+
+
+def intersection_array(topo: Topology) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """({b_0, ..., b_(D-1)}, {c_1, ..., c_D}) when the compute-node graph is distance-regular (Zhao et al.
+    Def. 17: for every pair x, y at distance i, y has c_i neighbours at distance i-1 from x, a_i at distance
+    i and b_i at distance i+1), else None. Only for bidirectional topologies; parallel links count once.
+    Dense all-pairs BFS: meant for graphs of up to a few thousand nodes.
+
+    Raises:
+        ResourceError: the dense N x N distance and layer matrices would exceed the memory budget.
+
+    >>> from directcoll.topology.families import petersen, ring
+    >>> intersection_array(petersen()), intersection_array(ring(6, bidirectional=False))
+    (((3, 2), (1, 1)), None)
+    """
+    n = topo.num_compute
+    if topo.num_nodes != n or (topo.reverse_link < 0).any():
+        return None
+    # distances (int64 and scipy's float64), adjacency and three float32 layers, the boolean masks
+    check_memory(f"the intersection array of {topo.spec} (dense {n:,} x {n:,} matrices)", 40.0 * n * n)
+    dist = bfs_distances(topo, np.arange(n))
+    adj = np.zeros((n, n), dtype=np.float32)
+    adj[topo.link_src, topo.link_dst] = 1.0  # parallel links count once
+    np.fill_diagonal(adj, 0.0)
+    diameter = int(dist.max())
+    # layer[j][x, y]: neighbours of y at distance j from x (float32 matmul: exact for these small counts)
+    layer = {j: (dist == j).astype(np.float32) @ adj for j in (0, 1)}
+    b, c = [], []
+    for i in range(diameter + 1):
+        at_i = dist == i
+        if i + 1 <= diameter:
+            layer[i + 1] = (dist == i + 1).astype(np.float32) @ adj
+        for j, out in ((i - 1, c), (i + 1, b)):
+            if j < 0 or j > diameter:
+                continue
+            vals = np.unique(layer[j][at_i])
+            if len(vals) != 1:
+                return None
+            out.append(int(vals[0]))
+        layer.pop(i - 1, None)
+    return tuple(b), tuple(c)

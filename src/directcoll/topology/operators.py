@@ -1,5 +1,6 @@
-"""Topology expansions of Zhao et al. (NSDI'25, Sec. 5, App. A.6 and D): line graph, degree expansion,
-Cartesian product and power, and the unidirectional-to-bidirectional conversion.
+"""Graph operators: new topologies from topologies. The expansions of Zhao et al. (NSDI'25, Sec. 5, App. A.6 and
+D): line graph, degree expansion, Cartesian product and power, and the unidirectional-to-bidirectional conversion;
+the transpose (App. B); and the punctured topologies of Basu et al.'s failure study (Sec. 5.2).
 
 Every function is a pure function of its input topologies (direct topologies: no switch nodes, no
 self-loops), vectorized over links, and returns a :class:`~directcoll.topology.model.Topology` whose ``spec``
@@ -69,7 +70,12 @@ def _check_count(what: str, name: str, value, minimum: int = 1) -> int:
 
 def regular_degree(g: Topology) -> int | None:
     """d when every compute node of ``g`` has in-degree and out-degree d (parallel links counted), else None
-    (also for topologies with switch nodes)."""
+    (also for topologies with switch nodes).
+
+    >>> from directcoll.topology.families import complete, mesh
+    >>> regular_degree(complete(4)), regular_degree(mesh((3, 3)))
+    (3, None)
+    """
     if g.num_nodes != g.num_compute:
         return None
     out = np.bincount(g.link_src, minlength=g.num_nodes)
@@ -107,6 +113,10 @@ def transpose(g: Topology) -> Topology:
 
     Raises:
         TopologyError: switch nodes or self-loops (as every expansion).
+
+    >>> from directcoll.topology.families import ring
+    >>> transpose(ring(3, bidirectional=False)).link_dst.tolist()
+    [0, 1, 2]
     """
     g = _check_direct(g, "transpose")
     return _topology(g.kind, f"transpose({g.spec})", g.num_compute, g.link_dst, g.link_src, g.link_bandwidth,
@@ -116,7 +126,12 @@ def transpose(g: Topology) -> Topology:
 # -- line graph ------------------------------------------------------------------------------------------------
 def line_edges(g: Topology) -> tuple[np.ndarray, np.ndarray]:
     """The edges (e, f) of L(G), Def. 12: every link f leaving the head of link e, for every link e; int64
-    arrays in node-major order (e ascending, then f in G's link order). Includes f = reverse of e."""
+    arrays in node-major order (e ascending, then f in G's link order). Includes f = reverse of e.
+
+    >>> from directcoll.topology.families import ring
+    >>> [a.tolist() for a in line_edges(ring(3, bidirectional=False))]
+    [[0, 1, 2], [1, 2, 0]]
+    """
     n = g.num_compute
     out_order = np.argsort(g.link_src, kind="stable")
     out_start = np.r_[0, np.cumsum(np.bincount(g.link_src, minlength=n))]
@@ -149,21 +164,26 @@ def _balanced(text: str) -> bool:
 
 
 def line_graph(g: Topology, k: int = 1) -> Topology:
-    """The line graph L(G) (Zhao et al. Def. 12), iterated k times (L^k).
+    """Line graph L^K(G) (Zhao et al. Def. 12): d^K N nodes, degree d, for an N-node d-regular G.
 
-    Every link e = (u -> v) of G becomes node e of L(G), and (e -> f) is a link of L(G) for every link f
-    leaving v. We read Def. 12 literally ("for every uv, vw pair ... (uv, vw) is an edge"): w = u is allowed,
-    so in the line graph of a bidirectional graph node uv is adjacent to its back-edge vu. Only this reading
-    keeps L(G) d-regular with dN nodes (Table 3) and makes the schedule of Def. 1 work. L(G) is a digraph even
-    when G is bidirectional.
+    L(G) iterated k times (L^k). Every link e = (u -> v) of G becomes node e of L(G), and (e -> f) is a link of
+    L(G) for every link f leaving v. We read Def. 12 literally ("for every uv, vw pair ... (uv, vw) is an
+    edge"): w = u is allowed, so in the line graph of a bidirectional graph node uv is adjacent to its
+    back-edge vu. Only this reading keeps L(G) d-regular with dN nodes (Table 3) and makes the schedule of
+    Def. 1 work. L(G) is a digraph even when G is bidirectional.
 
-    Size: L^k(G) of an N-node d-regular G has d^k N nodes, degree d, diameter D(G) + k (G not a directed cycle). Link
-    (e -> f) carries the bandwidth and latency of link f (the link of G the data continues on). Parallel
-    links of G are distinct nodes of L(G).
+    Size: L^k(G) of an N-node d-regular G has d^k N nodes, degree d, diameter D(G) + k (G not a directed
+    cycle). Link (e -> f) carries the bandwidth and latency of link f (the link of G the data continues on).
+    Parallel links of G are distinct nodes of L(G).
 
     Raises:
         TopologyError: switch nodes or self-loops in G (a self-loop would be a node adjacent to itself).
         SpecError: k < 1.
+
+    >>> from directcoll.topology.families import ring
+    >>> g = line_graph(ring(4), 2)
+    >>> g.spec, g.num_compute, g.num_links
+    ('line^2(ring:4)', 16, 32)
     """
     g = _check_direct(g, "line graph")
     k = _check_count(f"line graph of {g.spec}", "k", k)
@@ -176,8 +196,10 @@ def line_graph(g: Topology, k: int = 1) -> Topology:
 
 # -- degree expansion ------------------------------------------------------------------------------------------
 def degree_expansion(g: Topology, n: int) -> Topology:
-    """The degree expansion G * n (Zhao et al. Def. 13): n copies v_0..v_(n-1) of every node v, and a link
-    u_i -> w_j for every link u -> w of G and all i, j (i = j included).
+    """Degree expansion G * n (Zhao et al. Def. 13): nN nodes, degree nd.
+
+    n copies v_0..v_(n-1) of every node v, and a link u_i -> w_j for every link u -> w of G and all i, j
+    (i = j included).
 
     Size: nN nodes (v_i is node ``i * N + v``), degree nd, n^2 |E_G| links. Node (i, u)'s links are in
     G's port order, each port p repeated for j = i, i+1, ... (mod n), so a Cayley G of Z_shape gives a Cayley
@@ -187,6 +209,11 @@ def degree_expansion(g: Topology, n: int) -> Topology:
         TopologyError: switch nodes, self-loops, or a G that is not d-regular (Def. 13 defines G * n for
             N-node d-regular G without self-loops).
         SpecError: n < 1.
+
+    >>> from directcoll.topology.families import ring
+    >>> g = degree_expansion(ring(4), 2)
+    >>> g.num_compute, g.num_links, g.shape
+    (8, 32, (2, 4))
     """
     g = _check_direct(g, "degree expansion")
     n = _check_count(f"degree expansion of {g.spec}", "n", n)
@@ -218,8 +245,9 @@ def degree_expansion(g: Topology, n: int) -> Topology:
 
 # -- Cartesian product and power -------------------------------------------------------------------------------
 def cartesian_product(*graphs: Topology) -> Topology:
-    """The Cartesian product G1 x G2 x ... (Zhao et al. Def. 3 / Sec. 5.3): nodes are tuples (u1, u2, ...),
-    and (u1, .., ui, ..) -> (u1, .., wi, ..) for every link ui -> wi of Gi.
+    """Cartesian product G1 x G2 x ... (Zhao et al. Def. 3, Sec. 5.3): prod N_i nodes, degree sum d_i.
+
+    Nodes are tuples (u1, u2, ...), and (u1, .., ui, ..) -> (u1, .., wi, ..) for every link ui -> wi of Gi.
 
     Size: prod N_i nodes, degree sum d_i, diameter sum D(G_i). Node (u1, u2, ...) is
     ``ravel_multi_index((u1, u2, ...), (N1, N2, ...))``; its links are those of G1 (in G1's order), then G2's,
@@ -228,6 +256,11 @@ def cartesian_product(*graphs: Topology) -> Topology:
 
     Raises:
         TopologyError: fewer than two factors, or a factor with switch nodes or self-loops.
+
+    >>> from directcoll.topology.families import ring
+    >>> g = cartesian_product(ring(3), ring(4))
+    >>> g.spec, g.num_compute, g.shape
+    ('product(ring:3,ring:4)', 12, (3, 4))
     """
     if len(graphs) < 2:
         raise TopologyError(f"cartesian product: needs at least two factors, got {len(graphs)}")
@@ -237,13 +270,18 @@ def cartesian_product(*graphs: Topology) -> Topology:
 
 
 def cartesian_power(g: Topology, n: int) -> Topology:
-    """The Cartesian power G^(box n) = G x ... x G (n factors; Zhao et al. Sec. 5.3, App. D.3).
+    """Cartesian power G^(box n) = G x ... x G, n factors (Zhao et al. Sec. 5.3, App. D.3): N^n nodes, degree nd.
 
     Size: N^n nodes, degree nd, diameter n D(G); numbering and links as :func:`cartesian_product`.
 
     Raises:
         TopologyError: switch nodes or self-loops.
         SpecError: n < 1.
+
+    >>> from directcoll.topology.families import ring
+    >>> g = cartesian_power(ring(3, bidirectional=False), 2)
+    >>> g.spec, g.num_compute, g.num_links
+    ('power(ring:3:uni,2)', 9, 18)
     """
     g = _check_direct(g, "cartesian power")
     n = _check_count(f"cartesian power of {g.spec}", "n", n)
@@ -291,8 +329,10 @@ def _product(gs: list[Topology], spec: str, kind: str, params: dict) -> Topology
 
 # -- unidirectional to bidirectional ---------------------------------------------------------------------------
 def bidirectional(g: Topology) -> Topology:
-    """G united with its transpose, G' = G u G^T (Zhao et al. App. A.6): every link u -> v of G also gives
-    v -> u, so an N-node d-regular digraph becomes an N-node 2d-regular bidirectional topology.
+    """G united with its transpose, G' = G u G^T (Zhao et al. App. A.6): N nodes, degree 2d.
+
+    Every link u -> v of G also gives v -> u, so an N-node d-regular digraph becomes an N-node 2d-regular
+    bidirectional topology.
 
     The union is taken as multigraphs: a link whose reverse already exists in G (a 2-cycle, or a G that is
     already bidirectional) is doubled, which keeps the degree 2d. Node u's links are G's links of u, then the
@@ -303,6 +343,10 @@ def bidirectional(g: Topology) -> Topology:
 
     Raises:
         TopologyError: switch nodes or self-loops.
+
+    >>> from directcoll.topology.families import ring
+    >>> bidirectional(ring(4, bidirectional=False)).link_dst.tolist()
+    [1, 3, 2, 0, 3, 1, 0, 2]
     """
     g = _check_direct(g, "bidirectional")
     spec = f"bidir({g.spec})"
@@ -336,6 +380,10 @@ def cables(g: Topology) -> np.ndarray:
     A bidirectional cable is a link u -> v together with a link v -> u: the i-th link u -> v (in link order) is
     paired with the i-th link v -> u, so parallel cables stay distinct; a link without such a partner (a
     unidirectional topology) is a cable on its own, and so is every self-loop.
+
+    >>> from directcoll.topology.families import ring
+    >>> cables(ring(3)).tolist(), cables(ring(3, bidirectional=False)).tolist()
+    ([0, 1, 2, 0, 1, 2], [0, 1, 2])
     """
     lo, hi = np.minimum(g.link_src, g.link_dst), np.maximum(g.link_src, g.link_dst)
     backward = (g.link_src > g.link_dst).astype(np.int64)
@@ -356,8 +404,10 @@ def cables(g: Topology) -> np.ndarray:
 
 
 def punctured(g: Topology, *, links: int = 0, nodes: int = 0, seed: int = 0) -> Topology:
-    """G with ``nodes`` random compute nodes and ``links`` random cables removed: the punctured topologies of
-    Basu et al.'s failure study (Sec. 5.2, Fig. 5: 3D tori with 3 random edges or 3 random nodes removed).
+    """G minus random cables and/or compute nodes drawn by a seed (Basu et al. Sec. 5.2); refused if disconnected.
+
+    ``nodes`` random compute nodes and ``links`` random cables removed: the punctured topologies of Basu et
+    al.'s failure study (Sec. 5.2, Fig. 5: 3D tori with 3 random edges or 3 random nodes removed).
 
     ``numpy.random.default_rng(seed)`` first draws the compute nodes to remove (with every link touching them),
     then the cables (:func:`cables`: both directions of a bidirectional cable go together) among those left, so
@@ -372,6 +422,11 @@ def punctured(g: Topology, *, links: int = 0, nodes: int = 0, seed: int = 0) -> 
             remain).
         TopologyError: the compute nodes left cannot all reach each other (the message names the seed: try
             another one).
+
+    >>> from directcoll.topology.families import torus
+    >>> g = punctured(torus((4, 4)), links=2, seed=1)
+    >>> g.spec, g.num_links
+    ('punctured(torus:4x4,links=2,seed=1)', 60)
     """
     if not isinstance(g, Topology):
         raise TopologyError(f"punctured: expected a Topology, got {type(g).__name__} {g!r}")
@@ -427,7 +482,11 @@ def _removed(g: Topology, gone_nodes: np.ndarray, gone_links: np.ndarray) -> str
 
 def punctured_spec(base: str, links: int = 0, nodes: int = 0, seed: int = 0) -> str:
     """The canonical spec of :func:`punctured`: ``punctured(BASE,links=K,nodes=K,seed=S)``, a zero count left
-    out (``links=0`` kept when both are zero), the seed always written."""
+    out (``links=0`` kept when both are zero), the seed always written.
+
+    >>> punctured_spec("torus:4x4", nodes=1)
+    'punctured(torus:4x4,nodes=1,seed=0)'
+    """
     args = [f"links={links}"] if links or not nodes else []
     args += [f"nodes={nodes}"] if nodes else []
     return f"punctured({base},{','.join(args + [f'seed={seed}'])})"
