@@ -106,12 +106,12 @@ def _in_place(rank: int, n: int) -> list[str]:
     whole = x.clone().view(n, k)
     dc.reduce_scatter_tensor(whole[rank], whole, schedule=rs, timeout=30)  # output: this rank's chunk of input
     out.append("ok" if torch.equal(whole[rank], native) else f"reduce_scatter_tensor in place: {whole[rank]}")
-    native = torch.empty(n, k, dtype=torch.int64)
+    native = torch.empty(n * k, dtype=torch.int64)  # gloo takes the concatenated shape only
     dist.all_gather_into_tensor(native, shard)
-    gathered = torch.zeros(n, k, dtype=torch.int64)
+    gathered = torch.zeros(n, k, dtype=torch.int64)  # the stacked shape (N, k)
     gathered[rank] = shard
     dc.all_gather_into_tensor(gathered, gathered[rank], schedule=ag, timeout=30)  # input: this rank's chunk
-    out.append("ok" if torch.equal(gathered, native) else f"all_gather_into_tensor in place: {gathered}")
+    out.append("ok" if torch.equal(gathered.reshape(-1), native) else f"all_gather_into_tensor in place: {gathered}")
     grid, native = x.clone().view(n, k), x.clone().view(n, k)
     dc.all_reduce(grid, schedule=build("swing", f"ring:{n}"), timeout=30)  # op defaults to ReduceOp.SUM
     dist.all_reduce(native)
@@ -145,7 +145,8 @@ def _refusals(rank: int, n: int) -> list[tuple[str, str]]:
         (lambda: dc.all_gather_into_tensor(y, y[:2], schedule=ag) if rank else dc.all_gather_into_tensor(
             y, y[1:3], schedule=ag), "all_gather_into_tensor: output_tensor overlaps input_tensor"),
         (lambda: dc.reduce_scatter_tensor(x[1:3], x, schedule=rs), "reduce_scatter_tensor: output overlaps input"),
-        (lambda: dc.all_reduce(x.double(), schedule=s, op=dist.ReduceOp.AVG), "is not supported: give ReduceOp.SUM"),
+        (lambda: dc.all_reduce(x.double(), schedule=s, op=dist.ReduceOp.AVG),
+         "op ReduceOp.AVG is not supported: give ReduceOp.SUM"),
         (lambda: dc.all_reduce(x, op="sum", schedule=s), "is not supported: give ReduceOp.SUM, ReduceOp.PRODUCT"),
         (lambda: dc.all_reduce(x, async_op=True, schedule=s), "async_op=True is not supported"),
         (lambda: dc.all_reduce(x.half(), schedule=s), "accepted: torch.float32"),

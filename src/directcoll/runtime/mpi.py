@@ -298,9 +298,10 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
         from directcoll.runtime import mpi as dc
 
         comm = MPI.COMM_WORLD
-        schedule = build("swing", f"ring:{comm.Get_size()}")
+        n = comm.Get_size()
+        schedule = build("swing", f"ring:{n}")
         x = np.full(1000, comm.Get_rank(), dtype=np.float64)
-        dc.allreduce(comm, MPI.IN_PLACE, x, op=MPI.SUM, schedule=schedule)   # x[:] = 0 + 1 + 2 + 3
+        dc.allreduce(comm, MPI.IN_PLACE, x, op=MPI.SUM, schedule=schedule)   # x[:] = 0 + 1 + ... + n-1
     """
     name = _op(op)
     recv = _buffer(recvbuf, "recvbuf", writable=True)
@@ -327,12 +328,12 @@ def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedu
         DirectcollError: as :func:`allreduce`; with ``MPI.IN_PLACE``, a recvbuf whose size is not a multiple of N.
         DeadlineError: as :func:`allreduce`.
 
-    Example (``mpiexec -n 4``; ``comm``, ``dc`` as in :func:`allreduce`)::
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
 
-        schedule = build("swing", f"ring:{comm.Get_size()}", "reduce_scatter")
-        x = np.ones(4 * 256)                         # N blocks of 256
+        schedule = build("swing", f"ring:{n}", "reduce_scatter")
+        x = np.ones(n * 256)                         # N blocks of 256
         mine = np.empty(256)
-        dc.reduce_scatter_block(comm, x, mine, op=MPI.SUM, schedule=schedule)     # mine[:] = 4.0
+        dc.reduce_scatter_block(comm, x, mine, op=MPI.SUM, schedule=schedule)     # mine[:] = n
     """
     name = _op(op)
     recv = _buffer(recvbuf, "recvbuf", writable=True)
@@ -368,10 +369,10 @@ def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, sched
             are not N non-negative integers, or do not match recvbuf; otherwise as :func:`reduce_scatter_block`.
         DeadlineError: as :func:`allreduce`.
 
-    Example (``mpiexec -n 4``; ``comm``, ``dc``, ``schedule`` as in :func:`reduce_scatter_block`)::
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc``, ``schedule`` as in :func:`reduce_scatter_block`)::
 
-        x = np.ones(4 * 256)
-        dc.reduce_scatter(comm, MPI.IN_PLACE, x, [256] * 4, op=MPI.SUM, schedule=schedule)   # x[:256] = 4.0
+        x = np.ones(n * 256)
+        dc.reduce_scatter(comm, MPI.IN_PLACE, x, [256] * n, op=MPI.SUM, schedule=schedule)   # x[:256] = n
     """
     name = _op(op)
     n, rank = comm.Get_size(), comm.Get_rank()
@@ -426,12 +427,12 @@ def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
             multiple of N.
         DeadlineError: as :func:`allreduce`.
 
-    Example (``mpiexec -n 4``; ``comm``, ``dc`` as in :func:`allreduce`)::
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
 
-        schedule = build("swing", f"ring:{comm.Get_size()}", "allgather")
-        everyone = np.zeros(4 * 256)
-        everyone[comm.Get_rank() * 256:][:256] = comm.Get_rank()
-        dc.allgather(comm, MPI.IN_PLACE, everyone, schedule=schedule)   # block r holds r
+        schedule = build("swing", f"ring:{n}", "allgather")
+        everyone = np.zeros((n, 256))
+        everyone[comm.Get_rank()] = comm.Get_rank()
+        dc.allgather(comm, MPI.IN_PLACE, everyone, schedule=schedule)   # row r holds r
     """
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     if sendbuf is MPI.IN_PLACE:
@@ -465,10 +466,10 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
             overlapping, or a read-only recvbuf (all checked before any message is sent).
         DeadlineError: as :func:`allreduce`.
 
-    Example (``mpiexec -n 4``; ``comm``, ``dc`` as in :func:`allreduce`)::
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
 
-        schedule = build("direct", f"ring:{comm.Get_size()}", "alltoall")
-        x = np.arange(4 * 100, dtype=np.int64)       # part j (100 elements) goes to rank j
+        schedule = build("direct", f"ring:{n}", "alltoall")
+        x = np.arange(n * 100, dtype=np.int64)       # part j (100 elements) goes to rank j
         y = np.empty_like(x)                         # part i comes from rank i
         dc.alltoall(comm, [x, MPI.INT64_T], [y, MPI.INT64_T], schedule=schedule)
     """

@@ -63,8 +63,11 @@ def _op(op) -> str:
                 return _EXECUTOR_OPS[name]
         except (TypeError, RuntimeError):  # a type ReduceOp does not compare with
             break
-    raise DirectcollError(f"op {op!r} is not supported: give {', '.join('ReduceOp.' + n for n in OPS)} (a schedule "
-                          "combines every contribution once; for an average, divide a SUM by the group size)")
+    name = getattr(op, "name", None)
+    what = f"ReduceOp.{name}" if isinstance(name, str) and not isinstance(op, str) else repr(op)
+    raise DirectcollError(f"op {what} is not supported: give {', '.join('ReduceOp.' + n for n in OPS)} (a schedule "
+                          "combines every contribution once, with a commutative and associative op; for "
+                          "ReduceOp.AVG, divide a SUM by the group size)")
 
 
 def _tensor(tensor, name: str, writable: bool):
@@ -204,9 +207,10 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False, *, schedule:
         from directcoll.runtime import torch_dist as dc
 
         dist.init_process_group("gloo")
-        schedule = build("swing", f"ring:{dist.get_world_size()}")
+        n = dist.get_world_size()
+        schedule = build("swing", f"ring:{n}")
         grads = torch.full((1000,), float(dist.get_rank()))
-        dc.all_reduce(grads, op=dist.ReduceOp.SUM, schedule=schedule)      # grads[:] = 0 + 1 + 2 + 3
+        dc.all_reduce(grads, op=dist.ReduceOp.SUM, schedule=schedule)      # grads[:] = 0 + 1 + ... + n-1
     """
     _sync(async_op)
     name = _op(op)
@@ -233,12 +237,12 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
             e.g. for arguments given input first), an output overlapping the input otherwise than as its chunk;
             otherwise as :func:`all_reduce`.
 
-    Example (``torchrun --nproc-per-node 4``; ``dist``, ``dc`` as in :func:`all_reduce`)::
+    Example (``torchrun --nproc-per-node 4``; ``dist``, ``n``, ``dc`` as in :func:`all_reduce`)::
 
-        schedule = build("swing", "ring:4", "reduce_scatter")
-        grads = torch.ones(4 * 256)
+        schedule = build("swing", f"ring:{n}", "reduce_scatter")
+        grads = torch.ones(n * 256)
         shard = torch.empty(256)
-        dc.reduce_scatter_tensor(shard, grads, op=dist.ReduceOp.SUM, schedule=schedule)     # shard[:] = 4.0
+        dc.reduce_scatter_tensor(shard, grads, op=dist.ReduceOp.SUM, schedule=schedule)     # shard[:] = n
     """
     call = "reduce_scatter_tensor"
     _sync(async_op)
@@ -276,11 +280,11 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
             arguments given input first), an output overlapping the input otherwise than as its chunk; otherwise
             as :func:`all_reduce` (no op).
 
-    Example (``torchrun --nproc-per-node 4``; ``dist``, ``dc`` as in :func:`all_reduce`)::
+    Example (``torchrun --nproc-per-node 4``; ``dist``, ``n``, ``dc`` as in :func:`all_reduce`)::
 
-        schedule = build("swing", "ring:4", "allgather")
+        schedule = build("swing", f"ring:{n}", "allgather")
         shard = torch.full((256,), float(dist.get_rank()))
-        params = torch.empty(4, 256)
+        params = torch.empty(n, 256)
         dc.all_gather_into_tensor(params, shard, schedule=schedule)        # params[r] = r
     """
     call = "all_gather_into_tensor"
@@ -323,10 +327,10 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
             message says which and what is expected); overlapping tensors; a schedule that reduces; otherwise as
             :func:`all_reduce` (no op).
 
-    Example (``torchrun --nproc-per-node 4``; ``dist``, ``dc`` as in :func:`all_reduce`)::
+    Example (``torchrun --nproc-per-node 4``; ``dist``, ``n``, ``dc`` as in :func:`all_reduce`)::
 
-        schedule = build("direct", "ring:4", "alltoall")
-        tokens = torch.arange(4 * 100, dtype=torch.int64)     # rows 100 j .. 100 j + 99 go to rank j
+        schedule = build("direct", f"ring:{n}", "alltoall")
+        tokens = torch.arange(n * 100, dtype=torch.int64)     # rows 100 j .. 100 j + 99 go to rank j
         received = torch.empty_like(tokens)
         dc.all_to_all_single(received, tokens, schedule=schedule)
     """
