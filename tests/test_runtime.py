@@ -1,6 +1,7 @@
 """Running schedules on real MPI ranks: programs, results equal to the MPI library's, failures."""
 
 import json
+import os
 import queue
 import re
 import shutil
@@ -23,8 +24,9 @@ from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
 from directcoll.verify import verify
 
 MPIEXEC = shutil.which("mpiexec")
-needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install mpi4py mpich)")
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install 'directcoll[mpi]')")
 SCRIPTS = Path(__file__).parent / "mpi_scripts"
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 @pytest.mark.parametrize("count", [1, 5, 16, 17, 1000])
@@ -103,21 +105,138 @@ def test_a_hung_or_dead_rank_makes_the_others_fail_within_the_timeout(mode):
         assert "did not complete within 2 s" in proc.stderr and "waiting on ranks" in proc.stderr
 
 
+class FakeComm:
+    """A communicator of ``size`` ranks that cannot send: any message would fail, so refusals must come first."""
+
+    def __init__(self, size: int = 4, rank: int = 1) -> None:
+        self.size, self.rank = size, rank
+
+    def Get_size(self):
+        return self.size
+
+    def Get_rank(self):
+        return self.rank
+
+
 def test_mismatched_schedule_is_refused_before_any_message():
+    pytest.importorskip("mpi4py")
+    from mpi4py import MPI
+
     from directcoll.runtime import mpi as run
-
-    class FakeComm:  # any message would fail: the check must come first
-        def Get_size(self):
-            return 3
-
-        def Get_rank(self):
-            return 0
 
     s = build("swing", "torus:2x2")
     with pytest.raises(DirectcollError, match="for 4 ranks"):
-        run.allreduce(np.ones(8), np.empty(8), FakeComm(), schedule=s)
+        run.allreduce(FakeComm(3, 0), np.ones(8), np.empty(8), op=MPI.SUM, schedule=s)
     with pytest.raises(DirectcollError, match="not a reduce_scatter"):
-        run.reduce_scatter(np.ones(8), np.empty(2), FakeComm(), schedule=s)
+        run.reduce_scatter_block(FakeComm(3, 0), np.ones(8), np.empty(2), op=MPI.SUM, schedule=s)
+
+
+def test_mpi_arguments_are_refused_as_mpi_would_with_one_line_each():
+    pytest.importorskip("mpi4py")
+    from mpi4py import MPI
+
+    from directcoll.runtime import mpi as run
+
+    comm = FakeComm(2, 1)
+    ar, rs = build("swing", "ring:2"), build("swing", "ring:2", "reduce_scatter")
+    ag, a2a = build("ring", "ring:2", "allgather"), build("direct", "ring:2", "alltoall")
+    x = np.arange(8.0)
+    frozen = np.empty(8)
+    frozen.flags.writeable = False
+    cases = [
+        (lambda: run.allreduce(comm, x, np.empty(8), MPI.LAND, schedule=ar),
+         "op MPI.LAND is not supported: give MPI.SUM, MPI.PROD, MPI.MAX, MPI.MIN"),
+        (lambda: run.allreduce(comm, x, np.empty(8), "sum", schedule=ar), "op 'sum' (a str, not an MPI.Op)"),
+        (lambda: run.allreduce(comm, x, x, schedule=ar), "allreduce: sendbuf and recvbuf overlap"),
+        (lambda: run.allreduce(comm, x[:6], x[2:], schedule=ar), "pass MPI.IN_PLACE as sendbuf"),
+        (lambda: run.alltoall(comm, x, x, schedule=a2a), "alltoall: sendbuf and recvbuf overlap"),
+        (lambda: run.allgather(comm, x[:4], x, schedule=ag), "allgather: sendbuf and recvbuf overlap"),
+        (lambda: run.reduce_scatter_block(comm, x, x[:4], schedule=rs), "reduce_scatter_block: sendbuf and recvbuf"),
+        (lambda: run.allreduce(comm, x, MPI.IN_PLACE, schedule=ar), "recvbuf: MPI.IN_PLACE is accepted as sendbuf"),
+        (lambda: run.allreduce(comm, x[::2], np.empty(4), schedule=ar), "sendbuf is not contiguous"),
+        (lambda: run.allreduce(comm, x, frozen, schedule=ar), "recvbuf is read-only"),
+        (lambda: run.allreduce(comm, [1.0, 2.0], np.empty(2), schedule=ar), "sendbuf: a list of 2 items is not a "
+                                                                            "buffer specification"),
+        (lambda: run.allreduce(comm, "abc", np.empty(3), schedule=ar), "sendbuf is a str, not a buffer"),
+        (lambda: run.allreduce(comm, [x, 9, MPI.DOUBLE], np.empty(9), schedule=ar), "count 9 and displacement 0"),
+        (lambda: run.allreduce(comm, [x, MPI.DATATYPE_NULL], np.empty(8), schedule=ar), "no numpy equivalent"),
+        (lambda: run.allreduce(comm, [x, MPI.FLOAT], np.empty(8), schedule=ar), "share one dtype"),
+        (lambda: run.allreduce(comm, x.astype(np.int16), np.empty(8, np.int16), schedule=ar), "one dtype of"),
+        (lambda: run.allreduce(comm, x, np.empty(7), schedule=ar), "sendbuf has 8 elements, recvbuf 7"),
+        (lambda: run.reduce_scatter_block(comm, x, np.empty(3), schedule=rs),
+         "reduce_scatter_block: sendbuf must hold N x recvbuf = 6 elements, has 8"),
+        (lambda: run.reduce_scatter_block(comm, MPI.IN_PLACE, np.empty(7), schedule=rs),
+         "its 7 elements are not a multiple of 2 ranks"),
+        (lambda: run.reduce_scatter(comm, x, np.empty(4), [3, 5], schedule=rs),
+         "recvcounts [3, 5] differ, and a schedule scatters N equal blocks (MPI_Reduce_scatter_block); call "
+         "reduce_scatter_block"),
+        (lambda: run.reduce_scatter(comm, x, np.empty(4), [4, 4, 4], schedule=rs),
+         "recvcounts must be 2 non-negative integers"),
+        (lambda: run.reduce_scatter(comm, x, np.empty(4), [4.0, 4.0], schedule=rs),
+         "recvcounts must be 2 non-negative integers"),
+        (lambda: run.reduce_scatter(comm, x, np.empty(3), [4, 4], schedule=rs),
+         "recvcounts[1] is 4, but recvbuf has 3 elements"),
+        (lambda: run.reduce_scatter(comm, MPI.IN_PLACE, x, schedule=rs), "MPI.IN_PLACE needs recvcounts"),
+        (lambda: run.reduce_scatter(comm, MPI.IN_PLACE, x, [5, 5], schedule=rs), "sum(recvcounts) = 10 elements"),
+        (lambda: run.allgather(comm, MPI.IN_PLACE, np.empty(7), schedule=ag), "not a multiple of 2 ranks"),
+        (lambda: run.allgather(comm, x, np.empty(8), schedule=ag), "recvbuf must hold N x sendbuf = 16"),
+        (lambda: run.native(comm, "allreduce", x, np.empty(8), "sum"), "op 'sum' is not an MPI.Op"),
+    ]
+    for call, message in cases:
+        with pytest.raises(DirectcollError, match=re.escape(message)) as info:
+            call()
+        assert "\n" not in str(info.value)
+
+
+@needs_mpi
+def test_mpi4py_style_calls_equal_the_mpi_library_s_collectives():
+    # IN_PLACE for all four collectives, buffer specifications, every op, recvcounts: as mpi4py programs call them
+    proc = mpirun(2, str(SCRIPTS / "mpi4py_style.py"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(results) >= 19 and all(results.values()), results
+
+
+BLOCK = "import sys; sys.modules[{name!r}] = None; "  # makes `import name` fail as if it were not installed
+
+
+def _without(name: str, code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-c", BLOCK.format(name=name) + code], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+@pytest.mark.parametrize("what, code, status, line", [
+    ("the MPI executor", "import directcoll.runtime.mpi", 1,
+     "MissingDependencyError: directcoll.runtime.mpi needs MPI: pip install 'directcoll[mpi]'"),
+    ("directcoll run", "from directcoll.cli.main import main; sys.exit(main(['run', '--topology', 'ring:2', "
+     "'--sizes', '8B']))", 2, "directcoll: error: directcoll run needs MPI: pip install 'directcoll[mpi]'"),
+    ("a rank of directcoll run", "from directcoll.runtime.worker import main; sys.exit(main(['--topology', "
+     "'ring:2', '--algorithms', 'ring', '--sizes', '8B', '--json-out', '/dev/null']))", 3,
+     "directcoll run: error: rank 0: directcoll run needs MPI: pip install 'directcoll[mpi]'"),
+    ("the selftest", "import runpy; runpy.run_module('directcoll.runtime.selftest', run_name='__main__')", 2,
+     "selftest: error: the selftest needs MPI: pip install 'directcoll[mpi]'"),
+])
+def test_without_mpi4py_every_entry_point_names_the_mpi_extra(what, code, status, line):
+    proc = _without("mpi4py", code)
+    assert proc.returncode == status, (what, proc.stdout, proc.stderr)
+    assert line in proc.stderr, (what, proc.stderr)
+    if status != 1:  # the commands print one line, no traceback
+        assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_without_torch_the_torch_executor_names_the_torch_extra():
+    proc = _without("torch", "import directcoll.runtime.torch_dist")
+    assert proc.returncode == 1
+    assert "directcoll.runtime.torch_dist needs torch: pip install 'directcoll[torch]'" in proc.stderr
+
+
+def test_runtime_doctests():
+    import doctest
+
+    import directcoll.runtime
+
+    assert doctest.testmod(directcoll.runtime).failed == 0
 
 
 # -- all-to-all ----------------------------------------------------------------------------------------------------
@@ -250,30 +369,25 @@ def test_alltoall_fractional_ends_round_alike_on_every_rank():
 
 
 def test_alltoall_refusals_come_before_any_message():
+    pytest.importorskip("mpi4py")
     from directcoll.runtime import mpi as run
-
-    class FakeComm:  # any message would fail: the checks must come first
-        def Get_size(self):
-            return 4
-
-        def Get_rank(self):
-            return 1
 
     a2a = build("direct", "ring:4", "alltoall")
     b = ScheduleBuilder("alltoall", 4, 16)
     b.add(0, [0, 1], [1, 1], [COPY, REDUCE], [1, 0], [2, 1], [0, 4])
     reducing = b.build()
     x = np.arange(8.0)
+    comm = FakeComm(4, 1)
     cases = [
-        (lambda: run.alltoall(x, np.empty(8), FakeComm(), schedule=build("swing", "torus:2x2")), "not a alltoall"),
-        (lambda: run.allreduce(x, np.empty(8), FakeComm(), schedule=a2a), "is a alltoall, not a allreduce"),
-        (lambda: run.alltoall(x, np.empty(8), FakeComm(), schedule=build("direct", "ring:3", "alltoall")),
+        (lambda: run.alltoall(comm, x, np.empty(8), schedule=build("swing", "torus:2x2")), "not a alltoall"),
+        (lambda: run.allreduce(comm, x, np.empty(8), schedule=a2a), "is a alltoall, not a allreduce"),
+        (lambda: run.alltoall(comm, x, np.empty(8), schedule=build("direct", "ring:3", "alltoall")),
          "for 3 ranks"),
-        (lambda: run.alltoall(x, np.empty(12), FakeComm(), schedule=a2a), "sendbuf has 8 elements, recvbuf 12"),
-        (lambda: run.alltoall(np.arange(6.0), np.empty(6), FakeComm(), schedule=a2a), "4 equal"),
-        (lambda: run.alltoall(x, np.empty(8, np.float32), FakeComm(), schedule=a2a), "share one dtype"),
-        (lambda: run.alltoall(x.astype(np.int16), np.empty(8, np.int16), FakeComm(), schedule=a2a), "one dtype of"),
-        (lambda: run.alltoall(x, np.empty(8), FakeComm(), schedule=reducing), "an all-to-all only copies"),
+        (lambda: run.alltoall(comm, x, np.empty(12), schedule=a2a), "sendbuf has 8 elements, recvbuf 12"),
+        (lambda: run.alltoall(comm, np.arange(6.0), np.empty(6), schedule=a2a), "4 equal"),
+        (lambda: run.alltoall(comm, x, np.empty(8, np.float32), schedule=a2a), "share one dtype"),
+        (lambda: run.alltoall(comm, x.astype(np.int16), np.empty(8, np.int16), schedule=a2a), "one dtype of"),
+        (lambda: run.alltoall(comm, x, np.empty(8), schedule=reducing), "an all-to-all only copies"),
     ]
     for call, message in cases:
         with pytest.raises(DirectcollError, match=re.escape(message)):

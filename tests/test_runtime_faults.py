@@ -17,7 +17,7 @@ from directcoll.runtime.launch import RunError, _Watch, diagnose, run_job
 from directcoll.runtime.progress import STARTING, WAITING, Progress, read_status, status_path
 
 MPIEXEC = shutil.which("mpiexec")
-needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install mpi4py mpich)")
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not installed (pip install 'directcoll[mpi]')")
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TIMEOUT = 2.0
 

@@ -35,3 +35,8 @@ class SolverLimitError(SolverError):
 
 class ResourceError(DirectcollError):
     """A request would need more memory or work than the budget allows (:mod:`directcoll.resources`)."""
+
+
+class MissingDependencyError(DirectcollError, ImportError):
+    """An optional dependency of the feature used is not installed; the message names the extra that installs it
+    (``pip install 'directcoll[mpi]'``, ``'directcoll[torch]'``)."""

@@ -24,7 +24,7 @@ if comm.Get_rank() == 1:
         os._exit(9)
     time.sleep(timeout * 10)
 try:
-    run.allreduce(x, y, comm, schedule=schedule, timeout=timeout)
+    run.allreduce(comm, x, y, op=MPI.SUM, schedule=schedule, timeout=timeout)
 except DirectcollError as exc:
     print(f"directcoll: error: {exc}", file=sys.stderr, flush=True)
     comm.Abort(3)

@@ -215,6 +215,7 @@ def cmd_run(args) -> int:
     import tempfile
 
     from directcoll.resources import check_memory
+    from directcoll.runtime import require_mpi
     from directcoll.runtime.launch import RANK_PROCESS_BYTES, run_job
     from directcoll.topology import parse
     from directcoll.units import format_size, format_time, parse_sizes
@@ -240,6 +241,7 @@ def cmd_run(args) -> int:
     if not args.hostfile:  # every rank on this machine: its process, send buffer, two results and work buffer
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
                      ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
+    require_mpi("directcoll run")  # the ranks run this Python: mpi4py must be here (the mpi extra)
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"

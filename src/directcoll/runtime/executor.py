@@ -73,11 +73,12 @@ def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
 
 
 def reduce_scatter(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int, op: str,
-                   exchange: Exchange, group: str = "communicator") -> None:
-    """MPI_Reduce_scatter_block: ``recv`` (k elements) = block ``rank`` of the reduced ``send`` (N·k elements)."""
+                   exchange: Exchange, group: str = "communicator", what: str = "reduce_scatter") -> None:
+    """MPI_Reduce_scatter_block: ``recv`` (k elements) = block ``rank`` of the reduced ``send`` (N·k elements).
+    ``what`` names the caller's function in the messages."""
     check(schedule, nranks, Collective.REDUCE_SCATTER, (send.dtype, recv.dtype), op, group)
     if send.size != recv.size * nranks:
-        raise DirectcollError(f"reduce_scatter: sendbuf must hold N x recvbuf = {recv.size * nranks} "
+        raise DirectcollError(f"{what}: sendbuf must hold N x recvbuf = {recv.size * nranks} "
                               f"elements, has {send.size}")
     (progs, order) = programs(schedule, send.size)
     program = progs[rank]

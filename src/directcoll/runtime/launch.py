@@ -30,6 +30,7 @@ import tempfile
 import time
 
 from directcoll.errors import DirectcollError
+from directcoll.runtime import MPI_EXTRA
 from directcoll.runtime.progress import BUSY, DONE, FAILED, Status, read_status, status_path
 
 #: memory of one rank's process before its buffers (Python, numpy, mpi4py and MPI: about 77 MiB measured)
@@ -70,8 +71,8 @@ def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, gra
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, env=env)
         except OSError as exc:
-            raise DirectcollError(f"cannot start {cmd[0]!r} ({exc.strerror}): install MPI (pip install mpi4py "
-                                  "mpich) or pass --mpiexec") from None
+            raise DirectcollError(f"cannot start {cmd[0]!r} ({exc.strerror}): install MPI ({MPI_EXTRA}) or pass "
+                                  "--mpiexec") from None
     tree = _Tree(proc.pid)
     watch = None
     try:

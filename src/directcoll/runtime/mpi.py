@@ -1,34 +1,59 @@
-"""Run schedules on MPI (mpi4py), mirroring mpi4py's buffer-based collectives.
+"""Run schedules on MPI through mpi4py's buffer API: the collectives of ``MPI.Comm`` as functions of the communicator.
 
-``allreduce(sendbuf, recvbuf, comm, schedule=...)``, ``reduce_scatter`` (MPI_Reduce_scatter_block semantics:
-rank r gets block r of the reduced vector), ``allgather`` and ``alltoall`` take numpy buffers of float32,
-float64, int32 or int64 and (the reductions) ops sum, prod, max, min. Every step posts non-blocking sends and
-receives (one message per transfer of the schedule) and waits for them with a deadline (:func:`wait`), so a peer
-that died or hangs makes this rank raise a clear error instead of hanging. :func:`barrier`, :func:`native` (the MPI
-library's own collective) and :func:`reduce_value` wait with the same deadline. Compiled programs are cached per
-(schedule, element count). An all-to-all only copies: its schedule may relay blocks through other ranks but never
-reduces.
+``allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule)`` is ``comm.Allreduce(sendbuf, recvbuf, op=MPI.SUM)``
+run with ``schedule`` (``directcoll.registry.build``); likewise :func:`reduce_scatter_block`,
+:func:`reduce_scatter` (equal ``recvcounts`` only), :func:`allgather` and :func:`alltoall`. They take what the
+mpi4py methods take and return None as they do:
 
-A schedule's reductions add every contribution exactly once (that is what the verifier proves), so any
+- buffers: numpy arrays (or any contiguous object with the buffer protocol), or the buffer specifications
+  ``[buf, datatype]`` and ``[buf, count, datatype]`` / ``[buf, (count, displ), datatype]`` (``datatype`` an
+  ``MPI.Datatype``: the bytes of ``buf`` read as that type), of float32, float64, int32 or int64 elements, one type
+  for both buffers;
+- ``MPI.IN_PLACE`` as ``sendbuf`` wherever MPI accepts it (all four collectives), with MPI's meaning;
+- ``op``: ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX`` or ``MPI.MIN`` (:data:`OPS`).
+
+The functions take the communicator first (``allreduce(comm, ...)`` is ``MPI.Comm.Allreduce(comm, ...)``, the
+method unbound) rather than wrapping it in a class: the schedule is an argument of every call anyway (it depends on
+the collective and the rank count), any communicator works as it is (``COMM_WORLD``, ``comm.Split(...)``), and there
+is no wrapper to keep in step with it.
+
+Every step posts non-blocking sends and receives (one message per transfer of the schedule) and waits for them with
+a deadline (:func:`wait`), so a peer that died or hangs makes this rank raise a clear error instead of hanging.
+:func:`barrier`, :func:`native` (the MPI library's own collective) and :func:`reduce_value` wait with the same
+deadline. Compiled programs are cached per (schedule, element count). An all-to-all only copies: its schedule may
+relay blocks through other ranks but never reduces.
+
+A schedule's reductions combine every contribution exactly once (that is what the verifier proves), so any
 commutative and associative op gives MPI's result: exactly for integers, up to reassociation for floats.
 The checks, buffer layout and step loop are shared with the torch.distributed executor
-(:mod:`directcoll.runtime.executor`); this module only moves the messages.
+(:mod:`directcoll.runtime.executor`); this module only reads the arguments and moves the messages.
+
+Importing this module imports ``mpi4py.MPI``, which initializes MPI (as in any mpi4py program); without mpi4py it
+raises :class:`~directcoll.errors.MissingDependencyError` naming the ``mpi`` extra (``pip install
+'directcoll[mpi]'``).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from directcoll.errors import DirectcollError
-from directcoll.runtime import executor
-from directcoll.runtime.executor import DTYPES, OPS, DeadlineError, deadline_error
+from directcoll.runtime import MPI_EXTRA, executor, missing
+from directcoll.runtime.executor import DTYPES, DeadlineError, deadline_error
 from directcoll.schedule.ir import Schedule
 
-__all__ = ["DTYPES", "NATIVE", "OPS", "DeadlineError", "allgather", "allreduce", "alltoall", "barrier", "native",
-           "reduce_scatter", "reduce_value", "wait"]
+try:
+    from mpi4py import MPI
+    from mpi4py.util import dtlib
+except ImportError as _exc:
+    raise missing("directcoll.runtime.mpi", MPI_EXTRA, _exc) from _exc
+
+__all__ = ["DTYPES", "EXECUTORS", "NATIVE", "OPS", "DeadlineError", "allgather", "allreduce", "alltoall", "barrier",
+           "native", "reduce_scatter", "reduce_scatter_block", "reduce_value", "wait"]
 
 #: tag of the messages of step t (schedules have far fewer steps than MPI's minimum tag upper bound)
 _TAG_BASE = 7000
@@ -37,10 +62,16 @@ _TAG_BASE = 7000
 #: doubling up to MAX_NAP_S
 SPIN_S, YIELD_S = 50e-6, 0.002
 FIRST_NAP_S, MAX_NAP_S = 20e-6, 0.0005
-#: the MPI library's own non-blocking collectives, by collective
+#: the ops the reductions take, by MPI name. A schedule combines every contribution exactly once, so any commutative
+#: and associative op gives MPI's result; these four are the ones checked against the MPI library (the selftest).
+OPS = {"SUM": MPI.SUM, "PROD": MPI.PROD, "MAX": MPI.MAX, "MIN": MPI.MIN}
+#: the MPI library's own non-blocking collective, by schedule collective (a reduce-scatter schedule scatters equal
+#: blocks: MPI_Reduce_scatter_block)
 NATIVE = {"allreduce": "Iallreduce", "reduce_scatter": "Ireduce_scatter_block", "allgather": "Iallgather",
           "alltoall": "Ialltoall"}
-_MPI_OPS = {"sum": "SUM", "prod": "PROD", "max": "MAX", "min": "MIN"}
+#: the names of MPI's predefined ops, to name a refused one
+_MPI_OP_NAMES = [name for name in dir(MPI) if name.isupper() and isinstance(getattr(MPI, name), MPI.Op)]
+_FORMS = "a numpy array, [buf, datatype], [buf, count, datatype] or [buf, (count, displ), datatype]"
 
 
 def wait(requests, timeout: float | None, *, rank: int, what: str, peers) -> None:
@@ -55,8 +86,6 @@ def wait(requests, timeout: float | None, *, rank: int, what: str, peers) -> Non
         DeadlineError: the deadline passed; names ``rank``, ``what`` (e.g. "step 3", "the barrier before
             timing") and ``peers``, the ranks it waited on. The requests are left pending.
     """
-    from mpi4py import MPI
-
     if timeout is None:
         MPI.Request.Waitall(requests)
         return
@@ -92,7 +121,7 @@ def _others(comm) -> list[int]:
 
 
 def barrier(comm, *, timeout: float | None, what: str = "the barrier") -> None:
-    """MPI_Barrier with a deadline (MPI_Ibarrier, then :func:`wait`).
+    """MPI_Barrier with a deadline (``comm.Ibarrier()``, then :func:`wait`).
 
     Raises:
         DeadlineError: not every rank reached the barrier within ``timeout`` seconds.
@@ -100,37 +129,118 @@ def barrier(comm, *, timeout: float | None, what: str = "the barrier") -> None:
     wait([comm.Ibarrier()], timeout, rank=comm.Get_rank(), what=what, peers=_others(comm))
 
 
-def native(collective: str, sendbuf, recvbuf, comm, *, op: str = "sum", timeout: float | None = None):
-    """The MPI library's own ``collective`` (allreduce, reduce_scatter = MPI_Reduce_scatter_block, allgather or
-    alltoall) on numpy buffers, non-blocking and waited for with a deadline. Returns ``recvbuf``.
+def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: float | None = None) -> None:
+    """The MPI library's own ``collective`` on ``comm`` (:data:`NATIVE`: allreduce, reduce_scatter =
+    MPI_Reduce_scatter_block, allgather or alltoall), started non-blocking (``comm.Iallreduce(sendbuf, recvbuf,
+    op)``, ...) and waited for with a deadline of ``timeout`` seconds. ``op`` is used by the reductions only.
 
     Raises:
-        DirectcollError: an unknown collective or op.
+        DirectcollError: an unknown collective, or an ``op`` that is not an ``MPI.Op``.
         DeadlineError: it did not complete within ``timeout`` seconds.
     """
-    from mpi4py import MPI
-
     if collective not in NATIVE:
         raise DirectcollError(f"unknown collective {collective!r}; accepted: {', '.join(NATIVE)}")
-    if op not in _MPI_OPS:
-        raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(_MPI_OPS)}")
+    if not isinstance(op, MPI.Op):
+        raise DirectcollError(f"op {op!r} is not an MPI.Op; accepted: {', '.join('MPI.' + n for n in OPS)}, ...")
     start = getattr(comm, NATIVE[collective])
     reduces = collective in ("allreduce", "reduce_scatter")
-    req = start(sendbuf, recvbuf, op=getattr(MPI, _MPI_OPS[op])) if reduces else start(sendbuf, recvbuf)
+    req = start(sendbuf, recvbuf, op=op) if reduces else start(sendbuf, recvbuf)
     wait([req], timeout, rank=comm.Get_rank(), what=f"MPI {NATIVE[collective]}", peers=_others(comm))
-    return recvbuf
 
 
-def reduce_value(value, comm, *, op: str, timeout: float | None, what: str = "a reduction"):
-    """``op`` (sum, prod, max, min) of one number over the ranks, with a deadline: a float for a float, an int for
-    an int or a bool. Raises as :func:`native`."""
+def reduce_value(comm, value, op=MPI.SUM, *, timeout: float | None, what: str = "a reduction"):
+    """``op`` of one number over the ranks of ``comm`` (``comm.allreduce(value, op)``), with a deadline of
+    ``timeout`` seconds: a float for a float, an int for an int, a bool for a bool (MPI.MIN of bools: all true).
+
+    Raises:
+        DeadlineError: as :func:`native`, naming ``what`` (e.g. "the reduction of the times").
+    """
     data = np.array([value], dtype=np.float64 if isinstance(value, float) else np.int64)
     out = np.empty_like(data)
     try:
-        native("allreduce", data, out, comm, op=op, timeout=timeout)
+        native(comm, "allreduce", data, out, op, timeout=timeout)
     except DeadlineError as exc:
         raise DeadlineError(exc.rank, what, exc.timeout, exc.peers) from None
     return type(value)(out[0]) if not isinstance(value, bool) else bool(out[0])
+
+
+# -- the arguments, as mpi4py reads them --------------------------------------------------------------------------
+
+
+def _op(op) -> str:
+    """The executor's name ("sum", ...) of the MPI.Op ``op``."""
+    if isinstance(op, MPI.Op):
+        for name, known in OPS.items():
+            if op == known:
+                return name.lower()
+        what = next((f"MPI.{n}" for n in _MPI_OP_NAMES if op == getattr(MPI, n)), "a user-defined MPI.Op")
+    else:
+        what = f"{op!r} (a {type(op).__name__}, not an MPI.Op)"
+    raise DirectcollError(f"op {what} is not supported: give {', '.join('MPI.' + n for n in OPS)} (a schedule "
+                          "combines every contribution once, with a commutative and associative op)")
+
+
+def _buffer(buf, name: str, *, writable: bool) -> np.ndarray:
+    """The 1-D numpy view, in memory order, of the mpi4py buffer argument ``buf`` (:data:`_FORMS`)."""
+    data, datatype, count, displ = buf, None, None, 0
+    if isinstance(buf, list | tuple):
+        if len(buf) == 2:
+            data, datatype = buf
+        elif len(buf) == 3:
+            data, count, datatype = buf
+            if isinstance(count, list | tuple) and len(count) == 2:
+                count, displ = count
+        if not isinstance(datatype, MPI.Datatype):
+            raise DirectcollError(f"{name}: a {type(buf).__name__} of {len(buf)} items is not a buffer "
+                                  f"specification; give {_FORMS} (datatype: an MPI.Datatype such as MPI.DOUBLE)")
+    if data is MPI.IN_PLACE:
+        raise DirectcollError(f"{name}: MPI.IN_PLACE is accepted as sendbuf only (recvbuf then holds the input)")
+    if isinstance(data, np.ndarray):
+        arr = data
+    else:
+        try:
+            arr = np.asarray(memoryview(data))
+        except TypeError:
+            raise DirectcollError(f"{name} is a {type(data).__name__}, not a buffer; give {_FORMS}") from None
+    if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+        raise DirectcollError(f"{name} is not contiguous, as MPI buffers must be (numpy.ascontiguousarray "
+                              "copies it)")
+    flat = arr.reshape(-1, order="A")  # a view, in memory order (as MPI reads it)
+    if datatype is not None:
+        try:
+            dtype = dtlib.to_numpy_dtype(datatype)
+        except (ValueError, TypeError, KeyError):
+            raise DirectcollError(f"{name}: its MPI datatype has no numpy equivalent; accepted: MPI.FLOAT, "
+                                  "MPI.DOUBLE, MPI.INT32_T, MPI.INT64_T (or MPI.INT, MPI.LONG ...)") from None
+        if flat.nbytes % dtype.itemsize:
+            raise DirectcollError(f"{name}: {flat.nbytes} bytes do not hold a whole number of {dtype} elements")
+        flat = flat.view(np.uint8).view(dtype)
+        if count is not None:
+            if not all(isinstance(v, int | np.integer) and v >= 0 for v in (count, displ)) or \
+                    displ + count > flat.size:
+                raise DirectcollError(f"{name}: count {count!r} and displacement {displ!r} do not lie within its "
+                                      f"{flat.size} {dtype} elements")
+            flat = flat[displ:displ + count]
+    if writable and not flat.flags.writeable:
+        raise DirectcollError(f"{name} is read-only; the result is written into it")
+    return flat
+
+
+def _send(sendbuf, recv: np.ndarray, collective: str) -> np.ndarray:
+    """The view of ``sendbuf`` (not MPI.IN_PLACE), refused where it overlaps ``recv``: MPI forbids aliasing."""
+    send = _buffer(sendbuf, "sendbuf", writable=False)
+    if np.shares_memory(send, recv):
+        raise DirectcollError(f"{collective}: sendbuf and recvbuf overlap, and MPI forbids aliased buffers; pass "
+                              f"MPI.IN_PLACE as sendbuf for an in-place {collective}")
+    return send
+
+
+def _context(comm, schedule: Schedule, timeout: float | None, progress) -> dict:
+    if isinstance(comm, MPI.Comm) and comm.Is_inter():
+        raise DirectcollError("an intercommunicator is not supported: give an intracommunicator (e.g. "
+                              "comm.Merge())")
+    return {"schedule": schedule, "rank": comm.Get_rank(), "nranks": comm.Get_size(),
+            "exchange": _exchange(comm, timeout, progress)}
 
 
 def _exchange(comm, timeout: float | None, progress) -> executor.Exchange:
@@ -155,51 +265,219 @@ def _exchange(comm, timeout: float | None, progress) -> executor.Exchange:
     return exchange
 
 
-def _args(sendbuf, recvbuf, comm, schedule: Schedule, timeout: float | None, progress) -> dict:
-    return {"send": np.asarray(sendbuf).ravel(), "recv": np.asarray(recvbuf).reshape(-1), "schedule": schedule,
-            "rank": comm.Get_rank(), "nranks": comm.Get_size(), "exchange": _exchange(comm, timeout, progress)}
+# -- the collectives ----------------------------------------------------------------------------------------------
 
 
-def allreduce(sendbuf, recvbuf, comm, *, schedule: Schedule, op: str = "sum", timeout: float | None = None,
-              progress=None):
-    """MPI_Allreduce with ``schedule``: recvbuf[i] = op over ranks of sendbuf[i]. Every step must complete within
-    ``timeout`` seconds (None: no deadline); ``progress`` (a :class:`~directcoll.runtime.progress.Progress`, as
-    ``directcoll run`` passes) is told of every step.
+def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout: float | None = None,
+              progress=None) -> None:
+    """``comm.Allreduce(sendbuf, recvbuf, op)`` (MPI_Allreduce, MPI 4.1 §6.9.6) run with ``schedule``:
+    recvbuf[i] = op over the ranks of sendbuf[i].
+
+    Args:
+        comm: an intracommunicator of N ranks (``MPI.COMM_WORLD``, ``comm.Split(...)``).
+        sendbuf: m elements (a buffer or buffer specification, see the module), or ``MPI.IN_PLACE``: the input is
+            then recvbuf's m elements, replaced by the result.
+        recvbuf: m elements of sendbuf's type, written in place; it must not overlap sendbuf.
+        op: ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX`` or ``MPI.MIN``.
+        schedule: an allreduce schedule for N ranks (``directcoll.registry.build(name, topology)``); any m.
+        timeout: seconds every step may take (None: no deadline).
+        progress: a :class:`~directcoll.runtime.progress.Progress` told of every step (``directcoll run``), or
+            None.
 
     Raises:
-        DirectcollError: a schedule of another collective or rank count, mismatched buffers or unknown op, checked
-            before any message is sent.
+        DirectcollError: a schedule of another collective or rank count; buffers of different sizes or types, of
+            a type other than float32, float64, int32, int64, not contiguous, overlapping, or a read-only
+            recvbuf; an op other than those four — all checked before any message is sent.
         DeadlineError: a step not finished within ``timeout`` seconds (names the rank, the step and the peers).
+
+    Example (``mpiexec -n 4 python3 script.py``)::
+
+        from mpi4py import MPI
+        import numpy as np
+        from directcoll.registry import build
+        from directcoll.runtime import mpi as dc
+
+        comm = MPI.COMM_WORLD
+        n = comm.Get_size()
+        schedule = build("swing", f"ring:{n}")
+        x = np.full(1000, comm.Get_rank(), dtype=np.float64)
+        dc.allreduce(comm, MPI.IN_PLACE, x, op=MPI.SUM, schedule=schedule)   # x[:] = 0 + 1 + ... + n-1
     """
-    executor.allreduce(**_args(sendbuf, recvbuf, comm, schedule, timeout, progress), op=op)
-    return recvbuf
+    name = _op(op)
+    recv = _buffer(recvbuf, "recvbuf", writable=True)
+    send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "allreduce")
+    executor.allreduce(send, recv, op=name, **_context(comm, schedule, timeout, progress))
 
 
-def reduce_scatter(sendbuf, recvbuf, comm, *, schedule: Schedule, op: str = "sum", timeout: float | None = None,
-                   progress=None):
-    """MPI_Reduce_scatter_block with ``schedule``: rank r gets block r (recvbuf.size elements) of the reduced
-    vector (sendbuf.size = N * recvbuf.size elements, MPI order). Raises as :func:`allreduce`."""
-    executor.reduce_scatter(**_args(sendbuf, recvbuf, comm, schedule, timeout, progress), op=op)
-    return recvbuf
+def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout: float | None = None,
+                         progress=None) -> None:
+    """``comm.Reduce_scatter_block(sendbuf, recvbuf, op)`` (MPI_Reduce_scatter_block, MPI 4.1 §6.10.1) run with
+    ``schedule``: the op over the ranks of sendbuf, of N·k elements, is cut into N blocks of k, and rank r receives
+    block r in recvbuf (k elements).
 
-
-def allgather(sendbuf, recvbuf, comm, *, schedule: Schedule, timeout: float | None = None, progress=None):
-    """MPI_Allgather with ``schedule``: recvbuf = the ranks' sendbufs concatenated in rank order. Raises as
-    :func:`allreduce`."""
-    executor.allgather(**_args(sendbuf, recvbuf, comm, schedule, timeout, progress))
-    return recvbuf
-
-
-def alltoall(sendbuf, recvbuf, comm, *, schedule: Schedule, timeout: float | None = None, progress=None):
-    """MPI_Alltoall with ``schedule``: sendbuf and recvbuf hold N equal parts (sendcount = recvcount =
-    sendbuf.size / N); part j of sendbuf goes to rank j, and part i of recvbuf comes from rank i. The schedule's
-    block ((i N + j) k + c) carries part j of rank i's sendbuf (it may be relayed through other ranks); rank r's
-    own part r is copied locally.
+    Args:
+        comm: an intracommunicator of N ranks.
+        sendbuf: N·k elements, or ``MPI.IN_PLACE``: recvbuf then holds the N·k input elements and receives the
+            result in its first k.
+        recvbuf: k elements of sendbuf's type (N·k with ``MPI.IN_PLACE``), written in place; it must not overlap
+            sendbuf.
+        op, timeout, progress: as :func:`allreduce`.
+        schedule: a reduce_scatter schedule for N ranks.
 
     Raises:
-        DirectcollError: a schedule of another collective or rank count, or one that reduces; buffers of other
-            sizes, not divisible by N, or of mixed or unsupported dtypes (all checked before any message is
-            sent); or a step not finished within ``timeout`` seconds.
+        DirectcollError: as :func:`allreduce`; with ``MPI.IN_PLACE``, a recvbuf whose size is not a multiple of N.
+        DeadlineError: as :func:`allreduce`.
+
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
+
+        schedule = build("swing", f"ring:{n}", "reduce_scatter")
+        x = np.ones(n * 256)                         # N blocks of 256
+        mine = np.empty(256)
+        dc.reduce_scatter_block(comm, x, mine, op=MPI.SUM, schedule=schedule)     # mine[:] = n
     """
-    executor.alltoall(**_args(sendbuf, recvbuf, comm, schedule, timeout, progress))
-    return recvbuf
+    name = _op(op)
+    recv = _buffer(recvbuf, "recvbuf", writable=True)
+    if sendbuf is MPI.IN_PLACE:
+        n = comm.Get_size()
+        if recv.size % n:
+            raise DirectcollError(f"reduce_scatter_block with MPI.IN_PLACE: recvbuf holds the whole input, N x "
+                                  f"recvcount elements; its {recv.size} elements are not a multiple of {n} ranks")
+        send, recv = recv, recv[: recv.size // n]
+    else:
+        send = _send(sendbuf, recv, "reduce_scatter_block")
+    executor.reduce_scatter(send, recv, op=name, what="reduce_scatter_block",
+                            **_context(comm, schedule, timeout, progress))
+
+
+def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, schedule: Schedule,
+                   timeout: float | None = None, progress=None) -> None:
+    """``comm.Reduce_scatter(sendbuf, recvbuf, recvcounts, op)`` (MPI_Reduce_scatter, MPI 4.1 §6.10.2) run with
+    ``schedule``, for equal ``recvcounts`` only: a schedule scatters N equal blocks, so this is
+    :func:`reduce_scatter_block` with k = recvcounts[r].
+
+    Args:
+        comm: an intracommunicator of N ranks.
+        sendbuf: sum(recvcounts) = N·k elements, or ``MPI.IN_PLACE``: recvbuf then holds the N·k input elements
+            and receives the result in its first k (``recvcounts`` is then required, as MPI requires it).
+        recvbuf: k = recvcounts[rank] elements, written in place; it must not overlap sendbuf.
+        recvcounts: N equal counts, or None: every rank receives recvbuf's size (as mpi4py does).
+        op, timeout, progress: as :func:`allreduce`.
+        schedule: a reduce_scatter schedule for N ranks.
+
+    Raises:
+        DirectcollError: recvcounts that differ (use :func:`reduce_scatter_block`, or pad the blocks to one size),
+            are not N non-negative integers, or do not match recvbuf; otherwise as :func:`reduce_scatter_block`.
+        DeadlineError: as :func:`allreduce`.
+
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc``, ``schedule`` as in :func:`reduce_scatter_block`)::
+
+        x = np.ones(n * 256)
+        dc.reduce_scatter(comm, MPI.IN_PLACE, x, [256] * n, op=MPI.SUM, schedule=schedule)   # x[:256] = n
+    """
+    name = _op(op)
+    n, rank = comm.Get_size(), comm.Get_rank()
+    counts = None if recvcounts is None else _counts(recvcounts, n)
+    recv = _buffer(recvbuf, "recvbuf", writable=True)
+    if sendbuf is MPI.IN_PLACE:
+        if counts is None:
+            raise DirectcollError("reduce_scatter with MPI.IN_PLACE needs recvcounts (recvbuf holds the whole "
+                                  "input); or call reduce_scatter_block")
+        if recv.size < n * counts[0]:
+            raise DirectcollError(f"reduce_scatter with MPI.IN_PLACE: recvbuf holds the whole input, sum(recvcounts) "
+                                  f"= {n * counts[0]} elements; it has {recv.size}")
+        send, recv = recv[: n * counts[0]], recv[: counts[0]]
+    else:
+        send = _send(sendbuf, recv, "reduce_scatter")
+        if counts is not None and counts[rank] != recv.size:
+            raise DirectcollError(f"reduce_scatter: recvcounts[{rank}] is {counts[rank]}, but recvbuf has "
+                                  f"{recv.size} elements")
+    executor.reduce_scatter(send, recv, op=name, what="reduce_scatter", **_context(comm, schedule, timeout, progress))
+
+
+def _counts(recvcounts, n: int) -> list[int]:
+    try:
+        counts = [int(c) for c in recvcounts if isinstance(c, int | np.integer) and not isinstance(c, bool) and c >= 0]
+        valid = len(counts) == len(recvcounts) == n
+    except TypeError:  # not a sequence
+        valid = False
+    if not valid:
+        raise DirectcollError(f"reduce_scatter: recvcounts must be {n} non-negative integers, one per rank; got "
+                              f"{recvcounts!r}")
+    if len(set(counts)) > 1:
+        raise DirectcollError(f"reduce_scatter: recvcounts {counts} differ, and a schedule scatters N equal blocks "
+                              "(MPI_Reduce_scatter_block); call reduce_scatter_block, padding the blocks to one "
+                              "size")
+    return counts
+
+
+def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+    """``comm.Allgather(sendbuf, recvbuf)`` (MPI_Allgather, MPI 4.1 §6.7) run with ``schedule``: recvbuf = the
+    ranks' sendbufs concatenated in rank order.
+
+    Args:
+        comm: an intracommunicator of N ranks.
+        sendbuf: k elements, or ``MPI.IN_PLACE``: the rank's k elements are already in place, at
+            recvbuf[rank·k:(rank+1)·k].
+        recvbuf: N·k elements of sendbuf's type, written in place; it must not overlap sendbuf.
+        timeout, progress: as :func:`allreduce`.
+        schedule: an allgather schedule for N ranks.
+
+    Raises:
+        DirectcollError: as :func:`allreduce` (no op); with ``MPI.IN_PLACE``, a recvbuf whose size is not a
+            multiple of N.
+        DeadlineError: as :func:`allreduce`.
+
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
+
+        schedule = build("swing", f"ring:{n}", "allgather")
+        everyone = np.zeros((n, 256))
+        everyone[comm.Get_rank()] = comm.Get_rank()
+        dc.allgather(comm, MPI.IN_PLACE, everyone, schedule=schedule)   # row r holds r
+    """
+    recv = _buffer(recvbuf, "recvbuf", writable=True)
+    if sendbuf is MPI.IN_PLACE:
+        n, rank = comm.Get_size(), comm.Get_rank()
+        if recv.size % n:
+            raise DirectcollError(f"allgather with MPI.IN_PLACE: recvbuf holds N blocks, this rank's in place; its "
+                                  f"{recv.size} elements are not a multiple of {n} ranks")
+        k = recv.size // n
+        send = recv[rank * k:(rank + 1) * k]
+    else:
+        send = _send(sendbuf, recv, "allgather")
+    executor.allgather(send, recv, **_context(comm, schedule, timeout, progress))
+
+
+def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+    """``comm.Alltoall(sendbuf, recvbuf)`` (MPI_Alltoall, MPI 4.1 §6.8) run with ``schedule``: sendbuf and recvbuf
+    hold N equal parts of m elements (sendcount = recvcount = m); part j of sendbuf goes to rank j, and part i of
+    recvbuf comes from rank i. The schedule's block ((i N + j) k + c) carries part j of rank i's sendbuf (it may be
+    relayed through other ranks); the rank's own part is copied locally.
+
+    Args:
+        comm: an intracommunicator of N ranks.
+        sendbuf: N·m elements, or ``MPI.IN_PLACE``: recvbuf then holds the input and is replaced by the result.
+        recvbuf: N·m elements of sendbuf's type, written in place; it must not overlap sendbuf.
+        timeout, progress: as :func:`allreduce`.
+        schedule: an all-to-all schedule for N ranks (copies only).
+
+    Raises:
+        DirectcollError: a schedule of another collective or rank count, or one that reduces; buffers of
+            different sizes, not N equal non-empty parts, of mixed or unsupported types, not contiguous,
+            overlapping, or a read-only recvbuf (all checked before any message is sent).
+        DeadlineError: as :func:`allreduce`.
+
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
+
+        schedule = build("direct", f"ring:{n}", "alltoall")
+        x = np.arange(n * 100, dtype=np.int64)       # part j (100 elements) goes to rank j
+        y = np.empty_like(x)                         # part i comes from rank i
+        dc.alltoall(comm, [x, MPI.INT64_T], [y, MPI.INT64_T], schedule=schedule)
+    """
+    recv = _buffer(recvbuf, "recvbuf", writable=True)
+    send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "alltoall")
+    executor.alltoall(send, recv, **_context(comm, schedule, timeout, progress))
+
+
+#: the executor of each schedule collective (a reduce-scatter schedule serves :func:`reduce_scatter_block`)
+EXECUTORS: dict[str, Callable[..., None]] = {"allreduce": allreduce, "reduce_scatter": reduce_scatter_block,
+                                             "allgather": allgather, "alltoall": alltoall}

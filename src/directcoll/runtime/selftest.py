@@ -1,7 +1,10 @@
 """Check every algorithm x collective x dtype x op against the MPI library's own collective.
 
 Run under MPI: ``mpiexec -n 4 python3 -m directcoll.runtime.selftest [--topology SPEC] [--count N]``.
-Rank 0 prints one line per failure and a summary; the exit status is non-zero on any failure.
+Rank 0 prints one line per failure and a summary; the exit status is non-zero on any failure. Every schedule runs
+through the executor the way mpi4py programs call it (``allreduce(comm, sendbuf, recvbuf, op=MPI.SUM)``, ...),
+for every dtype and op, and once more with ``MPI.IN_PLACE`` (float64, MPI.SUM), against ``comm.Allreduce``,
+``comm.Reduce_scatter_block``, ``comm.Allgather`` and ``comm.Alltoall``.
 
 Besides the registered algorithms it runs two hand-built all-to-all schedules that the direct all-to-all never
 exercises (:func:`hand_built`): pieces relayed through other ranks at fractional ends, and pieces that span
@@ -15,15 +18,15 @@ import sys
 
 import numpy as np
 
-from directcoll.errors import UnsupportedShapeError
+from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.registry import ALGORITHMS, build
-from directcoll.runtime import mpi as run
+from directcoll.runtime import MPI_EXTRA, missing
 from directcoll.schedule.ir import COPY, Schedule, ScheduleBuilder
 
 
 def _data(rank: int, size: int, dtype, op: str) -> np.ndarray:
     rng = np.random.default_rng(1000 + rank)
-    if op == "prod":  # keep products of many ranks finite and exact in floating point
+    if op == "PROD":  # keep products of many ranks finite and exact in floating point
         return rng.choice(np.array([1, 2, -1], dtype=dtype), size)
     if np.issubdtype(dtype, np.integer):
         return rng.integers(-1000, 1000, size, dtype=dtype)
@@ -78,7 +81,17 @@ def hand_built(nranks: int) -> list[tuple[str, Schedule]]:
 
 
 def main(argv=None) -> int:
-    from mpi4py import MPI
+    """Run every check on ``MPI.COMM_WORLD``; 0 when all pass, 1 otherwise.
+
+    Raises:
+        MissingDependencyError: mpi4py is not installed (the ``mpi`` extra).
+    """
+    try:
+        from mpi4py import MPI
+
+        from directcoll.runtime import mpi as run
+    except ImportError as exc:
+        raise missing("the selftest", MPI_EXTRA, exc) from exc
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--topology", help="topology spec (default ring:N)")
@@ -101,13 +114,14 @@ def main(argv=None) -> int:
     schedules += hand_built(n) if n > 1 else []
     for label, schedule in schedules:
         collective = schedule.collective.value
-        for dtype in run.DTYPES:
-            for op in ("sum", "prod", "max", "min") if collective in ("allreduce", "reduce_scatter") else ("sum",):
-                for k in counts:
-                    checks += 1
-                    ok = _check_one(comm, schedule, collective, dtype, op, k, n, rank)
-                    if not ok:
-                        failures.append(f"{label} {collective} {np.dtype(dtype).name} {op} k={k}")
+        cases = [(dtype, op, k, False) for dtype in run.DTYPES
+                 for op in (run.OPS if collective in ("allreduce", "reduce_scatter") else ["SUM"]) for k in counts]
+        cases += [(np.float64, "SUM", k, True) for k in counts]
+        for dtype, op, k, in_place in cases:
+            checks += 1
+            if not _check_one(comm, run, schedule, collective, dtype, op, k, in_place):
+                failures.append(f"{label} {collective} {np.dtype(dtype).name} MPI.{op} k={k}"
+                                + (" MPI.IN_PLACE" if in_place else ""))
     all_failures = comm.gather(failures, root=0)
     if rank == 0:
         merged = sorted({f for fs in all_failures for f in fs})
@@ -118,32 +132,42 @@ def main(argv=None) -> int:
     return 1 if comm.bcast(bool(failures) or any(all_failures or []), root=0) else 0
 
 
-def _check_one(comm, schedule, collective, dtype, op, k, n, rank) -> bool:
-    if collective == "allreduce":
-        x = _data(rank, n * k, dtype, op)
-        ours, native = np.empty_like(x), np.empty_like(x)
-        run.allreduce(x, ours, comm, schedule=schedule, op=op, timeout=60)
-        run.native("allreduce", x, native, comm, op=op, timeout=60)
-    elif collective == "reduce_scatter":
-        x = _data(rank, n * k, dtype, op)
-        ours, native = np.empty(k, dtype=dtype), np.empty(k, dtype=dtype)
-        run.reduce_scatter(x, ours, comm, schedule=schedule, op=op, timeout=60)
-        run.native("reduce_scatter", x, native, comm, op=op, timeout=60)
-    elif collective == "allgather":
-        x = _data(rank, k, dtype, op)
-        ours, native = np.empty(n * k, dtype=dtype), np.empty(n * k, dtype=dtype)
-        run.allgather(x, ours, comm, schedule=schedule, timeout=60)
-        run.native("allgather", x, native, comm, timeout=60)
-    else:  # alltoall: k elements per pair of ranks
-        x = _data(rank, n * k, dtype, op)
-        ours, native = np.empty(n * k, dtype=dtype), np.empty(n * k, dtype=dtype)
-        run.alltoall(x, ours, comm, schedule=schedule, timeout=60)
-        run.native("alltoall", x, native, comm, timeout=60)
-    if np.issubdtype(dtype, np.integer) or op in ("max", "min") or collective in ("allgather", "alltoall"):
+def _check_one(comm, run, schedule, collective: str, dtype, op: str, k: int, in_place: bool) -> bool:
+    """Our executor against the MPI library's collective on the same data: ``op`` is a key of ``run.OPS``; with
+    ``in_place``, ours runs with MPI.IN_PLACE (the input in recvbuf)."""
+    from mpi4py import MPI
+
+    n, rank = comm.Get_size(), comm.Get_rank()
+    mpi_op = run.OPS[op]
+    size = k if collective == "allgather" else n * k  # sendbuf: a block, or N blocks (all-to-all: k per pair)
+    x = _data(rank, size, dtype, op)
+    out = k if collective == "reduce_scatter" else n * k
+    ours, native = np.empty(out, dtype=dtype), np.empty(out, dtype=dtype)
+    send = x
+    if in_place:  # the input goes where MPI_IN_PLACE reads it
+        send = MPI.IN_PLACE
+        if collective == "reduce_scatter":
+            ours = x.copy()  # the whole input; the result lands in its first k elements
+        elif collective == "allgather":
+            ours[rank * k:(rank + 1) * k] = x
+        else:
+            ours = x.copy()
+    if collective in ("allreduce", "reduce_scatter"):
+        run.EXECUTORS[collective](comm, send, ours, mpi_op, schedule=schedule, timeout=60)
+        run.native(comm, collective, x, native, mpi_op, timeout=60)
+    else:
+        run.EXECUTORS[collective](comm, send, ours, schedule=schedule, timeout=60)
+        run.native(comm, collective, x, native, timeout=60)
+    ours = ours[:out]
+    if np.issubdtype(dtype, np.integer) or op in ("MAX", "MIN") or collective in ("allgather", "alltoall"):
         return bool(np.array_equal(ours, native))
     tol = 1e-3 if dtype == np.float32 else 1e-9
     return bool(np.allclose(ours, native, rtol=tol, atol=tol * 50 * n))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except DirectcollError as exc:
+        print(f"selftest: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -19,7 +19,7 @@ import numpy as np
 
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.registry import build
-from directcoll.runtime import mpi as run
+from directcoll.runtime import MPI_EXTRA, missing
 from directcoll.runtime.executor import DeadlineError
 from directcoll.runtime.progress import BUSY, STARTING, WAITING, Progress
 from directcoll.units import format_size, parse_sizes
@@ -45,6 +45,8 @@ def _time(comm, fn, repeat: int, timeout: float, progress: Progress, what: str, 
     """Seconds per call of ``fn`` (the slowest rank's mean over ``repeat`` calls after a warm-up)."""
     from mpi4py import MPI
 
+    from directcoll.runtime import mpi as run
+
     progress.set(WAITING, what, phase, nsteps=nsteps, rep=0, reps=repeat)
     fn()  # warm-up: compiles programs, touches buffers
     progress.set(WAITING, "the barrier before timing", phase)
@@ -56,7 +58,7 @@ def _time(comm, fn, repeat: int, timeout: float, progress: Progress, what: str, 
         fn()
     elapsed = (MPI.Wtime() - t0) / repeat
     progress.set(WAITING, "the reduction of the times", phase)
-    return run.reduce_value(elapsed, comm, op="max", timeout=timeout, what=f"the reduction of the times of {phase}")
+    return run.reduce_value(comm, elapsed, MPI.MAX, timeout=timeout, what=f"the reduction of the times of {phase}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,10 +94,13 @@ def main(argv=None) -> int:
     progress.set(BUSY, "the loading of MPI")
     comm = None
     try:
-        import mpi4py
+        try:
+            import mpi4py
 
-        mpi4py.rc.initialize, mpi4py.rc.finalize = False, True
-        from mpi4py import MPI
+            mpi4py.rc.initialize, mpi4py.rc.finalize = False, True
+            from mpi4py import MPI
+        except ImportError as exc:  # on this host: the launcher checked its own
+            raise missing("directcoll run", MPI_EXTRA, exc) from exc
 
         progress.set(STARTING, "MPI_Init")
         if not MPI.Is_initialized():
@@ -124,6 +129,10 @@ def main(argv=None) -> int:
 
 
 def _work(args, comm, progress: Progress) -> None:
+    from mpi4py import MPI
+
+    from directcoll.runtime import mpi as run
+
     n, rank = comm.Get_size(), comm.Get_rank()
     timeout = args.timeout
     results = []
@@ -144,24 +153,24 @@ def _work(args, comm, progress: Progress) -> None:
             label = schedule.algorithm + (f":{schedule.meta['variant']}" if schedule.meta.get("variant") else "")
             phase = f"{label} {args.collective} of {format_size(count * 8)}"
             send, ours, native = _buffers(args.collective, count, n, rank)
-            fn = getattr(run, args.collective)
+            fn = run.EXECUTORS[args.collective]
             kwargs = {"schedule": schedule, "timeout": timeout, "progress": progress}
-            t = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(send, ours, comm, **kwargs),
+            t = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(comm, send, ours, **kwargs),
                       args.repeat, timeout, progress, "step", phase, schedule.num_steps)
             mpi_name = f"MPI {run.NATIVE[args.collective]}"
             progress.set(WAITING, mpi_name, f"checking {phase} against it")
-            run.native(args.collective, send, native, comm, timeout=timeout)
+            run.native(comm, args.collective, send, native, timeout=timeout)
             same = (np.array_equal(ours, native) if args.collective == "alltoall"  # copies: exactly
                     else np.allclose(ours, native, rtol=1e-9, atol=1e-9))
             progress.set(WAITING, "the reduction of the checks", phase)
-            correct = run.reduce_value(bool(same), comm, op="min", timeout=timeout,
+            correct = run.reduce_value(comm, bool(same), MPI.MIN, timeout=timeout,
                                        what=f"the reduction of the checks of {phase}")
             row = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"), "size": size,
                    "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct}
             if args.native:
                 if size not in native_cache:
                     native_cache[size] = _time(
-                        comm, lambda s=send, o=native: run.native(args.collective, s, o, comm, timeout=timeout),
+                        comm, lambda s=send, o=native: run.native(comm, args.collective, s, o, timeout=timeout),
                         args.repeat, timeout, progress, mpi_name,
                         f"native {args.collective} of {format_size(count * 8)}")
                 row["native_time_s"] = native_cache[size]

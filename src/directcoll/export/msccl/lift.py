@@ -88,7 +88,7 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
         MscclLimitError: with ``strict``, an executor limit is exceeded.
         ResourceError: the file, or the schedule it describes, would need more memory than the budget.
 
-    >>> from directcoll.algorithms import build
+    >>> from directcoll.registry import build
     >>> from directcoll.export.msccl.lower import export_msccl
     >>> from directcoll.verify import verify
     >>> verify(import_msccl(export_msccl(build("ring", "ring:4", "allgather")))).ok

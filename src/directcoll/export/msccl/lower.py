@@ -269,7 +269,7 @@ def to_msccl(schedule: Schedule, *, name: str | None = None, proto: str = "Simpl
     Warns:
         MscclRoundingWarning: the schedule was rounded to fewer chunks per block than it needs.
 
-    >>> from directcoll.algorithms import build
+    >>> from directcoll.registry import build
     >>> result = to_msccl(build("ring", "ring:4", "allreduce"))
     >>> result.program.nchunksperloop, result.report["rounded"], result.xml.startswith("<!-- directcoll export")
     (8, False, True)
