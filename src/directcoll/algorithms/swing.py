@@ -94,7 +94,8 @@ def swing_1d_allgather(d: int) -> dict[int, list[tuple[int, int, np.ndarray]]]:
             paper's App. A.2 proves it cannot happen).
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (Eq. (2): pi(r, s) = r +- rho(s), with
-    rho(s) = (1 - (-2)^(s+1)) / 3), Sec. 3.2 (odd p: node p - 1 exchanges with (p - 1) / 2^s nodes per step, Fig. 3) and App. A.2.
+    rho(s) = (1 - (-2)^(s+1)) / 3), Sec. 3.2 (odd p: node p - 1 exchanges with (p - 1) / 2^s nodes per step,
+    Fig. 3) and App. A.2.
 
     >>> plan = swing_1d_allgather(7)
     >>> sorted(plan), [(a, q, m.nonzero()[0].tolist()) for a, q, m in plan[0][:1]]
