@@ -5,6 +5,8 @@ The registry sits above :mod:`directcoll.algorithms` and :mod:`directcoll.synthe
 imports it), so adding an algorithm is two steps: write its builder ``build(topology, collective, *, variant,
 ports, **options) -> Schedule`` in its module, and add its :class:`Algorithm` entry to :data:`ALGORITHMS` below.
 
+Source: DESIGN.md, "Layers (imports point down only)"; each entry's ``summary`` names its paper and section.
+
 >>> get("swing").collectives
 ('allreduce', 'reduce_scatter', 'allgather')
 >>> build("ring", "ring:4", "allgather").num_steps
@@ -33,6 +35,20 @@ class Algorithm:
 
     ``build(topology, collective, *, variant, ports)`` returns a Schedule or raises UnsupportedShapeError
     with a message saying what the algorithm serves.
+
+    Attributes:
+        name: the registry name (``"swing"``); aliases: other accepted names (``"rd"``).
+        build: the builder; pattern: an optional step-pattern builder equal to ``pattern_of(build(...))``.
+        collectives, variants: what it implements.
+        topologies, summary: one line each, for ``directcoll algorithms`` (the summary cites the paper).
+
+    Raises:
+        Nothing: a frozen record; its ``build`` raises what its module documents.
+
+    Source: DESIGN.md, "Layers" (registry above algorithms/ and synthesis/).
+
+    >>> get("kolmakov").name
+    'generalized'
     """
 
     name: str
@@ -47,6 +63,9 @@ class Algorithm:
     pattern: Callable[..., StepPattern] | None = None
 
     def to_dict(self) -> dict:
+        """The entry as a JSON-serializable dict (builders left out). Raises: Nothing.
+        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
+        """
         return {"name": self.name, "collectives": list(self.collectives), "variants": list(self.variants),
                 "topologies": self.topologies, "summary": self.summary, "aliases": list(self.aliases)}
 
@@ -214,10 +233,18 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
 
 
 def get(name: str) -> Algorithm:
-    """The algorithm called ``name`` (or one of its aliases).
+    """The algorithm called ``name`` (or one of its aliases; case-insensitive, ``_`` or ``-``).
+
+    Returns:
+        The :class:`Algorithm`.
 
     Raises:
         UnsupportedShapeError: unknown name; the message lists the registered ones.
+
+    Source: DESIGN.md, "Layers".
+
+    >>> get("rd").name, get("Double_Binary_Tree").name
+    ('recursive-doubling', 'double-binary-tree')
     """
     key = name.strip().lower().replace("_", "-")
     for alg in ALGORITHMS.values():
@@ -272,8 +299,19 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
     pieces per rank (:data:`QUADRATIC`) when N is not a power of two.
 
+    Returns:
+        Bytes, a float.
+
     Raises:
         UnsupportedShapeError: an unknown algorithm name.
+        ScheduleError: an unknown collective name.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (resources); the per-transfer bytes measured on torus:64x64
+    (module constants).
+
+    >>> from directcoll.topology import parse
+    >>> estimate_bytes("ring", parse("torus:4x4"))  # 16 ranks x 30 steps x 128 B
+    61440.0
     """
     alg = get(name)
     n = float(topology.num_compute)
@@ -291,9 +329,18 @@ def check_build_memory(name: str, topology: Topology, collective="allreduce", va
                        ports: int | None = None) -> None:
     """Refuse building ``name`` on ``topology`` when :func:`estimate_bytes` is over the memory budget.
 
+    Returns:
+        None when it fits.
+
     Raises:
         ResourceError: over the budget, naming the algorithm, variant and topology.
         UnsupportedShapeError: an unknown algorithm name.
+        ScheduleError: an unknown collective name.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (estimate memory first, refuse over a budget).
+
+    >>> from directcoll.topology import parse
+    >>> check_build_memory("swing", parse("torus:4x4"))
     """
     from directcoll.resources import check_memory
 
@@ -307,8 +354,17 @@ def build_pattern(name: str, topology, collective="allreduce", *, variant: str |
     """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (so
     huge ring and bucket schedules are never materialised), else ``pattern_of(build(...))``.
 
+    Returns:
+        A :class:`~directcoll.schedule.pattern.StepPattern` whose meta names the algorithm and topology.
+
     Raises:
-        UnsupportedShapeError, SpecError: as :func:`build`.
+        UnsupportedShapeError, SpecError, TopologyError, ScheduleError, ResourceError, SolverError: as
+            :func:`build`.
+
+    Source: DESIGN.md, "Cost and simulation" (route once per schedule, sweep sizes in closed form).
+
+    >>> build_pattern("bucket", "torus:4x4").num_distinct
+    4
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     check_build_memory(alg.name, topo, coll, variant, ports)
@@ -324,13 +380,29 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
     """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
 
     The schedule's meta records the algorithm, variant, ports and topology spec.
+    ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``;
+    ``double-binary-tree``: ``chunks``).
+
+    Returns:
+        The :class:`~directcoll.schedule.ir.Schedule`.
 
     Raises:
-        UnsupportedShapeError: unknown algorithm, collective or variant, or a shape it cannot serve.
+        UnsupportedShapeError: unknown algorithm, a collective it does not implement, an unknown variant,
+            ports < 1, or a shape it cannot serve.
+        ScheduleError: an unknown collective name.
         SpecError: an unparseable topology spec.
-        ResourceError: :func:`estimate_bytes` is over the memory budget.
+        TopologyError: a topology the algorithm or an expansion refuses (e.g. disconnected, for all-to-all).
+        ResourceError: :func:`estimate_bytes` (or the builder's own estimate) is over the memory budget.
+        SolverError: an LP-based algorithm (bfb, expansion, mcf, ilp-disjoint) whose solve failed.
 
-    ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``).
+    Source: DESIGN.md, "Layers"; each algorithm's module cites its paper (see :data:`ALGORITHMS` summaries).
+
+    >>> build("generalized", "ring:7", r=1).meta["variant"]
+    'intermediate'
+    >>> build("ring", "ring:4", "foo")
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.ScheduleError: unknown collective 'foo'; accepted: allgather, reduce_scatter, allreduce, alltoall
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     check_build_memory(alg.name, topo, coll, variant, ports)

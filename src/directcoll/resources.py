@@ -41,7 +41,19 @@ def _proc_kib(path: str, key: str) -> int | None:
 
 def available_memory() -> int:
     """Bytes this process can still use: what the kernel reports available (``MemAvailable``, else
-    :data:`FALLBACK_AVAILABLE`), and no more than the address-space limit (``ulimit -v``) leaves."""
+    :data:`FALLBACK_AVAILABLE`), and no more than the address-space limit (``ulimit -v``) leaves.
+
+    Returns:
+        An int, bytes (0 or more).
+
+    Raises:
+        Nothing: unreadable ``/proc`` files or limits fall back to :data:`FALLBACK_AVAILABLE` / no limit.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (resources); Linux proc(5) ``/proc/meminfo``.
+
+    >>> available_memory() > 0
+    True
+    """
     available = _proc_kib("/proc/meminfo", "MemAvailable")
     return int(min(FALLBACK_AVAILABLE if available is None else available, _address_space_left()))
 
@@ -62,8 +74,14 @@ def _address_space_left() -> float:
 def memory_budget() -> int:
     """The memory budget in bytes (see the module docstring for where it comes from).
 
+    Returns:
+        An int, bytes: the innermost :func:`memory_budget_override`, else ``DIRECTCOLL_MEMORY_BUDGET``, else
+        :data:`DEFAULT_FRACTION` of :func:`available_memory`.
+
     Raises:
         DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is set but is not a size such as ``16GiB``.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (resources: refuse over a budget).
 
     >>> with memory_budget_override("1GiB"):
     ...     memory_budget()
@@ -86,8 +104,17 @@ def memory_budget() -> int:
 def memory_budget_override(budget):
     """Use ``budget`` (bytes, or a size string such as ``8GiB``) as the memory budget inside the ``with`` block.
 
+    Yields:
+        The budget in bytes (an int); overrides nest, the innermost wins.
+
     Raises:
-        DirectcollError: ``budget`` is not a positive size.
+        DirectcollError: ``budget`` is not a positive size (from :func:`directcoll.units.parse_size` or here).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (resources); the CLI's ``--memory-budget``.
+
+    >>> with memory_budget_override("2MiB") as b:
+    ...     b
+    2097152
     """
     from directcoll.units import parse_size
 
@@ -115,9 +142,16 @@ def check_memory(what: str, nbytes: float) -> None:
         what: the request in the user's words, e.g. ``"topology complete:20000 (400,000,000 links)"``.
         nbytes: estimated bytes of its dominant arrays (a float: estimates may overflow int64).
 
+    Returns:
+        None when it fits.
+
     Raises:
         ResourceError: over the budget; the message names the request, the estimate, the budget and how to
             raise it.
+        DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is not a size (see :func:`memory_budget`).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (anything that grows with the network estimates its memory
+    first and refuses over a budget).
 
     >>> check_memory("a small thing", 1e3)
     >>> check_memory("a huge thing", 1e30)  # doctest: +ELLIPSIS
@@ -134,10 +168,24 @@ def check_memory(what: str, nbytes: float) -> None:
 def check_work(what: str, amount: float, limit: float, unit: str) -> None:
     """Refuse ``what`` when it needs ``amount`` ``unit`` of work, over ``limit`` (work that could not finish).
 
+    Args:
+        what: the request in the user's words.
+        amount, limit: counts in ``unit`` (sizes, nodes, LPs, ...).
+        unit: the unit's name, for the message.
+
+    Returns:
+        None when ``amount <= limit``.
+
     Raises:
         ResourceError: ``amount > limit``, naming both.
 
+    Source: DESIGN.md, "Engines, runtimes and scale" (resources).
+
     >>> check_work("compare", 40, 1000, "sizes")
+    >>> check_work("compare", 4000, 1000, "sizes")
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.ResourceError: compare needs 4,000 sizes, over the limit of 1,000 sizes
     """
     if amount > limit:
         raise ResourceError(f"{what} needs {amount:,.0f} {unit}, over the limit of {limit:,.0f} {unit}")

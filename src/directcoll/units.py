@@ -1,4 +1,15 @@
-"""Human units for sizes, size lists, bandwidths and times: ``64KiB``, ``32B..512MiB``, ``400Gbps``; 1.5 ms."""
+"""Human units for sizes, size lists, bandwidths and times: ``64KiB``, ``32B..512MiB``, ``400Gbps``; 1.5 ms.
+
+Everything is converted to SI base units: sizes in bytes (int), bandwidths in bytes/s (float), times in seconds
+(float). Prefixes follow SI (k = 10^3, M = 10^6, ...) and IEC 80000-13 (Ki = 2^10, Mi = 2^20, ...); a lowercase
+``b`` in a bandwidth means bits, an uppercase ``B`` bytes.
+
+Source: DESIGN.md, "Quality bar for every module" (bad input names the text and the accepted forms); the
+papers quote sizes in binary units (Swing Sec. 5: 32 B to 512 MiB) and link rates in bits/s (400 Gb/s).
+
+>>> parse_size("64KiB"), parse_sizes("32B..256B"), parse_bandwidth("400Gbps")
+(65536, [32, 64, 128, 256], 50000000000.0)
+"""
 
 from __future__ import annotations
 
@@ -23,9 +34,24 @@ _FACTORS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g"
 def parse_size(text) -> int:
     """Bytes from ``1024``, ``32B``, ``64KiB``, ``1MB`` (SI) or ``512MiB`` (binary), prefixes up to P / Pi.
 
+    Args:
+        text: a string as above, or an int (taken as bytes).
+
+    Returns:
+        The size in bytes, an int in [0, :data:`MAX_SIZE`].
+
     Raises:
         DirectcollError: anything else, a fraction of a byte or more than :data:`MAX_SIZE`, naming the text and the
             accepted forms.
+
+    Source: SI and IEC 80000-13 prefixes; DESIGN.md, "Quality bar for every module".
+
+    >>> parse_size("64KiB"), parse_size("1MB"), parse_size(4096)
+    (65536, 1000000, 4096)
+    >>> parse_size("1.5B")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: size '1.5B' is 1.5 bytes, not a whole number of bytes; ...
     """
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
@@ -45,7 +71,22 @@ def parse_size(text) -> int:
 
 
 def format_size(n: float) -> str:
-    """``32B``, ``64KiB``, ``512MiB``: binary units, no decimals when exact."""
+    """``32B``, ``64KiB``, ``512MiB``: ``n`` bytes in binary units, no decimals when exact (two otherwise).
+
+    Args:
+        n: a size in bytes (>= 0).
+
+    Returns:
+        The text, the largest of GiB, MiB, KiB, B that ``n`` reaches.
+
+    Raises:
+        Nothing: pure formatting of a number.
+
+    Source: IEC 80000-13 binary prefixes, as the Swing paper's plots label sizes (Sec. 5).
+
+    >>> format_size(65536), format_size(1536), format_size(32)
+    ('64KiB', '1.50KiB', '32B')
+    """
     for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= f:
             v = n / f
@@ -54,6 +95,22 @@ def format_size(n: float) -> str:
 
 
 def format_time(seconds: float) -> str:
+    """``1.5 ms``: a time in seconds as three significant digits in s, ms, us or ns.
+
+    Args:
+        seconds: a time in seconds (>= 0; anything below 1 us is shown in ns).
+
+    Returns:
+        The text, in the largest of s, ms, us that ``seconds`` reaches, else ns.
+
+    Raises:
+        Nothing: pure formatting of a number.
+
+    Source: SI prefixes; DESIGN.md, "Cost and simulation" (times are seconds throughout).
+
+    >>> format_time(1.5e-3), format_time(2e-9)
+    ('1.5 ms', '2 ns')
+    """
     for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= f:
             return f"{seconds / f:.3g} {unit}"
@@ -105,9 +162,20 @@ def parse_sizes(text) -> list[int]:
 
     An int is one size; a list or tuple is parsed item by item.
 
+    Returns:
+        A list of positive sizes in bytes (ints), at most :data:`MAX_SIZES` of them, duplicates kept.
+
     Raises:
         DirectcollError: anything else, naming the text, the accepted forms and the workload names.
         ResourceError: more than :data:`MAX_SIZES` sizes.
+
+    Source: the Swing paper's size sweep (Sec. 5: 32 B to 512 MiB in powers of two) and the workloads of
+    ``catalog/data/workloads.json`` (each with its published source).
+
+    >>> parse_sizes("32B..256B")
+    [32, 64, 128, 256]
+    >>> parse_sizes("1KiB,4KiB"), parse_sizes(8)
+    ([1024, 4096], [8])
     """
     if isinstance(text, bool):
         raise _size_error(text)
@@ -155,9 +223,21 @@ def parse_bandwidth(text) -> float:
     (binary) in either case. Text must carry its unit: ``"400"`` could mean bits or bytes per second, or Gb/s,
     and is refused.
 
+    Returns:
+        The bandwidth in bytes/s, a positive finite float.
+
     Raises:
         DirectcollError: anything else (a text without a unit included) or a value that is not positive and
             finite, naming the text and the accepted forms.
+
+    Source: SI / IEC 80000-13 prefixes; link rates as the papers quote them (Swing Sec. 5: 400 Gb/s links).
+
+    >>> parse_bandwidth("400Gbps"), parse_bandwidth("50GB/s")
+    (50000000000.0, 50000000000.0)
+    >>> parse_bandwidth("400")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: bandwidth '400' has no unit; ...
     """
     forms = "use 400Gbps, 400Gb/s, 100Mbps (bits/s), 50GB/s or 10GiB/s (bytes/s)"
     if isinstance(text, int | float) and not isinstance(text, bool):
@@ -196,8 +276,17 @@ def parse_duration(text, what: str = "duration", per: str = "") -> float:
         what: what the value is, for the error message (e.g. ``"--alpha"``).
         per: a unit the text may end with after the time, e.g. ``"B"`` for seconds per byte (``0.2ns/B``).
 
+    Returns:
+        The time in seconds (seconds per ``per`` when given), a finite float >= 0.
+
     Raises:
         DirectcollError: anything else, a negative, NaN or infinite value, naming the text and the accepted forms.
+
+    Source: SI prefixes; the alpha-beta(-gamma) model's alpha in s and beta in s/byte (Swing Sec. 2.2, Kolmakov &
+    Zhang Sec. 2).
+
+    >>> parse_duration("1.5ms"), parse_duration("0.2ns/B", per="B")
+    (0.0015, 2e-10)
     """
     if isinstance(text, int | float) and not isinstance(text, bool):
         value = float(text)

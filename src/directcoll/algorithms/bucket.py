@@ -11,6 +11,13 @@ at step k*(d_max - 1), and rings along dimensions shorter than d_max idle for th
 reduce-scatter takes D*(d_max - 1) steps, the allreduce twice that.
 
 Algorithms never look at link bandwidths: only the topology's shape is used.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 (bucket algorithm, Table 2 row BUCKET) and Sec. 5.2
+(rectangular tori).
+
+>>> from directcoll.topology import parse
+>>> build_bucket(parse("torus:4x4"))
+Schedule(allreduce, bucket, N=16, nblocks=64, steps=12, transfers=768)
 """
 
 from __future__ import annotations
@@ -43,6 +50,15 @@ def bucket_instances(ndim: int, ports: int | None = None) -> list[tuple[int, int
 
     Raises:
         UnsupportedShapeError: ``ports`` outside 1..2D.
+
+    Returns:
+        A list of ``ports`` (start dimension, direction) pairs (2D of them by default).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 (2D bucket algorithms, each from a different dimension
+    and direction).
+
+    >>> bucket_instances(2)
+    [(0, 1), (0, -1), (1, 1), (1, -1)]
     """
     every = [(c, d) for c in range(ndim) for d in (+1, -1)]
     if ports is None:
@@ -62,6 +78,11 @@ def bucket_owner(shape, start_dim: int) -> np.ndarray:
 
     Raises:
         UnsupportedShapeError: an empty shape or ``start_dim`` outside 0..D-1.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 (reduce-scatter dimension by dimension).
+
+    >>> bucket_owner((2, 3), 1).tolist()
+    [0, 3, 1, 4, 2, 5]
     """
     shape = _check_shape(shape)
     ndim = len(shape)
@@ -92,6 +113,11 @@ def bucket_reduce_scatter_instance(shape, start_dim: int, direction: int) -> Sch
 
     Raises:
         UnsupportedShapeError: an empty shape, ``start_dim`` outside 0..D-1 or ``direction`` not +-1.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 and Sec. 5.2 (synchronous dimension switching).
+
+    >>> bucket_reduce_scatter_instance((3, 3), 0, 1).num_steps  # D (d_max - 1) = 2 * 2
+    4
     """
     shape = _check_shape(shape)
     ndim = len(shape)
@@ -133,6 +159,11 @@ def bucket_reduce_scatter(shape, ports: int | None = None) -> Schedule:
 
     Raises:
         UnsupportedShapeError: an empty shape or ``ports`` outside 1..2D.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 (2D concurrent bucket algorithms on n / 2D each).
+
+    >>> bucket_reduce_scatter((4, 4))
+    Schedule(reduce_scatter, unknown, N=16, nblocks=64, steps=6, transfers=384)
     """
     shape = _check_shape(shape)
     parts = [bucket_reduce_scatter_instance(shape, c, d) for c, d in bucket_instances(len(shape), ports)]
@@ -143,7 +174,21 @@ def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str |
                    ports: int | None = None) -> StepPattern:
     """The step pattern of :func:`build_bucket` without building its transfers' blocks (equal to
     ``pattern_of(build_bucket(...))``; a 128x128 bucket allreduce has 33 million transfers but 4 distinct
-    steps). Same arguments and errors as :func:`build_bucket`."""
+    steps).
+
+    Returns:
+        A :class:`~directcoll.schedule.pattern.StepPattern` (sizes as fractions of the vector).
+
+    Raises:
+        UnsupportedShapeError: as :func:`build_bucket` (no shape, unknown variant, ports outside 1..2D).
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4, 5.2; DESIGN.md, "Cost and simulation" (step patterns).
+
+    >>> from directcoll.topology import parse
+    >>> bucket_pattern(parse("torus:4x4")).num_distinct
+    4
+    """
     shape, instances, meta = _bucket_setup(topology, variant, ports)
     n, ndim, dmax = int(np.prod(shape)), len(shape), max(shape)
     coords = np.stack(np.unravel_index(np.arange(n), shape), axis=-1)
@@ -204,6 +249,14 @@ def build_bucket(topology: Topology, collective="allreduce", *, variant: str | N
 
     Raises:
         UnsupportedShapeError: a topology without a shape, an unknown variant or ``ports`` outside 1..2D.
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 (Lambda = 2D p^(1/D) / log2 p, Psi = Xi = 1; the
+    paper's text prints the D-th root as a p-th root) and Sec. 5.2.
+
+    >>> from directcoll.topology import parse
+    >>> build_bucket(parse("torus:4x4"), "reduce_scatter", ports=2).nblocks
+    32
     """
     shape, instances, meta = _bucket_setup(topology, variant, ports)
     rs = bucket_reduce_scatter(shape, len(instances)).with_meta(**meta)

@@ -17,6 +17,12 @@ When every dimension is a power of two, placing rank r's block at the position v
 :func:`block_positions` (the logical block remapping of Sec. 3.1.1) makes every reduce-scatter send one
 contiguous range: at step s a rank sends the aligned range of 2^(L-1-s) positions that holds its peer's
 position.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2-2.3.3 (recursive doubling on tori, Fig. 2), Sec. 3.1.1
+(Eq. (2), Listing 1, logical block remapping), Sec. 4.1-4.2 and App. A.1.
+
+>>> peer_table("swing", (8,), 0, False)[1].tolist()  # step 1: even ranks go -1, odd ranks +1
+[7, 2, 1, 4, 3, 6, 5, 0]
 """
 
 from __future__ import annotations
@@ -28,22 +34,73 @@ from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
 
 
 def rho(s) -> np.ndarray:
-    """Swing's signed distance rho(s) = sum_{i<=s} (-2)^i = (1 - (-2)^(s+1)) / 3 (Eq. 2)."""
+    """Swing's signed distance rho(s) = sum_{i<=s} (-2)^i = (1 - (-2)^(s+1)) / 3 (Eq. 2).
+
+    The paper's text prints the sum as ``sum -2^i``; we read it as (-2)^i, which the closed form requires.
+
+    Args:
+        s: step index or indices (ints >= 0), any shape.
+
+    Returns:
+        int64 array of ``s``'s shape (ranks of distance, signed).
+
+    Raises:
+        Nothing: integer arithmetic.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1, Eq. (2).
+
+    >>> rho(np.arange(5)).tolist()
+    [1, -1, 3, -5, 11]
+    """
     s = np.asarray(s, dtype=np.int64)
     return (1 - (-2) ** (s + 1)) // 3
 
 
 def is_power_of_two(n: int) -> bool:
+    """Whether ``n`` is a power of two (1 included). Raises: Nothing.
+    Source: Swing (NSDI'24) Sec. 3.1 (the power-of-two case).
+
+    >>> is_power_of_two(8), is_power_of_two(6)
+    (True, False)
+    """
     return n >= 1 and n & (n - 1) == 0
 
 
 def steps_per_dim(shape) -> list[int]:
-    """ceil(log2 d) steps in every dimension."""
+    """ceil(log2 d) steps in every dimension.
+
+    Returns:
+        A list of D ints (steps).
+
+    Raises:
+        Nothing: arithmetic (sizes >= 1).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.2 (log2 d_i steps in dimension i).
+
+    >>> steps_per_dim((4, 8))
+    [2, 3]
+    """
     return [int(np.ceil(np.log2(d))) for d in shape]
 
 
 def dimension_sequence(counts: list[int], first_dim: int = 0) -> list[tuple[int, int]]:
-    """Steps as (dimension, sigma): round-robin from ``first_dim``, skipping finished dimensions (Sec. 4.2)."""
+    """Steps as (dimension, sigma): round-robin from ``first_dim``, skipping finished dimensions (Sec. 4.2).
+
+    Args:
+        counts: steps per dimension (see :func:`steps_per_dim`); first_dim: the dimension of step 0.
+
+    Returns:
+        A list of sum(counts) (dimension, sigma) pairs, sigma counting the steps already taken in that dimension.
+
+    Raises:
+        Nothing: bookkeeping (``counts`` must be non-empty).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (omega(s) = s mod D, sigma(s) = floor(s / D)) and Sec. 4.2
+    (finished dimensions are skipped on non-square tori).
+
+    >>> dimension_sequence([1, 3])
+    [(0, 0), (1, 0), (1, 1), (1, 2)]
+    """
     done = [0] * len(counts)
     seq: list[tuple[int, int]] = []
     dim = first_dim % len(counts)
@@ -56,7 +113,26 @@ def dimension_sequence(counts: list[int], first_dim: int = 0) -> list[tuple[int,
 
 
 def coordinate_peer(kind: str, a: np.ndarray, sigma: int, d: int, mirrored: bool) -> np.ndarray:
-    """Peer coordinates in one dimension of size d for ``kind`` in {"swing", "recdoub"}."""
+    """Peer coordinates in one dimension of size d for ``kind`` in {"swing", "recdoub"}.
+
+    Args:
+        kind: "swing" (Eq. 2) or "recdoub" (a XOR 2^sigma).
+        a: coordinates, int array of any shape; sigma: the dimension-step; d: the dimension's size;
+        mirrored: conjugate by a -> -a mod d (Sec. 4.1).
+
+    Returns:
+        int64 array of ``a``'s shape.
+
+    Raises:
+        ValueError: an unknown ``kind`` (a built-in error: the kinds are fixed by the callers).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 Eq. (2), Sec. 2.3.2 (q = r XOR 2^s), Sec. 4.1 (mirrored).
+
+    >>> coordinate_peer("swing", np.arange(8), 1, 8, False).tolist()
+    [7, 2, 1, 4, 3, 6, 5, 0]
+    >>> coordinate_peer("recdoub", np.arange(4), 1, 4, False).tolist()
+    [2, 3, 0, 1]
+    """
     a = np.asarray(a, dtype=np.int64)
     if mirrored:
         return (-coordinate_peer(kind, (-a) % d, sigma, d, False)) % d
@@ -69,7 +145,18 @@ def coordinate_peer(kind: str, a: np.ndarray, sigma: int, d: int, mirrored: bool
 
 
 def peer_table(kind: str, shape: tuple[int, ...], first_dim: int, mirrored: bool) -> np.ndarray:
-    """Peers of every rank (row-major in ``shape``) at every step: int64 array (L, p)."""
+    """Peers of every rank (row-major in ``shape``) at every step: int64 array (L, p).
+
+    L = sum of ceil(log2 d_i) steps, p = prod(shape); steps follow :func:`dimension_sequence`.
+
+    Raises:
+        ValueError: an unknown ``kind`` (see :func:`coordinate_peer`).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (peer on dimension omega(s) at distance delta(sigma(s))).
+
+    >>> peer_table("recdoub", (2, 2), 0, False).tolist()
+    [[2, 3, 0, 1], [1, 0, 3, 2]]
+    """
     coords = np.stack(np.unravel_index(np.arange(int(np.prod(shape))), shape), axis=-1)
     rows = []
     for dim, sigma in dimension_sequence(steps_per_dim(shape), first_dim):
@@ -96,6 +183,12 @@ def block_positions(peers: np.ndarray) -> np.ndarray:
 
     Raises:
         UnsupportedShapeError: the sets are not laminar (some dimension is not a power of two).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (Listing 1's get_rs_idx; the logical block remapping
+    that makes every send contiguous).
+
+    >>> block_positions(peer_table("swing", (8,), 0, False)).tolist()
+    [0, 4, 6, 1, 2, 7, 5, 3]
     """
     steps, p = peers.shape
     label = np.arange(p)
@@ -118,8 +211,23 @@ def add_reduce_scatter(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray,
                        base: int) -> np.ndarray:
     """Add a butterfly reduce-scatter on the ranks ``ranks`` (local index -> global rank).
 
-    The collective occupies blocks [base, base + p) of the builder's buffer, p = len(ranks). Returns the
-    block position of every local rank's result, shape (p,): base + v(r).
+    The collective occupies blocks [base, base + p) of the builder's buffer, p = len(ranks). At step s every
+    rank sends the aligned range of 2^(L-1-s) positions holding its peer's position (one contiguous piece).
+
+    Returns:
+        int64 (p,): the block position of every local rank's result, base + v(r).
+
+    Raises:
+        UnsupportedShapeError: the peers do not form a power-of-two butterfly (see :func:`block_positions`).
+        ResourceError: the schedule being built outgrows the memory budget.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (reduce-scatter halving the data at each step) and
+    Sec. 2.3.3 (recursive halving).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> b = ScheduleBuilder("reduce_scatter", 8, 8)
+    >>> add_reduce_scatter(b, peer_table("swing", (8,), 0, False), np.arange(8), 0, 0).tolist()
+    [0, 4, 6, 1, 2, 7, 5, 3]
     """
     v = block_positions(peers)
     steps = len(peers)
@@ -132,7 +240,23 @@ def add_reduce_scatter(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray,
 
 
 def add_allgather(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int, base: int) -> None:
-    """Add the butterfly allgather that reverses :func:`add_reduce_scatter` (far peers first, doubling)."""
+    """Add the butterfly allgather that reverses :func:`add_reduce_scatter` (far peers first, doubling).
+
+    Returns:
+        None; L steps from ``step0`` are added to ``b``.
+
+    Raises:
+        UnsupportedShapeError: the peers do not form a power-of-two butterfly.
+        ResourceError: the schedule being built outgrows the memory budget.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (the allgather selects peers in reverse order).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> b = ScheduleBuilder("allgather", 4, 4)
+    >>> add_allgather(b, peer_table("recdoub", (4,), 0, False), np.arange(4), 0, 0)
+    >>> b.build().num_steps
+    2
+    """
     v = block_positions(peers)
     steps = len(peers)
     local = np.arange(len(ranks))
@@ -143,7 +267,23 @@ def add_allgather(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step
 
 
 def add_exchange(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int, lo: int, hi: int) -> None:
-    """Latency-optimal allreduce: at every step every rank reduces its whole part [lo, hi) into its peer."""
+    """Latency-optimal allreduce: at every step every rank reduces its whole part [lo, hi) into its peer.
+
+    Returns:
+        None; L steps from ``step0`` are added to ``b``.
+
+    Raises:
+        ResourceError: the schedule being built outgrows the memory budget.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.2 (latency-optimal Swing) and Sec. 2.3.2 (latency-optimal
+    recursive doubling).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> b = ScheduleBuilder("allreduce", 4, 1)
+    >>> add_exchange(b, peer_table("swing", (4,), 0, False), np.arange(4), 0, 0, 1)
+    >>> b.build()
+    Schedule(allreduce, unknown, N=4, nblocks=1, steps=2, transfers=8)
+    """
     local = np.arange(len(ranks))
     for s in range(len(peers)):
         b.add(step0 + s, ranks[local], ranks[peers[s]], REDUCE, lo, hi)
@@ -157,6 +297,21 @@ class Fold:
     d'_0 x d'_1 x ... sub-grid in one pre-step; the sub-grid runs the power-of-two algorithm; one post-step
     copies the result back (Swing Sec. 2.3.2, "Non-power-of-two"; Thakur et al.). Costs two extra steps and
     one extra vector transfer.
+
+    Attributes:
+        shape, sub_shape: the torus and its power-of-two sub-grid (tuples of D ints).
+        extras, targets: int64 (E,), the folded ranks and their images in the sub-grid.
+        sub_ranks: int64 (prod(sub_shape),), the sub-grid's ranks (row-major in ``sub_shape``).
+
+    Raises:
+        Nothing: any shape of sizes >= 1 folds.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2, "Non-power-of-two" (reduce to the largest power of two
+    p' < p first; Thakur et al.).
+
+    >>> f = Fold((6,))
+    >>> f.sub_shape, f.extras.tolist(), f.targets.tolist()
+    ((4,), [4, 5], [2, 3])
     """
 
     def __init__(self, shape: tuple[int, ...]) -> None:
@@ -174,13 +329,37 @@ class Fold:
 
     @property
     def needed(self) -> bool:
+        """Whether any rank folds (some dimension is not a power of two). Raises: Nothing.
+        Source: Swing (NSDI'24) Sec. 2.3.2.
+        """
         return len(self.extras) > 0
 
     def add_pre(self, b: ScheduleBuilder, lo: int, hi: int) -> int:
+        """Add the pre-step at step 0 (folded ranks reduce [lo, hi) into their images) if needed.
+
+        Returns:
+            1 when a pre-step was added, else 0: the step the power-of-two algorithm starts at.
+
+        Raises:
+            ResourceError: the schedule being built outgrows the memory budget.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2, "Non-power-of-two".
+
+        >>> from directcoll.schedule.ir import ScheduleBuilder
+        >>> Fold((6,)).add_pre(ScheduleBuilder("allreduce", 6, 1), 0, 1)
+        1
+        """
         if self.needed:
             b.add(0, self.extras, self.targets, REDUCE, lo, hi)
         return int(self.needed)
 
     def add_post(self, b: ScheduleBuilder, step: int, lo: int, hi: int) -> None:
+        """Add the post-step at ``step`` (images copy [lo, hi) back to the folded ranks) if needed.
+
+        Raises:
+            ResourceError: the schedule being built outgrows the memory budget.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2, "Non-power-of-two".
+        """
         if self.needed:
             b.add(step, self.targets, self.extras, COPY, lo, hi)

@@ -41,12 +41,36 @@ GROUPS = ("cyclic", "xor")
 
 
 def num_steps(p: int) -> int:
-    """ceil(log2 P), the reduction steps of every version."""
+    """ceil(log2 P), the reduction steps of every version (at least 1).
+
+    Returns:
+        L, an int (steps).
+
+    Raises:
+        Nothing: arithmetic (callers check P >= 2).
+
+    Source: Kolmakov & Zhang, Sec. 7 (the reduction phase takes ceil(log P) steps).
+
+    >>> num_steps(7), num_steps(8)
+    (3, 3)
+    """
     return max(1, math.ceil(math.log2(p)))
 
 
 def fold_counts(p: int) -> list[int]:
-    """N_i = ceil(P / 2^i) for i = 0..ceil(log2 P) (eq. 18)."""
+    """N_i = ceil(P / 2^i) for i = 0..ceil(log2 P) (eq. 18): how many distributed vectors remain before step i.
+
+    Returns:
+        A list of L + 1 ints, from P down to 1.
+
+    Raises:
+        Nothing: arithmetic.
+
+    Source: Kolmakov & Zhang, Sec. 7, eq. (18).
+
+    >>> fold_counts(7)
+    [7, 4, 2, 1]
+    """
     counts = [p]
     for _ in range(num_steps(p)):
         counts.append(-(-counts[-1] // 2))
@@ -100,6 +124,12 @@ def generalized_allreduce(p: int, r: int = 0, group: str = "cyclic") -> Schedule
 
     Raises:
         UnsupportedShapeError: P < 2, r out of range, or the xor group with P not a power of two.
+
+    Source: Kolmakov & Zhang, Sec. 7 (eq. 17-25), Sec. 8 (eq. 26-36) and Sec. 9 (eq. 38-44).
+
+    >>> s = generalized_allreduce(7, r=1)
+    >>> s.num_steps, s.nblocks, s.meta["variant"]
+    (5, 7, 'intermediate')
     """
     steps = _check(p, r)
     g = _group(p, group)
@@ -121,7 +151,22 @@ def generalized_allreduce(p: int, r: int = 0, group: str = "cyclic") -> Schedule
 
 
 def generalized_reduce_scatter(p: int, group: str = "cyclic") -> Schedule:
-    """The reduction phase of the bandwidth-optimal version: rank b ends with part b summed (Sec. 7)."""
+    """The reduction phase of the bandwidth-optimal version: rank b ends with part b summed (Sec. 7).
+
+    Args:
+        p: number of processes, any P >= 2; group: "cyclic" or "xor" (power-of-two P).
+
+    Returns:
+        A reduce-scatter schedule with nblocks = P, ceil(log2 P) steps and MPI's ownership (block b at rank b).
+
+    Raises:
+        UnsupportedShapeError: P < 2, or the xor group with P not a power of two.
+
+    Source: Kolmakov & Zhang, Sec. 7, eq. (17)-(24).
+
+    >>> generalized_reduce_scatter(7).num_steps
+    3
+    """
     _check(p, 0)
     g = _group(p, group)
     b = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
@@ -237,6 +282,17 @@ def kolmakov_ring(p: int) -> Schedule:
 
     Reduction step i sends the vector at placement i (rank j sends part j - i to rank j + 1, which reduces);
     after P - 1 steps placement P - 1 holds the sum and the distribution applies t P - 1 more times (copies).
+
+    Returns:
+        An allreduce schedule with nblocks = P and 2(P - 1) steps.
+
+    Raises:
+        UnsupportedShapeError: P < 2.
+
+    Source: Kolmakov & Zhang, Sec. 6, eq. (16) and Fig. 4.
+
+    >>> kolmakov_ring(5).num_steps
+    8
     """
     _check(p, 0)
     b = ScheduleBuilder(Collective.ALLREDUCE, p, p)

@@ -9,6 +9,13 @@
 
 Non-power-of-two shapes use the standard pre/post steps (:class:`~directcoll.algorithms.butterfly.Fold`):
 allreduce only, since after folding the extra ranks hold no share of a reduce-scatter.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2 (latency-optimal, Table 2 REC.DOUB. (L)), Sec. 2.3.3
+(bandwidth-optimized, REC.DOUB. (B)) and Sec. 5.1 (mirrored multiport versions).
+
+>>> from directcoll.topology import parse
+>>> recursive_doubling(parse("torus:4x4"))
+Schedule(allreduce, recursive-doubling, N=16, nblocks=1, steps=4, transfers=64)
 """
 
 from __future__ import annotations
@@ -42,6 +49,16 @@ def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, v
     Raises:
         UnsupportedShapeError: latency variant for reduce_scatter / allgather; reduce_scatter / allgather on
             a shape with a dimension that is not a power of two; ports out of range.
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2 (q = r XOR 2^s, one dimension per step, Fig. 2; the
+    non-power-of-two pre/post steps), Sec. 2.3.3 (Rabenseifner: Lambda = 2, Psi = 2D) and Sec. 5.1 (mirrored).
+
+    >>> from directcoll.topology import parse
+    >>> recursive_doubling(parse("torus:4x4"), variant="bandwidth", ports=4).meta["algorithm"]
+    'mirrored-recursive-doubling'
+    >>> recursive_doubling(parse("ring:6")).meta["construction"]
+    'fold'
     """
     collective = Collective.parse(collective)
     variant = variant or "latency"

@@ -18,6 +18,13 @@ the ring order and on a second ring that visits the ring order with a stride s c
 quarters of the vector (:func:`build_shifted_ring`).
 
 Algorithms never look at link bandwidths: they only use the topology's shape, N, kind and port count.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (Hamiltonian rings, Table 2 row RING); Zhao et al.
+(NSDI'25) Sec. 8.2 (ShiftedRing baseline).
+
+>>> from directcoll.topology import parse
+>>> build_ring(parse("torus:4x4"))
+Schedule(allreduce, ring, N=16, nblocks=64, steps=30, transfers=1920)
 """
 
 from __future__ import annotations
@@ -53,7 +60,14 @@ def ring_order(topology: Topology) -> np.ndarray:
     ends); otherwise it spans more than one hop and the router forwards it. For 1D shapes and topologies
     without a shape the order is simply 0..N-1.
 
-    Implements the ring arrangement of Sec. 2.3.1 of the Swing paper. Never raises for a valid topology.
+    Raises:
+        Nothing: every topology has an order (its shape, or 0..N-1).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (nodes arranged in a ring).
+
+    >>> from directcoll.topology import parse
+    >>> ring_order(parse("torus:2x3")).tolist()
+    [0, 1, 2, 5, 4, 3]
     """
     n = int(topology.num_compute)
     shape = topology.shape
@@ -97,6 +111,12 @@ def hamiltonian_cycles_2d(shape) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         UnsupportedShapeError: ``shape`` is not 2D with sizes >= 2, or neither orientation satisfies the
             paper's condition (r = c*k, k >= 1, and gcd(r, c-1) = 1).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (two edge-disjoint Hamiltonian cycles, after Bae et al.).
+
+    >>> h1, h2 = hamiltonian_cycles_2d((3, 3))
+    >>> h1.tolist(), h2.tolist()
+    ([0, 1, 2, 5, 3, 4, 7, 8, 6], [0, 3, 6, 7, 1, 4, 5, 8, 2])
     """
     shape = tuple(int(d) for d in shape)
     if len(shape) != 2 or min(shape) < 2:
@@ -193,6 +213,12 @@ def ring_reduce_scatter(order, direction: int = +1) -> Schedule:
     Raises:
         UnsupportedShapeError: ``order`` is empty or not a permutation of 0..p-1, or ``direction`` is not
             +1 or -1.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (p - 1 steps, one block to the right neighbour).
+
+    >>> s = ring_reduce_scatter([0, 2, 1, 3])
+    >>> s.num_steps, s.owner.tolist()
+    (3, [0, 2, 1, 3])
     """
     order = _check_ring(order, direction)
     p = len(order)
@@ -211,6 +237,21 @@ def ring_allgather(order, direction: int = +1) -> Schedule:
 
     At step t the rank at position i forwards block (i - direction*t) mod p to position i + direction
     (op copy); block i starts at position i (``owner[i] = order[i]``). p-1 steps.
+
+    Args:
+        order: int (p,), a permutation of 0..p-1: the ranks in ring order.
+        direction: +1 or -1.
+
+    Returns:
+        An allgather Schedule with N = nblocks = p and p-1 steps.
+
+    Raises:
+        UnsupportedShapeError: ``order`` is empty or not a permutation of 0..p-1, or ``direction`` is not +-1.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1.
+
+    >>> ring_allgather(range(4), -1)
+    Schedule(allgather, unknown, N=4, nblocks=4, steps=3, transfers=12)
     """
     order = _check_ring(order, direction)
     p = len(order)
@@ -231,6 +272,15 @@ def ring_rings(topology: Topology, variant: str) -> list[tuple[np.ndarray, int]]
     Raises:
         UnsupportedShapeError: an unknown variant, or ``hamiltonian`` on anything but a 2D torus that
             satisfies the condition of Sec. 2.3.1 (r = c*k and gcd(r, c-1) = 1, in either orientation).
+
+    Returns:
+        A list of (order int64 (N,), direction +-1) pairs: 1, 2 or 4 of them.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (multiport rings; Hamiltonian rings on 2D tori).
+
+    >>> from directcoll.topology import parse
+    >>> [(o.tolist(), d) for o, d in ring_rings(parse("ring:4"), "bidirectional")]
+    [([0, 1, 2, 3], 1), ([0, 1, 2, 3], -1)]
     """
     if variant == "unidirectional":
         return [(ring_order(topology), +1)]
@@ -259,7 +309,20 @@ def _hamiltonian_ok(topology: Topology) -> bool:
 def default_variant(topology: Topology) -> str:
     """The ring variant used when none is asked for: ``hamiltonian`` on a 2D torus satisfying the condition
     of Sec. 2.3.1, else ``bidirectional`` when every compute node has >= 2 outgoing links, else
-    ``unidirectional``."""
+    ``unidirectional``.
+
+    Returns:
+        One of :data:`VARIANTS`.
+
+    Raises:
+        Nothing: an unserved Hamiltonian shape falls back to the other variants.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (use all ports; Hamiltonian cycles on 2D tori).
+
+    >>> from directcoll.topology import parse
+    >>> default_variant(parse("torus:4x4")), default_variant(parse("ring:4")), default_variant(parse("ring:4:uni"))
+    ('hamiltonian', 'bidirectional', 'unidirectional')
+    """
     if _hamiltonian_ok(topology):
         return "hamiltonian"
     if int(topology.out_degree[: topology.num_compute].min()) >= 2:
@@ -287,7 +350,20 @@ def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | N
                  ports: int | None = None) -> StepPattern:
     """The step pattern of :func:`build_ring` (equal to ``pattern_of(build_ring(...))``) without its
     2(N-1) steps of transfers: one reduce-scatter step and one allgather step, each run N-1 times.
-    Same arguments and errors as :func:`build_ring`."""
+
+    Returns:
+        A :class:`~directcoll.schedule.pattern.StepPattern` with 1 (reduce-scatter, allgather) or 2 distinct steps.
+
+    Raises:
+        UnsupportedShapeError: as :func:`build_ring`.
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1; DESIGN.md, "Cost and simulation" (step patterns).
+
+    >>> from directcoll.topology import parse
+    >>> ring_pattern(parse("torus:4x4")).num_distinct
+    2
+    """
     rings, meta = _ring_setup(topology, variant, ports)
     return _rings_pattern(topology.num_compute, rings, collective, meta)
 
@@ -336,6 +412,13 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
     Raises:
         UnsupportedShapeError: ``ports`` not in {1, 2, 4}, ``ports`` contradicting ``variant``, an unknown
             variant, or ``hamiltonian`` on a shape that has no two edge-disjoint Hamiltonian cycles.
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 and Table 2 (RING: Lambda = 2p / log2 p, Psi = Xi = 1).
+
+    >>> from directcoll.topology import parse
+    >>> build_ring(parse("ring:6"), "allgather", ports=1)
+    Schedule(allgather, ring, N=6, nblocks=6, steps=5, transfers=30)
     """
     rings, meta = _ring_setup(topology, variant, ports)
     return _rings_schedule(rings, collective, meta)
@@ -355,6 +438,18 @@ def shifted_ring_stride_of(topology: Topology) -> int:
     s <= N/2), so both rings ride on links. Elsewhere it is
     :func:`~directcoll.topology.families.circulants.shifted_ring_stride` (the stride nearest N/2 coprime to N; 1 for
     N in {1, 2, 3, 4, 6}, where the two rings coincide).
+
+    Returns:
+        s, an int in [1, N/2] coprime to N.
+
+    Raises:
+        Nothing: every N has such a stride (1 at worst).
+
+    Source: Zhao et al. (NSDI'25) Sec. 8.2 (TopoOpt's ShiftedRing baseline: a superposition of two rings).
+
+    >>> from directcoll.topology import parse
+    >>> shifted_ring_stride_of(parse("ring:8")), shifted_ring_stride_of(parse("circulant:10:1,3"))
+    (3, 3)
     """
     n = int(topology.num_compute)
     if n < 2:
@@ -374,6 +469,19 @@ def shifted_ring_rings(topology: Topology) -> tuple[list[tuple[np.ndarray, int]]
     Ring 1 is :func:`ring_order` (0, 1, ..., N-1 on topologies without a multi-dimensional shape); ring 2 visits
     ring 1's positions 0, s, 2s, ... (mod N), a Hamiltonian cycle because gcd(s, N) = 1. Each runs in both
     directions: [(ring1, +1), (ring1, -1), (ring2, +1), (ring2, -1)].
+
+    Returns:
+        (rings, s): four (order int64 (N,), direction) pairs and the stride.
+
+    Raises:
+        Nothing: every topology has a ring order and a stride.
+
+    Source: Zhao et al. (NSDI'25) Sec. 8.2 (ShiftedRing baseline, after TopoOpt, Wang et al. NSDI'23).
+
+    >>> from directcoll.topology import parse
+    >>> rings, s = shifted_ring_rings(parse("ring:5"))
+    >>> rings[2][0].tolist(), s
+    ([0, 2, 4, 1, 3], 2)
     """
     first = ring_order(topology)
     n = len(first)
@@ -396,7 +504,20 @@ def _shifted_setup(topology: Topology, variant, ports) -> tuple[list[tuple[np.nd
 def shifted_ring_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
                          ports: int | None = None) -> StepPattern:
     """The step pattern of :func:`build_shifted_ring` without its 4 x 2(N-1) x N transfers (two distinct steps).
-    Same arguments and errors as :func:`build_shifted_ring`."""
+
+    Returns:
+        A :class:`~directcoll.schedule.pattern.StepPattern`.
+
+    Raises:
+        UnsupportedShapeError: as :func:`build_shifted_ring` (unknown variant, ports other than 4).
+        ScheduleError: an unknown collective name.
+
+    Source: Zhao et al. (NSDI'25) Sec. 8.2; DESIGN.md, "Cost and simulation" (step patterns).
+
+    >>> from directcoll.topology import parse
+    >>> shifted_ring_pattern(parse("ring:8")).num_distinct
+    2
+    """
     rings, meta = _shifted_setup(topology, variant, ports)
     return _rings_pattern(topology.num_compute, rings, collective, meta)
 
@@ -421,6 +542,14 @@ def build_shifted_ring(topology: Topology, collective="allreduce", *, variant: s
 
     Raises:
         UnsupportedShapeError: an unknown variant, or ports other than 4.
+        ScheduleError: an unknown collective name.
+
+    Source: Zhao et al. (NSDI'25) Sec. 8.2 (ShiftedRing baseline: "a superposition of two bidirectional rings,
+    each allreducing half of the data").
+
+    >>> from directcoll.topology import parse
+    >>> build_shifted_ring(parse("ring:8"))
+    Schedule(allreduce, shifted-ring, N=8, nblocks=32, steps=14, transfers=448)
     """
     rings, meta = _shifted_setup(topology, variant, ports)
     return _rings_schedule(rings, collective, meta)

@@ -18,6 +18,13 @@ Constructions:
 
 Multiport (Sec. 4.1): ``ports`` collectives run side by side on equal parts of the vector, ordered
 plain(dim 0), mirrored(dim 0), plain(dim 1), mirrored(dim 1), ...; the default uses all 2D.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (Eq. (2), Listing 1), 3.1.2, 3.2 (Fig. 3), 4.1, 4.2 and
+App. A.
+
+>>> from directcoll.topology import parse
+>>> swing(parse("torus:4x4"))
+Schedule(allreduce, swing, N=16, nblocks=64, steps=8, transfers=512)
 """
 
 from __future__ import annotations
@@ -34,7 +41,20 @@ VARIANTS = ("bandwidth", "latency")
 
 
 def logical_shape(topology: Topology) -> tuple[int, ...]:
-    """The grid the torus algorithms run on: the topology's shape, or a 1D ring of its ranks."""
+    """The grid the torus algorithms run on: the topology's shape, or a 1D ring of its ranks.
+
+    Returns:
+        A tuple of D ints (dimension sizes) whose product is N.
+
+    Raises:
+        Nothing: every topology has one or the other.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (D-dimensional tori d_0 x ... x d_(D-1)).
+
+    >>> from directcoll.topology import parse
+    >>> logical_shape(parse("torus:4x4")), logical_shape(parse("complete:5"))
+    ((4, 4), (5,))
+    """
     return topology.shape if topology.shape is not None else (topology.num_compute,)
 
 
@@ -43,6 +63,14 @@ def collectives_for_ports(shape: tuple[int, ...], ports: int | None, name: str) 
 
     Raises:
         UnsupportedShapeError: ports outside 1..2D.
+
+    Returns:
+        ``ports`` pairs ordered plain(dim 0), mirrored(dim 0), plain(dim 1), ...
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (D plain and D mirrored collectives).
+
+    >>> collectives_for_ports((4, 4), None, "swing")
+    [(0, False), (0, True), (1, False), (1, True)]
     """
     full = [(dim, mirrored) for dim in range(len(shape)) for mirrored in (False, True)]
     ports = len(full) if ports is None else ports
@@ -64,6 +92,14 @@ def swing_1d_allgather(d: int) -> dict[int, list[tuple[int, int, np.ndarray]]]:
     Raises:
         UnsupportedShapeError: if the construction leaves some rank without some block (not expected; the
             paper's App. A.2 proves it cannot happen).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (Eq. (2): pi(r, s) = r +- rho(s), with
+    rho(s) = (1 - (-2)^(s+1)) / 3), Sec. 3.2 (odd p: node p - 1 exchanges with (p - 1) / 2^s nodes per step,
+    Fig. 3) and App. A.2.
+
+    >>> plan = swing_1d_allgather(7)
+    >>> sorted(plan), [(a, q, m.nonzero()[0].tolist()) for a, q, m in plan[0][:1]]
+    ([0, 1, 2], [(0, 1, [0, 3])])
     """
     m = d if d % 2 == 0 else d - 1          # ranks that run Swing; an odd d adds rank d-1 (Fig. 3)
     steps = max(1, int(np.ceil(np.log2(m))))
@@ -114,6 +150,23 @@ def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool) ->
     At a step in dimension w, a 1D transfer x -> y with block set M becomes, for every rank a with a_w = x,
     a transfer to a + (y - x) e_w of the blocks b with b_w in M and b_i in the set rank a currently knows
     in dimension i (i != w). Blocks are in rank order (block b starts at rank b).
+
+    Args:
+        shape: the torus shape (d_0, ..., d_(D-1)), every d_i >= 2.
+        first_dim: the dimension of step 0 (steps cycle through the dimensions, Sec. 4.1).
+        mirrored: run the mirrored collective (ranks and blocks negated).
+
+    Returns:
+        An allgather Schedule with N = nblocks = prod(shape) and MPI's ownership.
+
+    Raises:
+        UnsupportedShapeError: a 1D construction left a rank without a block (App. A.2 proves it cannot happen).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (one dimension per step, omega(s) = s mod D), Sec. 4.2
+    (non-square tori) and Sec. 3.2.
+
+    >>> product_allgather((3,), 0, False)
+    Schedule(allgather, unknown, N=3, nblocks=3, steps=1, transfers=6)
     """
     p = int(np.prod(shape))
     plans = [swing_1d_allgather(d) for d in shape]
@@ -158,7 +211,18 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
         bandwidth-optimal variant, ports for the latency-optimal one.
 
     Raises:
-        UnsupportedShapeError: latency variant with a collective other than allreduce, ports out of range.
+        UnsupportedShapeError: latency variant with a collective other than allreduce, an unknown variant, ports
+            out of range.
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (bandwidth-optimal, Lambda = 2, Psi = 1), 3.1.2
+    (latency-optimal, Lambda = 1, Psi = D log2 p), 3.2 (non-power-of-two), 4.1-4.2 (multiport, tori), Table 2.
+
+    >>> from directcoll.topology import parse
+    >>> swing(parse("torus:4x4"), variant="latency").meta["construction"]
+    'butterfly'
+    >>> swing(parse("torus:6x4"), "reduce_scatter").meta["construction"]
+    'block-set product'
     """
     collective = Collective.parse(collective)
     variant = variant or "bandwidth"

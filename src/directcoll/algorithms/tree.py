@@ -23,6 +23,11 @@ any topology the simulator routes every tree edge over shortest paths; on the do
 (:func:`directcoll.topology.families.trees.double_binary_tree`) every edge is one link.
 
 Only allreduce: a tree reduces to a root, which is no reduce-scatter (UnsupportedShapeError otherwise).
+
+Source: Zhao et al. (NSDI'25) Sec. 8.2 (the DBT baseline); Sanders, Speck & Träff (2009), two-tree algorithms.
+
+>>> dbt_allreduce(6, 2)
+Schedule(allreduce, double-binary-tree, N=6, nblocks=4, steps=5, transfers=40)
 """
 
 from __future__ import annotations
@@ -46,6 +51,12 @@ def tree_depths(parents: np.ndarray) -> np.ndarray:
 
     Raises:
         UnsupportedShapeError: the parents do not form trees (a cycle).
+
+    Source: Sanders, Speck & Träff (2009) (the two trees); used for the DBT baseline of Zhao et al.
+    (NSDI'25) Sec. 8.2.
+
+    >>> tree_depths(np.array([[-1, 0, 0, 1]])).tolist()
+    [[0, 1, 1, 2]]
     """
     parents = np.asarray(parents, dtype=np.int64)
     depth = np.zeros(parents.shape, dtype=np.int64)
@@ -62,12 +73,36 @@ def tree_depths(parents: np.ndarray) -> np.ndarray:
 
 
 def dbt_depth(n: int) -> int:
-    """D = floor(log2 N), the depth of both trees of the double binary tree on N >= 1 ranks."""
+    """D = floor(log2 N), the depth of both trees of the double binary tree on N >= 1 ranks.
+
+    Returns:
+        D, an int (steps of one traversal root to leaf).
+
+    Raises:
+        Nothing: arithmetic.
+
+    Source: Sanders, Speck & Träff (2009) (balanced in-order trees); Zhao et al. (NSDI'25) Sec. 8.2 (DBT).
+
+    >>> dbt_depth(6), dbt_depth(8)
+    (2, 3)
+    """
     return int(n).bit_length() - 1
 
 
 def dbt_steps(n: int, chunks: int = DEFAULT_CHUNKS) -> int:
-    """Steps of :func:`dbt_allreduce`: 2 floor(log2 N) + P - 1 for N >= 2 (0 for N = 1)."""
+    """Steps of :func:`dbt_allreduce`: 2 floor(log2 N) + P - 1 for N >= 2 (0 for N = 1).
+
+    Returns:
+        An int (steps).
+
+    Raises:
+        Nothing: arithmetic.
+
+    Source: this module's timing (module docstring), after Sanders, Speck & Träff (2009) pipelining.
+
+    >>> dbt_steps(6), dbt_steps(6, chunks=1)
+    (11, 4)
+    """
     return 0 if n < 2 else 2 * dbt_depth(n) + int(chunks) - 1
 
 
@@ -93,6 +128,13 @@ def dbt_allreduce(n: int, chunks: int = DEFAULT_CHUNKS) -> Schedule:
 
     Raises:
         UnsupportedShapeError: n < 1 or chunks not a positive integer.
+
+    Source: Sanders, Speck & Träff (2009); NCCL's double binary tree (Jeaugey 2019); the DBT baseline of
+    Zhao et al. (NSDI'25) Sec. 8.2.
+
+    >>> s = dbt_allreduce(6, 2)
+    >>> s.num_steps == dbt_steps(6, 2), s.meta["depth"]
+    (True, 2)
     """
     if isinstance(n, bool) or int(n) != n or int(n) < 1:
         raise UnsupportedShapeError(f"double-binary-tree: need N >= 1 ranks, got {n!r}")
@@ -122,9 +164,19 @@ def build_double_binary_tree(topology: Topology, collective="allreduce", *, vari
     2 floor(log2 N) steps); ``chunks`` sets P directly. ``ports`` is ignored (a rank uses at most 4 links:
     3 in the tree it is interior to, 1 in the other).
 
+    Returns:
+        An allreduce Schedule with nblocks = 2P (see :func:`dbt_allreduce`).
+
     Raises:
-        UnsupportedShapeError: a collective other than allreduce, unknown options, chunks not a positive
-            integer, or ``latency`` with chunks > 1.
+        UnsupportedShapeError: a collective other than allreduce, unknown options or variant, chunks not a
+            positive integer, or ``latency`` with chunks > 1.
+        ScheduleError: an unknown collective name.
+
+    Source: Zhao et al. (NSDI'25) Sec. 8.2 (DBT baseline); Sanders, Speck & Träff (2009).
+
+    >>> from directcoll.topology import parse
+    >>> build_double_binary_tree(parse("ring:8"), variant="latency").num_steps
+    6
     """
     if options:
         raise UnsupportedShapeError(f"double-binary-tree takes only the option 'chunks'; got "

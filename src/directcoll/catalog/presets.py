@@ -42,12 +42,36 @@ def _load_json(filename: str) -> dict:
 
 
 def load_systems() -> dict:
-    """The packaged ``systems.json`` as a dict (a fresh copy of the cached parse; ``_about`` included)."""
+    """The packaged ``systems.json`` as a dict (a fresh copy of the cached parse; ``_about`` included).
+
+    Returns:
+        ``{key: entry}`` exactly as in the file (bandwidths in bits/s as published).
+
+    Raises:
+        Nothing: the file ships with the package (a missing or corrupt install raises the OS / JSON error).
+
+    Source: ``catalog/data/README.md``; each entry names its publication in ``source``.
+
+    >>> "swing_sst" in load_systems()
+    True
+    """
     return copy.deepcopy(_load_json("systems.json"))
 
 
 def load_workloads() -> dict:
-    """The packaged ``workloads.json`` as a dict (a fresh copy of the cached parse; ``_about`` included)."""
+    """The packaged ``workloads.json`` as a dict (a fresh copy of the cached parse; ``_about`` included).
+
+    Returns:
+        ``{key: entry}`` exactly as in the file (sizes in bytes).
+
+    Raises:
+        Nothing: the file ships with the package (a missing or corrupt install raises the OS / JSON error).
+
+    Source: ``catalog/data/README.md``; each entry names its publication in ``source``.
+
+    >>> "swing_sweep" in load_workloads()
+    True
+    """
     return copy.deepcopy(_load_json("workloads.json"))
 
 
@@ -68,6 +92,15 @@ class SystemPreset:
         gamma: seconds per byte reduced.
         host_injection: bytes/s a host can inject into the network.
         notes: everything else the entry says, plus how this preset was derived from it.
+
+    Raises:
+        Nothing: a frozen record; presets are built from the packaged data by :func:`get_preset`.
+
+    Source: the entry's ``source`` field, e.g. Swing (De Sensi et al., NSDI'24) Sec. 5 for ``swing-sst``.
+
+    >>> p = get_preset("swing-sst")
+    >>> p.link_bandwidth, p.link_latency, p.per_hop_latency  # 400 Gb/s, 100 ns, 300 ns
+    (50000000000.0, 1e-07, 3e-07)
     """
 
     name: str
@@ -85,7 +118,7 @@ class SystemPreset:
 
     @property
     def topology(self) -> str | None:
-        """The default topology spec (first of :attr:`topologies`), or None."""
+        """The default topology spec (first of :attr:`topologies`), or None. Raises: Nothing. Source: systems.json."""
         return self.topologies[0] if self.topologies else None
 
 
@@ -170,20 +203,56 @@ def _presets() -> dict[str, SystemPreset]:
 
 
 def preset_names() -> list[str]:
-    """Every accepted preset name: the JSON-derived names, then the aliases."""
+    """Every accepted preset name: the JSON-derived names, then the aliases.
+
+    Returns:
+        A list of str (``_`` of the JSON keys written ``-``).
+
+    Raises:
+        Nothing: reads the packaged data.
+
+    Source: ``catalog/data/systems.json`` and this module's aliases.
+
+    >>> preset_names()[:2]
+    ['swing-sst', 'zhao-model']
+    """
     return list(_presets())
 
 
 def list_presets() -> list[SystemPreset]:
-    """Every preset, JSON-derived names first (in file order), then the aliases."""
+    """Every preset, JSON-derived names first (in file order), then the aliases.
+
+    Returns:
+        A list of :class:`SystemPreset`, one per name of :func:`preset_names`.
+
+    Raises:
+        Nothing: reads the packaged data.
+
+    Source: ``catalog/data/systems.json`` and this module's aliases.
+
+    >>> len(list_presets()) == len(preset_names())
+    True
+    """
     return list(_presets().values())
 
 
 def get_preset(name: str) -> SystemPreset:
     """The preset called ``name`` (case-insensitive; ``_`` or ``-``).
 
+    Returns:
+        A :class:`SystemPreset` (bandwidths in bytes/s, times in s).
+
     Raises:
-        DirectcollError: unknown name, listing the available names.
+        DirectcollError: unknown name, listing the available names (and the closest ones).
+
+    Source: ``catalog/data/systems.json`` (each entry's ``source`` names its paper and section).
+
+    >>> get_preset("TRN1").topology
+    'torus:4x4'
+    >>> get_preset("swing-ss")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: unknown system preset 'swing-ss' (did you mean swing-sst?); available: ...
     """
     preset = _presets().get(_normalize(name))
     if preset is None:
@@ -205,21 +274,53 @@ NETWORK_FIELDS = ("link_bandwidth", "link_latency", "per_hop_latency", "alpha", 
 
 
 def has_network_parameters(preset: SystemPreset) -> bool:
-    """Whether ``preset`` gives any network parameter (bandwidth, latency, alpha, beta, gamma, injection)."""
+    """Whether ``preset`` gives any network parameter (bandwidth, latency, alpha, beta, gamma, injection).
+
+    Returns:
+        A bool: any of :data:`NETWORK_FIELDS` is not None.
+
+    Raises:
+        Nothing: reads attributes.
+
+    Source: ``catalog/data/systems.json``.
+
+    >>> has_network_parameters(get_preset("trn1")), has_network_parameters(get_preset("swing-sst"))
+    (False, True)
+    """
     return any(getattr(preset, f) is not None for f in NETWORK_FIELDS)
 
 
 def parameter_preset_names() -> list[str]:
-    """The presets usable as network parameters (:func:`has_network_parameters`)."""
+    """The presets usable as network parameters (:func:`has_network_parameters`).
+
+    Returns:
+        A list of preset names, in :func:`preset_names` order.
+
+    Raises:
+        Nothing: reads the packaged data.
+
+    Source: ``catalog/data/systems.json``.
+
+    >>> "swing-sst" in parameter_preset_names(), "trn1" in parameter_preset_names()
+    (True, False)
+    """
     return [p.name for p in _presets().values() if has_network_parameters(p)]
 
 
 def get_parameter_preset(name: str) -> SystemPreset:
     """The preset called ``name``, which must give network parameters (``--params``).
 
+    Returns:
+        A :class:`SystemPreset` with at least one of :data:`NETWORK_FIELDS` set.
+
     Raises:
         DirectcollError: unknown name, or a preset whose source gives no network parameter (such as ``trn1``,
             which has only a topology), listing the presets that have parameters and the closest matches.
+
+    Source: ``catalog/data/systems.json``.
+
+    >>> get_parameter_preset("kolmakov-cluster").name
+    'kolmakov-cluster'
     """
     usable = parameter_preset_names()
     if _normalize(name) not in _presets():
@@ -233,12 +334,36 @@ def get_parameter_preset(name: str) -> SystemPreset:
 
 
 def preset_topology(name: str) -> str | None:
-    """The default topology spec of preset ``name`` (first of its topologies), or None when it has none."""
+    """The default topology spec of preset ``name`` (first of its topologies), or None when it has none.
+
+    Returns:
+        A topology spec string such as ``'torus:4x4x4'``, or None.
+
+    Raises:
+        DirectcollError: unknown name (from :func:`get_preset`).
+
+    Source: ``catalog/data/systems.json`` (e.g. Google TPU v4's 4x4x4 cube for ``tpu-v4-cube``).
+
+    >>> preset_topology("tpu-v4-cube")
+    'torus:4x4x4'
+    """
     return get_preset(name).topology
 
 
 def workload_names() -> list[str]:
-    """The workload keys of workloads.json (``swing_sweep``, ...), metadata excluded."""
+    """The workload keys of workloads.json (``swing_sweep``, ...), metadata excluded.
+
+    Returns:
+        A list of str, in file order.
+
+    Raises:
+        Nothing: reads the packaged data.
+
+    Source: ``catalog/data/workloads.json``.
+
+    >>> workload_names()[0]
+    'swing_sweep'
+    """
     return [k for k in _load_json("workloads.json") if not k.startswith("_")]
 
 
@@ -248,6 +373,17 @@ def workload_sizes(name: str) -> list[int] | None:
     Entries with ``sizes_bytes`` give those sizes. Entries with ``tensors`` (one gradient tensor per parameter
     tensor, e.g. ``gpt2_small_fp32_gradients``) give one message per tensor, in file order, duplicates kept:
     ``elements * dtype_bytes`` bytes each (one allreduce per tensor, no bucketing).
+
+    Returns:
+        A list of sizes in bytes (ints), or None for an unknown name.
+
+    Raises:
+        DirectcollError: the entry has neither ``sizes_bytes`` nor ``tensors`` (a corrupt data file).
+
+    Source: ``catalog/data/workloads.json``; ``swing_sweep`` is Swing (NSDI'24) Sec. 5's 32 B to 512 MiB.
+
+    >>> workload_sizes("swing-sweep")[:4], workload_sizes("no-such-workload")
+    ([32, 64, 128, 256], None)
     """
     workloads = _load_json("workloads.json")
     key = str(name).strip().lower().replace("-", "_")

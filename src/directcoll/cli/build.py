@@ -1,4 +1,15 @@
-"""Commands on topologies and schedules: topology describe and families, schedule, verify, cost, algorithms, table2."""
+"""Commands on topologies and schedules: topology describe and families, schedule, verify, cost, algorithms, table2.
+
+Every ``cmd_*`` takes the parsed arguments, prints its result on stdout (``--json``: one JSON document) and
+returns the exit status; errors are raised as :class:`~directcoll.errors.DirectcollError` for
+:func:`directcoll.cli.main.main` to print as one line (status 2).
+
+Source: DESIGN.md, "Engines, runtimes and scale" (the CLI is a thin layer; output is a contract).
+
+>>> from directcoll.cli.main import main
+>>> main(["schedule", "no-such-algorithm", "ring:4", "-o", "x.json"])  # the error goes to stderr
+2
+"""
 
 from __future__ import annotations
 
@@ -18,6 +29,35 @@ DEFAULT_ALGORITHM = "swing"
 
 
 def cmd_topology_describe(args) -> int:
+    """``directcoll topology describe SPEC``: N, switches, links, degree, diameter, average distance, bandwidths,
+    bisection and the Moore bound of a topology; with ``--alltoall`` also its all-to-all MCF value F (or, with
+    ``--method bracket``, certified bounds on it).
+
+    Output: a table, or with ``--json`` one object (:meth:`TopologySummary.to_dict
+    <directcoll.topology.metrics.TopologySummary.to_dict>` plus the ``alltoall_*`` fields; bandwidths in bytes/s).
+
+    Returns:
+        0.
+
+    Raises:
+        SpecError: an unparseable spec. TopologyError: an unusable topology (e.g. disconnected, for the MCF).
+        ResourceError: over the memory budget. SolverError: the MCF LP failed.
+        DirectcollError: MCF options without ``--alltoall``, bracket-only options with another method, or a bad
+            bandwidth.
+
+    Source: Zhao et al. (NSDI'25) Def. 9 (Moore bound) and App. A.5 (all-to-all throughput); Basu et al.
+    (HPDC'24) Sec. 3.1 (MCF) and Fig. 2 (host-to-NIC bottleneck).
+
+    >>> from directcoll.cli.main import main
+    >>> main(["topology", "describe", "ring:4", "--json"])  # doctest: +ELLIPSIS
+    {
+      "spec": "ring:4",
+    ...
+      "diameter": 2,
+    ...
+    }
+    0
+    """
     from directcoll.cost.bounds import topology_moore_bound
     from directcoll.topology import describe, parse
 
@@ -43,6 +83,25 @@ def cmd_topology_describe(args) -> int:
 
 
 def cmd_topology_families(args) -> int:
+    """``directcoll topology families``: every topology family, alias and operator of the spec grammar with its
+    form and a description.
+
+    Output: one line per entry, or with ``--json`` a list of {name, form, type, description} objects.
+
+    Returns:
+        0.
+
+    Raises:
+        Nothing: lists the spec grammar.
+
+    Source: :mod:`directcoll.topology.spec` (docs/topology.md, docs/expansions.md; Zhao et al. (NSDI'25) Sec. 5
+    operators and App. F families).
+
+    >>> from directcoll.cli.main import main
+    >>> main(["topology", "families"])  # doctest: +ELLIPSIS
+    torus ...
+    0
+    """
     from directcoll.topology.table import families
 
     rows = families()
@@ -56,7 +115,16 @@ def cmd_topology_families(args) -> int:
 
 
 def add_alltoall_options(p) -> None:
-    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf)."""
+    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf).
+
+    Adds ``--alltoall``, ``--method``, ``--max-iterations``, ``--target-gap``, ``--link-bandwidth`` and
+    ``--host-bandwidth`` to the parser ``p``.
+
+    Raises:
+        Nothing: adds arguments.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1 (MCF), Sec. 3.2.2 and Fig. 2 (host-to-NIC bottleneck); docs/alltoall.md.
+    """
     p.add_argument("--alltoall", action="store_true",
                    help="also compute the all-to-all max concurrent flow F (alltoall_mcf, in units of one link)")
     p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "automorphism", "bracket"],
@@ -125,6 +193,34 @@ def _alltoall_fields(topology, args) -> dict:
 
 
 def cmd_schedule(args) -> int:
+    """``directcoll schedule ALGORITHM SPEC -o FILE``: build a schedule (:func:`directcoll.registry.build`) and save
+    it (:func:`directcoll.schedule.io.save`; ``.npz`` or JSON by the file's suffix).
+
+    ``--steps`` / ``--group`` choose the generalized allreduce's r and group (``--steps auto``: the fastest r at
+    ``--size`` under ``--params``, eq. 37's choice printed on stderr beside it); ``--method`` is mcf's variant.
+
+    Output: ``wrote FILE: ...`` or, with ``--json``, {file, algorithm, collective, ranks, steps, transfers, nblocks,
+    meta, seconds}.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: an unwritable ``-o``, ``--method`` disagreeing with ``--variant``, ``--steps`` / ``--group``
+            for another algorithm or out of range.
+        UnsupportedShapeError, ScheduleError, SpecError, TopologyError, ResourceError, SolverError: as
+            :func:`directcoll.registry.build`.
+
+    Source: DESIGN.md, "Schedule IR" (files); Kolmakov & Zhang Sec. 8, eq. (36)-(37) for ``--steps``.
+
+    >>> import os, tempfile
+    >>> from directcoll.cli.main import main
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     main(["schedule", "generalized", "ring:7", "--steps", "5", "-o", os.path.join(tmp, "g.npz")])
+    ...     # doctest: +ELLIPSIS
+    wrote .../g.npz: generalized allreduce on ring:7, 7 ranks, 5 steps, ... transfers
+    0
+    """
     from directcoll.registry import build
     from directcoll.schedule import save
 
@@ -190,6 +286,23 @@ def _generalized_options(args) -> dict:
 
 
 def cmd_verify(args) -> int:
+    """``directcoll verify FILE``: execute a schedule file exactly (:func:`directcoll.verify.verify`).
+
+    Output: ``OK: ...`` or ``FAILED: ...: step, rank, interval, expected, found, reason``; with ``--json``
+    :meth:`VerifyResult.to_dict <directcoll.verify.exact.VerifyResult.to_dict>`.
+
+    Returns:
+        0 when the schedule implements its collective, 1 when it does not.
+
+    Raises:
+        ScheduleFormatError, ScheduleError, ResourceError: an unreadable file or a state over the budget.
+
+    Source: DESIGN.md, "Verification".
+
+    >>> from directcoll.cli.main import main
+    >>> main(["verify", "no/such/file.json"])
+    2
+    """
     from directcoll.schedule import load
     from directcoll.verify import verify
 
@@ -206,6 +319,32 @@ def cmd_verify(args) -> int:
 
 
 def cmd_cost(args) -> int:
+    """``directcoll cost [FILE]``: steps, bytes per rank, deficiencies (Lambda, Psi, Xi), T_L / T_B and, with
+    ``--size``, an alpha-beta-gamma time of a schedule file, or of a schedule built with ``--algorithm`` /
+    ``--topology`` (default swing allreduce on torus:8x8).
+
+    Output: a table, or with ``--json`` :meth:`CostReport.to_dict <directcoll.cost.analytic.CostReport.to_dict>`
+    plus ``size_bytes``, ``time_s``, ``goodput_bytes_per_s``, ``alpha_s``, ``gamma_s_per_byte`` when ``--size``
+    is given.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: a file that records no topology and no ``--topology``, or a bad ``--size``.
+        ScheduleFormatError, ScheduleError, SpecError, TopologyError, UnsupportedShapeError, ResourceError: from
+            loading, building or analysing the schedule.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2, Eq. (1) (Lambda, Psi, Xi); Zhao et al. (NSDI'25) Sec. 3.2
+    (T_L, T_B).
+
+    >>> from directcoll.cli.main import main
+    >>> main(["cost", "--algorithm", "ring", "--topology", "ring:4", "--json"])  # doctest: +ELLIPSIS
+    {
+    ...
+    }
+    0
+    """
     from directcoll.cost import CostParams, analyze
     from directcoll.registry import build
     from directcoll.schedule import load
@@ -244,6 +383,26 @@ def cmd_cost(args) -> int:
 
 
 def cmd_algorithms(args) -> int:
+    """``directcoll algorithms``: every registered algorithm with its summary (paper and section), collectives,
+    variants and the topologies it serves.
+
+    Output: three lines per algorithm, or with ``--json`` a list of :meth:`Algorithm.to_dict
+    <directcoll.registry.Algorithm.to_dict>`.
+
+    Returns:
+        0.
+
+    Raises:
+        Nothing: lists the registry.
+
+    Source: :data:`directcoll.registry.ALGORITHMS` (each summary cites its paper).
+
+    >>> from directcoll.cli.main import main
+    >>> main(["algorithms"])  # doctest: +ELLIPSIS
+    ring: ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper Sec. 2.3.1)
+    ...
+    0
+    """
     from directcoll.registry import ALGORITHMS
 
     entries = [alg.to_dict() for alg in ALGORITHMS.values()]
@@ -259,6 +418,25 @@ def cmd_algorithms(args) -> int:
 
 
 def cmd_table2(args) -> int:
+    """``directcoll table2``: regenerate Table 2 of the Swing paper (:func:`directcoll.reports.table2.table2` on
+    ``--side``^D tori, D = 2, 3, 4, and Swing-B on 64x64).
+
+    Output: two Markdown tables, or with ``--json`` the rows (:func:`~directcoll.reports.table2.to_dicts`).
+
+    Returns:
+        0.
+
+    Raises:
+        ResourceError: a torus over the memory budget (``--side`` is capped at 16 by the parser).
+
+    Source: Swing (De Sensi et al., NSDI'24) Table 2 and Sec. 2.3, 4.1.
+
+    >>> from directcoll.cli.main import main
+    >>> main(["table2", "--side", "99"])  # a usage error: one line on stderr, status 2
+    Traceback (most recent call last):
+    ...
+    SystemExit: 2
+    """
     from directcoll.reports.table2 import table2, to_dicts, to_markdown
 
     rows = table2(side=args.side)

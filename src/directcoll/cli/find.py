@@ -1,4 +1,14 @@
-"""``directcoll find-topology``: the Pareto frontier of direct-connect topologies for N nodes of degree d."""
+"""``directcoll find-topology``: the Pareto frontier of direct-connect topologies for N nodes of degree d.
+
+Source: Zhao et al. (NSDI'25) Sec. 5.4 (topology finder), Table 4 (alpha = 10 us, B = 100 Gb/s, M = 1 MiB) and
+Theorems 7-13 (the predicted costs).
+
+>>> from directcoll.cli.main import main
+>>> main(["find-topology", "--nodes", "8", "--degree", "0"])  # a usage error
+Traceback (most recent call last):
+...
+SystemExit: 2
+"""
 
 from __future__ import annotations
 
@@ -10,6 +20,33 @@ from directcoll.units import parse_bandwidth, parse_duration, parse_sizes
 
 
 def cmd_find_topology(args) -> int:
+    """``directcoll find-topology --nodes N --degree d``: the Pareto frontier of (T_L, T_B) over base topologies and
+    their expansions (:func:`directcoll.synthesis.finder.find_topology`) and the best one for the allreduce
+    time 2 (alpha T_L + T_B M/B) summed over ``--size``; ``--alltoall`` adds each frontier entry's MCF value;
+    ``-o`` writes the best topology's schedule.
+
+    Output: a table with the theoretical bound, or with ``--json`` {nodes, degree, alpha_s, bandwidth_Bps, sizes,
+    frontier (each with time_s), best, bound {t_l_steps, t_b_m_over_b}, bases, candidates, schedule}.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: a bad ``--alpha``, ``--bandwidth``, ``--size`` or an unwritable ``-o``.
+        ResourceError: a search or MCF over the budget. SolverError: a BFB or MCF LP failed.
+        UnsupportedShapeError, TopologyError: building the best topology's schedule.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5.4, Tables 4 and 7; Def. 9 (Moore bound) and Theorem 4 ((N-1)/N).
+
+    >>> from directcoll.cli.main import main
+    >>> main(["find-topology", "--nodes", "8", "--degree", "2", "--json"])  # doctest: +ELLIPSIS
+    {
+      "nodes": 8,
+    ...
+      "best": "circulant:8:1,3:uni",
+    ...
+    0
+    """
     from directcoll.synthesis.finder import find_topology, theoretical_bound
 
     check_output(args.output, "-o")

@@ -1,6 +1,15 @@
 """The ``directcoll`` command line: a thin layer over the library (every command is a library call first).
 
-The commands live in :mod:`directcoll.cli.build` and :mod:`directcoll.cli.network`; this module builds the parser."""
+The commands live in :mod:`directcoll.cli.build`, :mod:`directcoll.cli.network` and :mod:`directcoll.cli.find`;
+this module builds the parser. Exit status: 0 done, 1 a check that failed (``verify``, ``run``), 2 a bad input
+or request (one line on stderr, ``directcoll: error: ...``; usage errors ``directcoll COMMAND: error: ...``).
+
+Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract tested in
+subprocesses) and "Quality bar for every module" (one clear error naming the input).
+
+>>> main(["verify", "no/such/file.json"])  # the error goes to stderr
+2
+"""
 
 from __future__ import annotations
 
@@ -68,6 +77,20 @@ def _add_network_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of every command and subcommand, each with ``--json`` where it has output and
+    ``--memory-budget`` before or after the command.
+
+    Returns:
+        A :class:`~directcoll.cli.options.Parser`; ``parse_args`` leaves the command's function in ``args.func``.
+
+    Raises:
+        Nothing: builds the parser (parsing bad arguments exits with status 2).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (the CLI is a thin layer over the library).
+
+    >>> build_parser().parse_args(["verify", "s.json"]).func.__name__
+    'cmd_verify'
+    """
     parser = Parser(
         prog="directcoll", description="Collective algorithms, schedules, verification and cost models for "
                                        "torus and direct-connect networks.")
@@ -246,7 +269,31 @@ def _add_memory_budget(p: argparse.ArgumentParser, default) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return the exit status: 0 done, 1 a check
-    that failed (verify, run), 2 a bad input or request (one line on stderr: ``directcoll: error: ...``)."""
+    that failed (verify, run), 2 a bad input or request (one line on stderr: ``directcoll: error: ...``).
+
+    Output contract: the result on stdout (``--json``: one JSON document, ``--csv``: CSV rows), everything else
+    (progress bars, warnings, errors) on stderr.
+
+    Returns:
+        The exit status, an int in {0, 1, 2}.
+
+    Raises:
+        SystemExit: a usage error (status 2, one line on stderr), ``--help`` or ``--version`` (status 0), as
+            argparse does; every :class:`~directcoll.errors.DirectcollError` and OSError of a command is turned
+            into status 2 and is not raised.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" and "Quality bar for every module".
+
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "ring.json")
+    ...     main(["schedule", "ring", "ring:4", "-o", path])  # doctest: +ELLIPSIS
+    ...     main(["verify", path])
+    wrote .../ring.json: ring allreduce on ring:4, 4 ranks, 6 steps, 48 transfers
+    0
+    OK: ring allreduce on 4 ranks, 6 steps, 48 transfers
+    0
+    """
     from contextlib import nullcontext
 
     from directcoll.resources import memory_budget_override

@@ -1,4 +1,15 @@
-"""Commands that time or run schedules: compare, simulate, run, export, import."""
+"""Commands that time or run schedules: compare, simulate, run, export, import.
+
+Every ``cmd_*`` takes the parsed arguments, prints its result on stdout and returns the exit status; errors are
+raised as :class:`~directcoll.errors.DirectcollError` for :func:`directcoll.cli.main.main` to print as one line
+(status 2).
+
+Source: DESIGN.md, "Cost and simulation" and "Engines, runtimes and scale".
+
+>>> from directcoll.cli.main import main
+>>> main(["simulate", "no/such/file.json", "--size", "1MiB"])  # the error goes to stderr
+2
+"""
 
 from __future__ import annotations
 
@@ -26,6 +37,33 @@ def _resolve_network(spec: str | None, params_name: str | None, args):
 
 
 def cmd_compare(args) -> int:
+    """``directcoll compare [SPEC|PRESET]``: time every algorithm that serves the network at every size
+    (:func:`directcoll.reports.compare.compare`) and report goodput, the winner per size and the reference family's
+    gain (Swing on tori, BFB on direct-connect topologies, MCF schedules for all-to-all, with the MCF bound).
+
+    Output: a table with notes and skipped contenders; ``--json``: :meth:`Comparison.to_dict
+    <directcoll.reports.compare.Comparison.to_dict>` plus ``notes``; ``--csv``: one row per algorithm, variant and
+    size (time in s, goodput in bytes/s); ``--plot FILE`` also writes the figure.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: bad sizes, an ``--algorithms`` list naming nothing, an unwritable ``--plot``, no algorithm
+            serving the network, or bad network options.
+        UnsupportedShapeError: an unknown algorithm in ``--algorithms``.
+        SpecError, TopologyError, ResourceError, SolverError: from the network or a contender.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 and Fig. 6; Zhao et al. (NSDI'25) Sec. 8.2-8.3; Basu et al.
+    (HPDC'24) Sec. 5.2.
+
+    >>> from directcoll.cli.main import main
+    >>> main(["compare", "ring:4", "--sizes", "1KiB", "--algorithms", "ring", "--csv"])
+    ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
+    algorithm,variant,family,size_bytes,time_s,goodput_Bps
+    ring,bidirectional,ring,1024,...
+    0
+    """
     from directcoll.reports.compare import compare, default_contenders, family_contenders
     from directcoll.units import parse_sizes
 
@@ -154,6 +192,37 @@ def _alltoall_note(cmp, letter) -> str:
 
 
 def cmd_simulate(args) -> int:
+    """``directcoll simulate FILE --size SIZE``: time one schedule file on its topology (or ``--topology``) with the
+    step model (per-step breakdown: most loaded link, hops, time) or the flow model (per-step end times).
+
+    Output: a summary line and a per-step table; ``--json``: {time_s, model, size, steps, algorithm, collective,
+    topology, routing, params, goodput_Bps}.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: a bad ``--size``, a file that records no topology and no ``--topology``, bad network
+            options.
+        ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule or
+            building and simulating on the network.
+
+    Source: DESIGN.md, "Cost and simulation" (step model; flow model); Swing (NSDI'24) Sec. 5 (400 Gb/s links,
+    100 ns latency, 300 ns per hop: the swing-sst preset).
+
+    >>> import os, tempfile
+    >>> from directcoll.cli.main import main
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "ring.json")
+    ...     main(["schedule", "ring", "ring:4", "-o", path, "--json"]) and None  # doctest: +ELLIPSIS
+    ...     main(["simulate", path, "--size", "1MiB", "--json"])  # doctest: +ELLIPSIS
+    {
+    ...
+    {
+      "time_s": ...
+    ...
+    0
+    """
     from directcoll.schedule import load
     from directcoll.simulate import simulate
     from directcoll.units import format_time
@@ -210,6 +279,29 @@ def _run_algorithms(text: str, collective: str) -> None:
 
 
 def cmd_run(args) -> int:
+    """``directcoll run``: launch ranks through mpiexec (:func:`directcoll.runtime.launch.run_job`, worker
+    :mod:`directcoll.runtime.worker`), time our schedules and the MPI library's own collective, and check that the
+    results agree.
+
+    Output: a table (algorithm, size, time, Gb/s, correct, native, ours/native) and skipped algorithms; ``--json``:
+    the workers' results document.
+
+    Returns:
+        0 when every result is correct, 1 when any rank computed a wrong result.
+
+    Raises:
+        DirectcollError: bad ``--ranks``, ``--repeat``, ``--timeout``, sizes or ``--algorithms``; a job that fails,
+            hangs or ends without results (the message names the rank and what it printed).
+        SpecError: a bad ``--topology``. UnsupportedShapeError: an unknown algorithm.
+        ResourceError: the ranks would not fit this machine's memory budget.
+
+    Source: docs/runtime.md; DESIGN.md, "Engines, runtimes and scale" (runtime); MPI 4.1 standard, Ch. 6 (the
+    native collectives compared against).
+
+    >>> from directcoll.cli.main import main
+    >>> main(["run", "--ranks", "0"])  # refused before anything is launched
+    2
+    """
     import math
     import shutil
     import tempfile
@@ -295,6 +387,33 @@ def cmd_run(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """``directcoll export FILE -o OUT.xml``: lower a schedule file to MSCCL XML
+    (:func:`directcoll.export.msccl.export_msccl`, ``--max-chunks`` caps the chunks of fractional schedules).
+
+    Output: ``wrote OUT: MSCCL XML of ...``; ``--json``: {file, format, algorithm, collective, ranks}.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: an unwritable ``-o``; a schedule the export cannot lower (as
+            :func:`~directcoll.export.msccl.export_msccl` documents).
+        ScheduleFormatError, ScheduleError: an unreadable schedule file.
+
+    Source: Zhao et al. (NSDI'25) Sec. 7 (lowering to MSCCL); Basu et al. (HPDC'24) Sec. 4; the MSCCL executor's
+    XML format (docs/export.md).
+
+    >>> import os, tempfile
+    >>> from directcoll.cli.main import main
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "ring.json")
+    ...     main(["schedule", "ring", "ring:4", "-o", path, "--json"]) and None  # doctest: +ELLIPSIS
+    ...     main(["export", path, "-o", os.path.join(tmp, "ring.xml")])
+    {
+    ...
+    wrote .../ring.xml: MSCCL XML of ring allreduce on 4 ranks
+    0
+    """
     from directcoll.export.msccl import export_msccl
     from directcoll.schedule import load
 
@@ -312,6 +431,24 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
+    """``directcoll import FILE.xml -o OUT``: read an MSCCL XML file into a schedule file
+    (:func:`directcoll.export.msccl.import_msccl`), to verify, cost or simulate it.
+
+    Output: ``wrote OUT: ...``; ``--json``: {file, collective, ranks, steps, transfers}.
+
+    Returns:
+        0.
+
+    Raises:
+        DirectcollError: an unwritable ``-o``, or an XML file that is not an MSCCL algorithm it can read (as
+            :func:`~directcoll.export.msccl.import_msccl` documents).
+
+    Source: the MSCCL executor's XML format (docs/export.md, "Import"); Zhao et al. (NSDI'25) Sec. 7.
+
+    >>> from directcoll.cli.main import main
+    >>> main(["import", "no/such/file.xml", "-o", "out.json"])
+    2
+    """
     from directcoll.export.msccl import import_msccl
     from directcoll.schedule import save
 

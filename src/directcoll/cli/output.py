@@ -1,4 +1,11 @@
-"""Output helpers of the command line: JSON, tables, progress bars, number formats."""
+"""Output helpers of the command line: JSON, tables, progress bars, number formats.
+
+Source: DESIGN.md, "Engines, runtimes and scale" (results on stdout, ``--json`` a contract; progress on
+stderr).
+
+>>> gbps(50e9)
+'400'
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,21 @@ SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling":
 
 
 def print_json(obj) -> None:
+    """Print ``obj`` as indented JSON on stdout (numpy numbers and arrays, tuples as lists).
+
+    Raises:
+        Nothing of ours: an object JSON cannot hold raises TypeError.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract).
+
+    >>> print_json({"steps": np.int64(3), "sizes": np.array([1.5])})
+    {
+      "steps": 3,
+      "sizes": [
+        1.5
+      ]
+    }
+    """
     print(json.dumps(obj, indent=2, default=_json_default))
 
 
@@ -32,6 +54,13 @@ def _json_default(x):
 
 
 def print_table(title: str, rows: list[tuple[str, object]]) -> None:
+    """Print ``rows`` (key, value) as a two-column rich table titled ``title`` on stdout (floats to 4 digits).
+
+    Raises:
+        Nothing: formatting only.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (human output; ``--json`` for machines).
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -45,7 +74,20 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
 
 
 class ProgressBar:
-    """A rich progress bar over steps, or a no-op when disabled (JSON output, small work)."""
+    """A rich progress bar over steps, or a no-op when disabled (JSON output, small work).
+
+    ``with ProgressBar(total, label, enabled) as tick:`` gives ``tick(done, total)`` to update the bar, or None
+    when disabled or stderr is not a terminal (the bar goes to stderr: stdout holds only the result).
+
+    Raises:
+        Nothing: a disabled bar does nothing.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (stdout holds only the result).
+
+    >>> with ProgressBar(10, "verifying", enabled=False) as tick:
+    ...     tick is None
+    True
+    """
 
     def __init__(self, total: int, label: str, enabled: bool) -> None:
         self.total, self.label, self.enabled = total, label, enabled
@@ -69,10 +111,26 @@ class ProgressBar:
 
 
 def noop(*_args) -> None:
+    """Accept anything and do nothing (a progress callback when no bar is shown). Raises: Nothing.
+    Source: DESIGN.md, "Engines, runtimes and scale".
+    """
     return None
 
 
 
 def gbps(bytes_per_s: float) -> str:
+    """Bytes/s as Gb/s text with about three significant digits (no decimals from 100 Gb/s).
+
+    Returns:
+        The text, e.g. ``'400'``, ``'12.5'``, ``'1.25'``.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput in Gb/s).
+
+    >>> gbps(50e9), gbps(1.5625e9), gbps(1e6)
+    ('400', '12.5', '0.008')
+    """
     v = bytes_per_s * 8 / 1e9
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 1 else f"{v:.2g}"

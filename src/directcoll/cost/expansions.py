@@ -3,6 +3,11 @@
 T_L is in steps (units of alpha), T_B in units of M/B with B = d x link bandwidth (the ``t_b_m_over_b`` of
 :func:`directcoll.cost.analytic.analyze`). The predictions are exact (Fractions in, Fractions out) where the theorems
 state equalities. The schedules themselves are built by :mod:`directcoll.synthesis.expansions`.
+
+Source: Zhao et al. (NSDI'25) App. D, Theorems 7, 10-13, Corollaries 7.1, 10.1 (eq. (4)-(12)), and App. A.6.
+
+>>> predict_degree_expansion(Prediction(4, 1, 3, Fraction(3, 4)), 2)
+Prediction(nodes=8, degree=2, t_l=4, t_b=Fraction(7, 8))
 """
 
 from __future__ import annotations
@@ -32,6 +37,14 @@ class Prediction(NamedTuple):
 
     ``t_l`` is in steps (units of alpha), ``t_b`` in units of M/B with B = degree x link bandwidth (None where
     no theorem gives it). Fractions stay exact through the predictions; floats stay floats.
+
+    Raises:
+        Nothing: a named tuple; the prediction functions check their bases.
+
+    Source: Zhao et al. (NSDI'25) Sec. 3.2 (cost model: T_L in units of alpha, T_B in units of M/B).
+
+    >>> Prediction(8, 2, 4, Fraction(7, 8)).t_b
+    Fraction(7, 8)
     """
 
     nodes: int
@@ -65,6 +78,15 @@ def predict_line_graph(base, k: int = 1) -> Prediction:
     Raises:
         UnsupportedShapeError: k < 1, or d < 2 (the line graph of a degree-1 topology, a directed cycle, is
             the cycle itself; Theorem 10 needs |N^+(u)| > 1).
+
+    Returns:
+        The :class:`Prediction` of L^k(G) (exact Fractions when ``t_b`` is one; None stays None).
+
+    Source: Zhao et al. (NSDI'25) App. D.1, Theorem 7 (eq. (4), (5)), Corollary 7.1 (eq. (6), (7)), Theorem 10
+    and Corollary 10.1.
+
+    >>> predict_line_graph((5, 2, 2, Fraction(4, 5)), 2)  # 4/5 + 2 (1/5 - 1/20)
+    Prediction(nodes=20, degree=2, t_l=4, t_b=Fraction(11, 10))
     """
     n, d, t_l, t_b = _base(base, "line graph prediction")
     if k < 1 or d < 2:
@@ -80,6 +102,15 @@ def predict_degree_expansion(base, n: int) -> Prediction:
 
     Raises:
         UnsupportedShapeError: n < 1.
+        UnsupportedShapeError: also a base with N < 1, degree < 1 or T_L < 0.
+
+    Returns:
+        The :class:`Prediction` of G * n.
+
+    Source: Zhao et al. (NSDI'25) App. D.2, Theorem 11 (eq. (9), (10)) and Corollary 11.1.
+
+    >>> predict_degree_expansion((4, 1, 3, Fraction(3, 4)), 2)
+    Prediction(nodes=8, degree=2, t_l=4, t_b=Fraction(7, 8))
     """
     big_n, d, t_l, t_b = _base(base, "degree expansion prediction")
     if n < 1:
@@ -93,6 +124,15 @@ def predict_cartesian_power(base, n: int) -> Prediction:
 
     Raises:
         UnsupportedShapeError: n < 1 or N < 2.
+        UnsupportedShapeError: also a base with degree < 1 or T_L < 0.
+
+    Returns:
+        The :class:`Prediction` of G^(box n).
+
+    Source: Zhao et al. (NSDI'25) App. D.3, Theorem 12 (eq. (11), (12)) and Corollary 12.1.
+
+    >>> predict_cartesian_power((4, 2, 2, Fraction(3, 4)), 2)
+    Prediction(nodes=16, degree=4, t_l=4, t_b=Fraction(15, 16))
     """
     big_n, d, t_l, t_b = _base(base, "cartesian power prediction")
     if n < 1 or big_n < 2:
@@ -120,6 +160,15 @@ def predict_cartesian_product(*factors) -> Prediction:
 
     Raises:
         UnsupportedShapeError: fewer than two factors.
+        UnsupportedShapeError: also a factor with N < 1 or T_L < 0.
+
+    Returns:
+        The :class:`Prediction` of the product (degree None when a factor is not regular).
+
+    Source: Zhao et al. (NSDI'25) Sec. 5.3 and App. D.3, Theorem 13.
+
+    >>> predict_cartesian_product((4, 2, 2, Fraction(3, 4)), (3, 2, 1, Fraction(2, 3)))
+    Prediction(nodes=12, degree=4, t_l=3, t_b=Fraction(11, 12))
     """
     ps = [_base(f, "cartesian product prediction", regular=False) for f in factors]
     if len(ps) < 2:
@@ -135,13 +184,41 @@ def predict_cartesian_product(*factors) -> Prediction:
 
 def predict_bidirectional(base) -> Prediction:
     """Cost of G u G^T with App. A.6's schedule: N' = N, d' = 2d, T_L' = T_L, T_B' = T_B (G reverse-symmetric:
-    each direction carries half of every shard at half of the doubled node bandwidth B' = 2db)."""
+    each direction carries half of every shard at half of the doubled node bandwidth B' = 2db).
+
+    Returns:
+        The :class:`Prediction` of G u G^T.
+
+    Raises:
+        UnsupportedShapeError: a base with N < 1, degree < 1 or T_L < 0.
+
+    Source: Zhao et al. (NSDI'25) App. A.6 (T_L(A) = T_L(A'), T_B(A) = T_B(A')).
+
+    >>> predict_bidirectional((4, 1, 3, Fraction(3, 4)))
+    Prediction(nodes=4, degree=2, t_l=3, t_b=Fraction(3, 4))
+    """
     big_n, d, t_l, t_b = _base(base, "bidirectional prediction")
     return Prediction(big_n, 2 * d, t_l, t_b)
 
 
 def measured_cost(schedule: Schedule, topology: Topology) -> tuple[int, float]:
-    """(T_L, T_B) of a schedule on a topology: its number of steps and ``analyze(...).t_b_m_over_b``."""
+    """(T_L, T_B) of a schedule on a topology: its number of steps and ``analyze(...).t_b_m_over_b``.
+
+    Returns:
+        (steps, T_B in units of M/B as a float).
+
+    Raises:
+        TopologyError: the schedule has more ranks than the topology has compute nodes (from
+            :func:`directcoll.cost.analytic.analyze`).
+
+    Source: Zhao et al. (NSDI'25) Sec. 3.2 (T_L and T_B of a schedule).
+
+    >>> from directcoll.algorithms.ring import build_ring
+    >>> from directcoll.topology import parse
+    >>> t = parse("ring:4:uni")
+    >>> measured_cost(build_ring(t, "allgather"), t)
+    (3, 0.75)
+    """
     from directcoll.cost.analytic import analyze
 
     return schedule.num_steps, float(analyze(schedule, topology).t_b_m_over_b)
@@ -160,10 +237,18 @@ def predict_expansion(spec, collective="allgather", *,
         base_cost: ``(topology, collective) -> (T_L, T_B)`` of a base's schedule (BFB:
             :func:`directcoll.synthesis.expansions.bfb_base_cost`; or :func:`measured_cost` of any schedule).
 
+    Returns:
+        The :class:`Prediction` of the whole spec (T_L in steps, T_B in units of M/B).
+
     Raises:
         TopologyError: a line/degree/power/bidir argument that is not regular (the theorems need d-regular G).
         UnsupportedShapeError: as the prediction functions.
         SpecError: an unparseable spec.
+        ScheduleError: an unknown collective name.
+        ResourceError: a base topology over the memory budget.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5 and App. D (Theorems 7-13), App. A.6; the allreduce as reduce-scatter
+    plus allgather (App. B, Theorem 2).
 
     >>> from directcoll.topology import parse
     >>> def ring_cost(topology, collective):  # a unidirectional ring's allgather: N - 1 steps, T_B = (N-1)/N

@@ -32,7 +32,33 @@ def _l(p: int) -> int:
 
 
 def tau_generalized(p: int, m, r: int, alpha: float, beta: float, gamma: float):
-    """Eq. 25 (r = 0), 36 (0 < r < L) or 44 (r = L), seconds; m may be an array of sizes in bytes."""
+    """Time of Kolmakov & Zhang's generalized allreduce: eq. 25 (r = 0), eq. 36 (0 < r < L) or eq. 44 (r = L).
+
+    With u = m / P and L = ceil(log2 P) (the paper writes ``log`` for log2):
+    eq. 25 = 2L alpha + 2(P-1) u beta + (P-1) u gamma;
+    eq. 36 = (2L - r) alpha + (2(P-1) + (2^r - 1)(L - 1)) u beta + ((P-1) + (2^r - 1)(2L - 2)) u gamma;
+    eq. 44 = L alpha + P L u beta + P (2L - 2) u gamma. Eq. 36 is taken as printed: the sentence before it says
+    ``(2^r - 1) ceil(log P) u beta`` extra data, the equation ``(2^r - 1)(ceil(log P) - 1)``; we follow the equation.
+
+    Args:
+        p: number of processes P >= 2.
+        m: vector size in bytes, a number or an array of any shape.
+        r: distribution steps removed, 0 <= r <= L.
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        Seconds, a numpy float64 array of ``m``'s shape (0-d for a scalar ``m``).
+
+    Raises:
+        ValueError: ``r`` outside [0, L] (a built-in error: this module is pure arithmetic).
+
+    Source: Kolmakov & Zhang, Sec. 7 eq. (25), Sec. 8 eq. (36), Sec. 9 eq. (44).
+
+    >>> float(tau_generalized(7, 7e6, 0, 1e-6, 1e-9, 0.0))  # 2*3 alpha + 2*6*1e6 beta
+    0.012006000000000001
+    >>> float(tau_generalized(8, 8e3, 3, 1e-6, 1e-9, 0.0))  # eq. 44: 3 alpha + 8*3*1e3 beta
+    2.7e-05
+    """
     m = np.asarray(m, dtype=float)
     u, lg = m / p, _l(p)
     if not 0 <= r <= lg:
@@ -45,7 +71,26 @@ def tau_generalized(p: int, m, r: int, alpha: float, beta: float, gamma: float):
 
 
 def best_r_eq37(p: int, m: float, alpha: float, beta: float, gamma: float) -> int:
-    """Eq. 37 rounded to an integer in [0, L]; P <= 2 (log2 P - 1 <= 0) takes the latency-optimal version."""
+    """Eq. 37 rounded to an integer in [0, L]; P <= 2 (log2 P - 1 <= 0) takes the latency-optimal version.
+
+    Eq. 37 is read as r = log2(alpha / (m (beta + 2 gamma))) + log2(P / ((log2 P - 1) ln 2)) (the paper's ``log``
+    is log2, ``ln`` the natural log); a non-positive ``m`` also takes r = L.
+
+    Args:
+        p: number of processes P; m: vector size in bytes (a scalar);
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        r, an int in [0, L], L = ceil(log2 P) (L meaning the latency-optimal eq. 44).
+
+    Raises:
+        Nothing: closed form, clipped to the valid range.
+
+    Source: Kolmakov & Zhang, Sec. 8, eq. (37).
+
+    >>> best_r_eq37(64, 1024, 1e-5, 1e-10, 1e-11)
+    6
+    """
     lg = _l(p)
     if p <= 2 or m <= 0:
         return lg
@@ -54,12 +99,45 @@ def best_r_eq37(p: int, m: float, alpha: float, beta: float, gamma: float) -> in
 
 
 def best_r_exact(p: int, m: float, alpha: float, beta: float, gamma: float) -> int:
-    """The r in [0, L] with the least eq. 36 / 44 time (the exact minimisation eq. 37 approximates)."""
+    """The r in [0, L] with the least eq. 36 / 44 time (the exact minimisation eq. 37 approximates).
+
+    Args:
+        p: number of processes P; m: vector size in bytes (a scalar);
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        r, an int in [0, L], L = ceil(log2 P); the smallest r on ties.
+
+    Raises:
+        Nothing: every r tried is in range.
+
+    Source: Kolmakov & Zhang, Sec. 8, eq. (36) minimised over r (eq. (37) is its continuous approximation).
+
+    >>> best_r_exact(64, 1024, 1e-5, 1e-10, 1e-11), best_r_exact(64, 1e9, 1e-5, 1e-10, 1e-11)
+    (6, 0)
+    """
     times = [float(tau_generalized(p, m, r, alpha, beta, gamma)) for r in range(_l(p) + 1)]
     return int(np.argmin(times))
 
 
 def tau_ring(p: int, m, alpha: float, beta: float, gamma: float):
+    """Ring allreduce time, eq. 15: 2(P-1) alpha + 2(P-1) u beta + (P-1) u gamma with u = m / P.
+
+    Args:
+        p: number of processes P; m: vector size in bytes (a number or an array);
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        Seconds, a numpy float64 array of ``m``'s shape.
+
+    Raises:
+        Nothing: closed form.
+
+    Source: Kolmakov & Zhang, Sec. 6, eq. (15) (the cyclic-group ring, Fig. 4).
+
+    >>> float(tau_ring(4, 4e6, 1e-6, 1e-9, 0.0))
+    0.006006
+    """
     m = np.asarray(m, dtype=float)
     return 2 * (p - 1) * alpha + 2 * (p - 1) * m / p * beta + (p - 1) * m / p * gamma
 
@@ -71,6 +149,27 @@ def _fold_cost(p: int, m, alpha, beta, gamma):
 
 
 def tau_recursive_halving(p: int, m, alpha: float, beta: float, gamma: float):
+    """Recursive halving (Rabenseifner) allreduce time, with the standard non-power-of-two fold.
+
+    On P' = 2^floor(log2 P): 2 log2 P' alpha + 2 (P'-1)/P' m beta + (P'-1)/P' m gamma; when P' < P the extra ranks
+    first send their vector to a partner (alpha + m beta + m gamma) and get the result back last (alpha + m beta).
+
+    Args:
+        p: number of processes P; m: vector size in bytes (a number or an array);
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        Seconds, a numpy float64 array of ``m``'s shape.
+
+    Raises:
+        Nothing: closed form.
+
+    Source: Kolmakov & Zhang Sec. 3 and Fig. 1 (the baseline); the fold as in Swing (NSDI'24) Sec. 2.3.2-2.3.3
+    (Thakur et al.).
+
+    >>> float(tau_recursive_halving(4, 4e6, 1e-6, 1e-9, 0.0))
+    0.006004
+    """
     m = np.asarray(m, dtype=float)
     pp, extra = _fold_cost(p, m, alpha, beta, gamma)
     lg = math.log2(pp)
@@ -78,6 +177,27 @@ def tau_recursive_halving(p: int, m, alpha: float, beta: float, gamma: float):
 
 
 def tau_recursive_doubling(p: int, m, alpha: float, beta: float, gamma: float):
+    """Recursive doubling allreduce time, with the standard non-power-of-two fold.
+
+    On P' = 2^floor(log2 P): log2 P' (alpha + m beta + m gamma); when P' < P add 2 alpha + 2 m beta + m gamma for
+    the fold in and out (see :func:`tau_recursive_halving`).
+
+    Args:
+        p: number of processes P; m: vector size in bytes (a number or an array);
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        Seconds, a numpy float64 array of ``m``'s shape.
+
+    Raises:
+        Nothing: closed form.
+
+    Source: Kolmakov & Zhang Sec. 3 and Fig. 1 (the baseline); Swing (NSDI'24) Sec. 2.3.2 (latency-optimal
+    recursive doubling and its non-power-of-two handling).
+
+    >>> float(tau_recursive_doubling(4, 4e6, 1e-6, 1e-9, 0.0))
+    0.008002
+    """
     m = np.asarray(m, dtype=float)
     pp, extra = _fold_cost(p, m, alpha, beta, gamma)
     return math.log2(pp) * (alpha + m * beta + m * gamma) + extra
@@ -87,10 +207,23 @@ def fig1_ratio(p: int, sizes, alpha: float, beta: float, gamma: float, choose: s
     """Kolmakov & Zhang Fig. 1: tau(chosen version) / min(tau_RD, tau_RH, tau_ring) for every size.
 
     Args:
-        choose: "exact" (minimise over r) or "eq37" (the paper's closed form).
+        p: number of processes P.
+        sizes: vector sizes in bytes, shape (S,).
+        alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+        choose: "exact" (minimise over r, :func:`best_r_exact`); anything else uses the paper's closed form
+            (:func:`best_r_eq37`).
 
     Returns:
-        (ratio, chosen r) arrays over sizes.
+        (ratio, chosen r): float64 (S,) (dimensionless, <= 1 where the generalized algorithm wins) and int (S,).
+
+    Raises:
+        Nothing: closed forms over valid r.
+
+    Source: Kolmakov & Zhang, Sec. 10, Fig. 1 (eq. (25), (36), (37), (44) against the baselines).
+
+    >>> ratio, rs = fig1_ratio(64, [1e3, 1e8], 1e-5, 1e-10, 1e-11)
+    >>> ratio.shape, rs.tolist()
+    ((2,), [6, 0])
     """
     sizes = np.asarray(sizes, dtype=float)
     pick = best_r_exact if choose == "exact" else best_r_eq37

@@ -43,18 +43,21 @@ def solve(lp: LinearProgram, method: str = "auto", options: dict | None = None, 
         method: ``auto``, ``simplex``, ``ipm`` (interior point + crossover) or ``pdlp`` (PDLP on the equality
             form, made exactly complementary, crossover, then dual simplex: an optimal basis; falls back to
             ``ipm`` when PDLP or crossover fails, but not when it hits a limit).
-        options: HiGHS options for every run (e.g. ``{"time_limit": 60.0}``).
+        options: HiGHS options for every run (e.g. ``{"time_limit": 60.0}``, seconds).
         accept_limit: see :meth:`Solver.solve`.
-        start: a MIP's starting point.
+        start: a MIP's starting point, shape (cols,).
 
     Returns:
-        the :class:`Solution`; ``method`` says which path solved it (``"pdlp+crossover"``, ``"ipm (pdlp
-        failed)"``, ...).
+        the :class:`Solution` (``x`` of shape (cols,), ``seconds`` of wall time); ``method`` says which path
+        solved it (``"pdlp+crossover"``, ``"ipm (pdlp failed)"``, ...).
 
     Raises:
         SolverError: unknown method, rejected option or model, infeasible or unbounded model, failed solve.
         SolverLimitError: a limit stopped the solve.
         ResourceError: the model's estimated memory is over the budget.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: every LP/MIP through ``directcoll.lp``,
+    every status checked); the method thresholds measured in docs/alltoall.md, "Solvers".
 
     >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.array([-1.0, -1.0]), np.zeros(2), np.ones(2),
     ...                    np.array([-np.inf]), np.array([1.5]), name="toy")

@@ -44,6 +44,12 @@ def quiet_stdout(to: str = "stderr"):
     """Point file descriptor 1 at standard error (``to="stderr"``) or ``/dev/null`` (``to="null"``) inside the
     block, flushing Python's and C's buffers on both edges. Re-entrant; a no-op when descriptor 1 is closed.
 
+    Raises:
+        Nothing: flush errors are ignored; a closed descriptor 1 makes it a no-op.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (no solver output on the process's standard output;
+    machine-readable output is a contract).
+
     >>> with quiet_stdout("null"):
     ...     os.write(1, b"not shown")
     9
@@ -101,6 +107,9 @@ class Solver:
         SolverError: HiGHS rejects an option (unknown name or value out of range).
 
     Reuse one Solver for many small models: construction costs more than a small solve.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: options at construction); HiGHS
+    (Huangfu & Hall) via highspy.
 
     >>> from directcoll.lp.model import LinearProgram
     >>> import scipy.sparse as sp
@@ -197,13 +206,26 @@ class Solver:
             start: (cols,) a feasible starting point (a MIP's incumbent), or None.
             accept_limit: return the best feasible point when a time or iteration limit stops the solve
                 (``Solution.optimal`` is then False and ``status`` names the limit); otherwise a limit raises.
-            duals: also return reduced costs.
+            duals: also return reduced costs, shape (cols,).
             method: a label for messages (default: the ``solver`` option, or ``mip``).
 
+        Returns:
+            The :class:`~directcoll.lp.model.Solution`; ``seconds`` is the solver's wall time.
+
         Raises:
-            SolverError: HiGHS rejects the model, the model is infeasible or unbounded, or the solve fails.
+            SolverError: HiGHS rejects the model or the starting point, the model has non-finite data, is
+                infeasible or unbounded, or the solve fails.
             SolverLimitError: a limit stopped the solve (and ``accept_limit`` is False, or no feasible point).
             ResourceError: the model's estimated memory is over the budget.
+
+        Source: DESIGN.md, "Engines, runtimes and scale" (every status checked).
+
+        >>> from directcoll.lp.model import LinearProgram
+        >>> import scipy.sparse as sp
+        >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.array([-1.0, -2.0]), np.zeros(2), np.full(2, np.inf),
+        ...                    np.array([-np.inf]), np.array([4.0]), name="toy")
+        >>> Solver({"solver": "ipm"}).solve(lp).objective
+        -8.0
         """
         method = method or ("mip" if lp.is_mip else str(self._options.get("solver", "simplex")))
         self._pass(lp)
@@ -219,9 +241,19 @@ class Solver:
         """Crossover from a primal-dual point to a basis, then this solver's method (construct it with
         ``{"solver": "simplex"}``) to optimality from that basis: a few iterations.
 
+        Args:
+            lp: the model; x: (cols,) primal point; col_dual: (cols,) reduced costs (e.g. from PDLP).
+
+        Returns:
+            The optimal :class:`~directcoll.lp.model.Solution` (``method="crossover"``, ``seconds`` of crossover
+            plus simplex).
+
         Raises:
-            SolverError: crossover or the simplex run fails.
+            SolverError: crossover or the simplex run fails, or the model is rejected.
             SolverLimitError: a limit stopped it.
+            ResourceError: the model's estimated memory is over the budget.
+
+        Source: DESIGN.md, "Engines, runtimes and scale"; docs/alltoall.md, "Solvers" (PDLP then crossover).
         """
         hs = self._hs
         self._pass(lp)

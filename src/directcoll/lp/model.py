@@ -1,4 +1,12 @@
-"""The LP/MIP model and the solution the solver layer returns (plain numpy and scipy.sparse, no solver types)."""
+"""The LP/MIP model and the solution the solver layer returns (plain numpy and scipy.sparse, no solver types).
+
+Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene); the standard bounded LP form of HiGHS.
+
+>>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.zeros(2), np.zeros(2), np.ones(2),
+...                    np.array([1.0]), np.array([1.0]), name="one row")
+>>> lp.num_rows, lp.num_cols, lp.is_mip
+(1, 2, False)
+"""
 
 from __future__ import annotations
 
@@ -27,7 +35,10 @@ class LinearProgram:
         name: what the model is, for error messages (e.g. ``"all-to-all MCF master LP on genkautz:4:100"``).
 
     Raises:
-        ValueError: the array lengths do not match the matrix's shape.
+        ValueError: the array lengths do not match the matrix's shape (a built-in error: a bug in the caller's
+            model construction, not bad user input).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (every LP/MIP goes through ``directcoll.lp``).
 
     >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.array([-1.0, -2.0]), np.zeros(2), np.full(2, np.inf),
     ...                    np.array([-np.inf]), np.array([4.0]), name="toy")
@@ -58,22 +69,51 @@ class LinearProgram:
 
     @property
     def num_cols(self) -> int:
+        """Number of columns (variables). Raises: Nothing. Source: DESIGN.md, "Engines, runtimes and scale"."""
         return self.a.shape[1]
 
     @property
     def num_rows(self) -> int:
+        """Number of rows (constraints). Raises: Nothing. Source: DESIGN.md, "Engines, runtimes and scale"."""
         return self.a.shape[0]
 
     @property
     def is_mip(self) -> bool:
+        """Whether any column is integer. Raises: Nothing. Source: DESIGN.md, "Engines, runtimes and scale"."""
         return self.integer is not None and bool(np.any(self.integer))
 
     def describe(self) -> str:
-        """The model's name and size, as error messages give it."""
+        """The model's name and size, as error messages give it.
+
+        Returns:
+            ``"<name> (<rows> rows, <cols> columns, <nnz> non-zeros)"``.
+
+        Raises:
+            Nothing: formats the shape.
+
+        Source: DESIGN.md, "Quality bar for every module" (errors name the input).
+
+        >>> LinearProgram(sp.csc_matrix((2, 3)), np.zeros(3), np.zeros(3), np.ones(3), np.zeros(2),
+        ...               np.ones(2)).describe()
+        'LP (2 rows, 3 columns, 0 non-zeros)'
+        """
         return f"{self.name} ({self.num_rows} rows, {self.num_cols} columns, {self.a.nnz} non-zeros)"
 
     def estimated_bytes(self) -> float:
-        """Upper estimate of the solver's memory for this model, bytes (see :data:`BYTES_PER_NONZERO`)."""
+        """Upper estimate of the solver's memory for this model, bytes (see :data:`BYTES_PER_NONZERO`).
+
+        Returns:
+            A float, bytes: 250 per non-zero plus 250 per row and per column.
+
+        Raises:
+            Nothing: arithmetic.
+
+        Source: DESIGN.md, "Engines, runtimes and scale" (resources); one measured point (module constants).
+
+        >>> LinearProgram(sp.csc_matrix([[1.0]]), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
+        ...               np.ones(1)).estimated_bytes()
+        750.0
+        """
         return float(BYTES_PER_NONZERO * self.a.nnz + BYTES_PER_ROW_OR_COLUMN * (self.num_rows + self.num_cols))
 
 
@@ -88,9 +128,14 @@ class Solution:
         optimal: True when proved optimal; False only for a feasible point returned at a limit by a caller that
             accepted limits (:func:`directcoll.lp.solve` with ``accept_limit=True``).
         method: how it was solved (``"simplex"``, ``"ipm"``, ``"pdlp+crossover"``, ``"mip"``, ...).
-        seconds: wall time of the solver run(s).
+        seconds: wall time of the solver run(s), s.
         dual_bound: a MIP's best bound on the objective; the objective itself for an LP.
         col_dual: (cols,) reduced costs, where the solver returned them.
+
+    Raises:
+        Nothing: a frozen record built by :class:`~directcoll.lp.highs.Solver`.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (a limit is reported, never passed off as a result).
     """
 
     x: np.ndarray

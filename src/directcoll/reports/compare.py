@@ -22,6 +22,15 @@ Which algorithms compete depends on the network (:func:`default_contenders`):
   schedule moves every pair's m = size / N bytes in m / (F b) seconds (:func:`alltoall_bound`, Basu Sec. 3.1).
   Sizes are each rank's send buffer (N blocks of size / N, its own included, MPI_Alltoall's sendcount x N), so
   goodput = size / time is the bytes each rank sends per second.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput per size, best variant per family, gain over the
+best other algorithm: Fig. 6); Zhao et al. (NSDI'25) Sec. 8.2-8.3; Basu et al. (HPDC'24) Sec. 3.1, 5.2;
+Kolmakov & Zhang Sec. 10.
+
+>>> from directcoll.topology import parse
+>>> c = compare(parse("torus:4x4"), sizes=[32, 2**20], contenders=DEFAULT_CONTENDERS)
+>>> [w[0] for w in c.winners()]
+['swing', 'swing']
 """
 
 from __future__ import annotations
@@ -66,7 +75,21 @@ GENERALIZED_ALL_R_MAX = 1024
 
 def generalized_contenders(p: int, collective: Collective) -> list[tuple]:
     """Kolmakov & Zhang's allreduce for non-power-of-two P (for a power of two it is recursive halving and
-    doubling): every r = 0..ceil(log2 P) up to GENERALIZED_ALL_R_MAX ranks, r = 0 beyond."""
+    doubling): every r = 0..ceil(log2 P) up to GENERALIZED_ALL_R_MAX ranks, r = 0 beyond.
+
+    Returns:
+        (family, registry name, variant, {"r": r}) tuples; [] for P < 3 or a power of two; only r = 0 for
+        reduce-scatter / allgather.
+
+    Raises:
+        Nothing: arithmetic on P.
+
+    Source: Kolmakov & Zhang Sec. 7-9 (r = 0 .. ceil(log2 P)); Sec. 7-8 (power-of-two P: recursive halving and
+    doubling as special cases).
+
+    >>> [c[3]["r"] for c in generalized_contenders(6, Collective.ALLREDUCE)]
+    [0, 1, 2, 3]
+    """
     if p & (p - 1) == 0 or p < 3:
         return []
     if collective is not Collective.ALLREDUCE:
@@ -79,7 +102,17 @@ def generalized_contenders(p: int, collective: Collective) -> list[tuple]:
 
 def is_direct_connect(topology: Topology) -> bool:
     """Whether ``topology`` is compared as a direct-connect network (Zhao et al.'s contenders): no switch
-    nodes and a kind outside :data:`GRID_KINDS`."""
+    nodes and a kind outside :data:`GRID_KINDS`.
+
+    Raises:
+        Nothing: reads the topology.
+
+    Source: Zhao et al. (NSDI'25) Sec. 2.1 (direct-connect fabrics) and Sec. 8.2 (their baselines).
+
+    >>> from directcoll.topology import parse
+    >>> is_direct_connect(parse("circulant:8:1,2")), is_direct_connect(parse("torus:4x4"))
+    (True, False)
+    """
     return topology.num_nodes == topology.num_compute and topology.kind not in GRID_KINDS
 
 
@@ -87,7 +120,17 @@ def grid_embeds(topology: Topology) -> bool:
     """Whether the torus of the topology's shape is a subgraph of it: every compute node links to its +-1
     neighbours (with wrap-around) in every dimension of ``topology.shape``. Then Swing's and bucket's
     distance-1 peers are neighbours and their distance-2^k peers are as near as on that torus (e.g. any
-    circulant with offset 1, Hamming graphs, complete graphs). False for topologies without a shape."""
+    circulant with offset 1, Hamming graphs, complete graphs). False for topologies without a shape.
+
+    Raises:
+        Nothing: reads the topology.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (peers at distance delta(s) along torus dimensions).
+
+    >>> from directcoll.topology import parse
+    >>> grid_embeds(parse("complete:4")), grid_embeds(parse("kautz:2:3"))
+    (True, False)
+    """
     shape = topology.shape
     if shape is None:
         return False
@@ -106,7 +149,19 @@ def grid_embeds(topology: Topology) -> bool:
 
 
 def dbt_contenders(collective=Collective.ALLREDUCE, chunks=DBT_CHUNKS) -> list[tuple]:
-    """The double binary tree at every chunk count of ``chunks`` (allreduce only; [] otherwise)."""
+    """The double binary tree at every chunk count of ``chunks`` (allreduce only; [] otherwise).
+
+    Returns:
+        (family, registry name, None, {"chunks": P}) tuples.
+
+    Raises:
+        ScheduleError: an unknown collective name.
+
+    Source: Zhao et al. (NSDI'25) Sec. 8.2 (degrees of pipelining for the DBT baseline).
+
+    >>> [c[3]["chunks"] for c in dbt_contenders()]
+    [1, 4, 16, 64]
+    """
     if Collective.parse(collective) is not Collective.ALLREDUCE:
         return []
     return [("double-binary-tree", "double-binary-tree", None, {"chunks": int(p)}) for p in chunks]
@@ -124,7 +179,16 @@ ALLTOALL_CONTENDERS: list[tuple[str, str, str | None]] = [
 
 def mcf_contenders() -> list[tuple]:
     """The all-to-all schedules of the algorithm registered as ``mcf``, one per variant (family ``mcf``); [] when
-    no such algorithm is registered or it has no all-to-all."""
+    no such algorithm is registered or it has no all-to-all.
+
+    Raises:
+        Nothing: a missing registration gives [].
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.3-3.2.1 (tsMCF, pMCF, MCF-extP).
+
+    >>> [c[2] for c in mcf_contenders()]
+    ['timestepped', 'path', 'extp']
+    """
     from directcoll.registry import get
 
     try:
@@ -138,7 +202,20 @@ def mcf_contenders() -> list[tuple]:
 
 def alltoall_contenders(topology: Topology) -> list[tuple]:
     """All-to-all contenders: :data:`ALLTOALL_CONTENDERS` (DOR only on the grids it serves) and
-    :func:`mcf_contenders`."""
+    :func:`mcf_contenders`.
+
+    Returns:
+        (family, registry name, variant) tuples, in column order.
+
+    Raises:
+        Nothing: filters constant lists.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (baselines DOR, SSSP, EwSP; direct as in NCCL / Open MPI).
+
+    >>> from directcoll.topology import parse
+    >>> [c[0] for c in alltoall_contenders(parse("ring:4"))][:4]
+    ['direct', 'ewsp', 'sssp', 'dor']
+    """
     from directcoll.algorithms.alltoall import DOR_KINDS
 
     grid = topology.kind in DOR_KINDS and topology.shape is not None
@@ -158,6 +235,16 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
 
     Returns:
         (family, registry name, variant[, build options]) tuples, in column order.
+
+    Raises:
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (NSDI'24) Sec. 5 (grids), Zhao et al. (NSDI'25) Sec. 8.2-8.3 (direct-connect), Basu et al.
+    (HPDC'24) Sec. 5.2 (all-to-all), Kolmakov & Zhang Sec. 10 (non-power-of-two P).
+
+    >>> from directcoll.topology import parse
+    >>> [c[0] for c in default_contenders(parse("torus:4x4"))]
+    ['swing', 'swing', 'recursive-doubling', 'recursive-doubling', 'ring', 'bucket', 'bfb']
     """
     coll = Collective.parse(collective)
     n = topology.num_compute
@@ -194,6 +281,16 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
 
     Raises:
         UnsupportedShapeError: an unknown algorithm name (the message lists the registered ones).
+        ScheduleError: an unknown collective name.
+
+    Returns:
+        (family, registry name, variant[, options]) tuples.
+
+    Source: the registry's variants (DESIGN.md, "Layers"); Zhao et al. (NSDI'25) Sec. 8.2 for the DBT chunk sweep.
+
+    >>> from directcoll.topology import parse
+    >>> family_contenders("swing", parse("torus:4x4"))
+    [('swing', 'swing', 'bandwidth'), ('swing', 'swing', 'latency')]
     """
     from directcoll.registry import get
 
@@ -209,6 +306,17 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
 
 @dataclass
 class Entry:
+    """One timed contender: its family, registry name, variant label and time per size.
+
+    Attributes:
+        family, algorithm, variant: names (variant ``r=k`` / ``P=k`` for built options).
+        times: float64 (S,), seconds per size of :attr:`Comparison.sizes`.
+
+    Raises:
+        Nothing: a record built by :func:`compare`.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (one line per algorithm and variant).
+    """
     family: str
     algorithm: str
     variant: str
@@ -217,7 +325,30 @@ class Entry:
 
 @dataclass
 class Comparison:
-    """The outcome of :func:`compare`: times per (algorithm, variant) and size, and what wins."""
+    """The outcome of :func:`compare`: times per (algorithm, variant) and size, and what wins.
+
+    Attributes:
+        topology, collective, routing, model: what was compared, as names.
+        params: the :class:`~directcoll.simulate.params.NetworkParams` used.
+        sizes: float64 (S,), vector sizes in bytes; entries: the timed :class:`Entry` objects.
+        skipped: contenders that refused the topology, with their reason.
+        peak_goodput: bytes/s (half the injection bandwidth for allreduce).
+        reference: the family whose gain is reported; bound, bound_times: all-to-all's MCF bound (s per size).
+
+    Raises:
+        Nothing: a record built by :func:`compare`.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput, peak goodput = half the injection bandwidth,
+    gain over the best-known algorithm, Fig. 6).
+
+    >>> import numpy as np
+    >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+    ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+    ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+    ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+    >>> c.gain_family, c.gain().tolist()
+    ('swing', [3.0, -0.5])
+    """
 
     topology: str
     collective: str
@@ -237,11 +368,49 @@ class Comparison:
     bound_times: np.ndarray | None = None
 
     def goodput(self, times: np.ndarray) -> np.ndarray:
-        """Bytes per second: size / time (all-to-all: size is each rank's send buffer)."""
+        """Bytes per second: size / time (all-to-all: size is each rank's send buffer).
+
+        Args:
+            times: float (S,), seconds per size.
+
+        Returns:
+            float64 (S,), bytes/s.
+
+        Raises:
+            Nothing: arithmetic.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput: bytes reduced per time unit).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.goodput(np.array([1e-6, 1e-6])).tolist()
+        [8000000.0, 1024000000.0]
+        """
         return self.sizes / times
 
     def families(self) -> dict[str, tuple[np.ndarray, list[str]]]:
-        """family -> (best time per size, the variant that achieves it per size)."""
+        """family -> (best time per size, the variant that achieves it per size).
+
+        Returns:
+            A dict of family -> (float64 (S,) seconds, list of S variant names), in entry order.
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5.1.1 (for each size, the best of the latency- and
+        bandwidth-optimal versions).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.families()["swing"][1]
+        ['latency', 'bandwidth']
+        """
         out: dict[str, tuple[np.ndarray, list[str]]] = {}
         for fam in dict.fromkeys(e.family for e in self.entries):
             mine = [e for e in self.entries if e.family == fam]
@@ -251,7 +420,24 @@ class Comparison:
         return out
 
     def winners(self) -> list[tuple[str, str, float]]:
-        """Per size: (family, variant, time) of the fastest algorithm."""
+        """Per size: (family, variant, time) of the fastest algorithm.
+
+        Returns:
+            A list of S tuples (family, variant, seconds).
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (the best-known algorithm per size).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> [w[0] for w in c.winners()]
+        ['swing', 'ring']
+        """
         fams = self.families()
         names = list(fams)
         stack = np.array([fams[f][0] for f in names])
@@ -261,7 +447,13 @@ class Comparison:
     @property
     def gain_family(self) -> str | None:
         """The family :meth:`gain` reports by default: ``reference`` if it was timed, else Swing, else BFB;
-        None when fewer than two families were timed or none of these is among them."""
+        None when fewer than two families were timed or none of these is among them.
+
+        Raises:
+            Nothing: reads the entries.
+
+        Source: Swing (NSDI'24) Sec. 5 (Swing's gain); Zhao et al. (NSDI'25) Sec. 8 (BFB against the baselines).
+        """
         fams = self.families()
         if len(fams) < 2:
             return None
@@ -269,7 +461,25 @@ class Comparison:
 
     def gain(self, family: str | None = None) -> np.ndarray | None:
         """goodput(family) / goodput(best other family) - 1 per size (default family: :attr:`gain_family`);
-        None when absent or alone."""
+        None when absent or alone.
+
+        Returns:
+            float64 (S,), dimensionless (1.0 = twice as fast), or None.
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5.1.1 (a 100% gain denotes Swing is 2x faster than the best
+        state-of-the-art algorithm).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.gain("ring").tolist()
+        [-0.75, 1.0]
+        """
         family = family or self.gain_family
         fams = self.families()
         if family not in fams or len(fams) < 2:
@@ -278,7 +488,24 @@ class Comparison:
         return others / fams[family][0] - 1.0
 
     def best_other(self, family: str | None = None) -> list[str]:
-        """Per size, the fastest family other than ``family`` (default: :attr:`gain_family`)."""
+        """Per size, the fastest family other than ``family`` (default: :attr:`gain_family`).
+
+        Returns:
+            A list of S family names.
+
+        Raises:
+            Nothing: reduces the entries (at least two families were timed when a gain exists).
+
+        Source: Swing (De Sensi et al., NSDI'24) Fig. 6 (the letter of the best-known algorithm per size).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.best_other()
+        ['ring', 'ring']
+        """
         family = family or self.gain_family
         fams = self.families()
         names = [f for f in fams if f != family]
@@ -287,7 +514,25 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """Plain JSON: per size, ``best`` has the winner and, when a reference family was timed, ``gain`` and
-        ``gain_family`` (and ``swing_gain``, the same number, when that family is Swing)."""
+        ``gain_family`` (and ``swing_gain``, the same number, when that family is Swing).
+
+        Returns:
+            A JSON-serializable dict (times in s, goodputs in bytes/s, sizes in bytes).
+
+        Raises:
+            Nothing: converts the arrays.
+
+        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract tested in
+        subprocesses).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.to_dict()["best"][0]["swing_gain"]
+        3.0
+        """
         winners = self.winners()
         family = self.gain_family
         gain = self.gain(family) if family else None
@@ -315,6 +560,24 @@ class Comparison:
         }
 
     def to_csv(self) -> str:
+        """One CSV row per (entry, size): algorithm, variant, family, size_bytes, time_s, goodput_Bps, with a header.
+
+        Returns:
+            The CSV text.
+
+        Raises:
+            Nothing: formats the arrays.
+
+        Source: DESIGN.md, "Engines, runtimes and scale" (``--csv`` is a contract).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.to_csv().splitlines()[1]
+        'swing,latency,swing,8,1e-06,8000000'
+        """
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(["algorithm", "variant", "family", "size_bytes", "time_s", "goodput_Bps"])
@@ -342,10 +605,20 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
 
     Returns:
         {"name": "mcf", "F": F, "method", "solver", "reference_bandwidth_Bps": b, "pair_rate_Bps": F b,
-        "host_bandwidth_Bps"}; time(size) = size / N / pair_rate_Bps.
+        "host_bandwidth_Bps"}; time(size) = size / N / pair_rate_Bps seconds.
 
     Raises:
-        TopologyError, DirectcollError: as :func:`directcoll.synthesis.mcf.alltoall_mcf`.
+        TopologyError, DirectcollError: as :func:`directcoll.synthesis.mcf.alltoall_mcf` (e.g. a disconnected
+            topology).
+        SolverError: the MCF LP could not be solved.
+        ResourceError: the LP is over the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1 (max concurrent multi-commodity flow, eq. 1-14) and Theorem 1 (lower
+    bound on all-to-all time); Zhao et al. (NSDI'25) App. A.5.
+
+    >>> from directcoll.topology import parse
+    >>> alltoall_bound(parse("ring:4"))["F"]
+    0.5
     """
     from directcoll.synthesis.mcf import alltoall_mcf
 
@@ -401,6 +674,16 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     Raises:
         DirectcollError: unknown model, or no contender serves the topology.
         ResourceError: a contender's schedule would not fit the memory budget (checked before any is built).
+        ScheduleError: an unknown collective name.
+        TopologyError, SolverError: from building a contender (UnsupportedShapeError only skips it).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (the size sweep 32 B .. 512 MiB, goodput, gain);
+    DESIGN.md, "Cost and simulation" (step model; flow model for validation).
+
+    >>> from directcoll.topology import parse
+    >>> c = compare(parse("torus:4x4"), sizes=[32, 2**20], contenders=DEFAULT_CONTENDERS)
+    >>> len(c.entries), c.skipped
+    (6, [])
     """
     if model not in MODELS:
         raise DirectcollError(f"unknown model {model!r}; accepted: {', '.join(MODELS)}")

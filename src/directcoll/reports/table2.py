@@ -4,6 +4,13 @@ For every row the paper's entry (its formula, evaluated on the concrete torus wh
 closed form, and the value :func:`~directcoll.cost.analytic.analyze` measures on the schedule the project
 builds, on 8^D tori (the shapes of Fig. 11) and, for Swing-B, on 64x64 (Fig. 6). The paper's table prints
 the D-th root as a p-th root ("sqrt[p]{p}"); we read it as p^(1/D), the only reading that depends on D.
+
+Source: Swing (De Sensi et al., NSDI'24) Table 2, Sec. 2.3 (deficiencies Lambda, Psi, Xi of Eq. (1)) and
+Sec. 4.1 (Xi of Swing-B); docs/cost.md.
+
+>>> rows = table2(dims=(2,), side=4, extra=())
+>>> [r.algorithm for r in rows][-1], rows[-1].measured[:2]
+('swing (B)', (np.float64(2.0), 1.0))
 """
 
 from __future__ import annotations
@@ -54,13 +61,49 @@ def _paper_value(label: str, which: int, d: int, side: int) -> float:
 
 
 def swing_b_congestion_limit(d: int, terms: int = 60) -> float:
-    """Xi of Swing-B for p -> infinity: (1 - 2^-D) sum_sigma delta(sigma) 2^(-D sigma) (Sec. 4.1)."""
+    """Xi of Swing-B for p -> infinity: (1 - 2^-D) sum_sigma delta(sigma) 2^(-D sigma) (Sec. 4.1).
+
+    How we read Sec. 4.1: its bandwidth term (n / 2D) beta sum_s delta(sigma(s)) / 2^(s+1), counted for the
+    reduce-scatter and the allgather (twice) and divided by n beta / D, with D steps s = D sigma + j per sigma on
+    a square torus (sum_j 2^-(D sigma + j) = 2 (1 - 2^-D) 2^(-D sigma)). Read literally, the printed term is half
+    of that and would give Xi < 1; ours gives 1.2, 1.037, 1.0084 for D = 2, 3, 4 against Table 2's 1.19, 1.03,
+    1.008.
+
+    Args:
+        d: the number of dimensions D >= 1; terms: how many sigma to sum (the tail is below 2^-terms).
+
+    Returns:
+        Xi, a float (dimensionless).
+
+    Raises:
+        Nothing: a finite sum.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 and Table 2 (1.19, 1.03, 1.008 for D = 2, 3, 4).
+
+    >>> round(swing_b_congestion_limit(2), 3), round(swing_b_congestion_limit(3), 3)
+    (1.2, 1.037)
+    """
     sigma = np.arange(terms)
     return float((1 - 2.0 ** -d) * np.sum(np.abs(rho(sigma)).astype(float) * 2.0 ** (-d * sigma)))
 
 
 def our_formula(label: str, d: int) -> tuple[str, str, str]:
-    """Our closed forms for p -> infinity (Xi as defined in :mod:`directcoll.cost.analytic`)."""
+    """Our closed forms for p -> infinity (Xi as defined in :mod:`directcoll.cost.analytic`).
+
+    Args:
+        label: a row label of :data:`ROWS`; d: the number of dimensions D.
+
+    Returns:
+        (Lambda, Psi, Xi) as strings.
+
+    Raises:
+        Nothing of ours: an unknown label raises KeyError.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1-2.3.4, 3.1, 4.1 and Table 2 (our reading, docs/cost.md).
+
+    >>> our_formula("swing (B)", 2)
+    ('2', '1', '1.2')
+    """
     xi_rdb = (2 ** d - 1) / (2 ** d - 2) if d > 1 else float("inf")
     return {
         "ring": ("2(p-1)/log2 p", "1", "1"),
@@ -74,6 +117,20 @@ def our_formula(label: str, d: int) -> tuple[str, str, str]:
 
 @dataclass(frozen=True)
 class Table2Row:
+    """One measured row of Table 2 on one torus.
+
+    Attributes:
+        algorithm: the row label; torus: the spec.
+        paper: (Lambda, Psi, Xi) of the paper's formulas evaluated on this torus.
+        measured: (Lambda, Psi, Xi) of our schedule (:func:`~directcoll.cost.analytic.analyze`).
+        distance_sum: sum over steps of the largest hop distance (the paper's Lambda Xi for the latency-optimal rows).
+        formula: our closed forms (:func:`our_formula`).
+
+    Raises:
+        Nothing: a record built by :func:`table2`.
+
+    Source: Swing (De Sensi et al., NSDI'24) Table 2.
+    """
     algorithm: str
     torus: str
     paper: tuple[float, float, float]          # the paper's formula evaluated on this torus
@@ -87,6 +144,18 @@ def table2(dims=(2, 3, 4), side: int = 8, extra=("torus:64x64",)) -> list[Table2
 
     The ring row is measured on 2D tori only (the paper's Hamiltonian rings exist for D = 2; on 8^4 a ring
     schedule has 67 million transfers).
+
+    Returns:
+        A list of :class:`Table2Row`, rows in :data:`ROWS` order, tori in ``dims`` order.
+
+    Raises:
+        SpecError: a ``side`` or ``extra`` spec that is not a torus.
+        ResourceError: a torus whose schedules are over the memory budget.
+
+    Source: Swing (De Sensi et al., NSDI'24) Table 2; Fig. 11 (8^D tori) and Fig. 6 (64x64).
+
+    >>> len(table2(dims=(2,), side=4, extra=()))
+    6
     """
     rows = []
     specs = [(d, "torus:" + "x".join([str(side)] * d)) for d in dims]
@@ -117,6 +186,19 @@ def _distance_sum(schedule, topology) -> float:
 
 
 def to_markdown(rows: list[Table2Row]) -> str:
+    """The rows as two Markdown tables: measured against the paper per torus, then the paper's and our formulas.
+
+    Returns:
+        The Markdown text (docs/cost.md's tables).
+
+    Raises:
+        Nothing: formats the rows.
+
+    Source: Swing (De Sensi et al., NSDI'24) Table 2.
+
+    >>> print(to_markdown(table2(dims=(2,), side=4, extra=())[:1]).splitlines()[2])
+    | ring | torus:4x4 | 8 | 7.5 | 1 | 1 | 1 | 1 | 30 |
+    """
     lines = ["| algorithm | torus | Λ paper | Λ ours | Ψ paper | Ψ ours | Ξ paper | Ξ ours | Σ distances |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -132,4 +214,7 @@ def to_markdown(rows: list[Table2Row]) -> str:
 
 
 def to_dicts(rows: list[Table2Row]) -> list[dict]:
+    """The rows as JSON-serializable dicts (``dataclasses.asdict``). Raises: Nothing.
+    Source: Swing (NSDI'24) Table 2; DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
+    """
     return [asdict(r) for r in rows]

@@ -10,6 +10,35 @@ deadline passed, a peer died). Everything else is here, so the engines compute e
 Buffers are 1-D numpy views of the user's data; a rank works in one buffer of the collective's data followed by
 the schedule's scratch blocks (all-to-all: its send part, its receive part and the blocks it relays;
 :mod:`directcoll.runtime.program`).
+
+Source: DESIGN.md, "Schedule IR" (bulk-synchronous semantics) and "Engines, runtimes and scale" (runtime);
+MPI 4.1 standard, Ch. 6 (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Alltoall buffers);
+docs/runtime.md.
+
+Two ranks in threads, exchanging through queues:
+
+>>> import queue, threading
+>>> from directcoll.registry import build
+>>> s = build("ring", "ring:2", variant="unidirectional")
+>>> boxes = {(a, b): queue.Queue() for a in range(2) for b in range(2)}
+>>> def exchange_for(rank):
+...     def exchange(step, sends, recvs):
+...         for peer, payload in sends:
+...             boxes[rank, peer].put(payload)
+...         for peer, buf in recvs:
+...             buf[:] = boxes[peer, rank].get(timeout=10)
+...     return exchange
+>>> out = [np.zeros(4), np.zeros(4)]
+>>> def work(rank):
+...     allreduce(np.arange(4.0) * (rank + 1), out[rank], schedule=s, rank=rank, nranks=2, op="sum",
+...               exchange=exchange_for(rank))
+>>> threads = [threading.Thread(target=work, args=(r,)) for r in range(2)]
+>>> for t in threads:
+...     t.start()
+>>> for t in threads:
+...     t.join()
+>>> out[0].tolist(), out[1].tolist()
+([0.0, 3.0, 6.0, 9.0], [0.0, 3.0, 6.0, 9.0])
 """
 
 from __future__ import annotations
@@ -32,7 +61,20 @@ Exchange = Callable[[int, list[tuple[int, np.ndarray]], list[tuple[int, np.ndarr
 @lru_cache(maxsize=64)
 def programs(schedule: Schedule, count: int) -> tuple[list[RankProgram], np.ndarray | None]:
     """The per-rank programs of ``schedule`` for ``count`` elements and, for reduce-scatter and allgather, the
-    work-buffer -> MPI-order permutation (:func:`~directcoll.runtime.program.mpi_order`). Cached."""
+    work-buffer -> MPI-order permutation (:func:`~directcoll.runtime.program.mpi_order`). Cached.
+
+    Returns:
+        (one :class:`~directcoll.runtime.program.RankProgram` per rank, int64 (count,) permutation or None).
+
+    Raises:
+        DirectcollError: ``count`` < 1, or not a multiple of N for reduce-scatter, allgather and all-to-all.
+
+    Source: docs/runtime.md, "Per-rank programs"; MPI 4.1 standard, Ch. 6 (buffer order).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> programs(ring_allgather(range(2)), 4)[1].tolist()
+    [0, 1, 2, 3]
+    """
     if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL):
         return compile_programs(schedule, count), None
     return compile_programs(schedule, count), mpi_order(schedule, count)
@@ -46,6 +88,15 @@ def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: s
 
     Raises:
         DirectcollError: what is wrong and what would be accepted.
+
+    Source: MPI 4.1 standard, Ch. 6 (ops and matching buffers); DESIGN.md, "Quality bar for every module".
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> one = ScheduleBuilder("allreduce", 1, 1).build()  # one rank, no steps
+    >>> check(one, 2, one.collective, [np.float64])
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: the schedule is for 1 ranks; the communicator has 2
     """
     if op not in OPS:
         raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(OPS)}")
@@ -61,7 +112,29 @@ def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: s
 
 def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int, op: str,
               exchange: Exchange, group: str = "communicator") -> None:
-    """recv[i] = op over ranks of send[i]; ``recv`` is written in place (1-D views)."""
+    """recv[i] = op over ranks of send[i]; ``recv`` is written in place (1-D views).
+
+    Args:
+        send, recv: 1-D arrays of the same length and dtype (float32/64, int32/64).
+        schedule: an allreduce schedule for ``nranks`` ranks; rank: this rank; op: sum, prod, max or min.
+        exchange: the engine's ``exchange(step, sends, recvs)`` (module docstring); group: the rank set's name.
+
+    Returns:
+        None.
+
+    Raises:
+        DirectcollError: an unknown op, another collective or rank count, mismatched dtypes or lengths, or what
+            ``exchange`` raises (:class:`DeadlineError` when a peer does not answer).
+
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Allreduce); DESIGN.md, "Schedule IR" (semantics).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> one = ScheduleBuilder("allreduce", 1, 1).build()  # one rank, no steps
+    >>> recv = np.zeros(3)
+    >>> allreduce(np.arange(3.0), recv, schedule=one, rank=0, nranks=1, op="sum", exchange=None)
+    >>> recv.tolist()
+    [0.0, 1.0, 2.0]
+    """
     check(schedule, nranks, Collective.ALLREDUCE, (send.dtype, recv.dtype), op, group)
     if send.size != recv.size:
         raise DirectcollError(f"allreduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
@@ -75,7 +148,24 @@ def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
 def reduce_scatter(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int, op: str,
                    exchange: Exchange, group: str = "communicator", what: str = "reduce_scatter") -> None:
     """MPI_Reduce_scatter_block: ``recv`` (k elements) = block ``rank`` of the reduced ``send`` (N·k elements).
-    ``what`` names the caller's function in the messages."""
+    ``what`` names the caller's function in the messages.
+
+    Returns:
+        None; ``recv`` is written in place.
+
+    Raises:
+        DirectcollError: an unknown op, another collective or rank count, mismatched dtypes, ``send`` not N times
+            ``recv``, or what ``exchange`` raises.
+
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Reduce_scatter_block).
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> recv = np.zeros(2)
+    >>> reduce_scatter(np.array([1.0, 2.0]), recv, schedule=ring_reduce_scatter(range(1)), rank=0, nranks=1,
+    ...                op="max", exchange=None)
+    >>> recv.tolist()
+    [1.0, 2.0]
+    """
     check(schedule, nranks, Collective.REDUCE_SCATTER, (send.dtype, recv.dtype), op, group)
     if send.size != recv.size * nranks:
         raise DirectcollError(f"{what}: sendbuf must hold N x recvbuf = {recv.size * nranks} "
@@ -91,7 +181,23 @@ def reduce_scatter(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, ra
 
 def allgather(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int,
               exchange: Exchange, group: str = "communicator") -> None:
-    """MPI_Allgather: ``recv`` (N·k elements) = the ranks' ``send`` (k elements) concatenated in rank order."""
+    """MPI_Allgather: ``recv`` (N·k elements) = the ranks' ``send`` (k elements) concatenated in rank order.
+
+    Returns:
+        None; ``recv`` is written in place.
+
+    Raises:
+        DirectcollError: another collective or rank count, mismatched dtypes, ``recv`` not N times ``send``, or
+            what ``exchange`` raises.
+
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Allgather).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> recv = np.zeros(2)
+    >>> allgather(np.array([1.0, 2.0]), recv, schedule=ring_allgather(range(1)), rank=0, nranks=1, exchange=None)
+    >>> recv.tolist()
+    [1.0, 2.0]
+    """
     check(schedule, nranks, Collective.ALLGATHER, (send.dtype, recv.dtype), "sum", group)
     if recv.size != send.size * nranks:
         raise DirectcollError(f"allgather: recvbuf must hold N x sendbuf = {send.size * nranks} "
@@ -111,7 +217,24 @@ def alltoall(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: in
              exchange: Exchange, group: str = "communicator") -> None:
     """MPI_Alltoall: ``send`` and ``recv`` hold N equal parts of m elements; part j of ``send`` goes to rank j,
     part i of ``recv`` came from rank i (its part ``rank``). The diagonal part is copied locally from ``send``,
-    whatever the schedule does with its blocks. Copies only: a schedule with reductions is refused."""
+    whatever the schedule does with its blocks. Copies only: a schedule with reductions is refused.
+
+    Returns:
+        None; ``recv`` is written in place.
+
+    Raises:
+        DirectcollError: another collective or rank count, mismatched dtypes or lengths, buffers that do not split
+            into N non-empty parts, a schedule with reductions, or what ``exchange`` raises.
+
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); DESIGN.md, "Schedule IR" (all-to-all blocks).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> recv = np.zeros(2)
+    >>> alltoall(np.array([5.0, 6.0]), recv, schedule=ScheduleBuilder("alltoall", 1, 1).build(), rank=0,
+    ...          nranks=1, exchange=None)
+    >>> recv.tolist()
+    [5.0, 6.0]
+    """
     check(schedule, nranks, Collective.ALLTOALL, (send.dtype, recv.dtype), "sum", group)
     if send.size != recv.size:
         raise DirectcollError(f"alltoall: sendbuf has {send.size} elements, recvbuf {recv.size}; both hold one part "
@@ -138,7 +261,25 @@ def _gather(work: np.ndarray, ranges: np.ndarray) -> np.ndarray:
 def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> None:
     """Execute ``program`` on ``work`` (data then scratch), step by step: read everything sent and copied
     locally (the state at the end of the previous step), exchange the messages, then apply copies, then
-    reductions with ``op`` — the IR's bulk-synchronous semantics."""
+    reductions with ``op`` — the IR's bulk-synchronous semantics.
+
+    Returns:
+        None; ``work`` (1-D, the program's ``work_length`` elements) is updated in place.
+
+    Raises:
+        Nothing of ours itself: ``exchange`` may raise :class:`DeadlineError` or another DirectcollError; an
+        unknown ``op`` raises KeyError (callers pass it through :func:`check` first).
+
+    Source: DESIGN.md, "Schedule IR" (all transfers of step t read the state at the end of step t-1; copies, then
+    reductions).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> one = ScheduleBuilder("allreduce", 1, 1).build()  # one rank, no steps
+    >>> work = np.arange(3.0)
+    >>> run(programs(one, 3)[0][0], work, "sum", exchange=None)
+    >>> work.tolist()
+    [0.0, 1.0, 2.0]
+    """
     reduce = OPS[op]
     for t, step in enumerate(program.steps):
         sends = [(peer, _gather(work, ranges)) for peer, ranges in step.sends]
@@ -166,6 +307,17 @@ class DeadlineError(DirectcollError, TimeoutError):
 
     Attributes: ``rank`` (the rank that gave up), ``what`` (the step or collective, e.g. ``"step 3"``),
     ``timeout`` (seconds it waited), ``peers`` (the ranks it was waiting on, sorted).
+
+    Also a :class:`TimeoutError`.
+
+    Raises:
+        Nothing: an exception class; raised by the engines through :func:`deadline_error`.
+
+    Source: docs/runtime.md, "Failures".
+
+    >>> e = DeadlineError(1, "step 3", 30, [2, 0])
+    >>> e.peers, isinstance(e, TimeoutError)
+    ([0, 2], True)
     """
 
     def __init__(self, rank: int, what: str, timeout: float, peers) -> None:
@@ -175,5 +327,17 @@ class DeadlineError(DirectcollError, TimeoutError):
 
 
 def deadline_error(rank: int, step: int, timeout: float, peers) -> DeadlineError:
-    """The error every engine raises when a step misses its deadline."""
+    """The error every engine raises when a step misses its deadline.
+
+    Returns:
+        A :class:`DeadlineError` (not raised here).
+
+    Raises:
+        Nothing: builds the exception.
+
+    Source: docs/runtime.md, "Failures".
+
+    >>> print(deadline_error(1, 3, 30.0, [2, 0]))
+    rank 1: step 3 did not complete within 30 s; waiting on ranks [0, 2] (a peer died or hangs)
+    """
     return DeadlineError(rank, f"step {step}", timeout, peers)

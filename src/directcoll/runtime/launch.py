@@ -15,6 +15,13 @@ of their own, so the launcher's process group alone is not enough; its descendan
 there is one) and killed by id. A failure becomes one line that names the rank and where it was ("rank 1 was
 killed (signal 9) at step 2 of swing:latency allreduce of 1 KiB (repetition 3 of 5)"), and the log is kept for
 the details.
+
+Source: docs/runtime.md, "Failures"; MPICH's Hydra launcher (``mpiexec``, its BAD TERMINATION report); Linux
+proc(5) for the process tree.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     run_job(["true"], status_dir=tmp, nranks=0, timeout=5.0)  # a "job" with no ranks that succeeds
 """
 
 from __future__ import annotations
@@ -49,7 +56,17 @@ SCAN_S = 0.25
 
 class RunError(DirectcollError):
     """The MPI job of ``directcoll run`` failed; the message names the rank and where it was. ``log``: the file
-    that keeps the job's output (MPI's messages, tracebacks), or None."""
+    that keeps the job's output (MPI's messages, tracebacks), or None.
+
+    Raises:
+        Nothing: an exception class; raised by :func:`run_job`.
+
+    Source: docs/runtime.md, "Failures".
+
+    >>> e = RunError("rank 1 died at step 2 of ring allreduce of 1 KiB", log=None)
+    >>> isinstance(e, DirectcollError), e.log
+    (True, None)
+    """
 
     def __init__(self, message: str, log: str | None = None) -> None:
         super().__init__(message + (f" (MPI's output: {log})" if log else ""))
@@ -61,9 +78,29 @@ def run_job(cmd: list[str], *, status_dir: str, nranks: int, timeout: float, gra
     """Run the MPI job ``cmd`` whose ``nranks`` ranks publish their progress to ``status_dir``; return when it
     succeeded. Its output goes to ``status_dir``/mpiexec.log, kept elsewhere when the job fails.
 
+    Args:
+        cmd: the launcher's command line (``mpiexec -n N python -m directcoll.runtime.worker ...``).
+        status_dir: the ranks' status files (:mod:`directcoll.runtime.progress`) and the log.
+        nranks: ranks that publish a status; timeout: the ranks' own deadline in s; grace: s added to it for the
+            outer limit; startup: s a rank may take to publish its first status; env: the job's environment.
+
+    Returns:
+        None once every rank finished done and the launcher exited 0.
+
     Raises:
         DirectcollError: the launcher cannot be started.
         RunError: the job failed or hung (see the module docstring); one line naming the rank and the step.
+
+    Source: docs/runtime.md, "Failures".
+
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     try:
+    ...         run_job(["sh", "-c", "echo boom; exit 3"], status_dir=tmp, nranks=0, timeout=5.0)
+    ...     except RunError as exc:
+    ...         print(str(exc).split(" (MPI's")[0])
+    ...         os.remove(exc.log)
+    mpiexec exited with status 3: boom
     """
     log_path = os.path.join(status_dir, "mpiexec.log")
     with open(log_path, "wb") as log:
@@ -204,7 +241,21 @@ class _Exits:
 
 def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) -> str:
     """One line: which rank made the job fail and where it was, from the ranks' statuses, the state of their
-    processes and MPICH's report of a bad termination in ``log``."""
+    processes and MPICH's report of a bad termination in ``log``.
+
+    Checked in order: a rank that died (the first seen gone, or the one MPICH names), a stopped rank, a rank another
+    one waited on in vain, a rank that reported a failure, a hang nobody reported, else the launcher's status and
+    the last line of its log.
+
+    Returns:
+        The line (no trailing period).
+
+    Raises:
+        Nothing: works on what was observed.
+
+    Source: docs/runtime.md, "Failures"; MPICH's Hydra BAD TERMINATION report (``PID ... RUNNING AT``,
+    ``EXIT CODE``, ``EXIT STRING``).
+    """
     statuses = watch.statuses
     known = {s.rank: s for s in statuses if s is not None}
 

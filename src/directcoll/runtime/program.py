@@ -13,6 +13,14 @@ N k blocks) and then only the blocks it relays or the scratch blocks it uses, ea
 
 Per step a rank: reads what it sends and what its local copies read (the state at the end of the previous
 step), exchanges one message per transfer, then applies copies, then reductions (the IR's semantics).
+
+Source: DESIGN.md, "Engines, runtimes and scale" (per-rank programs executed with point-to-point calls) and
+"Schedule IR" (semantics); docs/runtime.md, "Per-rank programs"; MPI 4.1 standard, Ch. 6 (buffer order).
+
+>>> from directcoll.registry import build
+>>> programs = compile_programs(build("ring", "ring:3", variant="unidirectional"), 6)
+>>> programs[0].steps[0].sends  # rank 0 sends elements [4, 6) to rank 1 in step 0
+[(1, array([[4, 6]]))]
 """
 
 from __future__ import annotations
@@ -27,7 +35,19 @@ from directcoll.schedule.ir import Collective, Schedule
 
 @dataclass
 class StepProgram:
-    """What one rank does in one step. Ranges are (start, stop) element offsets in the work buffer."""
+    """What one rank does in one step. Ranges are (start, stop) element offsets in the work buffer.
+
+    Attributes:
+        sends: (peer, ranges read int64 (k, 2)) per message sent.
+        recvs: (peer, ranges of the message int64 (k, 2), destination starts int64 (k,), op per range int (k,):
+            0 copy / 1 reduce) per message received.
+        local: (source ranges (k, 2), destination starts (k,), ops (k,)) per local copy or reduction.
+
+    Raises:
+        Nothing: a record filled by :func:`compile_programs`.
+
+    Source: DESIGN.md, "Schedule IR" (bulk-synchronous step: read, exchange, copies, then reductions).
+    """
 
     sends: list[tuple[int, np.ndarray]] = field(default_factory=list)   # (peer, ranges read, shape (k, 2))
     recvs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
@@ -38,6 +58,24 @@ class StepProgram:
 
 @dataclass
 class RankProgram:
+    """One rank's program: its work buffer's length and what it does at every step.
+
+    Attributes:
+        rank: the rank.
+        work_length: elements of the work buffer (data + scratch; all-to-all: send, receive, relay).
+        data_length: elements of the collective's buffer (all-to-all: of one rank's sendbuf).
+        steps: one :class:`StepProgram` per step of the schedule.
+
+    Raises:
+        Nothing: a record built by :func:`compile_programs`.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (compiled per-rank programs).
+
+    >>> from directcoll.registry import build
+    >>> p = compile_programs(build("ring", "ring:3", variant="unidirectional"), 6)[0]
+    >>> p.rank, p.work_length, p.data_length, len(p.steps)
+    (0, 6, 6, 4)
+    """
     rank: int
     work_length: int            # elements of the work buffer (data + scratch; all-to-all: send, receive, relay)
     data_length: int            # elements of the collective's buffer (all-to-all: of one rank's sendbuf)
@@ -50,7 +88,18 @@ def boundaries(schedule: Schedule, count: int) -> np.ndarray:
     ``count`` is the number of elements of the full vector; data blocks split it as evenly as rounding allows,
     and scratch blocks have the sizes of the first data blocks. For all-to-all, ``count`` is one rank's sendbuf and
     the offsets are those of the whole coordinate (N x count elements, never allocated): every pair's k blocks
-    split its count / N elements alike (:func:`compile_alltoall`)."""
+    split its count / N elements alike (:func:`compile_alltoall`).
+
+    Raises:
+        DirectcollError: a reduce-scatter, allgather or all-to-all whose ``count`` is not a multiple of N.
+
+    Source: DESIGN.md, "Schedule IR" (block coordinate); MPI 4.1 standard, Ch. 6 (equal MPI blocks of
+    MPI_Reduce_scatter_block / MPI_Allgather / MPI_Alltoall).
+
+    >>> from directcoll.registry import build
+    >>> boundaries(build("ring", "ring:3", variant="unidirectional"), 7).tolist()  # allreduce: any count
+    [0, 2, 5, 7]
+    """
     nb, ns = schedule.nblocks, schedule.nscratch
     if schedule.collective is Collective.ALLTOALL:
         n = schedule.nranks
@@ -98,6 +147,15 @@ def compile_programs(schedule: Schedule, count: int) -> list[RankProgram]:
 
     Raises:
         DirectcollError: count < 1 (all-to-all: count not a multiple of N).
+
+    Returns:
+        One :class:`RankProgram` per rank (element offsets in the work buffer).
+
+    Source: DESIGN.md, "Schedule IR" (semantics) and "Engines, runtimes and scale"; docs/runtime.md.
+
+    >>> from directcoll.registry import build
+    >>> len(compile_programs(build("ring", "ring:3", variant="unidirectional"), 6))
+    3
     """
     if count < 1:
         raise DirectcollError(f"cannot run a collective on {count} elements")
@@ -130,7 +188,18 @@ def compile_programs(schedule: Schedule, count: int) -> list[RankProgram]:
 def user_blocks(schedule: Schedule, count: int) -> list[np.ndarray] | None:
     """For reduce-scatter and allgather: per rank, the work-buffer ranges (in block order) that make up its MPI
     block, as an int64 (k, 2) array; None for allreduce and all-to-all (the work buffer starts with the user's
-    vector, in order)."""
+    vector, in order).
+
+    Raises:
+        DirectcollError: ``count`` not a multiple of N (see :func:`boundaries`).
+
+    Source: MPI 4.1 standard, Ch. 6 (rank r's block of MPI_Reduce_scatter_block / MPI_Allgather); the IR's
+    ``owner`` (DESIGN.md, "Schedule IR").
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> user_blocks(ring_allgather([2, 0, 1]), 6)[0].tolist()  # rank 0 owns block 1: elements [2, 4)
+    [[2, 4]]
+    """
     if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL):
         return None
     bounds = boundaries(schedule, count)
@@ -143,7 +212,20 @@ def mpi_order(schedule: Schedule, count: int) -> np.ndarray:
     """Permutation of element indices: work-buffer data element -> index in the MPI-ordered vector.
 
     MPI's vector is rank 0's block, then rank 1's, ...; the work buffer holds rank r's block in the blocks it
-    owns, in block order."""
+    owns, in block order.
+
+    Returns:
+        int64 (count,); the identity for allreduce and all-to-all.
+
+    Raises:
+        DirectcollError: ``count`` not a multiple of N (see :func:`boundaries`).
+
+    Source: MPI 4.1 standard, Ch. 6 (buffer order of the collectives); DESIGN.md, "Schedule IR" (ownership).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> mpi_order(ring_allgather([2, 0, 1]), 6).tolist()
+    [4, 5, 0, 1, 2, 3]
+    """
     per_rank = user_blocks(schedule, count)
     if per_rank is None:
         return np.arange(count)
@@ -180,6 +262,17 @@ def compile_alltoall(schedule: Schedule, count: int) -> list[RankProgram]:
 
     Raises:
         DirectcollError: count < 1 or not a multiple of N.
+
+    Returns:
+        One :class:`RankProgram` per rank; rank r's work length is 2 count plus the blocks it relays.
+
+    Source: DESIGN.md, "Schedule IR" (all-to-all block numbering); MPI 4.1 standard, Ch. 6 (MPI_Alltoall's
+    sendbuf and recvbuf); Basu et al. (HPDC'24) Sec. 4 (lowering schedules with relays to a runtime).
+
+    >>> from directcoll.registry import build
+    >>> p = compile_alltoall(build("direct", "ring:3", "alltoall"), 6)[0]
+    >>> p.work_length, p.steps[0].sends[0]
+    (12, (1, array([[2, 4]])))
     """
     if count < 1:
         raise DirectcollError(f"cannot run a collective on {count} elements")

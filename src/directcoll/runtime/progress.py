@@ -7,6 +7,17 @@ rank and the step: "rank 1 stopped responding at step 3 of swing:latency allredu
 
 A rank that cannot create its file (a status directory that does not exist on a remote host) runs without one:
 every method of an inactive :class:`Progress` does nothing.
+
+Source: docs/runtime.md, "Failures" (name the rank and the step of a failed or hung job); Linux mmap(2).
+
+>>> import tempfile
+>>> tmp = tempfile.TemporaryDirectory()
+>>> p = Progress(tmp.name, 1)
+>>> p.set(WAITING, "step", "swing:latency allreduce of 1 KiB", nsteps=4, rep=2, reps=3)
+>>> p.step(3)
+>>> read_status(status_path(tmp.name, 1), 1).where()
+'step 3 of swing:latency allreduce of 1 KiB (repetition 2 of 3)'
+>>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -31,7 +42,20 @@ _FIELDS = {"host": (64, 64), "what": (128, 128), "phase": (256, 256), "waiting_o
 
 @dataclass
 class Status:
-    """One rank's last published state (see :func:`read_status`)."""
+    """One rank's last published state (see :func:`read_status`).
+
+    Attributes:
+        rank, pid: the rank and its process id.
+        state: one of STARTING, BUSY, WAITING, DONE, FAILED; beat: a counter bumped at every update.
+        step, nsteps: the current step (-1 before the first) and the phase's steps.
+        rep, reps: the repetition (0: the warm-up) of ``reps``.
+        host, what, phase, waiting_on, message: text fields (waiting_on: comma-separated ranks).
+
+    Raises:
+        Nothing: a record built by :func:`read_status`.
+
+    Source: docs/runtime.md, "Failures".
+    """
 
     rank: int
     pid: int
@@ -49,10 +73,28 @@ class Status:
 
     @property
     def state_name(self) -> str:
+        """The state in words (``"waiting"``, ...), ``"unknown"`` outside the known states. Raises: Nothing.
+        Source: docs/runtime.md, "Failures".
+        """
         return STATE_NAMES[self.state] if 0 <= self.state < len(STATE_NAMES) else "unknown"
 
     def where(self) -> str:
-        """Where the rank was, in words: "step 3 of swing:latency allreduce of 1 KiB (repetition 2 of 3)"."""
+        """Where the rank was, in words: "step 3 of swing:latency allreduce of 1 KiB (repetition 2 of 3)".
+
+        Raises:
+            Nothing: formats the fields.
+
+        Source: docs/runtime.md, "Failures".
+
+        >>> import tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> p = Progress(tmp.name, 1)
+        >>> p.set(WAITING, "step", "swing:latency allreduce of 1 KiB", nsteps=4, rep=2, reps=3)
+        >>> p.step(3)
+        >>> read_status(status_path(tmp.name, 1), 1).where()
+        'step 3 of swing:latency allreduce of 1 KiB (repetition 2 of 3)'
+        >>> tmp.cleanup()
+        """
         if self.what == "step":
             text = f"step {self.step} of {self.phase}" if self.step >= 0 else f"the start of {self.phase}"
         else:
@@ -63,7 +105,12 @@ class Status:
 
 
 def status_path(directory: str, rank: int) -> str:
-    """The status file of ``rank`` in ``directory``."""
+    """The status file of ``rank`` in ``directory``. Raises: Nothing.
+    Source: docs/runtime.md, "Failures".
+
+    >>> status_path("/tmp/run", 3)
+    '/tmp/run/rank3.status'
+    """
     return os.path.join(directory, f"rank{rank}.status")
 
 
@@ -71,6 +118,14 @@ class Progress:
     """The writer side: one rank's status file, updated in place.
 
     ``Progress(None, rank)`` (or a directory it cannot write) is inactive: every method does nothing.
+
+    Raises:
+        Nothing: a file that cannot be created makes it inactive.
+
+    Source: docs/runtime.md, "Failures"; the file is :data:`SIZE` bytes mapped with mmap(2).
+
+    >>> Progress(None, 0).active
+    False
     """
 
     def __init__(self, directory: str | None, rank: int) -> None:
@@ -94,6 +149,9 @@ class Progress:
 
     @property
     def active(self) -> bool:
+        """Whether the status file is mapped (updates are written). Raises: Nothing.
+        Source: docs/runtime.md, "Failures".
+        """
         return self._mm is not None
 
     def _text(self, name: str, value: str) -> None:
@@ -107,7 +165,22 @@ class Progress:
 
     def set(self, state: int, what: str, phase: str = "", *, nsteps: int = 0, rep: int = 0, reps: int = 0) -> None:
         """Publish a new phase: ``what`` the rank does ("step", "the barrier before timing", "the build of the
-        schedule"), ``phase`` the collective it belongs to, ``rep`` of ``reps`` (0: the warm-up; reps 0: none)."""
+        schedule"), ``phase`` the collective it belongs to, ``rep`` of ``reps`` (0: the warm-up; reps 0: none).
+
+        Raises:
+            Nothing: writes to the mapped file (nothing when inactive).
+
+        Source: docs/runtime.md, "Failures".
+
+        >>> import tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> p = Progress(tmp.name, 1)
+        >>> p.set(WAITING, "step", "swing:latency allreduce of 1 KiB", nsteps=4, rep=2, reps=3)
+        >>> p.step(3)
+        >>> read_status(status_path(tmp.name, 1), 1).state_name
+        'waiting'
+        >>> tmp.cleanup()
+        """
         if self._mm is None:
             return
         self._text("what", what)
@@ -115,20 +188,24 @@ class Progress:
         self._head(state, -1, nsteps, rep, reps)
 
     def repetition(self, rep: int) -> None:
-        """Start repetition ``rep`` of the current phase (0: the warm-up)."""
+        """Start repetition ``rep`` of the current phase (0: the warm-up). Raises: Nothing.
+        Source: docs/runtime.md, "Failures".
+        """
         if self._mm is None:
             return
         struct.pack_into("<q", self._mm, 40, rep)
         self.step(-1)
 
     def step(self, t: int) -> None:
-        """Enter step ``t`` of the current phase (the hot path: one memory write)."""
+        """Enter step ``t`` of the current phase (the hot path: one memory write). Raises: Nothing.
+        Source: docs/runtime.md, "Failures".
+        """
         if self._mm is not None:
             self._beat += 1
             _BEAT_STEP.pack_into(self._mm, 16, self._beat, t)
 
     def done(self) -> None:
-        """The rank finished its work."""
+        """The rank finished its work. Raises: Nothing. Source: docs/runtime.md, "Failures"."""
         if self._mm is not None:
             self._text("what", "finishing")
             self._text("phase", "")
@@ -136,7 +213,24 @@ class Progress:
 
     def fail(self, message: str, waiting_on=()) -> None:
         """The rank failed with ``message`` (``waiting_on``: the ranks it waited for when a deadline passed); where
-        it was stays as it was."""
+        it was stays as it was.
+
+        Raises:
+            Nothing: writes to the mapped file (nothing when inactive).
+
+        Source: docs/runtime.md, "Failures".
+
+        >>> import tempfile
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> p = Progress(tmp.name, 1)
+        >>> p.set(WAITING, "step", "swing:latency allreduce of 1 KiB", nsteps=4, rep=2, reps=3)
+        >>> p.step(3)
+        >>> p.fail("deadline", [0, 2])
+        >>> s = read_status(status_path(tmp.name, 1), 1)
+        >>> s.state_name, s.waiting_on, s.step
+        ('failed', '0,2', 3)
+        >>> tmp.cleanup()
+        """
         if self._mm is None:
             return
         self._text("message", message)
@@ -146,7 +240,19 @@ class Progress:
 
 
 def read_status(path: str, rank: int) -> Status | None:
-    """The status ``rank`` last published to ``path``; None if there is none (yet) or it cannot be read."""
+    """The status ``rank`` last published to ``path``; None if there is none (yet) or it cannot be read.
+
+    Returns:
+        A :class:`Status`, or None.
+
+    Raises:
+        Nothing: an unreadable or short file gives None.
+
+    Source: docs/runtime.md, "Failures".
+
+    >>> read_status("no/such/rank0.status", 0) is None
+    True
+    """
     try:
         with open(path, "rb") as fh:
             data = fh.read(SIZE)

@@ -9,6 +9,11 @@ for every dtype and op, and once more with ``MPI.IN_PLACE`` (float64, MPI.SUM), 
 Besides the registered algorithms it runs two hand-built all-to-all schedules that the direct all-to-all never
 exercises (:func:`hand_built`): pieces relayed through other ranks at fractional ends, and pieces that span
 several pairs' blocks and are forwarded around a ring.
+
+Source: docs/runtime.md; MPI 4.1 standard, Ch. 6 (the reference collectives); DESIGN.md, "Verification".
+
+>>> [label for label, _ in hand_built(4)]
+['relayed k=1', 'relayed k=2', 'ring-relay k=2']
 """
 
 from __future__ import annotations
@@ -36,7 +41,22 @@ def _data(rank: int, size: int, dtype, op: str) -> np.ndarray:
 def relayed_alltoall(nranks: int, k: int = 1) -> Schedule:
     """A hand-built all-to-all with fractional pieces: block c of every pair (i, j), i != j, is cut at 1/3 or 2/3
     (alternating) and its two pieces go through two different other ranks (step 0 to the relay, step 1 or 2 on
-    to j; with fewer than two other ranks, a piece goes straight to j). Denominator 3, nblocks N^2 k."""
+    to j; with fewer than two other ranks, a piece goes straight to j). Denominator 3, nblocks N^2 k.
+
+    Returns:
+        An all-to-all :class:`~directcoll.schedule.ir.Schedule` (3 steps for N >= 3).
+
+    Raises:
+        ScheduleError: ``nranks`` < 1 (nothing to build).
+
+    Source: DESIGN.md, "Schedule IR" (fractional pieces, all-to-all blocks); Basu et al. (HPDC'24) Sec. 4
+    (relayed all-to-all schedules).
+
+    >>> from directcoll.verify import verify
+    >>> s = relayed_alltoall(4)
+    >>> s, verify(s).ok
+    (Schedule(alltoall, relayed, N=4, nblocks=16, steps=3, transfers=48), True)
+    """
     n = nranks
     b = ScheduleBuilder("alltoall", n, n * n * k, denominator=3)
     for i in range(n):
@@ -57,7 +77,20 @@ def relayed_alltoall(nranks: int, k: int = 1) -> Schedule:
 def ring_alltoall(nranks: int, k: int = 1) -> Schedule:
     """A hand-built all-to-all in N-1 steps around a ring: in step t, rank i + t forwards to i + t + 1 the blocks
     of the pairs (i, i + d), d > t, as few pieces as possible (a piece spans several pairs' blocks, which the
-    receiving relay keeps apart from its own). nblocks N^2 k."""
+    receiving relay keeps apart from its own). nblocks N^2 k.
+
+    Returns:
+        An all-to-all :class:`~directcoll.schedule.ir.Schedule` with N - 1 steps.
+
+    Raises:
+        ScheduleError: ``nranks`` < 1.
+
+    Source: DESIGN.md, "Schedule IR"; a ring relay as in Basu et al. (HPDC'24) Sec. 4 (store-and-forward relays).
+
+    >>> from directcoll.verify import verify
+    >>> verify(ring_alltoall(4, 2)).ok
+    True
+    """
     n = nranks
     b = ScheduleBuilder("alltoall", n, n * n * k)
     for t in range(n - 1):
@@ -75,16 +108,32 @@ def ring_alltoall(nranks: int, k: int = 1) -> Schedule:
 
 
 def hand_built(nranks: int) -> list[tuple[str, Schedule]]:
-    """(label, schedule) of the hand-built all-to-all schedules checked besides the registered algorithms."""
+    """(label, schedule) of the hand-built all-to-all schedules checked besides the registered algorithms.
+
+    Raises:
+        ScheduleError: ``nranks`` < 1.
+
+    Source: this module's docstring (cases the direct all-to-all never exercises).
+    """
     return [(f"relayed k={k}", relayed_alltoall(nranks, k)) for k in (1, 2)] + [
         ("ring-relay k=2", ring_alltoall(nranks, 2))]
 
 
 def main(argv=None) -> int:
-    """Run every check on ``MPI.COMM_WORLD``; 0 when all pass, 1 otherwise.
+    """Check every registered algorithm x collective x dtype x op (and :func:`hand_built`) against the MPI library's own
+    collective on ``--topology`` (default ring:N); run under ``mpiexec``.
+
+    Output: rank 0 prints ``FAILED ...`` per failure and ``selftest on SPEC: C checks, F failed``.
+
+    Returns:
+        0 when every check passed, else 1.
 
     Raises:
-        MissingDependencyError: mpi4py is not installed (the ``mpi`` extra).
+        SystemExit: bad arguments (argparse). MissingDependencyError: no mpi4py (the ``mpi`` extra).
+        Errors of the MPI library propagate.
+
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Alltoall);
+    docs/runtime.md.
     """
     try:
         from mpi4py import MPI

@@ -5,6 +5,14 @@ schedule's steps, barriers, the MPI library's collective, the reductions of time
 ``--timeout`` (:mod:`directcoll.runtime.mpi`). With ``--status-dir`` each rank publishes where it is
 (:mod:`directcoll.runtime.progress`) for the launcher (:mod:`directcoll.runtime.launch`); a rank that fails writes
 its error there and to stderr, then aborts the job.
+
+Source: docs/runtime.md; DESIGN.md, "Engines, runtimes and scale"; MPI 4.1 standard, Ch. 6 (the native
+collectives it compares against).
+
+>>> main([])  # the arguments of `directcoll run` are missing: argparse's usage error
+Traceback (most recent call last):
+...
+SystemExit: 2
 """
 
 from __future__ import annotations
@@ -86,7 +94,19 @@ def _env_rank() -> int | None:
 def main(argv=None) -> int:
     """Run the ranks' work; on failure publish the error, print it to stderr and abort the job.
 
-    Returns 0, or 3 when the rank failed before MPI started (otherwise MPI_Abort ends the process)."""
+    Every rank builds the schedules of ``--algorithms`` for ``--topology``, runs each at every size
+    ``--repeat`` times after a warm-up (and the MPI library's collective with ``--native``), checks the results
+    against the native collective and rank 0 writes the JSON document to ``--json-out``.
+
+    Returns:
+        0, or 3 when the rank failed before MPI started (otherwise MPI_Abort ends the process).
+
+    Raises:
+        SystemExit: bad arguments (argparse, status 2). Errors of the work (DirectcollError, DeadlineError, MPI
+        errors) are published, printed and end the job with MPI_Abort(3), not raised.
+
+    Source: docs/runtime.md, "Failures"; MPI 4.1 standard (MPI_Init_thread, MPI_Abort).
+    """
     args = _parser().parse_args(argv)
     rank = _env_rank()
     progress = Progress(args.status_dir if rank is not None else None, rank or 0)

@@ -8,6 +8,12 @@ before anything that grows with its value is allocated; integer columns must hol
 bools, floats or strings; ``.npz`` arrays of an integer dtype), and nothing is cast or reinterpreted, so a file
 either reads back exactly what it holds or is refused with one :class:`~directcoll.errors.ScheduleFormatError`
 (or :class:`~directcoll.errors.ScheduleError`, :class:`~directcoll.errors.ResourceError`) naming the field.
+
+Source: DESIGN.md, "Schedule IR" (a versioned JSON and ``.npz`` round-trip losslessly); docs/schedule.md.
+
+>>> from directcoll.algorithms.ring import ring_allgather
+>>> from_dict(to_dict(ring_allgather(range(3))))
+Schedule(allgather, unknown, N=3, nblocks=3, steps=2, transfers=6)
 """
 
 from __future__ import annotations
@@ -40,7 +46,22 @@ JSON_BYTES_PER_CHAR = 12
 
 
 def to_dict(schedule: Schedule) -> dict:
-    """A JSON-serializable dict holding every field of the schedule."""
+    """A JSON-serializable dict holding every field of the schedule.
+
+    Returns:
+        ``{"format": FORMAT, "version": VERSION, header fields..., array fields as lists of ints (None when
+        absent)}``; piece ends are numerators over ``denominator``.
+
+    Raises:
+        Nothing: every field of a built schedule converts.
+
+    Source: DESIGN.md, "Schedule IR" (versioned JSON).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> d = to_dict(ring_allgather(range(3)))
+    >>> d["format"], d["version"], d["src"]
+    ('directcoll-schedule', 2, [0, 1, 2, 0, 1, 2])
+    """
     d = {"format": FORMAT, "version": VERSION, "collective": schedule.collective.value,
          "nranks": schedule.nranks, "nblocks": schedule.nblocks, "denominator": schedule.denominator,
          "nscratch": schedule.nscratch,
@@ -111,13 +132,22 @@ def validate_dict(d, *, source: str = "<dict>") -> dict:
     int64 array holding exactly the file's values. Nothing is allocated that grows with a field's value before
     that value is checked against its range and the memory budget.
 
+    Returns:
+        A dict of the Schedule's keyword arguments (columns int64 of shape (T,), (T+1,), (P,) or (nblocks,)).
+
     Raises:
         ScheduleFormatError: not a directcoll schedule, an unsupported version, a missing or unknown field, a
             field of the wrong type (a bool, float, string or NaN where an integer is expected; a non-integer
             ``.npz`` dtype) or out of range (ranks outside 0..N-1, op other than 0/1, negative steps, piece
             ends outside the buffer, ...); the message names ``source`` and the field.
-        ScheduleError: fields of the right types that are inconsistent (see :meth:`Schedule.validate`).
         ResourceError: the schedule would need more memory than the budget (e.g. a huge ``nblocks``).
+
+    Source: DESIGN.md, "Schedule IR" and "Quality bar for every module" (bad input names the field).
+
+    >>> validate_dict({"format": "x"})
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.ScheduleFormatError: <dict>: not a directcoll schedule (expected "format": "directcoll-schedule")
     """
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise ScheduleFormatError(f"{source}: not a directcoll schedule (expected \"format\": \"{FORMAT}\")")
@@ -181,10 +211,19 @@ def validate_dict(d, *, source: str = "<dict>") -> dict:
 def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
     """Rebuild a schedule from :func:`to_dict` output, strictly (:func:`validate_dict`).
 
+    Returns:
+        The :class:`~directcoll.schedule.ir.Schedule` the document holds, field for field.
+
     Raises:
         ScheduleFormatError: wrong format name or version, a missing, unknown, mistyped or out-of-range field.
-        ScheduleError: fields present but inconsistent.
+        ScheduleError: fields present but inconsistent (the message is prefixed with ``source``).
         ResourceError: the schedule would exceed the memory budget.
+
+    Source: DESIGN.md, "Schedule IR" (lossless round trip).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> from_dict(to_dict(ring_allgather(range(3)))).num_steps
+    2
     """
     fields = validate_dict(d, source=source)
     try:
@@ -194,7 +233,22 @@ def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
 
 
 def save(schedule: Schedule, path) -> Path:
-    """Write ``schedule`` to ``path``: ``.npz`` for the binary format, anything else as JSON."""
+    """Write ``schedule`` to ``path``: ``.npz`` for the binary format, anything else as JSON.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        Nothing of ours: an unwritable path raises the OS's :class:`OSError`.
+
+    Source: DESIGN.md, "Schedule IR" (JSON for small, ``.npz`` for large schedules).
+
+    >>> import os, tempfile
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     load(save(ring_allgather(range(3)), os.path.join(tmp, "ring.npz")))
+    Schedule(allgather, unknown, N=3, nblocks=3, steps=2, transfers=6)
+    """
     path = Path(path)
     if path.suffix == ".npz":
         header = {k: v for k, v in to_dict(schedule).items() if k not in _ARRAYS + _OPTIONAL}
@@ -217,10 +271,21 @@ def read_npz(path) -> dict:
     """The document of an ``.npz`` schedule: its JSON header with its arrays, each array's size checked against
     the memory budget (from the ``.npy`` header) before it is read.
 
+    Returns:
+        A dict as :func:`to_dict` writes it, with numpy arrays in place of the lists (not yet validated).
+
     Raises:
-        ScheduleFormatError: not a zip of ``.npy`` arrays, no 0-d string ``header``, a header that is not JSON,
-            an object (pickled) array.
+        ScheduleFormatError: not a zip of ``.npy`` arrays, an unknown array, no 0-d string ``header``, a header
+            that is not JSON or names a field also stored as an array, an object (pickled) array.
         ResourceError: an array larger than the memory budget.
+
+    Source: DESIGN.md, "Schedule IR"; numpy's ``.npy`` format (NEP 1) read header first.
+
+    >>> import os, tempfile
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     read_npz(save(ring_allgather(range(3)), os.path.join(tmp, "ring.npz")))["src"]
+    array([0, 1, 2, 0, 1, 2])
     """
     path = Path(path)
     try:
@@ -266,11 +331,21 @@ def read_npz(path) -> dict:
 def load(path) -> Schedule:
     """Read a schedule written by :func:`save`, strictly (:func:`validate_dict`).
 
+    Returns:
+        The :class:`~directcoll.schedule.ir.Schedule` the file holds.
+
     Raises:
         ScheduleFormatError: the file is missing, not JSON / npz, not a directcoll schedule, or a field is
             missing, unknown, of the wrong type or out of range (the message names the file and the field).
         ScheduleError: the fields are inconsistent.
         ResourceError: reading it would exceed the memory budget.
+
+    Source: DESIGN.md, "Schedule IR" (versioned files; version 1 files still load).
+
+    >>> load("no/such/file.json")
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.ScheduleFormatError: no/such/file.json: no such schedule file
     """
     path = Path(path)
     if not path.is_file():

@@ -20,6 +20,16 @@ whose src equals its dst is a local copy or reduction; all its pieces must be di
 Ownership (reduce-scatter and allgather): ``owner[b]`` is the rank that ends with (reduce-scatter) or starts
 with (allgather) block b. The default is MPI's: rank r owns blocks [r*k, (r+1)*k) with k = nblocks / N.
 Algorithms that remap blocks logically (Swing Sec. 3.1.1) say so through ``owner``.
+
+Source: DESIGN.md, "Schedule IR"; docs/schedule.md.
+
+>>> import numpy as np
+>>> b = ScheduleBuilder("allgather", 4, 4)
+>>> r = np.arange(4)
+>>> for t in range(3):  # ring allgather: rank r forwards block r - t to r + 1
+...     b.add(t, r, (r + 1) % 4, COPY, (r - t) % 4, (r - t) % 4 + 1)
+>>> b.build(meta={"algorithm": "ring"})
+Schedule(allgather, ring, N=4, nblocks=4, steps=3, transfers=12)
 """
 
 from __future__ import annotations
@@ -34,7 +44,17 @@ from directcoll.errors import ScheduleError
 
 
 class Collective(StrEnum):
-    """The collectives a schedule can implement (MPI semantics)."""
+    """The collectives a schedule can implement (MPI semantics).
+
+    Raises:
+        Nothing: an enumeration; :meth:`parse` raises on unknown names.
+
+    Source: DESIGN.md, "Schedule IR" (collectives); MPI 4.1 standard, Ch. 6 (MPI_Allgather, MPI_Alltoall,
+    MPI_Allreduce, MPI_Reduce_scatter_block).
+
+    >>> Collective.ALLREDUCE.value
+    'allreduce'
+    """
 
     ALLGATHER = "allgather"
     REDUCE_SCATTER = "reduce_scatter"
@@ -43,6 +63,19 @@ class Collective(StrEnum):
 
     @classmethod
     def parse(cls, name) -> Collective:
+        """The collective called ``name`` (case-insensitive; ``-`` or ``_``; aliases ``rs``, ``ag``, ``a2a``, ...).
+
+        Returns:
+            A :class:`Collective` (``name`` itself when it already is one).
+
+        Raises:
+            ScheduleError: unknown name, listing the accepted ones.
+
+        Source: DESIGN.md, "Schedule IR".
+
+        >>> Collective.parse("rs"), Collective.parse("All-to-All")
+        (<Collective.REDUCE_SCATTER: 'reduce_scatter'>, <Collective.ALLTOALL: 'alltoall'>)
+        """
         text = str(name).strip().lower().replace("-", "_")
         aliases = {"reducescatter": "reduce_scatter", "rs": "reduce_scatter", "ag": "allgather",
                    "all_to_all": "alltoall", "a2a": "alltoall"}
@@ -55,6 +88,9 @@ class Collective(StrEnum):
 
     @property
     def has_owner(self) -> bool:
+        """Whether the collective has block owners (reduce-scatter and allgather). Raises: Nothing.
+        Source: DESIGN.md, "Schedule IR" (ownership).
+        """
         return self in (Collective.ALLGATHER, Collective.REDUCE_SCATTER)
 
 
@@ -65,14 +101,41 @@ OP_NAMES = ("copy", "reduce")
 
 def alltoall_endpoints(nranks: int, nblocks: int, blocks) -> tuple[np.ndarray, np.ndarray]:
     """All-to-all (DESIGN.md): block ((i N + j) k + c) starts at rank i and must reach rank j, k = nblocks / N^2.
-    Returns (source rank i, destination rank j) of every block in ``blocks``."""
+
+    Args:
+        nranks: N; nblocks: N^2 k; blocks: block indices, any shape.
+
+    Returns:
+        (source rank i, destination rank j) of every block in ``blocks``: two int64 arrays of ``blocks``' shape.
+
+    Raises:
+        Nothing: arithmetic (the schedule checked N^2 | nblocks when it was built).
+
+    Source: DESIGN.md, "Schedule IR" (all-to-all block numbering); MPI 4.1 standard, Ch. 6 (MPI_Alltoall).
+
+    >>> alltoall_endpoints(2, 8, [0, 2, 5, 7])
+    (array([0, 0, 1, 1]), array([0, 1, 0, 1]))
+    """
     k = nblocks // (nranks * nranks)
     blocks = np.asarray(blocks, dtype=np.int64)
     return blocks // (nranks * k), (blocks // k) % nranks
 
 
 def default_owner(nranks: int, nblocks: int) -> np.ndarray:
-    """MPI ownership: block b belongs to rank b // (nblocks / N). Requires N | nblocks."""
+    """MPI ownership: block b belongs to rank b // (nblocks / N). Requires N | nblocks.
+
+    Returns:
+        int64 (nblocks,), the owner rank of every block.
+
+    Raises:
+        ScheduleError: ``nblocks`` is not divisible by ``nranks``.
+
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Reduce_scatter_block: rank r gets the r-th block; MPI_Allgather);
+    DESIGN.md, "Schedule IR".
+
+    >>> default_owner(2, 4)
+    array([0, 0, 1, 1])
+    """
     if nblocks % nranks:
         raise ScheduleError(f"default ownership needs nblocks ({nblocks}) divisible by N ({nranks})")
     return np.arange(nblocks, dtype=np.int64) // (nblocks // nranks)
@@ -89,7 +152,7 @@ class Schedule:
         step, src, dst: int64 (T,), sorted by step.
         op: uint8 (T,), 0 = copy, 1 = reduce.
         piece_offsets: int64 (T+1,), transfer i owns pieces piece_offsets[i]:piece_offsets[i+1].
-        piece_start, piece_stop: int64 (P,), numerators over ``denominator`` of the piece ends.
+        piece_start, piece_stop: int64 (P,), numerators over ``denominator`` of the piece ends (in blocks).
         denominator: positive int.
         owner: int64 (nblocks,) for reduce-scatter / allgather, None for allreduce.
         nscratch: scratch blocks after the data blocks (default 0).
@@ -99,7 +162,15 @@ class Schedule:
         meta: algorithm name and parameters, topology spec, anything else JSON-serializable.
 
     Raises:
-        ScheduleError: on construction, if any array is inconsistent (see :meth:`validate`).
+        ScheduleError: on construction, if any array is inconsistent (see :meth:`validate`) or the collective is
+            unknown.
+
+    Source: DESIGN.md, "Schedule IR" (columnar storage, CSR pieces, bulk-synchronous semantics).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> s = ring_allgather(range(4))
+    >>> s.step.shape, s.op.dtype.name, s.owner.tolist()
+    ((12,), 'uint8', [0, 1, 2, 3])
     """
 
     collective: Collective
@@ -142,7 +213,23 @@ class Schedule:
 
     # -- checks ----------------------------------------------------------------------------------------
     def validate(self) -> None:
-        """Check every structural invariant; raise ScheduleError naming the first violation."""
+        """Check every structural invariant; raise ScheduleError naming the first violation.
+
+        Checks: array lengths agree, steps sorted and >= 0, ranks in [0, N), pieces non-empty and inside
+        [0, nblocks + nscratch) at source and destination, local transfers displaced, N^2 | nblocks for all-to-all,
+        owner maps every block to a rank, routes CSR-consistent.
+
+        Returns:
+            None.
+
+        Raises:
+            ScheduleError: the first violated invariant, naming the transfer, its step and the offending value.
+
+        Source: DESIGN.md, "Schedule IR".
+
+        >>> from directcoll.algorithms.ring import ring_allgather
+        >>> ring_allgather(range(3)).validate()
+        """
         t = len(self.step)
         if self.nranks < 1 or self.nblocks < 1 or self.denominator < 1:
             raise ScheduleError(f"need nranks, nblocks, denominator >= 1; got {self.nranks}, "
@@ -210,41 +297,82 @@ class Schedule:
     # -- derived ---------------------------------------------------------------------------------------
     @property
     def num_transfers(self) -> int:
+        """T, the number of transfers. Raises: Nothing. Source: DESIGN.md, "Schedule IR"."""
         return len(self.step)
 
     @property
     def num_pieces(self) -> int:
+        """P, the number of pieces over all transfers. Raises: Nothing. Source: DESIGN.md, "Schedule IR"."""
         return len(self.piece_start)
 
     @property
     def num_steps(self) -> int:
-        """Number of steps (one more than the largest step index; 0 for an empty schedule)."""
+        """Number of steps (one more than the largest step index; 0 for an empty schedule).
+
+        Raises:
+            Nothing: reads the sorted step array.
+
+        Source: DESIGN.md, "Schedule IR" (bulk-synchronous steps).
+        """
         return int(self.step[-1]) + 1 if len(self.step) else 0
 
     @cached_property
     def step_bounds(self) -> np.ndarray:
-        """Transfers of step t are ``step_bounds[t]:step_bounds[t+1]``; shape (num_steps+1,)."""
+        """Transfers of step t are ``step_bounds[t]:step_bounds[t+1]``; int64 (num_steps+1,).
+
+        Raises:
+            Nothing: the steps were validated sorted.
+
+        Source: DESIGN.md, "Schedule IR" (transfers sorted by step).
+        """
         return np.searchsorted(self.step, np.arange(self.num_steps + 1))
 
     @cached_property
     def piece_transfer(self) -> np.ndarray:
-        """For every piece, the index of its transfer; shape (P,)."""
+        """For every piece, the index of its transfer; int64 (P,).
+
+        Raises:
+            Nothing: the CSR offsets were validated.
+
+        Source: DESIGN.md, "Schedule IR" (CSR pieces).
+        """
         return np.repeat(np.arange(self.num_transfers), np.diff(self.piece_offsets))
 
     @cached_property
     def shift(self) -> np.ndarray:
-        """Destination displacement of every piece (zeros when the schedule has none); int64 (P,)."""
+        """Destination displacement of every piece (zeros when the schedule has none); int64 (P,), in numerators.
+
+        Raises:
+            Nothing: reads the validated ``piece_shift``.
+
+        Source: the IR's scratch-and-relocation extension (module docstring; docs/schedule.md).
+        """
         return np.zeros(self.num_pieces, np.int64) if self.piece_shift is None else self.piece_shift
 
     @property
     def is_local(self) -> np.ndarray:
-        """Which transfers are local copies or reductions (src == dst); bool (T,)."""
+        """Which transfers are local copies or reductions (src == dst); bool (T,).
+
+        Raises:
+            Nothing: compares two arrays.
+
+        Source: the IR's scratch-and-relocation extension (module docstring; docs/schedule.md).
+        """
         return self.src == self.dst
 
     @property
     def vector_blocks(self) -> int:
         """Blocks in the vector whose size a user gives: the whole buffer, except for all-to-all, where it is one
-        rank's send buffer (N k of the N^2 k blocks, MPI_Alltoall's sendcount x N)."""
+        rank's send buffer (N k of the N^2 k blocks, MPI_Alltoall's sendcount x N).
+
+        Returns:
+            An int (blocks).
+
+        Raises:
+            Nothing: arithmetic.
+
+        Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); DESIGN.md, "Schedule IR".
+        """
         return self.nblocks // self.nranks if self.collective is Collective.ALLTOALL else self.nblocks
 
     @cached_property
@@ -252,7 +380,16 @@ class Schedule:
         """Size of every transfer as a fraction of the vector (:attr:`vector_blocks`); float64 (T,).
 
         A message carries each source byte once: pieces of one transfer that read the same source interval
-        (to place it in several destination cells) count once.
+        (to place it in several destination cells) count once. Multiply by the vector size in bytes for bytes.
+
+        Raises:
+            Nothing: the pieces were validated.
+
+        Source: DESIGN.md, "Schedule IR" and "Cost and simulation" (bytes per transfer).
+
+        >>> from directcoll.algorithms.ring import ring_allgather
+        >>> ring_allgather(range(4)).transfer_size[:2].tolist()
+        [0.25, 0.25]
         """
         start, stop, owner = self.piece_start, self.piece_stop, self.piece_transfer
         if self.piece_shift is not None and len(start):
@@ -270,9 +407,23 @@ class Schedule:
 
     @property
     def algorithm(self) -> str:
+        """``meta["algorithm"]`` as a str, or ``"unknown"``. Raises: Nothing.
+        Source: DESIGN.md, "Schedule IR" (metadata).
+        """
         return str(self.meta.get("algorithm", "unknown"))
 
     def with_meta(self, **meta) -> Schedule:
+        """A copy of the schedule with ``meta`` updated by the keyword arguments (arrays shared, not copied).
+
+        Raises:
+            Nothing: the arrays were validated when this schedule was built (they are validated again, and pass).
+
+        Source: DESIGN.md, "Schedule IR" (every schedule carries its metadata).
+
+        >>> from directcoll.algorithms.ring import ring_allgather
+        >>> ring_allgather(range(3)).with_meta(topology="ring:3").meta["topology"]
+        'ring:3'
+        """
         return replace(self, meta={**self.meta, **meta})
 
     def __repr__(self) -> str:
@@ -281,7 +432,24 @@ class Schedule:
 
 
 def reorder_csr(offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reorder the rows of a CSR structure: returns (new offsets, indices of the entries in new order)."""
+    """Reorder the rows of a CSR structure: returns (new offsets, indices of the entries in new order).
+
+    Args:
+        offsets: int (R+1,), row i owns entries offsets[i]:offsets[i+1].
+        order: int (R,), the rows in their new order.
+
+    Returns:
+        (new offsets int64 (R+1,), entry indices int64 (E,)) with E = offsets[-1] of the kept rows.
+
+    Raises:
+        Nothing: pure indexing (``order`` must index ``offsets``' rows; numpy raises IndexError otherwise).
+
+    Source: DESIGN.md, "Schedule IR" (pieces stored CSR-style).
+
+    >>> import numpy as np
+    >>> reorder_csr(np.array([0, 2, 3, 5]), np.array([2, 0, 1]))
+    (array([0, 2, 4, 5]), array([3, 4, 0, 1, 2]))
+    """
     counts = np.diff(offsets)[order]
     new_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     idx = np.repeat(offsets[:-1][order] - new_offsets[:-1], counts) + np.arange(new_offsets[-1])
@@ -295,6 +463,16 @@ class ScheduleBuilder:
     pieces. Batches may come in any step order; ``build`` sorts them stably by step. ``what`` names the schedule
     in the :class:`~directcoll.errors.ResourceError` raised by ``add`` / ``add_pieces`` when the arrays would
     outgrow the memory budget (:func:`directcoll.resources.check_memory`).
+
+    Raises:
+        ScheduleError: on construction, an unknown collective.
+
+    Source: DESIGN.md, "Schedule IR" (columnar storage) and "Engines, runtimes and scale" (resources).
+
+    >>> b = ScheduleBuilder("reduce_scatter", 2, 2)
+    >>> b.add(0, [0, 1], [1, 0], REDUCE, [1, 0], [2, 1])
+    >>> b.build()
+    Schedule(reduce_scatter, unknown, N=2, nblocks=2, steps=1, transfers=2)
     """
 
     def __init__(self, collective, nranks: int, nblocks: int, *, denominator: int = 1, what: str | None = None) -> None:
@@ -317,7 +495,14 @@ class ScheduleBuilder:
 
     def add(self, step, src, dst, op, start, stop, shift=0) -> None:
         """Add transfers with one piece [start, stop) each (numerators over ``denominator``), landing at
-        [start + shift, stop + shift) on the destination; broadcasts."""
+        [start + shift, stop + shift) on the destination; all arguments broadcast to one length T.
+
+        Raises:
+            ResourceError: the schedule being built would outgrow the memory budget.
+            DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is not a size (read when the budget is checked).
+
+        Source: DESIGN.md, "Schedule IR".
+        """
         step, src, dst, op, start, stop, shift = (np.ravel(a) for a in np.broadcast_arrays(
             np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
             np.asarray(op, np.int64), np.asarray(start, np.int64), np.asarray(stop, np.int64),
@@ -326,7 +511,19 @@ class ScheduleBuilder:
 
     def add_pieces(self, step, src, dst, op, counts, start, stop, shift=None) -> None:
         """Add transfers whose pieces are CSR: transfer i has ``counts[i]`` consecutive pieces (with optional
-        per-piece destination displacements ``shift``)."""
+        per-piece destination displacements ``shift``).
+
+        Raises:
+            ScheduleError: ``counts`` does not sum to the number of pieces, or ``start`` and ``stop`` differ in length.
+            ResourceError: the schedule being built would outgrow the memory budget.
+
+        Source: DESIGN.md, "Schedule IR" (CSR pieces).
+
+        >>> b = ScheduleBuilder("allgather", 2, 2)
+        >>> b.add_pieces(0, [0, 1], [1, 0], COPY, [1, 1], [0, 1], [1, 2])
+        >>> b.build().num_pieces
+        2
+        """
         step, src, dst, op, counts = (np.ravel(a) for a in np.broadcast_arrays(
             np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
             np.asarray(op, np.int64), np.asarray(counts, np.int64)))
@@ -338,6 +535,22 @@ class ScheduleBuilder:
         self._grow((step, src, dst, op, counts, start, stop, shift))
 
     def build(self, *, owner=None, meta: dict | None = None, nscratch: int = 0) -> Schedule:
+        """The :class:`Schedule` of every batch added, sorted stably by step.
+
+        Args:
+            owner: int (nblocks,) block owners for reduce-scatter / allgather (None: MPI's default).
+            meta: the schedule's metadata.
+            nscratch: scratch blocks after the data blocks.
+
+        Returns:
+            A validated :class:`Schedule`.
+
+        Raises:
+            ScheduleError: the transfers are inconsistent (ranks or pieces out of range, a local transfer without
+                displacement, N not dividing nblocks for the default owner, ...), see :meth:`Schedule.validate`.
+
+        Source: DESIGN.md, "Schedule IR".
+        """
         if self._cols:
             step, src, dst, op, counts, start, stop, shift = (np.concatenate(c) for c in zip(*self._cols, strict=True))
         else:

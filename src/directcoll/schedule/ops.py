@@ -1,4 +1,12 @@
-"""Passes over the schedule IR: sequence, reverse, run side by side, shift steps, summarize."""
+"""Passes over the schedule IR: sequence, reverse, run side by side, shift steps, summarize.
+
+Source: DESIGN.md, "Schedule IR"; the reversal is Zhao et al. (NSDI'25) App. B, Theorem 1, the relabelling
+their Def. 7, running parts side by side Swing (NSDI'24) Sec. 4.1's multiport technique.
+
+>>> from directcoll.algorithms.ring import ring_allgather, ring_reduce_scatter
+>>> concat(ring_reduce_scatter(range(4)), ring_allgather(range(4)))
+Schedule(allreduce, unknown, N=4, nblocks=4, steps=6, transfers=24)
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,20 @@ _SEQUENCES = {(Collective.REDUCE_SCATTER, Collective.ALLGATHER): Collective.ALLR
 
 
 def offset_steps(schedule: Schedule, by: int) -> Schedule:
-    """The same schedule with every step index increased by ``by`` (>= -first step)."""
+    """The same schedule with every step index increased by ``by`` (>= -first step).
+
+    Returns:
+        A :class:`~directcoll.schedule.ir.Schedule` sharing every other array; ``num_steps`` grows by ``by``.
+
+    Raises:
+        ScheduleError: a shift that would make a step negative.
+
+    Source: DESIGN.md, "Schedule IR" (bulk-synchronous steps).
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> offset_steps(ring_reduce_scatter(range(4)), 2).num_steps
+    5
+    """
     if schedule.num_transfers and schedule.step[0] + by < 0:
         raise ScheduleError(f"offset_steps: shifting by {by} would make step {schedule.step[0] + by} negative")
     return replace(schedule, step=schedule.step + by)
@@ -25,8 +46,22 @@ def concat(first: Schedule, second: Schedule, *, meta: dict | None = None) -> Sc
 
     Both must have the same N, nblocks and ownership. Denominators are brought to their lcm.
 
+    Args:
+        first: a reduce-scatter; second: an allgather starting where ``first`` leaves its blocks.
+        meta: the result's metadata (default: a copy of ``first.meta``).
+
+    Returns:
+        An allreduce :class:`~directcoll.schedule.ir.Schedule` with ``first.num_steps + second.num_steps`` steps.
+
     Raises:
-        ScheduleError: a pair other than (reduce_scatter, allgather), or mismatched N / nblocks / owner.
+        ScheduleError: a pair other than (reduce_scatter, allgather), or mismatched N / nblocks / owner / scratch.
+
+    Source: Swing (NSDI'24) Sec. 2.1 (allreduce as reduce-scatter then allgather); Zhao et al. (NSDI'25) App. B
+    (Theorem 2: allreduce from reduce-scatter plus allgather).
+
+    >>> from directcoll.algorithms.ring import ring_allgather, ring_reduce_scatter
+    >>> concat(ring_reduce_scatter(range(4)), ring_allgather(range(4))).num_steps
+    6
     """
     kind = _SEQUENCES.get((first.collective, second.collective))
     if kind is None:
@@ -57,9 +92,18 @@ def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
     Corollary 1.1). Ownership is kept: the reduce-scatter that reverses an allgather leaves block b at the
     rank the allgather started it from.
 
+    Returns:
+        A :class:`~directcoll.schedule.ir.Schedule` of the other collective with the same N, nblocks and steps.
+
     Raises:
         ScheduleError: an allreduce (it is its own kind of collective, not a reversal pair) or a schedule
             with explicit routes (their links would need the topology to be reversed).
+
+    Source: Zhao et al. (NSDI'25) App. B, Def. 5 (reverse schedule), Theorem 1 and Corollary 1.1.
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> reverse(ring_allgather(range(4))).collective.value
+    'reduce_scatter'
     """
     flip = {Collective.ALLGATHER: Collective.REDUCE_SCATTER, Collective.REDUCE_SCATTER: Collective.ALLGATHER}
     if schedule.collective not in flip:
@@ -88,9 +132,21 @@ def relabel(schedule: Schedule, rank_map, block_map=None, *, meta: dict | None =
     Pieces are cut at block boundaries and moved block by block (offsets within a block are kept); ownership
     follows: block ``block_map[b]`` belongs to ``rank_map[owner[b]]``.
 
+    Args:
+        rank_map: int (N,), a permutation; block_map: int (nblocks,), a permutation, or None.
+
+    Returns:
+        A :class:`~directcoll.schedule.ir.Schedule` with the same collective, N, nblocks and steps.
+
     Raises:
         ScheduleError: a map that is not a permutation of the right length, or a schedule with scratch blocks,
             displaced pieces or explicit routes (their meaning depends on the original labels).
+
+    Source: Zhao et al. (NSDI'25) App. B, Def. 7 (schedule isomorphism) and Theorem 2.
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> relabel(ring_reduce_scatter(range(4)), [1, 0, 2, 3], [0, 1, 2, 3]).owner
+    array([1, 0, 2, 3])
     """
     n, nb, den = schedule.nranks, schedule.nblocks, schedule.denominator
     rank_map = np.asarray(rank_map, dtype=np.int64)
@@ -123,8 +179,18 @@ def from_reduce_scatter(rs: Schedule, collective, *, meta: dict | None = None) -
     """The ``collective`` a reduce-scatter yields: itself, its reversal (allgather), or itself followed by its
     reversal (allreduce). ``meta`` (default: rs.meta) is attached to the result.
 
+    Returns:
+        A :class:`~directcoll.schedule.ir.Schedule` with ``rs``'s N and nblocks; twice its steps for allreduce.
+
     Raises:
-        ScheduleError: ``rs`` is not a reduce-scatter, or ``collective`` is not a collective name.
+        ScheduleError: ``rs`` is not a reduce-scatter, ``collective`` is not a collective name, or ``rs`` has
+            explicit routes (see :func:`reverse`).
+
+    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 and Corollary 1.1; Swing (NSDI'24) Sec. 2.1.
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> from_reduce_scatter(ring_reduce_scatter(range(4)), "allreduce")
+    Schedule(allreduce, unknown, N=4, nblocks=4, steps=6, transfers=24)
     """
     if rs.collective is not Collective.REDUCE_SCATTER:
         raise ScheduleError(f"from_reduce_scatter: expected a reduce_scatter, got {rs.collective.value}")
@@ -144,8 +210,19 @@ def concurrent(parts: list[Schedule], *, meta: dict | None = None) -> Schedule:
     same nblocks, so the parts are equal slices of the vector (the multiport technique of Swing Sec. 4.1:
     2D collectives on n/(2D) bytes each). Steps are kept: step t of every part runs in step t.
 
+    Returns:
+        A :class:`~directcoll.schedule.ir.Schedule` with nblocks = k * part nblocks (k parts) and the parts'
+        scratch blocks after all data blocks.
+
     Raises:
-        ScheduleError: no parts, or parts of different collectives, N or nblocks.
+        ScheduleError: no parts, parts of different collectives, N, nblocks or scratch, or a piece that straddles
+            the data and scratch regions.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (plain and mirrored collectives on 1/(2D) of the data).
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> concurrent([ring_reduce_scatter(range(4)), ring_reduce_scatter(range(4)[::-1])]).nblocks
+    8
     """
     if not parts:
         raise ScheduleError("concurrent: need at least one schedule")
@@ -212,7 +289,19 @@ def _concat_routes(parts) -> tuple[np.ndarray | None, np.ndarray | None]:
 
 @dataclass(frozen=True)
 class StepSummary:
-    """Per-step figures, each an array of shape (num_steps,); sizes are fractions of the vector."""
+    """Per-step figures, each an array of shape (num_steps,); sizes are fractions of the vector.
+
+    Attributes:
+        transfers: int (S,), transfers in the step.
+        bytes_per_rank: float (S,), mean over ranks of the data a rank sends in the step.
+        max_bytes_per_rank: float (S,), the most any rank sends in the step.
+        max_transfer: float (S,), the largest single transfer in the step.
+
+    Raises:
+        Nothing: a record built by :func:`step_summary`.
+
+    Source: DESIGN.md, "Cost and simulation" (bytes sent per rank per step).
+    """
 
     transfers: np.ndarray
     bytes_per_rank: np.ndarray      # mean over ranks of the data a rank sends in the step
@@ -220,6 +309,17 @@ class StepSummary:
     max_transfer: np.ndarray        # the largest single transfer in the step
 
     def rows(self) -> list[dict]:
+        """One dict per step (``step``, ``transfers``, and the three sizes as floats), for tables and JSON.
+
+        Raises:
+            Nothing: converts arrays to Python numbers.
+
+        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
+
+        >>> from directcoll.algorithms.ring import ring_allgather
+        >>> step_summary(ring_allgather(range(4))).rows()[0]["bytes_per_rank"]
+        0.25
+        """
         return [{"step": i, "transfers": int(self.transfers[i]), "bytes_per_rank": float(self.bytes_per_rank[i]),
                  "max_bytes_per_rank": float(self.max_bytes_per_rank[i]),
                  "max_transfer": float(self.max_transfer[i])} for i in range(len(self.transfers))]
@@ -230,6 +330,19 @@ def step_summary(schedule: Schedule) -> StepSummary:
 
     Sizes are fractions of the vector (multiply by the vector's bytes to get bytes); local copies and
     reductions (src == dst) count as transfers but send nothing.
+
+    Returns:
+        A :class:`StepSummary` whose arrays have shape (num_steps,).
+
+    Raises:
+        Nothing: the schedule was validated when built.
+
+    Source: DESIGN.md, "Cost and simulation" (steps and bytes sent per rank, the inputs of T_L / T_B).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> s = step_summary(ring_allgather(range(4)))
+    >>> s.transfers.tolist(), s.max_transfer.tolist()
+    ([4, 4, 4], [0.25, 0.25, 0.25])
     """
     s, size = schedule.step, np.where(schedule.is_local, 0.0, schedule.transfer_size)
     nsteps = schedule.num_steps

@@ -6,6 +6,15 @@ only two distinct patterns, and on a 128x128 torus it has 2 billion transfers. A
 each distinct step once with its multiplicity and the order of steps, so the simulator can time any
 schedule — and algorithms whose full schedule would be too large can emit their pattern directly
 (``Algorithm.pattern`` in the registry; tests check it equals ``pattern_of`` of the full schedule).
+
+Source: DESIGN.md, "Cost and simulation" (the load pattern of a step does not depend on the vector size:
+route once, sweep sizes in closed form).
+
+>>> from directcoll.algorithms.ring import build_ring
+>>> from directcoll.topology import parse
+>>> p = pattern_of(build_ring(parse("ring:5")))
+>>> p.num_steps, p.num_distinct, p.multiplicity.tolist()
+(8, 2, [4, 4])
 """
 
 from __future__ import annotations
@@ -33,6 +42,17 @@ class StepPattern:
         sequence: int64 (S,), the distinct step run at every step of the schedule (S steps in all).
         route_offsets, route_links: optional explicit routes per transfer (CSR over link ids).
         meta: the schedule's metadata.
+
+    Raises:
+        ScheduleError: on construction, offsets that do not cover the transfers, a sequence naming a missing
+            step, or columns of different lengths.
+
+    Source: DESIGN.md, "Cost and simulation" and "Schedule IR" (columnar storage).
+
+    >>> import numpy as np
+    >>> r = np.arange(4)
+    >>> from_steps(4, "allgather", [(r, (r + 1) % 4, 0.25, False)], [0, 0, 0]).num_distinct
+    1
     """
 
     nranks: int
@@ -58,26 +78,70 @@ class StepPattern:
 
     @property
     def num_distinct(self) -> int:
+        """K, the number of distinct steps. Raises: Nothing. Source: DESIGN.md, "Cost and simulation"."""
         return len(self.step_offsets) - 1
 
     @property
     def num_steps(self) -> int:
+        """S, the number of steps of the schedule (length of ``sequence``). Raises: Nothing.
+        Source: DESIGN.md, "Cost and simulation".
+        """
         return len(self.sequence)
 
     @property
     def multiplicity(self) -> np.ndarray:
-        """How many steps of the schedule run each distinct step, shape (K,)."""
+        """How many steps of the schedule run each distinct step, int64 (K,).
+
+        Raises:
+            Nothing: ``sequence`` was validated on construction.
+
+        Source: DESIGN.md, "Cost and simulation".
+        """
         return np.bincount(self.sequence, minlength=self.num_distinct)
 
     @property
     def algorithm(self) -> str:
+        """``meta["algorithm"]`` as a str, or ``"unknown"``. Raises: Nothing.
+        Source: DESIGN.md, "Schedule IR" (metadata).
+        """
         return str(self.meta.get("algorithm", "unknown"))
 
     def step(self, k: int) -> slice:
+        """The slice of the transfer columns that distinct step ``k`` holds.
+
+        Returns:
+            ``slice(step_offsets[k], step_offsets[k+1])``.
+
+        Raises:
+            Nothing of ours: an out-of-range ``k`` raises numpy's IndexError.
+
+        Source: DESIGN.md, "Schedule IR" (CSR layout).
+
+        >>> import numpy as np
+        >>> r = np.arange(4)
+        >>> from_steps(4, "allgather", [(r, (r + 1) % 4, 0.25, False)], [0, 0, 0]).step(0)
+        slice(0, 4, None)
+        """
         return slice(int(self.step_offsets[k]), int(self.step_offsets[k + 1]))
 
     def equivalent(self, other: StepPattern) -> bool:
-        """Same steps in the same order, up to the order of transfers within a step."""
+        """Same steps in the same order, up to the order of transfers within a step.
+
+        Returns:
+            A bool; sizes are compared rounded to 15 decimals (fractions of the vector).
+
+        Raises:
+            Nothing: compares digests of canonical columns.
+
+        Source: DESIGN.md, "Cost and simulation"; the registry tests use it to check ``Algorithm.pattern`` against
+        :func:`pattern_of`.
+
+        >>> from directcoll.algorithms.ring import build_ring, ring_pattern
+        >>> from directcoll.topology import parse
+        >>> t = parse("ring:5")
+        >>> pattern_of(build_ring(t)).equivalent(ring_pattern(t))
+        True
+        """
         if self.num_steps != other.num_steps or self.nranks != other.nranks:
             return False
         mine = [_step_key(self, k) for k in self.sequence]
@@ -108,6 +172,18 @@ def pattern_of(schedule: Schedule) -> StepPattern:
     are stored once.
 
     Explicit routes, when the schedule has them, make every step distinct (kept as they are).
+
+    Returns:
+        A :class:`StepPattern` with ``num_steps == schedule.num_steps``; sizes are fractions of the vector.
+
+    Raises:
+        Nothing: the schedule was validated when built.
+
+    Source: DESIGN.md, "Cost and simulation".
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> pattern_of(ring_reduce_scatter(range(4))).multiplicity.tolist()
+    [3]
     """
     s = schedule
     size = s.transfer_size
@@ -133,7 +209,28 @@ def pattern_of(schedule: Schedule) -> StepPattern:
 
 
 def from_steps(nranks: int, collective: str, steps: list[tuple], sequence, meta: dict | None = None) -> StepPattern:
-    """Build a pattern from distinct steps given as (src, dst, size, reduce) arrays and the step sequence."""
+    """Build a pattern from distinct steps given as (src, dst, size, reduce) arrays and the step sequence.
+
+    Args:
+        nranks: N; collective: its name.
+        steps: K tuples (src int (T_k,), dst int (T_k,), size float (T_k,) or scalar fraction of the vector,
+            reduce bool (T_k,) or scalar).
+        sequence: int (S,), the distinct step run at every step.
+        meta: the pattern's metadata.
+
+    Returns:
+        A :class:`StepPattern`.
+
+    Raises:
+        ScheduleError: a sequence naming a step that does not exist, or columns of different lengths.
+
+    Source: DESIGN.md, "Cost and simulation".
+
+    >>> import numpy as np
+    >>> r = np.arange(4)
+    >>> from_steps(4, "allgather", [(r, (r + 1) % 4, 0.25, False)], [0, 0, 0]).num_steps
+    3
+    """
     offsets = np.concatenate([[0], np.cumsum([len(np.atleast_1d(st[0])) for st in steps])]).astype(np.int64)
     cols = [np.concatenate([np.broadcast_to(np.asarray(st[i]), np.shape(np.atleast_1d(st[0]))) for st in steps])
             for i in range(4)]
@@ -145,7 +242,22 @@ def from_steps(nranks: int, collective: str, steps: list[tuple], sequence, meta:
 def pattern_from_reduce_scatter(nranks: int, steps: list[tuple], rs_sequence, collective, meta: dict) -> StepPattern:
     """The pattern of a reduce-scatter given by its distinct steps, or of the allgather that reverses it
     (steps in reverse order, src and dst swapped, copies), or of both in sequence (allreduce), as
-    :func:`directcoll.schedule.ops.from_reduce_scatter` builds them."""
+    :func:`directcoll.schedule.ops.from_reduce_scatter` builds them.
+
+    Returns:
+        A :class:`StepPattern` with 2K distinct steps for allgather / allreduce (K for reduce-scatter).
+
+    Raises:
+        ScheduleError: an unknown collective name, or steps / sequence that do not fit (see :func:`from_steps`).
+
+    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 (time reversal); DESIGN.md, "Cost and simulation".
+
+    >>> import numpy as np
+    >>> r = np.arange(4)
+    >>> p = pattern_from_reduce_scatter(4, [(r, (r + 1) % 4, 0.25, True)], [0, 0, 0], "allreduce", {})
+    >>> p.sequence.tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
     from directcoll.schedule.ir import Collective
 
     coll = Collective.parse(collective)

@@ -7,6 +7,12 @@ contribution changes a word with probability 1 - 2^-64, so a pass is a proof up 
 
 On failure, the failing segment is replayed symbolically (a count of every rank's contribution held by every
 rank) to name the step where the fault was introduced and what went wrong.
+
+Source: DESIGN.md, "Verification"; the collectives' definitions of the MPI 4.1 standard, Ch. 6.
+
+>>> from directcoll.algorithms.ring import ring_reduce_scatter
+>>> verify(ring_reduce_scatter(range(5))).summary()
+'OK: unknown reduce_scatter on 5 ranks, 4 steps, 20 transfers'
 """
 
 from __future__ import annotations
@@ -27,7 +33,27 @@ MAX_STATE_BYTES = 12 * 2**30
 
 @dataclass(frozen=True)
 class Failure:
-    """The first fault found: where, what was expected and found, and why."""
+    """The first fault found: where, what was expected and found, and why.
+
+    Attributes:
+        step: the step that introduced the fault (-1: the cell was never written).
+        rank: the rank whose buffer is wrong.
+        interval: [start, stop) in block coordinates, as exact fractions (strings).
+        expected, found: the 64-bit words, in hex (``"-"`` for a write clash).
+        reason: what went wrong, in words.
+
+    Raises:
+        Nothing: a record built by :func:`verify`.
+
+    Source: DESIGN.md, "Verification" (report the first failure as (step, rank, interval, expected, found)).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> b = ScheduleBuilder("allgather", 2, 2)
+    >>> b.add(0, 0, 1, 0, 0, 1)  # rank 1's block never reaches rank 0
+    >>> f = verify(b.build()).failure
+    >>> f.step, f.rank, f.interval
+    (-1, 0, ('1', '2'))
+    """
 
     step: int            # step that introduced the fault (-1: the cell was never written)
     rank: int
@@ -43,6 +69,25 @@ class Failure:
 
 @dataclass(frozen=True)
 class VerifyResult:
+    """The outcome of :func:`verify`: whether the schedule implements its collective, and the first failure if not.
+
+    Attributes:
+        ok: True when every checked cell holds its expected word.
+        collective, algorithm: the schedule's collective and ``meta["algorithm"]``.
+        ranks, steps, transfers: N, the number of steps and of transfers.
+        segments: the elementary segments per rank the verifier executed on.
+        failure: the first :class:`Failure`, or None when ``ok``.
+
+    Raises:
+        Nothing: a record built by :func:`verify`.
+
+    Source: DESIGN.md, "Verification".
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> r = verify(ring_allgather(range(4)))
+    >>> r.ok, r.steps, r.segments
+    (True, 3, 4)
+    """
     ok: bool
     collective: str
     algorithm: str
@@ -53,12 +98,26 @@ class VerifyResult:
     failure: Failure | None
 
     def to_dict(self) -> dict:
+        """The result as a JSON-serializable dict (the failure's interval as a list). Raises: Nothing.
+        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract).
+        """
         d = asdict(self)
         if self.failure is not None:
             d["failure"]["interval"] = list(self.failure.interval)
         return d
 
     def summary(self) -> str:
+        """One line: ``OK: <algorithm> <collective> on N ranks, S steps, T transfers`` or ``FAILED: ...: <failure>``.
+
+        Raises:
+            Nothing: formats the fields.
+
+        Source: DESIGN.md, "Verification".
+
+        >>> from directcoll.algorithms.ring import ring_allgather
+        >>> verify(ring_allgather(range(4))).summary()
+        'OK: unknown allgather on 4 ranks, 3 steps, 12 transfers'
+        """
         head = (f"{self.algorithm} {self.collective} on {self.ranks} ranks, {self.steps} steps, "
                 f"{self.transfers} transfers")
         return f"OK: {head}" if self.ok else f"FAILED: {head}: {self.failure}"
@@ -133,11 +192,20 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
 
     Returns:
         VerifyResult with ``ok`` and, when not ok, the first failure: the step that introduced it, the
-        rank, the interval in block coordinates, the expected and found words and the reason.
+        rank, the interval in block coordinates, the expected and found words and the reason. Memory is
+        N x segments x 8 bytes.
 
     Raises:
         ScheduleError: the state would exceed MAX_STATE_BYTES (N x segments x 8 bytes).
         ResourceError: the state (estimated before it is allocated) would exceed the memory budget.
+
+    Source: DESIGN.md, "Verification" (random 64-bit words per elementary segment, wrapping addition).
+
+    >>> from directcoll.schedule.ir import ScheduleBuilder
+    >>> b = ScheduleBuilder("allgather", 2, 2)
+    >>> b.add(0, 0, 1, 0, 0, 1)
+    >>> print(verify(b.build()).summary())  # doctest: +ELLIPSIS
+    FAILED: unknown allgather on 2 ranks, 1 steps, 1 transfers: step -1, rank 0, interval [1, 2): rank 0 never ...
     """
     s = schedule
     n, total = s.nranks, s.nblocks + s.nscratch
