@@ -10,7 +10,8 @@ import argparse
 
 import numpy as np
 
-from directcoll.reports.compare import DEFAULT_CONTENDERS, compare
+from directcoll.reports.compare import compare
+from directcoll.reports.contenders import DEFAULT_CONTENDERS
 from directcoll.reports.plot import plot_comparison
 from directcoll.simulate import SWING_SST
 from directcoll.topology import parse

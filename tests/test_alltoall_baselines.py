@@ -18,7 +18,8 @@ from directcoll.algorithms.alltoall import (
 from directcoll.cli.main import main
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
 from directcoll.registry import build
-from directcoll.reports.compare import compare, default_contenders, mcf_contenders
+from directcoll.reports.compare import compare
+from directcoll.reports.contenders import default_contenders, mcf_contenders
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.synthesis.mcf import alltoall_mcf
 from directcoll.topology import parse

@@ -12,11 +12,11 @@ import pytest
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
 from directcoll.registry import build_pattern
-from directcoll.reports.compare import (
+from directcoll.reports.compare import compare
+from directcoll.reports.contenders import (
     BFB_TORUS_MAX_RANKS,
     DBT_CHUNKS,
     DEFAULT_CONTENDERS,
-    compare,
     default_contenders,
     grid_embeds,
     is_direct_connect,

@@ -64,7 +64,8 @@ def cmd_compare(args) -> int:
     ring,bidirectional,ring,1024,...
     0
     """
-    from directcoll.reports.compare import compare, default_contenders, family_contenders
+    from directcoll.reports.compare import compare
+    from directcoll.reports.contenders import default_contenders, family_contenders
     from directcoll.units import parse_sizes
 
     check_output(args.plot, "--plot")
