@@ -23,7 +23,8 @@ from directcoll.simulate import SWING_SST, simulate
 from directcoll.synthesis.mcf import alltoall_mcf
 from directcoll.topology import parse
 from directcoll.topology.expansions import cables, punctured
-from directcoll.topology.routing import bfs_distances, hop_distance, link_loads, path_counts
+from directcoll.topology.paths import bfs_distances, hop_distance, path_counts
+from directcoll.topology.routing import link_loads
 from directcoll.topology.spec import parse_tree
 from directcoll.verify import verify
 

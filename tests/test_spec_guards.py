@@ -22,7 +22,7 @@ from directcoll.topology import generative as gv
 from directcoll.topology import generators as gen
 from directcoll.topology.generative import intersection_array
 from directcoll.topology.metrics import distance_stats
-from directcoll.topology.routing import bfs_distances, hop_distance
+from directcoll.topology.paths import bfs_distances, hop_distance
 from directcoll.topology.spec import (
     ALIASES,
     FAMILIES,

@@ -55,7 +55,8 @@ from directcoll.lp import LinearProgram
 from directcoll.lp import solve as lp_solve
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder, reorder_csr
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import bfs_distances, dor_route, path_counts
+from directcoll.topology.paths import bfs_distances, path_counts
+from directcoll.topology.routing import dor_route
 
 #: ``ewsp`` / ``ilp-disjoint:shortest`` refuse a pair with more shortest paths than this (they are enumerated)
 MAX_PATHS_PER_PAIR = 1024

@@ -685,7 +685,7 @@ def intersection_array(topo: Topology) -> tuple[tuple[int, ...], tuple[int, ...]
         ResourceError: the dense N x N distance and layer matrices would exceed the memory budget.
     """
     from directcoll.resources import check_memory
-    from directcoll.topology.routing import bfs_distances
+    from directcoll.topology.paths import bfs_distances
 
     n = topo.num_compute
     if topo.num_nodes != n or (topo.reverse_link < 0).any():
