@@ -9,13 +9,10 @@ import numpy as np
 import pytest
 
 from directcoll.algorithms import build
-from directcoll.algorithms.alltoall import (
-    ILP_MAX_RANKS,
-    alltoall_link_loads,
-    direct_alltoall,
-    path_alltoall,
-    shortest_paths,
-)
+from directcoll.algorithms.alltoall.direct import direct_alltoall
+from directcoll.algorithms.alltoall.ewsp import shortest_paths
+from directcoll.algorithms.alltoall.ilp import ILP_MAX_RANKS
+from directcoll.algorithms.alltoall.routed import alltoall_link_loads, path_alltoall
 from directcoll.cli.main import main
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
 from directcoll.reports.compare import compare, default_contenders, mcf_contenders

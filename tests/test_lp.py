@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from directcoll.algorithms.alltoall import ilp_alltoall
+from directcoll.algorithms.alltoall.ilp import ilp_alltoall
 from directcoll.errors import SolverError, SolverLimitError
 from directcoll.lp import LinearProgram, Solver, solve
 from directcoll.lp import highs as lp_highs
