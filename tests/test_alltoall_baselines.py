@@ -17,7 +17,7 @@ from directcoll.cli.main import main
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
 from directcoll.reports.compare import compare, default_contenders, mcf_contenders
 from directcoll.simulate import SWING_SST, simulate
-from directcoll.synthesis.mcf import alltoall_mcf
+from directcoll.synthesis.mcf.link import alltoall_mcf
 from directcoll.topology import parse
 from directcoll.topology.expansions import cables, punctured
 from directcoll.topology.paths import bfs_distances, hop_distance, path_counts

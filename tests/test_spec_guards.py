@@ -330,7 +330,7 @@ def test_any_spec_builds_or_is_refused_with_a_directcoll_error(spec):
 
 # -- the all-to-all flow LP of `topology describe --alltoall` -----------------------------------------------------
 def test_the_flow_lp_is_sized_before_its_arrays_are_built():
-    from directcoll.synthesis.mcf import alltoall_mcf
+    from directcoll.synthesis.mcf.link import alltoall_mcf
 
     start = time.perf_counter()
     with memory_budget_override("256MiB"):

@@ -12,6 +12,6 @@ from directcoll.algorithms import (  # noqa: F401  (registration)
 from directcoll.algorithms.registry import ALGORITHMS, Algorithm, build, get
 from directcoll.synthesis import bfb as _bfb  # noqa: F401  (registration)
 from directcoll.synthesis import expansions as _expansions  # noqa: F401  (registration)
-from directcoll.synthesis import mcf_schedules as _mcf_schedules  # noqa: F401  (registration)
+from directcoll.synthesis.mcf import schedules as _mcf_schedules  # noqa: F401  (registration)
 
 __all__ = ["ALGORITHMS", "Algorithm", "build", "get"]

@@ -54,7 +54,7 @@ def cmd_topology_families(args) -> int:
 
 
 def add_alltoall_options(p) -> None:
-    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf)."""
+    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.link.alltoall_mcf)."""
     p.add_argument("--alltoall", action="store_true",
                    help="also compute the all-to-all max concurrent flow F (alltoall_mcf, in units of one link)")
     p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "automorphism", "bracket"],
@@ -90,11 +90,12 @@ def _fraction(text: str) -> float:
 def _alltoall_fields(topology, args) -> dict:
     from fractions import Fraction
 
-    from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound
+    from directcoll.cost.bounds import capacity_bound
+    from directcoll.synthesis.mcf.link import alltoall_mcf
 
     bound = capacity_bound(topology, host_bandwidth=args.host_bandwidth)
     if args.method == "bracket":
-        from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
+        from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
 
         limits = {k: v for k, v in (("rel_gap", args.target_gap), ("max_iterations", args.max_iterations))
                   if v is not None}

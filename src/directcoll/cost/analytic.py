@@ -23,7 +23,7 @@ Definitions (sizes are fractions of the vector, so they scale with any vector si
 - **all-to-all time** (``alltoall_time_m_over_b``, all-to-all schedules only): sum over steps of max over links
   of load / (bandwidth / b), loads in units of the per-pair shard m (one rank's send buffer / N) and b the largest
   link bandwidth, so the result is in units of m / b: 1 / F for a schedule achieving the max concurrent flow F
-  (Basu et al.; ``directcoll.synthesis.mcf``). Transfers follow their explicit route where they have one, else
+  (Basu et al.; ``directcoll.synthesis.mcf.link``). Transfers follow their explicit route where they have one, else
   minimal routing split evenly as for T_B.
 """
 

@@ -323,7 +323,7 @@ def pi_automorphisms(d: int, n: int) -> np.ndarray:
     x -> -d x - j (j = 1..d) maps to a x + b -> -a d x - a j + b, an arc of Pi_{d,n} exactly when
     {a j - (d + 1) b : j = 1..d} = {1..d} (mod n): a = 1 with (d + 1) b = 0, or a = -1 with (d + 1)(b + 1) = 0
     (mod n). Self-loops map to self-loops, so the graph with them dropped keeps every one of these maps. Used by
-    :func:`directcoll.synthesis.mcf.alltoall_mcf` to shrink the all-to-all LP by the group order.
+    :func:`directcoll.synthesis.mcf.link.alltoall_mcf` to shrink the all-to-all LP by the group order.
     """
     g = math.gcd(d + 1, n)
     x = np.arange(n, dtype=np.int64)

@@ -34,8 +34,8 @@ import numpy as np
 from directcoll.algorithms.registry import Algorithm, register
 from directcoll.errors import DirectcollError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
-from directcoll.synthesis.mcf_paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
-from directcoll.synthesis.tsmcf import TsMcfResult, tsmcf
+from directcoll.synthesis.mcf.paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
+from directcoll.synthesis.mcf.timestepped import TsMcfResult, tsmcf
 from directcoll.topology.model import Topology
 
 #: Default cap on the chunks per shard (q); exact rational weights with a larger lcm are rounded to it.
