@@ -5,7 +5,7 @@
 F is exact where the LP is affordable: always on the torus (a Cayley graph: the symmetric LP) and on
 generalized Kautz (the LP reduced by its automorphism group, 10x smaller where 5 divides N), and on the random
 graphs up to --exact-max nodes (the link LP). Above that the random graphs get the certified bracket
-lower <= F <= upper of :func:`directcoll.synthesis.mcf_bracket.alltoall_mcf_bracket`, drawn as a band. The
+lower <= F <= upper of :func:`directcoll.synthesis.mcf.bracket.alltoall_mcf_bracket`, drawn as a band. The
 capacity bound |E| / sum of distances (an upper bound on F of the graph itself) is printed too.
 
 Run: python3 benchmarks/basu_fig10.py [--nodes 100,200,...] [--families genkautz,...] [--exact-max 100]
@@ -24,8 +24,9 @@ import time
 
 from rich.progress import Progress
 
-from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound, theorem1_bound
-from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
+from directcoll.cost.bounds import capacity_bound, theorem1_bound
+from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
+from directcoll.synthesis.mcf.link import alltoall_mcf
 
 DEGREE = 4
 FAMILIES = ("genkautz", "jellyfish", "xpander", "torus")

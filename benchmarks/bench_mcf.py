@@ -4,7 +4,7 @@ Run: python3 benchmarks/bench_mcf.py [--table] [--timing] [--solvers] [--specs g
      [--workers K] [--repeat R] [--scaling 100,200,500,1000]
 With none of --table, --timing, --solvers, --scaling, the first two run. --scaling times the decomposed method
 (exact, all workers) on genkautz:4:N (Basu et al. Fig. 7's scaling benchmark) and the all-to-all bracket of
-:mod:`directcoll.synthesis.mcf_bracket` on the same graphs. Prints Markdown tables; docs/alltoall.md records
+:mod:`directcoll.synthesis.mcf.bracket` on the same graphs. Prints Markdown tables; docs/alltoall.md records
 them with the date and machine. Timings are wall seconds of alltoall_mcf (best of --repeat runs), split into its
 stages.
 """
@@ -17,8 +17,9 @@ import platform
 import time
 from fractions import Fraction
 
-from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound, theorem1_bound
-from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
+from directcoll.cost.bounds import capacity_bound, theorem1_bound
+from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
+from directcoll.synthesis.mcf.link import alltoall_mcf
 from directcoll.topology import parse
 
 #: (label, spec, keyword arguments of alltoall_mcf and capacity_bound)

@@ -8,24 +8,22 @@ import json
 import numpy as np
 import pytest
 
-from directcoll.algorithms.alltoall import (
-    ILP_MAX_RANKS,
-    alltoall_link_loads,
-    direct_alltoall,
-    path_alltoall,
-    shortest_paths,
-)
+from directcoll.algorithms.alltoall.direct import direct_alltoall
+from directcoll.algorithms.alltoall.ewsp import shortest_paths
+from directcoll.algorithms.alltoall.ilp import ILP_MAX_RANKS
+from directcoll.algorithms.alltoall.routed import alltoall_link_loads, path_alltoall
 from directcoll.cli.main import main
 from directcoll.errors import ScheduleError, SpecError, TopologyError, UnsupportedShapeError
 from directcoll.registry import build
 from directcoll.reports.compare import compare
 from directcoll.reports.contenders import default_contenders, mcf_contenders
 from directcoll.simulate import SWING_SST, simulate
-from directcoll.synthesis.mcf import alltoall_mcf
+from directcoll.synthesis.mcf.link import alltoall_mcf
 from directcoll.topology import parse
 from directcoll.topology.grammar import parse_tree
 from directcoll.topology.operators import cables, punctured
-from directcoll.topology.routing import bfs_distances, hop_distance, link_loads, path_counts
+from directcoll.topology.paths import bfs_distances, hop_distance, path_counts
+from directcoll.topology.routing import link_loads
 from directcoll.verify import verify
 
 MiB = 2**20

@@ -13,7 +13,7 @@ from directcoll.registry import build, get
 from directcoll.schedule.ir import Collective
 from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter, build_bfb
 from directcoll.topology.families import torus
-from directcoll.topology.routing import bfs_distances
+from directcoll.topology.paths import bfs_distances
 from directcoll.topology.spec import parse
 from directcoll.verify.exact import verify
 

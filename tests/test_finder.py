@@ -108,7 +108,7 @@ def test_cli_json_and_schedule(tmp_path, capsys):
 
 def test_cli_alltoall_column(capsys):
     """--alltoall adds LP (3)'s value to every frontier entry; it never exceeds the capacity bound."""
-    from directcoll.synthesis.mcf import capacity_bound
+    from directcoll.cost.bounds import capacity_bound
 
     assert main(["find-topology", "--nodes", "32", "--degree", "4", "--alltoall", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

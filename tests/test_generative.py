@@ -275,7 +275,7 @@ def test_distance_regular_families_have_their_intersection_array(spec, array):
 
 
 def test_distance_regular_check_by_brute_force_and_rejects_others():
-    from directcoll.topology.routing import bfs_distances
+    from directcoll.topology.paths import bfs_distances
 
     t = linegraph_petersen()
     dist = bfs_distances(t, np.arange(t.num_compute))

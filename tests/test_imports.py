@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-ENTRY_POINTS = ["directcoll", "directcoll.synthesis", "directcoll.synthesis.bfb", "directcoll.synthesis.mcf",
+ENTRY_POINTS = ["directcoll", "directcoll.synthesis", "directcoll.synthesis.bfb", "directcoll.synthesis.mcf.link",
                 "directcoll.synthesis.expansions", "directcoll.synthesis.finder", "directcoll.algorithms",
                 "directcoll.registry", "directcoll.cli.main", "directcoll.runtime.mpi",
                 "directcoll.verify", "directcoll.reports.compare"]

@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from directcoll.algorithms.alltoall import ilp_alltoall
+from directcoll.algorithms.alltoall.ilp import ilp_alltoall
 from directcoll.errors import SolverError, SolverLimitError
 from directcoll.lp import LinearProgram, Solver, solve
 from directcoll.lp import highs as lp_highs
 from directcoll.synthesis.bfb import bfb_allgather, bfb_cost
 from directcoll.synthesis.expansions import expanded_schedule
 from directcoll.synthesis.finder import find_topology
-from directcoll.synthesis.mcf import alltoall_mcf
-from directcoll.synthesis.mcf_paths import mcf_extp, pmcf
-from directcoll.synthesis.tsmcf import tsmcf
+from directcoll.synthesis.mcf.link import alltoall_mcf
+from directcoll.synthesis.mcf.paths import mcf_extp, pmcf
+from directcoll.synthesis.mcf.timestepped import tsmcf
 from directcoll.topology.spec import parse
 
 CLIENTS = {
@@ -160,7 +160,7 @@ def test_a_model_over_the_memory_budget_is_refused(monkeypatch):
 
 def test_highs_writes_nothing_to_standard_output():
     """The banner HiGHS prints from C on descriptor 1 at construction; only a subprocess sees it."""
-    code = ("from directcoll.lp import Solver, solve; from directcoll.synthesis.mcf import alltoall_mcf; "
+    code = ("from directcoll.lp import Solver, solve; from directcoll.synthesis.mcf.link import alltoall_mcf; "
             "Solver(); alltoall_mcf('torus:3x3', method='link', solver='ipm'); print('only this')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONUNBUFFERED": "1"})

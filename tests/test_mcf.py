@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from directcoll.cli.main import main
+from directcoll.cost.bounds import capacity_bound, theorem1_bound
 from directcoll.errors import DirectcollError, SolverError, SolverLimitError, TopologyError, UnsupportedShapeError
-from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound, flow_network, theorem1_bound
+from directcoll.synthesis.mcf.link import alltoall_mcf
+from directcoll.synthesis.mcf.network import flow_network
 from directcoll.topology import Topology, parse
 
 SMALL = ["ring:6", "torus:3x4", "hypercube:3", "complete:5", "kautz:2:2", "genkautz:2:10", "circulant:8:1,3"]

@@ -1,4 +1,4 @@
-"""The certified all-to-all bracket lower <= F <= upper (directcoll.synthesis.mcf_bracket) against the exact LP."""
+"""The certified all-to-all bracket lower <= F <= upper (directcoll.synthesis.mcf.bracket) against the exact LP."""
 
 import json
 
@@ -7,8 +7,9 @@ import pytest
 
 from directcoll.cli.main import main
 from directcoll.errors import TopologyError, UnsupportedShapeError
-from directcoll.synthesis.mcf import alltoall_mcf, flow_network
-from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
+from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
+from directcoll.synthesis.mcf.link import alltoall_mcf
+from directcoll.synthesis.mcf.network import flow_network
 from directcoll.topology import Topology, parse
 
 SPECS = ["torus:3x3x3", "torus:3x3x2", "genkautz:4:30", "genkautz:2:10", "jellyfish:20:4:1", "xpander:20:4:2",

@@ -13,11 +13,12 @@ from directcoll.cli.main import main
 from directcoll.cost.analytic import alltoall_time_m_over_b, analyze
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.registry import ALGORITHMS, build
-from directcoll.synthesis.mcf import alltoall_mcf
-from directcoll.synthesis.mcf_paths import mcf_extp, path_sets, pmcf, widest_paths
-from directcoll.synthesis.mcf_schedules import chunk_shards, mcf_schedule, path_schedule, tsmcf_schedule
-from directcoll.synthesis.tsmcf import diameter, tsmcf
+from directcoll.synthesis.mcf.link import alltoall_mcf
+from directcoll.synthesis.mcf.paths import mcf_extp, path_sets, pmcf
+from directcoll.synthesis.mcf.schedules import chunk_shards, mcf_schedule, path_schedule, tsmcf_schedule
+from directcoll.synthesis.mcf.timestepped import diameter, tsmcf
 from directcoll.topology import parse
+from directcoll.topology.paths import widest_paths
 from directcoll.verify import verify
 
 SPECS = ["torus:3x3", "torus:3x3x3", "hypercube:3", "genkautz:2:10", "genkautz:3:12", "bipartite:3", "jellyfish:12:3",
@@ -213,8 +214,8 @@ def test_cli_round_trip(tmp_path, capsys, method):
     assert "disagree" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", ["directcoll.synthesis.mcf_schedules", "directcoll.synthesis.tsmcf",
-                                    "directcoll.synthesis.mcf_paths"])
+@pytest.mark.parametrize("module", ["directcoll.synthesis.mcf.schedules", "directcoll.synthesis.mcf.timestepped",
+                                    "directcoll.synthesis.mcf.paths"])
 def test_imports_alone(module):
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

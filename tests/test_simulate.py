@@ -20,7 +20,8 @@ from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
 from directcoll.schedule.pattern import from_steps, pattern_of
 from directcoll.simulate import SWING_SST, NetworkParams, simulate
 from directcoll.topology import bfs_distances, minimal_route, parse
-from directcoll.topology.routing import dor_route, link_between, path_counts, route_pattern
+from directcoll.topology.paths import path_counts
+from directcoll.topology.routing import dor_route, link_between, route_pattern
 
 NS = 1e-9
 BW = 50e9  # SWING_SST: 400 Gb/s links

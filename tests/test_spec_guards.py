@@ -21,7 +21,7 @@ from directcoll.topology import describe, parse
 from directcoll.topology import families as fam
 from directcoll.topology.grammar import OPERATORS
 from directcoll.topology.metrics import distance_stats, intersection_array
-from directcoll.topology.routing import bfs_distances, hop_distance
+from directcoll.topology.paths import bfs_distances, hop_distance
 from directcoll.topology.sizes import MAX_NODES
 from directcoll.topology.spec import check_spec, estimate, size_of
 from directcoll.topology.table import ALIASES, FAMILIES, families
@@ -322,7 +322,7 @@ def test_any_spec_builds_or_is_refused_with_a_directcoll_error(spec):
 
 # -- the all-to-all flow LP of `topology describe --alltoall` -----------------------------------------------------
 def test_the_flow_lp_is_sized_before_its_arrays_are_built():
-    from directcoll.synthesis.mcf import alltoall_mcf
+    from directcoll.synthesis.mcf.link import alltoall_mcf
 
     start = time.perf_counter()
     with memory_budget_override("256MiB"):

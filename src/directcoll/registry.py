@@ -19,12 +19,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from directcoll.algorithms import alltoall, bucket, generalized, recursive_doubling, ring, swing, tree
+from directcoll.algorithms import bucket, generalized, recursive_doubling, ring, swing, tree
+from directcoll.algorithms.alltoall import direct, dor, ewsp, ilp, sssp
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
 from directcoll.schedule.pattern import StepPattern, pattern_of
-from directcoll.synthesis import bfb, mcf_schedules
+from directcoll.synthesis import bfb
 from directcoll.synthesis import expansions as synth_expansions
+from directcoll.synthesis.mcf import schedules as mcf_schedules
 from directcoll.topology.model import Topology
 from directcoll.topology.spec import parse
 
@@ -160,7 +162,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="direct",
-        build=alltoall.build_direct,
+        build=direct.build_direct,
         collectives=("alltoall",),
         variants=("direct",),
         topologies="any (the network routes every pair's message)",
@@ -168,7 +170,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="dor",
-        build=alltoall.build_dor,
+        build=dor.build_dor,
         collectives=("alltoall",),
         variants=("dor",),
         topologies="grids: torus, mesh, ring, hypercube, HyperX",
@@ -176,27 +178,27 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="sssp",
-        build=alltoall.build_sssp,
+        build=sssp.build_sssp,
         collectives=("alltoall",),
-        variants=alltoall.SSSP_VARIANTS,
+        variants=sssp.SSSP_VARIANTS,
         topologies="any",
         summary="all-to-all on Domke et al.'s SSSP routes: per destination, shortest paths on congestion-weighted "
                 "links (Basu et al. Sec. 5.2 baseline)",
     ),
     Algorithm(
         name="ewsp",
-        build=alltoall.build_ewsp,
+        build=ewsp.build_ewsp,
         collectives=("alltoall",),
         variants=("ewsp",),
-        topologies=f"any with at most {alltoall.MAX_PATHS_PER_PAIR} shortest paths per pair",
+        topologies=f"any with at most {ewsp.MAX_PATHS_PER_PAIR} shortest paths per pair",
         summary="all-to-all split equally over every pair's shortest paths (Basu et al. EwSP baseline)",
     ),
     Algorithm(
         name="ilp-disjoint",
-        build=alltoall.build_ilp,
+        build=ilp.build_ilp,
         collectives=("alltoall",),
-        variants=alltoall.ILP_VARIANTS,
-        topologies=f"any with at most {alltoall.ILP_MAX_RANKS} ranks",
+        variants=ilp.ILP_VARIANTS,
+        topologies=f"any with at most {ilp.ILP_MAX_RANKS} ranks",
         summary="all-to-all on one path per pair chosen by a HiGHS MIP minimizing the largest link load (Basu et al. "
                 "ILP-disjoint / ILP-shortest baseline)",
         aliases=("ilp",),

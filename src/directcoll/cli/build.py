@@ -115,7 +115,7 @@ def cmd_topology_families(args) -> int:
 
 
 def add_alltoall_options(p) -> None:
-    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.alltoall_mcf).
+    """The all-to-all MCF options of ``topology describe`` (library: directcoll.synthesis.mcf.link.alltoall_mcf).
 
     Adds ``--alltoall``, ``--method``, ``--max-iterations``, ``--target-gap``, ``--link-bandwidth`` and
     ``--host-bandwidth`` to the parser ``p``.
@@ -160,11 +160,12 @@ def _fraction(text: str) -> float:
 def _alltoall_fields(topology, args) -> dict:
     from fractions import Fraction
 
-    from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound
+    from directcoll.cost.bounds import capacity_bound
+    from directcoll.synthesis.mcf.link import alltoall_mcf
 
     bound = capacity_bound(topology, host_bandwidth=args.host_bandwidth)
     if args.method == "bracket":
-        from directcoll.synthesis.mcf_bracket import alltoall_mcf_bracket
+        from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
 
         limits = {k: v for k, v in (("rel_gap", args.target_gap), ("max_iterations", args.max_iterations))
                   if v is not None}

@@ -59,7 +59,7 @@ def cmd_find_topology(args) -> int:
                                progress=(lambda done, total, _label: bar(done / total, 1)) if bar else None)
     mcf = {}
     if args.alltoall:
-        from directcoll.synthesis.mcf import alltoall_mcf
+        from directcoll.synthesis.mcf.link import alltoall_mcf
         from directcoll.topology.spec import parse
 
         for c in result.frontier:

@@ -23,7 +23,7 @@ Definitions (sizes are fractions of the vector, so they scale with any vector si
 - **all-to-all time** (``alltoall_time_m_over_b``, all-to-all schedules only): sum over steps of max over links
   of load / (bandwidth / b), loads in units of the per-pair shard m (one rank's send buffer / N) and b the largest
   link bandwidth, so the result is in units of m / b: 1 / F for a schedule achieving the max concurrent flow F
-  (Basu et al.; ``directcoll.synthesis.mcf``). Transfers follow their explicit route where they have one, else
+  (Basu et al.; ``directcoll.synthesis.mcf.link``). Transfers follow their explicit route where they have one, else
   minimal routing split evenly as for T_B.
 """
 
@@ -36,7 +36,8 @@ import numpy as np
 from directcoll.errors import ScheduleError, TopologyError
 from directcoll.schedule.ir import REDUCE, Collective, Schedule
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import hop_distance, link_loads
+from directcoll.topology.paths import hop_distance
+from directcoll.topology.routing import link_loads
 
 
 @dataclass(frozen=True)
@@ -111,18 +112,14 @@ def alltoall_time_m_over_b(schedule: Schedule, topology: Topology) -> float:
         raise TopologyError(f"schedule has {n} ranks but {topology.spec} has {topology.num_compute} compute nodes")
     size = np.where(s.is_local, 0.0, s.transfer_size) * n
     slowdown = topology.link_bandwidth.max() / topology.link_bandwidth
-    ro = s.route_offsets if s.route_offsets is not None else np.zeros(s.num_transfers + 1, np.int64)
-    links = s.route_links if s.route_links is not None else np.zeros(0, np.int64)
-    if len(links) and (links.min() < 0 or links.max() >= topology.num_links):
-        raise TopologyError(f"a route uses a link id outside 0..{topology.num_links - 1} of {topology.spec}")
     total = 0.0
     for t in range(s.num_steps):
         a, b = s.step_bounds[t], s.step_bounds[t + 1]
-        counts = np.diff(ro[a: b + 1])
-        loads = np.bincount(links[ro[a]: ro[b]], weights=np.repeat(size[a:b], counts), minlength=topology.num_links)
-        free = np.flatnonzero(counts == 0) + a
-        if len(free):
-            loads = loads + link_loads(topology, s.src[free], s.dst[free], size[free])
+        routes = None
+        if s.route_offsets is not None:
+            ro = s.route_offsets[a: b + 1]
+            routes = (ro - ro[0], s.route_links[ro[0]: ro[-1]])
+        loads = link_loads(topology, s.src[a:b], s.dst[a:b], size[a:b], routes=routes)
         total += float((loads * slowdown).max()) if len(loads) else 0.0
     return total
 

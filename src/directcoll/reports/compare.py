@@ -351,18 +351,18 @@ ALLTOALL_GOODPUT = ("size / time, size = bytes in each rank's send buffer (N blo
 
 
 def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> dict:
-    """The MCF bound of an all-to-all (Basu et al. Sec. 3.1, eq. 1-14; :func:`directcoll.synthesis.mcf.alltoall_mcf`):
-    no schedule moves every pair's m bytes faster than m / (F b), F the maximum concurrent flow in units of the
-    reference bandwidth b. With ``params.link_bandwidth`` every link gets that bandwidth (as the simulator does);
-    with ``params.host_injection`` the hosts inject and eject at most that (NIC forwarding, as the step model's
-    host limit).
+    """The MCF bound of an all-to-all (Basu et al. Sec. 3.1, eq. 1-14;
+    :func:`directcoll.synthesis.mcf.link.alltoall_mcf`): no schedule moves every pair's m bytes faster than
+    m / (F b), F the maximum concurrent flow in units of the reference bandwidth b. With ``params.link_bandwidth``
+    every link gets that bandwidth (as the simulator does); with ``params.host_injection`` the hosts inject and
+    eject at most that (NIC forwarding, as the step model's host limit).
 
     Returns:
         {"name": "mcf", "F": F, "method", "solver", "reference_bandwidth_Bps": b, "pair_rate_Bps": F b,
         "host_bandwidth_Bps"}; time(size) = size / N / pair_rate_Bps seconds.
 
     Raises:
-        TopologyError, DirectcollError: as :func:`directcoll.synthesis.mcf.alltoall_mcf` (e.g. a disconnected
+        TopologyError, DirectcollError: as :func:`directcoll.synthesis.mcf.link.alltoall_mcf` (e.g. a disconnected
             topology).
         SolverError: the MCF LP could not be solved.
         ResourceError: the LP is over the memory budget.
@@ -374,7 +374,7 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
     >>> alltoall_bound(parse("ring:4"))["F"]
     0.5
     """
-    from directcoll.synthesis.mcf import alltoall_mcf
+    from directcoll.synthesis.mcf.link import alltoall_mcf
 
     params = params if params is not None else NetworkParams()
     topo, ref = topology, None

@@ -135,7 +135,7 @@ def dbt_contenders(collective=Collective.ALLREDUCE, chunks=DBT_CHUNKS) -> list[t
 
 
 #: the all-to-all baselines of Basu et al. Sec. 5.2 compared by default, in column order (``dor`` only where
-#: :func:`directcoll.algorithms.alltoall.dor_alltoall` serves the topology; ``mcf`` when registered)
+#: :func:`directcoll.algorithms.alltoall.dor.dor_alltoall` serves the topology; ``mcf`` when registered)
 ALLTOALL_CONTENDERS: list[tuple[str, str, str | None]] = [
     ("direct", "direct", None),
     ("ewsp", "ewsp", None),
@@ -183,7 +183,7 @@ def alltoall_contenders(topology: Topology) -> list[tuple]:
     >>> [c[0] for c in alltoall_contenders(parse("ring:4"))][:4]
     ['direct', 'ewsp', 'sssp', 'dor']
     """
-    from directcoll.algorithms.alltoall import DOR_KINDS
+    from directcoll.algorithms.alltoall.dor import DOR_KINDS
 
     grid = topology.kind in DOR_KINDS and topology.shape is not None
     return [c for c in ALLTOALL_CONTENDERS if c[0] != "dor" or grid] + mcf_contenders()

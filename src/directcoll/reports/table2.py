@@ -177,7 +177,7 @@ def table2(dims=(2, 3, 4), side: int = 8, extra=("torus:64x64",)) -> list[Table2
 
 
 def _distance_sum(schedule, topology) -> float:
-    from directcoll.topology.routing import hop_distance
+    from directcoll.topology.paths import hop_distance
 
     hops = hop_distance(topology, schedule.src, schedule.dst)
     out = np.zeros(schedule.num_steps)

@@ -53,8 +53,9 @@ from directcoll.errors import DirectcollError
 from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
-from directcoll.simulate.step import _link_values, _route_entries, prepare
+from directcoll.simulate.routes import link_values, prepare, step_routes
 from directcoll.topology.model import Topology
+from directcoll.topology.routing import route_entries
 
 #: links saturating within this relative distance of the lowest level freeze in the same water-filling round
 LEVEL_RTOL = 1e-9
@@ -190,7 +191,7 @@ class _Prepared:
 
 def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing: str) -> _Prepared:
     pattern, params = prepare(schedule, topology, params, routing)
-    bw, lat = _link_values(topology, params)
+    bw, lat = link_values(topology, params)
     n, nl, t_all = pattern.nranks, topology.num_links, len(pattern.src)
     idx, link, share = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
     count = np.zeros((pattern.num_distinct, n), dtype=np.int64)
@@ -206,20 +207,17 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
         net = src != dst
         if not net.any():
             continue
-        routes = None
-        if pattern.route_offsets is not None:
-            ro = pattern.route_offsets[sl.start: sl.stop + 1]
-            routes = (ro - ro[0], pattern.route_links[ro[0]: ro[-1]])
-            net = np.ones(len(src), dtype=bool)
-        sel = np.flatnonzero(net)
-        if routes is not None:
-            i, e, s = _route_entries(topology, src, dst, routing, routes)
+        routes = step_routes(pattern, k)
+        if routes is not None:  # explicit routes: every transfer of the step follows its own
+            entries = route_entries(topology, src, dst, routing, routes)
+            i = entries.transfer
         else:
-            i, e, s = _route_entries(topology, src[sel], dst[sel], routing, None)
-            i = sel[i]
+            sel = np.flatnonzero(net)
+            entries = route_entries(topology, src[sel], dst[sel], routing)
+            i = sel[entries.transfer]
         idx.append(i + sl.start)
-        link.append(e)
-        share.append(s)
+        link.append(entries.link)
+        share.append(entries.share)
     idx, link, share = np.concatenate(idx), np.concatenate(link), np.concatenate(share)
     hops = np.bincount(idx, weights=share, minlength=t_all)
     latency = np.bincount(idx, weights=share * lat[link], minlength=t_all) + hops * params.per_hop_latency

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from directcoll.errors import TopologyError
 from directcoll.schedule.ir import Schedule
-from directcoll.schedule.pattern import StepPattern, pattern_of
+from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
+from directcoll.simulate.routes import link_values, prepare, step_routes
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import ROUTINGS, route_pattern
+from directcoll.topology.routing import route_entries
 
 
 @dataclass(frozen=True)
@@ -71,45 +71,6 @@ class SimulatedSchedule:
         return rows
 
 
-def _link_values(topology: Topology, params: NetworkParams) -> tuple[np.ndarray, np.ndarray]:
-    bw = topology.link_bandwidth if params.link_bandwidth is None else np.full(topology.num_links,
-                                                                               params.link_bandwidth)
-    lat = topology.link_latency if params.link_latency is None else np.full(topology.num_links, params.link_latency)
-    return bw, lat
-
-
-def _route_entries(topology: Topology, src: np.ndarray, dst: np.ndarray, routing: str,
-                   routes: tuple[np.ndarray, np.ndarray] | None):
-    """(transfer index, link, share) of every link every transfer uses, grouped by transfer."""
-    if routes is not None:
-        offsets, links = routes
-        counts = np.diff(offsets)
-        if (counts == 0).any():
-            raise TopologyError("a transfer with an explicit route table has an empty route")
-        return np.repeat(np.arange(len(src)), counts), links, np.ones(len(links))
-    idx, link, share = [], [], []
-    if topology.is_cayley:
-        off = topology.offset(src, dst)
-        for o in np.unique(off):
-            sel = np.flatnonzero(off == o)
-            pl, ps = route_pattern(topology, 0, int(o), routing)
-            idx.append(np.repeat(sel, len(pl)))
-            link.append(topology.translate_links(pl[None, :], src[sel][:, None]).ravel())
-            share.append(np.tile(ps, len(sel)))
-    else:
-        pairs = src * topology.num_nodes + dst
-        uniq, inverse = np.unique(pairs, return_inverse=True)
-        for j, key in enumerate(uniq):
-            sel = np.flatnonzero(inverse == j)
-            pl, ps = route_pattern(topology, int(key // topology.num_nodes), int(key % topology.num_nodes), routing)
-            idx.append(np.repeat(sel, len(pl)))
-            link.append(np.tile(pl, len(sel)))
-            share.append(np.tile(ps, len(sel)))
-    idx = np.concatenate(idx)
-    order = np.argsort(idx, kind="stable")
-    return idx[order], np.concatenate(link)[order], np.concatenate(share)[order]
-
-
 def _pareto(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lines not dominated by another with both a larger intercept and a larger slope."""
     order = np.lexsort((-b, -a))
@@ -137,9 +98,10 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         busy = reduced.max() * params.gamma
         return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
             np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
-    bw, lat = _link_values(topology, params)
-    idx, link, share = _route_entries(topology, src, dst, routing, routes)
-    loads = np.bincount(link, weights=size[idx] * share, minlength=topology.num_links)
+    bw, lat = link_values(topology, params)
+    entries = route_entries(topology, src, dst, routing, routes)
+    idx, link, share = entries.transfer, entries.link, entries.share
+    loads = entries.loads(size, topology.num_links)
     ratio = loads / bw
     starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
     slope = np.maximum.reduceat(ratio[link], starts)
@@ -156,21 +118,6 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     a, b = _pareto(latency, slope)
     top = int(np.argmax(loads))
     return StepLines(a, b, float(loads[top]), top, float(hops.max()))
-
-
-def prepare(schedule, topology: Topology, params: NetworkParams | None, routing: str):
-    """The step pattern and parameters both models start from, after checking ranks and routing.
-
-    Raises:
-        TopologyError: rank count mismatch or unknown routing.
-    """
-    pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
-    if routing not in ROUTINGS:
-        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
-    if pattern.nranks != topology.num_compute:
-        raise TopologyError(f"schedule has {pattern.nranks} ranks but {topology.spec} has "
-                            f"{topology.num_compute} compute nodes")
-    return pattern, params if params is not None else NetworkParams()
 
 
 def simulate(schedule: Schedule | StepPattern, topology: Topology, params: NetworkParams | None = None,
@@ -192,12 +139,8 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
     steps = []
     for k in range(pattern.num_distinct):
         sl = pattern.step(k)
-        routes = None
-        if pattern.route_offsets is not None:
-            ro = pattern.route_offsets[sl.start: sl.stop + 1]
-            routes = (ro - ro[0], pattern.route_links[ro[0]: ro[-1]])
         steps.append(step_lines(topology, pattern.src[sl], pattern.dst[sl], pattern.size[sl], pattern.reduce[sl],
-                                params, routing, routes))
+                                params, routing, step_routes(pattern, k)))
         if progress is not None:
             progress(k + 1, pattern.num_distinct)
     return SimulatedSchedule(pattern, steps, routing, params)

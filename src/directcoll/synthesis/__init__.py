@@ -4,7 +4,7 @@ the all-to-all multi-commodity flow LPs (Basu et al.; Zhao et al. App. A.5)."""
 from directcoll.synthesis.bfb import bfb_allgather, bfb_cost, bfb_reduce_scatter, build_bfb
 from directcoll.synthesis.expansions import expanded_schedule, predict
 from directcoll.synthesis.finder import find_topology
-from directcoll.synthesis.mcf import alltoall_mcf, capacity_bound
+from directcoll.synthesis.mcf.link import alltoall_mcf
 
-__all__ = ["alltoall_mcf", "bfb_allgather", "bfb_cost", "bfb_reduce_scatter", "build_bfb", "capacity_bound",
-           "expanded_schedule", "find_topology", "predict"]
+__all__ = ["alltoall_mcf", "bfb_allgather", "bfb_cost", "bfb_reduce_scatter", "build_bfb", "expanded_schedule",
+           "find_topology", "predict"]

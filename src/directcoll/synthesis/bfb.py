@@ -45,17 +45,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-import rustworkx as rx
 import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.lp import LinearProgram, Solver
-from directcoll.resources import check_memory
 from directcoll.schedule.chunking import common_denominator, largest_remainder, rational_row
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, relabel, reverse
 from directcoll.topology.model import Topology
+from directcoll.topology.paths import LinkSet, bfs_distances
 
 #: Largest denominator accepted when turning an LP load into a rational.
 MAX_PIECE_DENOMINATOR = 10_000
@@ -95,24 +93,18 @@ def _graph(topology: Topology, transpose: bool) -> _Graph:
 
 
 def _distances(g: _Graph) -> np.ndarray:
-    """(N, N) int64, dist[v, x] = hops from v to x along g's links.
+    """(N, N) int64, dist[v, x] = hops from v to x along g's links (all pairs:
+    :func:`directcoll.topology.paths.bfs_distances`).
 
     Raises:
-        ResourceError: the dense matrices (rustworkx's float64 one and the int64 copy) would exceed the memory
-            budget; checked first, as rustworkx aborts the process when an allocation fails.
+        ResourceError: the dense matrix would exceed the memory budget (checked first).
     """
-    check_memory(f"BFB's all-pairs distance matrix of {g.topology.spec} ({g.n:,} x {g.n:,})",
-                 16.0 * float(g.n) ** 2 + 200.0 * float(len(g.src)))
-    dg = rx.PyDiGraph()
-    dg.add_nodes_from(range(g.n))
-    dg.add_edges_from_no_data(list(zip(g.src.tolist(), g.dst.tolist(), strict=True)))
-    return rx.digraph_distance_matrix(dg).astype(np.int64)
+    return bfs_distances(LinkSet(g.n, g.src, g.dst, spec=g.topology.spec))
 
 
 def _distances_to(g: _Graph, node: int) -> np.ndarray:
     """(N,) int64 hops from every node to ``node`` along g's links (one BFS on the reversed links)."""
-    rev = sp.csr_matrix((np.ones(len(g.src)), (g.dst, g.src)), shape=(g.n, g.n))
-    return shortest_path(rev, unweighted=True, directed=True, indices=node).astype(np.int64)
+    return bfs_distances(LinkSet(g.n, g.src, g.dst, spec=g.topology.spec), [node], reverse=True)[0]
 
 
 class _LoadLPs:

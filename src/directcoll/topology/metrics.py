@@ -11,7 +11,7 @@ import numpy as np
 
 from directcoll.resources import check_memory
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import bfs_chunk, bfs_distances, check_bfs_work
+from directcoll.topology.paths import bfs_distances, check_bfs_work, distance_sum
 
 
 @dataclass(frozen=True)
@@ -43,26 +43,18 @@ def distance_stats(topo: Topology) -> tuple[int, float]:
     """(diameter, average distance over ordered pairs of distinct compute nodes).
 
     Cayley topologies need one BFS (every node sees the same distance profile); others run a BFS from
-    every compute node, in chunks of :func:`~directcoll.topology.routing.bfs_chunk` sources to bound memory.
+    every compute node, in chunks of :func:`~directcoll.topology.paths.bfs_chunk` sources to bound memory
+    (:func:`~directcoll.topology.paths.distance_sum`).
 
     Raises:
         ResourceError: a non-Cayley topology too large for a BFS from every node
-            (:data:`~directcoll.topology.routing.MAX_BFS_WORK`).
+            (:data:`~directcoll.topology.paths.MAX_BFS_WORK`).
     """
     n = topo.num_compute
-    if n == 1:
-        return 0, 0.0
-    if topo.is_cayley:
-        d = bfs_distances(topo, [0])[0][:n]
-        return int(d.max()), float(d.sum() / (n - 1))
-    check_bfs_work(topo, n, "the diameter and average distance (a BFS from every node)")
-    diameter, total = 0, 0.0
-    step = bfs_chunk(topo)
-    for start in range(0, n, step):
-        d = bfs_distances(topo, np.arange(start, min(n, start + step)))[:, :n]
-        diameter = max(diameter, int(d.max()))
-        total += float(d.sum())
-    return diameter, total / (n * (n - 1))
+    if n > 1 and not topo.is_cayley:
+        check_bfs_work(topo, n, "the diameter and average distance (a BFS from every node)")
+    diameter, total = distance_sum(topo)
+    return diameter, total / (n * (n - 1)) if n > 1 else 0.0
 
 
 def bisection_links(topo: Topology) -> int | None:

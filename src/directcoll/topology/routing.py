@@ -1,97 +1,50 @@
-"""Minimal-path routing: hop distances and the load every transfer puts on every directed link.
+"""Routing: which directed links a transfer uses and with what share of its bytes, and the load every step's
+transfers put on every link (DESIGN.md "Cost and simulation").
 
-Traffic between two nodes is split evenly over *all* shortest paths (every minimal path carries the same
-share), which approximates minimal adaptive routing (Swing Sec. 2.2, DESIGN.md "Cost and simulation").
-Under that split, a link (u, v) carries the share ``sigma_s(u) * sigma_t(v) / sigma_s(t)`` of the s -> t
-traffic when ``d(s,u) + 1 + d(v,t) = d(s,t)``, with sigma the shortest-path counts.
+Routing modes (:data:`ROUTINGS`):
+
+* ``adaptive``: traffic between two nodes is split evenly over *all* shortest paths (every minimal path
+  carries the same share), which approximates minimal adaptive routing (Swing Sec. 2.2). Under that split, a
+  link (u, v) carries the share ``sigma_s(u) * sigma_t(v) / sigma_s(t)`` of the s -> t traffic when
+  ``d(s,u) + 1 + d(v,t) = d(s,t)``, with sigma the shortest-path counts (:func:`minimal_route`).
+* ``dor``: dimension-order routing on grids, one path (:func:`dor_route`).
+* explicit routes: a schedule may give every transfer its own path (CSR over link ids), which then wins.
+
+Two views of the same routing, both columnar (no Python object per transfer):
+
+* :func:`route_entries`: one (transfer, link, share) entry per link every transfer uses. This is the lowered
+  routing every simulation engine consumes (the step model takes per-transfer maxima over it, the flow model
+  builds its flow x link incidence from it).
+* :func:`link_loads`: the load of every link of one step, in the unit of the transfer amounts (bytes, or
+  fractions of a vector or of a block). Callers that need no per-transfer view (cost models, all-to-all
+  schedules) use it: it never materializes more than one group of transfers, and on other topologies than
+  Cayley graphs it aggregates all destinations of a source in one backward pass over its BFS DAG (Brandes'
+  accumulation), one BFS per source instead of two per pair.
 
 On Cayley topologies (tori, rings, hypercubes, HyperX) the pattern of s -> t depends on t - s only, so one
 pattern per distinct offset is computed and translated to every source. The cost is (transfers x links in the
 pattern): 65,536 transfers along one dimension of a 128x128 torus route in 0.2 s, but antipodal transfers,
-whose minimal paths fill a whole 64x64 box, take tens of seconds. Other topologies aggregate all
-destinations of a source in one backward pass over its BFS DAG (Brandes' accumulation), one source at a time.
+whose minimal paths fill a whole 64x64 box, take tens of seconds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import TopologyError
-from directcoll.resources import check_memory, check_work
+from directcoll.resources import check_memory
 from directcoll.topology.model import Topology
+from directcoll.topology.paths import bfs_distances, check_bfs_work, path_counts, shortest_path_dag
 
-#: Bytes per (source, node) entry of :func:`bfs_distances` (scipy's float64 result, the -1 fill, the int64 copy).
-BYTES_PER_DISTANCE = 25
-#: Memory one chunk of BFS rows may take when many sources are swept (all-pairs distances, hop distances).
-CHUNK_BYTES = 64 * 2**20
-#: Most link visits (BFS sources x links) one request may need: about two minutes of scipy's BFS; beyond it
-#: the all-pairs sweeps of non-Cayley topologies (``topology describe``, hop distances, link loads) are refused.
-MAX_BFS_WORK = 4e9
-
-
-def bfs_chunk(topo: Topology) -> int:
-    """How many BFS sources fit in :data:`CHUNK_BYTES` of distance rows (1..512)."""
-    return max(1, min(512, CHUNK_BYTES // (BYTES_PER_DISTANCE * max(topo.num_nodes, 1))))
-
-
-def check_bfs_work(topo: Topology, sources: int, what: str) -> None:
-    """Refuse ``what`` when it needs ``sources`` BFS sweeps over ``topo`` beyond :data:`MAX_BFS_WORK`.
-
-    Raises:
-        ResourceError: sources x links over the limit, naming the topology.
-    """
-    check_work(f"{what} on {topo.spec} ({sources:,} BFS sources x {topo.num_links:,} links)",
-               float(sources) * float(max(topo.num_links, 1)), MAX_BFS_WORK, "link visits")
-
-
-def bfs_distances(topo: Topology, sources, *, reverse: bool = False) -> np.ndarray:
-    """Hop distances from every source to every node (to every source, with ``reverse``).
-
-    Returns:
-        int64 array of shape (len(sources), num_nodes); -1 where unreachable.
-
-    Raises:
-        ResourceError: the (sources x nodes) result would exceed the memory budget.
-    """
-    sources = np.atleast_1d(np.asarray(sources, dtype=np.int64))
-    check_memory(f"hop distances from {len(sources):,} sources to the {topo.num_nodes:,} nodes of {topo.spec}",
-                 BYTES_PER_DISTANCE * float(len(sources)) * float(topo.num_nodes))
-    graph = topo.adjacency.T.tocsr() if reverse else topo.adjacency
-    d = shortest_path(graph, unweighted=True, directed=True, indices=sources)
-    d = np.where(np.isinf(d), -1, d)
-    return d.astype(np.int64).reshape(len(sources), topo.num_nodes)
-
-
-def _dag(topo: Topology, dist: np.ndarray, reverse: bool):
-    """Links on shortest paths from the BFS root, sorted by the layer of their near end."""
-    near, far = (topo.link_dst, topo.link_src) if reverse else (topo.link_src, topo.link_dst)
-    ok = (dist[near] >= 0) & (dist[far] == dist[near] + 1)
-    links = np.flatnonzero(ok)
-    links = links[np.argsort(dist[near[links]], kind="stable")]
-    bounds = np.searchsorted(dist[near[links]], np.arange(dist.max() + 2))
-    return links, near, far, bounds
-
-
-def path_counts(topo: Topology, dist: np.ndarray, *, reverse: bool = False) -> np.ndarray:
-    """Number of shortest paths from the BFS root of ``dist`` to every node (float64, exact below 2**53).
-
-    With ``reverse``, ``dist`` holds distances *to* a root and the counts are of paths to it.
-    """
-    links, near, far, bounds = _dag(topo, dist, reverse)
-    sigma = np.zeros(topo.num_nodes)
-    sigma[dist == 0] = 1.0
-    for k in range(len(bounds) - 1):
-        layer = links[bounds[k]: bounds[k + 1]]
-        if len(layer):
-            sigma += np.bincount(far[layer], weights=sigma[near[layer]], minlength=topo.num_nodes)
-    return sigma
+#: Routing modes a transfer without an explicit route can be routed by.
+ROUTINGS = ("adaptive", "dor")
 
 
 def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
-    """Links used by traffic from ``src`` to ``dst`` split evenly over all shortest paths.
+    """Links used by traffic from ``src`` to ``dst`` split evenly over all shortest paths (``adaptive``).
 
     Returns:
         (links, share): int64 link ids and the float64 share of the traffic each carries (shares of the
@@ -99,6 +52,11 @@ def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.nd
 
     Raises:
         TopologyError: a node out of range or dst unreachable from src.
+
+    >>> from directcoll.topology import parse
+    >>> links, share = minimal_route(parse("ring:4"), 0, 2)
+    >>> links.tolist(), share.tolist()
+    ([0, 1, 2, 7], [0.5, 0.5, 0.5, 0.5])
     """
     for node in (src, dst):
         if not 0 <= node < topo.num_nodes:
@@ -117,113 +75,13 @@ def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.nd
     return links.astype(np.int64), ss[u[links]] * st[v[links]] / ss[dst]
 
 
-@lru_cache(maxsize=64)
-def _distances_from_origin(topo: Topology) -> np.ndarray:
-    return bfs_distances(topo, [0])[0]
-
-
-def hop_distance(topo: Topology, src, dst) -> np.ndarray:
-    """Shortest-path hop counts between compute nodes, vectorized over pairs (int64, same shape as src).
-
-    Cayley topologies use one BFS from node 0 and translation; others run one BFS per distinct source, in
-    chunks of :func:`bfs_chunk` sources.
-
-    Raises:
-        ResourceError: more BFS work than :data:`MAX_BFS_WORK`.
-        TopologyError: some destination is unreachable.
-    """
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    if topo.is_cayley:
-        return _distances_from_origin(topo)[topo.offset(src.ravel(), dst.ravel())].reshape(src.shape)
-    out = np.empty(src.size, dtype=np.int64)
-    s_flat, d_flat = src.ravel(), dst.ravel()
-    uniq, inv = np.unique(s_flat, return_inverse=True)
-    check_bfs_work(topo, len(uniq), "hop distances")
-    step = bfs_chunk(topo)
-    for chunk in range(0, len(uniq), step):
-        rows = bfs_distances(topo, uniq[chunk: chunk + step])
-        sel = (inv >= chunk) & (inv < chunk + step)
-        out[sel] = rows[inv[sel] - chunk, d_flat[sel]]
-    if (out < 0).any():
-        raise TopologyError(f"{topo.spec}: some destination is unreachable")
-    return out.reshape(src.shape)
-
-
-def link_loads(topo: Topology, src, dst, amount) -> np.ndarray:
-    """Total traffic on every directed link when every (src[i] -> dst[i]) carries ``amount[i]``.
-
-    Args:
-        src, dst: int arrays of shape (T,), node ids.
-        amount: float array of shape (T,) (bytes, or any unit: the result is in the same unit).
-
-    Returns:
-        float64 array of shape (L,), the load of every link under even splitting over all shortest paths.
-
-    Raises:
-        ResourceError: more BFS work than :data:`MAX_BFS_WORK` (non-Cayley topologies: one BFS per source), or
-            translated routes over the memory budget (Cayley topologies).
-    """
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    amount = np.broadcast_to(np.asarray(amount, dtype=float), src.shape)
-    keep = src != dst
-    src, dst, amount = src[keep], dst[keep], amount[keep]
-    loads = np.zeros(topo.num_links)
-    if not len(src):
-        return loads
-    if topo.is_cayley:
-        off = topo.offset(src, dst)
-        for o in np.unique(off):
-            links, share = _cayley_pattern(topo, int(o))
-            sel = off == o
-            check_memory(f"link loads of {int(sel.sum()):,} transfers over {len(links):,} links each on {topo.spec}",
-                         32.0 * float(sel.sum()) * float(len(links)))
-            moved = topo.translate_links(links[None, :], src[sel][:, None])
-            loads += np.bincount(moved.ravel(), weights=(amount[sel][:, None] * share[None, :]).ravel(),
-                                 minlength=topo.num_links)
-        return loads
-    sources = np.unique(src)
-    check_bfs_work(topo, len(sources), "link loads")
-    for s in sources:
-        sel = src == s
-        loads += _source_loads(topo, int(s), dst[sel], amount[sel])
-    return loads
-
-
-@lru_cache(maxsize=4096)
-def _cayley_pattern(topo: Topology, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """The route from node 0 to node ``offset``; translating it by s gives the route s -> s + offset."""
-    return minimal_route(topo, 0, offset)
-
-
-def _source_loads(topo: Topology, s: int, dst: np.ndarray, amount: np.ndarray) -> np.ndarray:
-    """Brandes-style accumulation of all traffic leaving ``s`` over its shortest-path DAG."""
-    dist = bfs_distances(topo, [s])[0]
-    if (dist[dst] < 0).any():
-        raise TopologyError(f"{topo.spec}: a destination is unreachable from node {s}")
-    sigma = path_counts(topo, dist)
-    links, near, far, bounds = _dag(topo, dist, reverse=False)
-    demand = np.bincount(dst, weights=amount, minlength=topo.num_nodes)
-    through = np.zeros(topo.num_nodes)  # traffic that passes through or ends at a node, per node
-    loads = np.zeros(topo.num_links)
-    for k in range(len(bounds) - 2, -1, -1):
-        layer = links[bounds[k]: bounds[k + 1]]
-        if not len(layer):
-            continue
-        v = far[layer]
-        flow = sigma[near[layer]] / sigma[v] * (demand[v] + through[v])
-        loads[layer] = flow
-        through += np.bincount(near[layer], weights=flow, minlength=topo.num_nodes)
-    return loads
-
-
-# -- route patterns for the simulator ---------------------------------------------------------------------
-ROUTINGS = ("adaptive", "dor")
-
-
 def link_between(topo: Topology, u, v) -> np.ndarray:
-    """Id of a link u -> v for every pair (the first one when cables are parallel); -1 where none exists."""
+    """Id of a link u -> v for every pair (the first one when cables are parallel); -1 where none exists.
+
+    >>> from directcoll.topology import parse
+    >>> link_between(parse("ring:4"), [0, 0], [1, 2]).tolist()
+    [0, -1]
+    """
     key = topo.link_src * topo.num_nodes + topo.link_dst
     order = np.argsort(key, kind="stable")
     want = np.asarray(u, dtype=np.int64) * topo.num_nodes + np.asarray(v, dtype=np.int64)
@@ -232,14 +90,22 @@ def link_between(topo: Topology, u, v) -> np.ndarray:
 
 
 def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dimension-order route: correct dimension 0 first, then 1, ...; one path, every link share 1.
+    """Dimension-order route (``dor``; Dally and Towles, Basu et al. ref. [17]): correct dimension 0 first,
+    then 1, ...; one path, every link share 1.
 
     On wrapping dimensions the shorter direction is taken (ties go "+"); HyperX and hypercube dimensions
     take one hop. Needs a grid topology whose neighbours differ in one coordinate (torus, mesh, ring,
     hypercube, HyperX).
 
+    Returns:
+        (links, share): int64 link ids in path order, float64 ones.
+
     Raises:
         TopologyError: a topology without a grid shape, or a hop the topology has no link for.
+
+    >>> from directcoll.topology import parse
+    >>> dor_route(parse("torus:4x4"), 0, 5)[0].tolist()
+    [0, 18]
     """
     if topo.shape is None or topo.kind == "hammingmesh":
         raise TopologyError(f"{topo.spec}: dimension-order routing needs a torus, mesh, ring, hypercube or "
@@ -277,13 +143,187 @@ def _route_cached(topo: Topology, src: int, dst: int, routing: str) -> tuple[np.
     return minimal_route(topo, src, dst)
 
 
+def _check_routing(routing: str) -> None:
+    if routing not in ROUTINGS:
+        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
+
+
 def route_pattern(topo: Topology, src: int, dst: int, routing: str = "adaptive") -> tuple[np.ndarray, np.ndarray]:
     """(links, shares) of a transfer src -> dst under ``routing`` ("adaptive": even split over all minimal
     paths; "dor": dimension order), cached. Cayley topologies cache one pattern per offset from node 0.
 
     Raises:
-        TopologyError: an unknown routing name.
+        TopologyError: an unknown routing name; as :func:`minimal_route` and :func:`dor_route`.
+
+    >>> from directcoll.topology import parse
+    >>> [a.tolist() for a in route_pattern(parse("ring:4"), 0, 2, "dor")]
+    [[0, 2], [1.0, 1.0]]
     """
-    if routing not in ROUTINGS:
-        raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
+    _check_routing(routing)
     return _route_cached(topo, int(src), int(dst), routing)
+
+
+# -- route entries and link loads -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RouteEntries:
+    """The links T transfers use, columnar: transfer ``transfer[k]`` puts the share ``share[k]`` of its bytes
+    on link ``link[k]`` (int64, int64, float64 (K,)), grouped by transfer in increasing order. Adaptive
+    routes' shares of one hop add up to 1, so ``sum(share)`` of a transfer is its (mean) hop count."""
+
+    transfer: np.ndarray
+    link: np.ndarray
+    share: np.ndarray
+
+    def loads(self, amount, num_links: int) -> np.ndarray:
+        """float64 (num_links,): every link's load when transfer i carries ``amount[i]`` (any unit)."""
+        return np.bincount(self.link, weights=np.asarray(amount, dtype=float)[self.transfer] * self.share,
+                           minlength=num_links)
+
+
+def _explicit(offsets, links, num_links: int, spec: str) -> RouteEntries:
+    offsets, links = np.asarray(offsets, dtype=np.int64), np.asarray(links, dtype=np.int64)
+    if len(links) and (links.min() < 0 or links.max() >= num_links):
+        raise TopologyError(f"a route uses a link id outside 0..{num_links - 1} of {spec}")
+    counts = np.diff(offsets)
+    return RouteEntries(np.repeat(np.arange(len(counts)), counts), links, np.ones(len(links)))
+
+
+def _groups(topo: Topology, src: np.ndarray, dst: np.ndarray, routing: str):
+    """Transfers sharing one route pattern: Cayley topologies group by offset (the pattern from node 0),
+    others by (src, dst) pair. Yields (transfers (G,), pattern links (k,), pattern shares (k,))."""
+    if topo.is_cayley:
+        off = topo.offset(src, dst)
+        for o in np.unique(off):
+            yield (np.flatnonzero(off == o), *route_pattern(topo, 0, int(o), routing))
+    else:
+        v = topo.num_nodes
+        uniq, inverse = np.unique(src * v + dst, return_inverse=True)
+        for j, key in enumerate(uniq):
+            yield (np.flatnonzero(inverse == j), *route_pattern(topo, int(key // v), int(key % v), routing))
+
+
+def _placed(topo: Topology, src: np.ndarray, sel: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+    """(G * k,) the links of a group's pattern for each of its transfers, transfer-major (Cayley topologies:
+    translated from node 0 to each transfer's source)."""
+    if topo.is_cayley:
+        return topo.translate_links(pattern[None, :], src[sel][:, None]).ravel()
+    return np.tile(pattern, len(sel))
+
+
+def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=None) -> RouteEntries:
+    """The links every transfer src[i] -> dst[i] uses and the share of its bytes on each: the lowered routing
+    every simulation engine starts from.
+
+    Args:
+        topo: the network.
+        src, dst: int (T,) node ids; src != dst (local copies use no link: callers leave them out).
+        routing: ``adaptive`` or ``dor`` (:data:`ROUTINGS`), for transfers without an explicit route.
+        routes: optional explicit routes (offsets (T + 1,), links (R,)): transfer i uses
+            ``links[offsets[i]:offsets[i + 1]]``, share 1 each; every transfer must have one.
+
+    Returns:
+        :class:`RouteEntries` grouped by transfer.
+
+    Raises:
+        TopologyError: an unknown routing, a routing the topology cannot do, an empty explicit route or a route
+            with a link id outside the topology.
+
+    >>> from directcoll.topology import parse
+    >>> e = route_entries(parse("ring:4"), [0, 1], [2, 2])
+    >>> e.transfer.tolist(), e.link.tolist(), e.share.tolist()
+    ([0, 0, 0, 0, 1], [0, 1, 2, 7, 2], [0.5, 0.5, 0.5, 0.5, 1.0])
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if routes is not None:
+        if (np.diff(routes[0]) == 0).any():
+            raise TopologyError("a transfer with an explicit route table has an empty route")
+        return _explicit(*routes, topo.num_links, topo.spec)
+    _check_routing(routing)
+    idx, link, share = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
+    for sel, pl, ps in _groups(topo, src, dst, routing):
+        idx.append(np.repeat(sel, len(pl)))
+        link.append(_placed(topo, src, sel, pl))
+        share.append(np.tile(ps, len(sel)))
+    idx = np.concatenate(idx)
+    order = np.argsort(idx, kind="stable")
+    return RouteEntries(idx[order], np.concatenate(link)[order], np.concatenate(share)[order])
+
+
+def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", routes=None) -> np.ndarray:
+    """Load of every directed link when every transfer src[i] -> dst[i] carries ``amount[i]``: the one
+    per-step link-load computation of the project (cost models, all-to-all schedules; the simulators take
+    :meth:`RouteEntries.loads` of the entries they need anyway).
+
+    Args:
+        topo: the network (a Topology; with ``routes`` only, any link graph with ``num_links``).
+        src, dst: int (T,) node ids; transfers with src == dst carry nothing.
+        amount: float (T,) or a scalar (bytes, or any unit: the result is in the same unit).
+        routing: ``adaptive`` (default) or ``dor``, for the transfers without an explicit route.
+        routes: optional explicit routes (offsets (T + 1,), links (R,)): a transfer with a non-empty route puts
+            its whole amount on each of its links; one with an empty route is routed by ``routing`` (the IR's
+            "empty = route it yourself").
+
+    Returns:
+        float64 (L,): every link's load, in the unit of ``amount``.
+
+    Raises:
+        ResourceError: more BFS work than :data:`~directcoll.topology.paths.MAX_BFS_WORK` (adaptive on
+            non-Cayley topologies: one BFS per source), or translated routes over the memory budget.
+        TopologyError: an unknown routing, a routing the topology cannot do, or a route with a link id outside
+            the topology.
+
+    >>> from directcoll.topology import parse
+    >>> link_loads(parse("ring:4"), [0], [2], 8.0).tolist()
+    [4.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 4.0]
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    amount = np.broadcast_to(np.asarray(amount, dtype=float), src.shape)
+    num_links = topo.num_links if hasattr(topo, "num_links") else len(topo.link_src)
+    if routes is not None:
+        entries = _explicit(*routes, num_links, getattr(topo, "spec", "the network"))
+        loads = entries.loads(amount, num_links)
+        free = np.diff(routes[0]) == 0
+        if not free.any():
+            return loads
+        return loads + link_loads(topo, src[free], dst[free], amount[free], routing=routing)
+    _check_routing(routing)
+    keep = src != dst
+    src, dst, amount = src[keep], dst[keep], amount[keep]
+    loads = np.zeros(num_links)
+    if not len(src):
+        return loads
+    if routing == "adaptive" and not topo.is_cayley:
+        sources = np.unique(src)
+        check_bfs_work(topo, len(sources), "link loads")
+        for s in sources:
+            sel = src == s
+            loads += _source_loads(topo, int(s), dst[sel], amount[sel])
+        return loads
+    for sel, pl, ps in _groups(topo, src, dst, routing):
+        check_memory(f"link loads of {len(sel):,} transfers over {len(pl):,} links each on {topo.spec}",
+                     32.0 * float(len(sel)) * float(len(pl)))
+        weights = (amount[sel][:, None] * ps[None, :]).ravel()
+        loads += np.bincount(_placed(topo, src, sel, pl), weights=weights, minlength=num_links)
+    return loads
+
+
+def _source_loads(topo: Topology, s: int, dst: np.ndarray, amount: np.ndarray) -> np.ndarray:
+    """Brandes-style accumulation of all traffic leaving ``s`` over its shortest-path DAG."""
+    dist = bfs_distances(topo, [s])[0]
+    if (dist[dst] < 0).any():
+        raise TopologyError(f"{topo.spec}: a destination is unreachable from node {s}")
+    sigma = path_counts(topo, dist)
+    links, near, far, bounds = shortest_path_dag(topo, dist)
+    demand = np.bincount(dst, weights=amount, minlength=topo.num_nodes)
+    through = np.zeros(topo.num_nodes)  # traffic that passes through or ends at a node, per node
+    loads = np.zeros(topo.num_links)
+    for k in range(len(bounds) - 2, -1, -1):
+        layer = links[bounds[k]: bounds[k + 1]]
+        if not len(layer):
+            continue
+        v = far[layer]
+        flow = sigma[near[layer]] / sigma[v] * (demand[v] + through[v])
+        loads[layer] = flow
+        through += np.bincount(near[layer], weights=flow, minlength=topo.num_nodes)
+    return loads

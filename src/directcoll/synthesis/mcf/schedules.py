@@ -3,13 +3,13 @@
 Variants:
 
 * ``timestepped`` (link-based schedule, Basu Sec. 3.2.2, 4 "Link-based Schedules"): the tsMCF flow
-  (:mod:`directcoll.synthesis.tsmcf`) split into one walk per (source, destination) through the time-expanded
+  (:mod:`directcoll.synthesis.mcf.timestepped`) split into one walk per (source, destination) through the time-expanded
   graph; every shard is cut into q equal chunks and every walk carries a contiguous run of them, one link per
   step. Transfers go between neighbours only: one transfer per (step, link) carrying the pieces of every walk
   on that link in that step, with the link as its explicit route (parallel links stay distinct). Relays keep a
   chunk at its block coordinate (the IR's all-to-all semantics) and forward it in a later step.
 * ``path`` (pMCF, eq. 21-24) and ``extp`` (MCF-extP, Sec. 3.2.1), path-based schedules for source-routed
-  fabrics (:mod:`directcoll.synthesis.mcf_paths`): one step; for every pair (i, j) one transfer per path,
+  fabrics (:mod:`directcoll.synthesis.mcf.paths`): one step; for every pair (i, j) one transfer per path,
   carrying the path's share of block (i N + j) as a fractional piece, with the path's links as its explicit
   route, so the simulator and the cost model use exactly those routes.
 
@@ -32,8 +32,8 @@ import numpy as np
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.chunking import common_denominator, largest_remainder, nearest_fractions
 from directcoll.schedule.ir import Collective, Schedule
-from directcoll.synthesis.mcf_paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
-from directcoll.synthesis.tsmcf import TsMcfResult, tsmcf
+from directcoll.synthesis.mcf.paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
+from directcoll.synthesis.mcf.timestepped import TsMcfResult, tsmcf
 from directcoll.topology.model import Topology
 
 #: Default cap on the chunks per shard (q); exact rational weights with a larger lcm are rounded to it.

@@ -8,15 +8,18 @@ carries. Two ways to get them:
   every path allowed it equals the link MCF; restricted sets give F_pMCF <= F. Path sets
   (:func:`path_sets`): ``disjoint``, a maximum set of link-disjoint paths per pair (Basu: "a maximal set of
   link-disjoint (s, d) paths", here a maximum one, by BFS augmenting paths: Edmonds-Karp with unit
-  capacities, so as many paths as the pair's link connectivity, each augmenting path a shortest one);
-  ``shortest``, all shortest paths (refused when a pair has more than ``max_shortest``); ``auto`` (default),
+  capacities, so as many paths as the pair's link connectivity, each augmenting path a shortest one;
+  :func:`directcoll.topology.paths.max_disjoint_paths`); ``shortest``, all shortest paths
+  (:func:`directcoll.topology.paths.shortest_paths_from`, refused when a pair has more than ``max_shortest``,
+  the cap policy of :mod:`directcoll.topology.paths`); ``auto`` (default),
   the union of the disjoint paths and, for pairs with at most ``max_shortest`` of them, all shortest paths.
   On Cayley topologies the path sets of source 0 are translated and the LP is solved on the link orbits (one
   row per orbit and destination), N times smaller, by the averaging argument of ``alltoall_mcf``'s symmetric
   method.
 * **MCF-extP** (Sec. 3.2.1): solve the decomposed link MCF (``alltoall_mcf(method="decomposed")``, eq. 6-14:
   per-(s, d) link flows), then for every pair extract paths greedily by **widest path** (Dijkstra maximizing
-  the bottleneck) from the subgraph of its flow, subtracting each path's width, until no path is left.
+  the bottleneck; :func:`directcoll.topology.paths.widest_paths`) from the subgraph of its flow, subtracting
+  each path's width, until no path is left.
 
 Both return a :class:`PathMcfResult`: paths as CSR over network link ids, the rate of every path (capacity
 units) and its **weight** (its share of its pair's shard: rates normalised to add up to 1 per pair). Sending
@@ -28,28 +31,28 @@ schedule is a feasible pMCF point); for MCF-extP it is 1 / F up to the round-off
 
 from __future__ import annotations
 
-import heapq
 import time
-from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import UnsupportedShapeError
 from directcoll.lp import LinearProgram
-from directcoll.synthesis.mcf import (
-    SOLVERS,
-    FlowNetwork,
-    adjacency,
-    alltoall_mcf,
-    flow_network,
-    is_translation_symmetric,
-    solve_children,
-    solve_lp,
+from directcoll.synthesis.mcf.children import solve_children
+from directcoll.synthesis.mcf.formulations import SOLVERS, solve_lp
+from directcoll.synthesis.mcf.link import alltoall_mcf
+from directcoll.synthesis.mcf.network import FlowNetwork, flow_network, is_translation_symmetric
+from directcoll.topology.paths import (
+    LinkLists,
+    bfs_distances,
+    max_disjoint_paths,
+    path_counts,
+    shortest_paths_from,
+    widest_paths,
 )
+from directcoll.topology.routing import link_loads
 
 PATH_SETS = ("auto", "disjoint", "shortest")
 #: ``auto`` adds all shortest paths of a pair when it has at most this many (``shortest`` refuses more).
@@ -138,7 +141,7 @@ class PathMcfResult:
     def link_load(self) -> np.ndarray:
         """float64 (E,): shards every link carries when every pair sends one shard split by :attr:`weight`."""
         p = self.paths
-        return np.bincount(p.links, weights=self.weight[p.path_of_link], minlength=self.network.num_links)
+        return link_loads(self.network, p.source, p.dest, self.weight, routes=(p.offsets, p.links))
 
     @property
     def time_m_over_b(self) -> float:
@@ -165,90 +168,12 @@ def _normalise(key: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 
 # -- path sets ------------------------------------------------------------------------------------------------
-def _adjacency_lists(net: FlowNetwork) -> tuple[list, list]:
-    out_adj, in_adj = [[] for _ in range(net.num_nodes)], [[] for _ in range(net.num_nodes)]
-    for j, (u, v) in enumerate(zip(net.link_src.tolist(), net.link_dst.tolist(), strict=True)):
-        if u != v:
-            out_adj[u].append(j)
-            in_adj[v].append(j)
-    return out_adj, in_adj
-
-
-def _disjoint_paths(s: int, d: int, out_adj, in_adj, link_src, link_dst) -> list[list[int]]:
-    """A maximum set of link-disjoint s -> d paths: BFS augmenting paths with unit capacities (Edmonds-Karp),
-    then the unit flow split into simple paths (cycles dropped)."""
-    used: set[int] = set()
-    while True:
-        prev = {s: None}
-        queue = deque([s])
-        while queue and d not in prev:
-            u = queue.popleft()
-            for j in out_adj[u]:
-                v = link_dst[j]
-                if j not in used and v not in prev:
-                    prev[v] = (j, True)
-                    queue.append(v)
-            for j in in_adj[u]:
-                v = link_src[j]
-                if j in used and v not in prev:
-                    prev[v] = (j, False)
-                    queue.append(v)
-        if d not in prev:
-            break
-        v = d
-        while v != s:
-            j, forward = prev[v]
-            if forward:
-                used.add(j)
-                v = link_src[j]
-            else:
-                used.discard(j)
-                v = link_dst[j]
-    out_used: dict[int, list[int]] = {}
-    for j in sorted(used):
-        out_used.setdefault(link_src[j], []).append(j)
-    paths = []
-    while out_used.get(s):
-        u, path, pos = s, [], {s: 0}
-        while u != d:
-            j = out_used[u].pop()
-            v = link_dst[j]
-            if v in pos:  # a cycle: drop it
-                for w in [link_dst[k] for k in path[pos[v]:]]:
-                    pos.pop(w, None)
-                del path[pos[v]:]
-                pos[v] = len(path)
-            else:
-                path.append(j)
-                pos[v] = len(path)
-            u = v
-        paths.append(path)
-    return paths
-
-
-def _shortest_paths(d: int, dist: np.ndarray, in_adj, link_src, limit: int) -> list[list[int]] | None:
-    """All shortest paths ending at d (``dist``: BFS distances from their source), or None if more than limit."""
-    out: list[list[int]] = []
-
-    def back(v: int, suffix: list[int]) -> bool:
-        if dist[v] == 0:
-            out.append(suffix[::-1])
-            return len(out) <= limit
-        for j in in_adj[v]:
-            u = link_src[j]
-            if dist[u] == dist[v] - 1 and not back(u, [*suffix, j]):
-                return False
-        return True
-
-    return out if back(d, []) else None
-
-
 def path_sets(net: FlowNetwork, kind: str = "auto", *, max_shortest: int = MAX_SHORTEST_PATHS,
               sources=None) -> PathSet:
     """Candidate paths of every pair (s, d), s in ``sources`` (default all compute nodes), d != s.
 
     Args:
-        net: the flow network (:func:`directcoll.synthesis.mcf.flow_network`).
+        net: the flow network (:func:`directcoll.synthesis.mcf.network.flow_network`).
         kind: ``disjoint`` (a maximum set of link-disjoint paths), ``shortest`` (all shortest paths) or
             ``auto`` (their union, shortest paths only for pairs with at most ``max_shortest``).
         max_shortest: see ``kind``.
@@ -267,23 +192,32 @@ def path_sets(net: FlowNetwork, kind: str = "auto", *, max_shortest: int = MAX_S
         raise UnsupportedShapeError(f"max_shortest must be >= 1, got {max_shortest}")
     n = net.num_compute
     sources = np.arange(n) if sources is None else np.asarray(sources, dtype=np.int64)
-    out_adj, in_adj = _adjacency_lists(net)
-    link_src, link_dst = net.link_src.tolist(), net.link_dst.tolist()
-    dist = shortest_path(adjacency(net), unweighted=True, indices=sources)
+    lists = LinkLists.of(net)
+    dist = bfs_distances(net, sources)
     src_of, dst_of, paths = [], [], []
     for row, s in enumerate(sources.tolist()):
+        shortest: dict[int, list[tuple]] = {}
+        if kind != "disjoint":
+            dests = np.delete(np.arange(n), s)
+            if kind == "auto":  # pairs with more than max_shortest shortest paths get the disjoint ones only
+                dests = dests[path_counts(net, dist[row])[dests] <= max_shortest]
+            try:
+                dest, offsets, links = shortest_paths_from(net, s, dests, max_paths=max_shortest, dist=dist[row])
+            except UnsupportedShapeError as exc:
+                raise UnsupportedShapeError(f"{exc}; use paths='auto' or 'disjoint', or raise max_shortest") from None
+            for d, a, b in zip(dest.tolist(), offsets[:-1].tolist(), offsets[1:].tolist(), strict=True):
+                shortest.setdefault(d, []).append(tuple(links[a:b].tolist()))
+            for found in shortest.values():
+                # the order pMCF has always listed them in (last link first): it fixes the LP's column order and so
+                # the optimal vertex HiGHS returns
+                found.sort(key=lambda p: p[::-1])
         for d in range(n):
             if d == s:
                 continue
-            found: list[list[int]] = []
+            found: list = []
             if kind != "shortest":
-                found += _disjoint_paths(s, d, out_adj, in_adj, link_src, link_dst)
-            if kind != "disjoint":
-                short = _shortest_paths(d, dist[row], in_adj, link_src, max_shortest)
-                if short is None and kind == "shortest":
-                    raise UnsupportedShapeError(f"pair ({s}, {d}) has more than {max_shortest} shortest paths; "
-                                                "use paths='auto' or 'disjoint', or raise max_shortest")
-                found += short or []
+                found += max_disjoint_paths(net, s, d, lists=lists)
+            found += shortest.get(d, [])
             unique = list(dict.fromkeys(tuple(p) for p in found))
             src_of += [s] * len(unique)
             dst_of += [d] * len(unique)
@@ -377,55 +311,6 @@ def _with_value(result: PathMcfResult) -> PathMcfResult:
 
 
 # -- MCF-extP (Sec. 3.2.1) ------------------------------------------------------------------------------------
-def widest_paths(source: int, dest: int, links, flows, link_src, link_dst, *, eps: float = 0.0):
-    """Basu Sec. 3.2.1's widest-path extraction from one pair's link flows.
-
-    Repeatedly find the s -> d path of largest bottleneck in the flow subgraph (Dijkstra with max-min labels),
-    subtract its width from its links, until no path wider than ``eps`` is left.
-
-    Args:
-        source, dest: the pair.
-        links, flows: the pair's flow, (K,) link ids and values.
-        link_src, link_dst: endpoints of every link of the network (sequences).
-        eps: widths at or below this end the extraction.
-
-    Returns:
-        list of (links of the path, width), widths non-increasing.
-    """
-    cap = {int(j): float(f) for j, f in zip(links, flows, strict=True)}
-    adj: dict[int, list[int]] = {}
-    for j in cap:
-        adj.setdefault(int(link_src[j]), []).append(j)
-    out = []
-    while True:
-        best, prev, done = {source: np.inf}, {}, set()
-        heap = [(-np.inf, source)]
-        while heap:
-            neg, u = heapq.heappop(heap)
-            if u in done:
-                continue
-            done.add(u)
-            if u == dest:
-                break
-            for j in adj.get(u, ()):
-                width = min(-neg, cap[j])
-                v = int(link_dst[j])
-                if width > eps and v not in done and width > best.get(v, 0.0):
-                    best[v], prev[v] = width, j
-                    heapq.heappush(heap, (-width, v))
-        if dest not in done:
-            return out
-        path, v = [], dest
-        while v != source:
-            path.append(prev[v])
-            v = int(link_src[prev[v]])
-        path.reverse()
-        width = best[dest]
-        for j in path:
-            cap[j] -= width
-        out.append((path, width))
-
-
 def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: int | None = 1,
              reference_bandwidth=None, highs_options: dict | None = None) -> PathMcfResult:
     """MCF-extP (Basu et al. Sec. 3.2.1): per-pair link flows of the MCF, then widest-path extraction.

@@ -1,6 +1,6 @@
 """A certified bracket lower <= F <= upper on the all-to-all MCF value for topologies too large for the exact LP.
 
-The exact link LP (:func:`~directcoll.synthesis.mcf.alltoall_mcf`) has N |E| columns: 4 million on a 1,000-node
+The exact link LP (:func:`~directcoll.synthesis.mcf.link.alltoall_mcf`) has N |E| columns: 4 million on a 1,000-node
 degree-4 graph, far beyond a 2-core machine for non-Cayley graphs (measured in docs/benchmarks.md). Basu et al.'s
 topology study (Sec. 5.4, Fig. 10) needs F on such graphs, and a bracket a fraction of a percent wide answers
 its questions. Both ends are proofs, not estimates:
@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from directcoll.errors import UnsupportedShapeError
-from directcoll.synthesis.mcf import flow_network
+from directcoll.synthesis.mcf.network import flow_network
 from directcoll.topology.model import Topology
 
 #: Softmax sharpness of the link lengths, relative to the current maximum congestion (tuned on genkautz:4:200,
@@ -138,7 +138,7 @@ def alltoall_mcf_bracket(topology, *, rel_gap: float = 1e-3, max_iterations: int
         topology: a spec or :class:`Topology`.
         rel_gap: stop when (upper - lower) / lower is at most this.
         max_iterations: stop after this many Frank-Wolfe iterations in any case.
-        host_bandwidth, nic_forwarding, reference_bandwidth: as :func:`~directcoll.synthesis.mcf.alltoall_mcf`.
+        host_bandwidth, nic_forwarding, reference_bandwidth: as :func:`~directcoll.synthesis.mcf.link.alltoall_mcf`.
         progress: optional callable(iteration, max_iterations, gap) after every iteration.
 
     Returns:
@@ -146,7 +146,7 @@ def alltoall_mcf_bracket(topology, *, rel_gap: float = 1e-3, max_iterations: int
 
     Raises:
         UnsupportedShapeError: rel_gap < 0 or max_iterations < 0.
-        TopologyError, SpecError: as :func:`~directcoll.synthesis.mcf.flow_network` and the spec parser.
+        TopologyError, SpecError: as :func:`~directcoll.synthesis.mcf.network.flow_network` and the spec parser.
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth

@@ -1,16 +1,16 @@
 """Time-stepped all-to-all multi-commodity flow (tsMCF, Basu et al. Sec. 3.1.3, eq. 15-20).
 
-The fluid MCF of :mod:`directcoll.synthesis.mcf` gives rates; runtimes that move data in bulk-synchronous steps
-(accelerators forwarding in software, MSCCL / oneCCL interpreters: Basu Sec. 3.2.2, 4) need to know what moves
-in which step. tsMCF solves the MCF on the **time-expanded graph**: ``lmax + 1`` copies u_0 .. u_lmax of every
-node; for every step t = 0..lmax-1 a link u_t -> v_{t+1} of capacity ``cap(u, v) U_t`` for every network link
-(u, v), and a "hold" edge u_t -> u_{t+1} of unbounded capacity (a node keeps data for a later step). Data that
-reaches u in step t can leave u in step t + 1 at the earliest, as in the bulk-synchronous IR. Every ordered
-pair (s, d) moves one shard (demand 1, eq. 19) from s_0 to d_lmax; step t lasts U_t (its most loaded link's
-load over capacity, eq. 16) and the objective is the completion time sum_t U_t (eq. 15), in units of (shard
-size m) / (reference bandwidth b). Its inverse ``value`` is the stepped schedule's throughput, comparable with
-the fluid F: adding up the steps gives a static flow of rate 1 / sum_t U_t, so ``value <= F``. With enough
-steps it reaches F (on every topology measured, at l_max = diameter D to D + 2; docs/alltoall.md).
+The fluid MCF of :mod:`directcoll.synthesis.mcf.link` gives rates; runtimes that move data in bulk-synchronous steps
+(accelerators forwarding in software, MSCCL / oneCCL interpreters: Basu Sec. 3.2.2, 4) need to know what moves in
+which step. tsMCF solves the MCF on the **time-expanded graph**: ``lmax + 1`` copies u_0 .. u_lmax of every node;
+for every step t = 0..lmax-1 a link u_t -> v_{t+1} of capacity ``cap(u, v) U_t`` for every network link (u, v), and
+a "hold" edge u_t -> u_{t+1} of unbounded capacity (a node keeps data for a later step). Data that reaches u in step
+t can leave u in step t + 1 at the earliest, as in the bulk-synchronous IR. Every ordered pair (s, d) moves one
+shard (demand 1, eq. 19) from s_0 to d_lmax; step t lasts U_t (its most loaded link's load over capacity, eq. 16)
+and the objective is the completion time sum_t U_t (eq. 15), in units of (shard size m) / (reference bandwidth b).
+Its inverse ``value`` is the stepped schedule's throughput, comparable with the fluid F: adding up the steps gives a
+static flow of rate 1 / sum_t U_t, so ``value <= F``. With enough steps it reaches F (on every topology measured, at
+l_max = diameter D to D + 2; docs/alltoall.md).
 
 Formulation (an exact reformulation of eq. 15-20):
 
@@ -25,8 +25,8 @@ Formulation (an exact reformulation of eq. 15-20):
   averaging an optimal flow over them keeps the objective; only source 0's flow is solved, with one capacity
   row per (step, link orbit). The LP shrinks by a factor of N.
 
-Flows into a commodity's own source are fixed to 0 (they never help). Built vectorized from scipy.sparse
-triplets and solved by HiGHS through :mod:`directcoll.synthesis.mcf`'s helpers (same solvers, same optimal-basis
+Flows into a commodity's own source are fixed to 0 (they never help). Built vectorized from scipy.sparse triplets
+and solved by HiGHS through :mod:`directcoll.synthesis.mcf.formulations` (same solvers, same optimal-basis
 guarantee).
 
 ``lmax`` defaults to the hop diameter D, then grows one step at a time while the value improves by more than
@@ -41,21 +41,14 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from directcoll.errors import UnsupportedShapeError
 from directcoll.lp import LinearProgram
-from directcoll.synthesis.mcf import (
-    FLOW_EPS,
-    SOLVERS,
-    FlowNetwork,
-    adjacency,
-    alltoall_mcf,
-    flow_network,
-    is_translation_symmetric,
-    solve_lp,
-)
+from directcoll.synthesis.mcf.formulations import FLOW_EPS, SOLVERS, solve_lp
+from directcoll.synthesis.mcf.link import alltoall_mcf
+from directcoll.synthesis.mcf.network import FlowNetwork, flow_network, is_translation_symmetric
 from directcoll.topology.model import Topology
+from directcoll.topology.paths import bfs_distances
 
 #: ``lmax=None``: at most this many steps beyond the diameter are tried.
 LMAX_EXTRA = 6
@@ -70,8 +63,7 @@ def diameter(net: FlowNetwork) -> int:
     """Largest hop distance between two compute nodes of a flow network (one BFS on Cayley networks)."""
     n = net.num_compute
     sources = [0] if net.orbit is not None else np.arange(n)
-    dist = shortest_path(adjacency(net), unweighted=True, indices=sources)[:, :n]
-    return int(dist.max())
+    return int(bfs_distances(net, sources)[:, :n].max())
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,123 @@
+"""All-to-all on one path per pair chosen by a mixed-integer program (Basu et al.'s ILP baseline, Sec. 5.2), as a
+path-based schedule.
+
+One path per pair is chosen from a small candidate set so that the largest link load (over bandwidth) is
+least, solved with HiGHS (binary x_p per candidate path, sum of a pair's x_p = 1, load_e(x) <= z cap_e for
+every link, minimize z). Variant ``disjoint`` (default): up to ``candidates`` (default :data:`ILP_CANDIDATES`)
+link-disjoint paths per pair, found as successive shortest paths each avoiding the links of the ones before
+(:func:`directcoll.topology.paths.successive_shortest_paths`: a maximal, not necessarily maximum, disjoint set;
+Basu's ILP-disjoint); ``shortest``: up to ``candidates`` of the pair's shortest paths, spread over their
+enumeration order (Basu's ILP-shortest). NP-hard: refused above :data:`ILP_MAX_RANKS` ranks; HiGHS stops at
+``time_limit`` seconds (default :data:`ILP_TIME_LIMIT`) with its best solution and the schedule's meta records
+the status, the objective and the MIP's lower bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from directcoll.algorithms.alltoall.ewsp import shortest_paths
+from directcoll.algorithms.alltoall.routed import csr_offsets, ordered_pairs, path_alltoall, require_alltoall
+from directcoll.errors import UnsupportedShapeError
+from directcoll.lp import LinearProgram
+from directcoll.lp import solve as lp_solve
+from directcoll.schedule.ir import Schedule, reorder_csr
+from directcoll.topology.model import Topology
+from directcoll.topology.paths import successive_shortest_paths
+from directcoll.topology.routing import link_loads
+
+#: ``ilp-disjoint`` refuses more ranks than this (the MIP is NP-hard; Basu Sec. 5.3 solves it up to N = 44)
+ILP_MAX_RANKS = 16
+#: candidate paths per pair of ``ilp-disjoint``
+ILP_CANDIDATES = 4
+#: seconds HiGHS may spend on the ``ilp-disjoint`` MIP before it returns its best solution
+ILP_TIME_LIMIT = 30.0
+ILP_VARIANTS = ("disjoint", "shortest")
+
+def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: int = ILP_CANDIDATES,
+                 time_limit: float = ILP_TIME_LIMIT) -> Schedule:
+    """All-to-all on one path per pair chosen by a MIP that minimizes the largest link load (Basu Sec. 5.2's
+    ILP baseline): binary x_p for every candidate path p, sum_{p of (i, j)} x_p = 1 for every pair, and
+    sum_{p through e} x_p <= z cap_e for every link e (cap_e: bandwidth relative to the fastest link);
+    minimize z. Candidates: ``disjoint`` (Basu's ILP-disjoint) up to ``candidates`` link-disjoint paths per
+    pair (:func:`~directcoll.topology.paths.successive_shortest_paths`); ``shortest`` (ILP-shortest) up to
+    ``candidates`` shortest paths (:func:`~directcoll.algorithms.alltoall.ewsp.shortest_paths`). HiGHS starts
+    from the first candidate of every pair (a shortest path) and returns its best solution within
+    ``time_limit`` s; meta records ``ilp_status``, ``ilp_objective`` (= max_link_load), ``ilp_bound`` and
+    ``ilp_seconds``.
+
+    Raises:
+        UnsupportedShapeError: more than :data:`ILP_MAX_RANKS` ranks, an unknown variant, candidates < 1,
+            or (``shortest``) a pair with more than :data:`~directcoll.topology.paths.MAX_PATHS_PER_PAIR`
+            shortest paths.
+        SolverError: HiGHS fails or the MIP is infeasible; SolverLimitError: the time limit stopped it with no
+            feasible point (never, as it starts from a feasible one).
+    """
+    n = topology.num_compute
+    if variant not in ILP_VARIANTS:
+        raise UnsupportedShapeError(f"ilp-disjoint: unknown variant {variant!r}; accepted: {', '.join(ILP_VARIANTS)}")
+    if not 2 <= n <= ILP_MAX_RANKS:
+        raise UnsupportedShapeError(f"ilp-disjoint: the MIP is solved for 2..{ILP_MAX_RANKS} ranks only (NP-hard); "
+                                    f"{topology.spec} has {n}")
+    if candidates < 1:
+        raise UnsupportedShapeError(f"ilp-disjoint: candidates must be >= 1, got {candidates}")
+    src, dst, paths = [], [], []
+    if variant == "disjoint":
+        for s, t in zip(*ordered_pairs(n), strict=True):
+            for path in successive_shortest_paths(topology, int(s), int(t), candidates):
+                src.append(s)
+                dst.append(t)
+                paths.append(path)
+        src, dst = np.array(src, np.int64), np.array(dst, np.int64)
+        lengths = np.array([len(p) for p in paths])
+        ro, links = csr_offsets(lengths), np.concatenate(paths)
+    else:
+        s_all, d_all, ro_all, l_all, count = shortest_paths(topology)
+        first = np.r_[True, (s_all[1:] != s_all[:-1]) | (d_all[1:] != d_all[:-1])]
+        rank = np.arange(len(s_all)) - np.maximum.accumulate(np.where(first, np.arange(len(s_all)), 0))
+        take = np.minimum(count, candidates)
+        # spread the chosen paths over the enumeration: path floor(c * count / take) for c < take
+        chosen = (np.floor(np.arange(candidates)[None, :] * count[:, None] / take[:, None]) == rank[:, None])
+        chosen &= np.arange(candidates)[None, :] < take[:, None]
+        keep = np.flatnonzero(chosen.any(axis=1))
+        ro, idx = reorder_csr(ro_all, keep)
+        src, dst, links = s_all[keep], d_all[keep], l_all[idx]
+    num_paths, num_links = len(src), topology.num_links
+    cap = topology.link_bandwidth / topology.link_bandwidth.max()
+    pair = src * n + dst
+    pair_row = np.unique(pair, return_inverse=True)[1].ravel()
+    num_pairs = int(pair_row.max()) + 1
+    path_of = np.repeat(np.arange(num_paths), np.diff(ro))
+    rows = np.r_[pair_row, num_pairs + links, num_pairs + np.arange(num_links)]
+    cols = np.r_[np.arange(num_paths), path_of, np.full(num_links, num_paths)]
+    vals = np.r_[np.ones(num_paths), np.ones(len(links)), -cap]
+    a = sp.csc_matrix((vals, (rows, cols)), shape=(num_pairs + num_links, num_paths + 1))
+    a.sum_duplicates()
+    integer = np.r_[np.ones(num_paths, dtype=bool), False]
+    lp = LinearProgram(a, np.r_[np.zeros(num_paths), 1.0], np.zeros(num_paths + 1),
+                       np.r_[np.ones(num_paths), np.inf], np.r_[np.ones(num_pairs), np.full(num_links, -np.inf)],
+                       np.r_[np.ones(num_pairs), np.zeros(num_links)], integer=integer,
+                       name=f"ilp-disjoint MIP ({variant}, {num_paths} paths) on {topology.spec}")
+    start_x = np.zeros(num_paths + 1)
+    start_x[np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])] = 1.0  # every pair's first candidate
+    start_x[-1] = float((link_loads(topology, src, dst, start_x[:num_paths], routes=(ro, links)) / cap).max())
+    # a time limit is part of the method: the best solution found by then is the baseline, its status says so
+    sol = lp_solve(lp, options={"time_limit": float(time_limit), "random_seed": 0, "threads": 1},
+                   accept_limit=True, start=start_x)
+    x, status = sol.x, sol.status
+    # the largest x_p of every pair (they are 0 or 1 up to HiGHS's integrality tolerance)
+    order = np.lexsort((-x[:num_paths], pair_row))
+    keep = np.sort(order[np.r_[True, pair_row[order][1:] != pair_row[order][:-1]]])
+    ro2, idx = reorder_csr(ro, keep)
+    meta = {"algorithm": "ilp-disjoint", "variant": variant, "candidates": int(candidates),
+            "candidate_paths": int(num_paths), "ilp_status": status, "ilp_bound": sol.dual_bound,
+            "ilp_objective": sol.objective, "ilp_seconds": round(sol.seconds, 3)}
+    return path_alltoall(topology, src[keep], dst[keep], np.ones(len(keep), np.int64), ro2, links[idx], meta=meta)
+
+
+def build_ilp(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
+    """Registry builder of :func:`ilp_alltoall` (options ``candidates``, ``time_limit``)."""
+    require_alltoall(topology, collective, "ilp-disjoint", options, ("candidates", "time_limit"))
+    return ilp_alltoall(topology, variant or "disjoint", candidates=int(options.get("candidates", ILP_CANDIDATES)),
+                        time_limit=float(options.get("time_limit", ILP_TIME_LIMIT)))
