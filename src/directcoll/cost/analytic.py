@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from directcoll.cost.bounds import lower_bound_port_time
 from directcoll.errors import ScheduleError, TopologyError
 from directcoll.schedule.ir import REDUCE, Collective, Schedule
 from directcoll.topology.model import Topology
@@ -122,12 +123,6 @@ def alltoall_time_m_over_b(schedule: Schedule, topology: Topology) -> float:
         loads = link_loads(topology, s.src[a:b], s.dst[a:b], size[a:b], routes=routes)
         total += float((loads * slowdown).max()) if len(loads) else 0.0
     return total
-
-
-def lower_bound_port_time(collective: Collective, ranks: int, ports: int) -> float:
-    """Least total port time of a collective: 2 (p-1)/p / ports for allreduce, half for RS and AG."""
-    factor = 2.0 if collective is Collective.ALLREDUCE else 1.0
-    return factor * (ranks - 1) / ranks / ports
 
 
 def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = True) -> CostReport:

@@ -12,6 +12,7 @@ implements. Every bound of the project lives here.
 from __future__ import annotations
 
 from directcoll.errors import TopologyError, UnsupportedShapeError
+from directcoll.schedule.ir import Collective
 from directcoll.topology.metrics import distance_stats
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import distance_sum
@@ -141,6 +142,25 @@ def is_moore_optimal(topo: Topology, *, directed: bool | None = None) -> bool:
     d, auto = p
     bound = moore_bound_diameter(topo.num_compute, d, directed=auto if directed is None else directed)
     return distance_stats(topo)[0] == bound
+
+
+# -- bandwidth: the port-time bound (Swing, De Sensi et al., NSDI'24, Sec. 2.2) ---------------------------------
+def lower_bound_port_time(collective: Collective, ranks: int, ports: int) -> float:
+    """The least total port time of a collective, in units of the vector size n over one port's bandwidth: every
+    rank must send and receive (p - 1)/p of the vector for a reduce-scatter or an allgather, twice that for an
+    allreduce, spread over its ``ports`` ports: 2 (p - 1)/p / ports for allreduce, (p - 1)/p / ports otherwise. The
+    ratio of a schedule's port time to this is Swing's bandwidth deficiency Psi.
+
+    Raises:
+        Nothing: ``ranks`` and ``ports`` are positive counts (the callers' schedules and topologies).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (the bandwidth-optimal bound and the deficiency Psi).
+
+    >>> lower_bound_port_time(Collective.ALLREDUCE, 4, 2)
+    0.75
+    """
+    factor = 2.0 if collective is Collective.ALLREDUCE else 1.0
+    return factor * (ranks - 1) / ranks / ports
 
 
 # -- all-to-all (Basu et al., HPDC'24, Sec. 3.1) --------------------------------------------------------------
