@@ -134,9 +134,10 @@ def operator_size(op: str, n: int | None, kids: list[Size]) -> Size:
     Def. 3), ``degree`` multiplies nodes by n and links by n^2 (Def. 13), ``punctured`` keeps at most what G has.
 
     Raises:
-        KeyError: op is not an operator name (a caller's bug: the grammar only passes known operators).
+        KeyError: ``op`` is not an operator name (a caller's bug: the grammar only passes known operators).
 
-    Source: docs/topology.md, "Strict specs and sizes". Zhao et al. (NSDI'25) Def. 3, 12, 13 as above; App. A.6 (bidir doubles the links).
+    Source: docs/topology.md, "Strict specs and sizes". Zhao et al. (NSDI'25) Def. 3, 12, 13 as above; App. A.6 (bidir
+    doubles the links).
 
     >>> operator_size("line", 2, [cayley_size(16, 4, 2)]).nodes
     256
