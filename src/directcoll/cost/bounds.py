@@ -90,6 +90,9 @@ def moore_parameters(topo: Topology) -> tuple[int, bool] | None:
     Directed when some link has no reverse link, d the largest out-degree of a compute node (parallel links
     counted, which only weakens the bound). None for topologies with switches, to which the bound does not apply.
 
+    Raises:
+        Nothing: reads the topology's link arrays (a topology without links gives (0, False)).
+
     >>> from directcoll.topology.spec import parse
     >>> moore_parameters(parse("kautz:2:3")), moore_parameters(parse("hammingmesh:2x2:2x2"))
     ((2, True), None)
@@ -107,6 +110,9 @@ def topology_moore_bound(topo: Topology) -> int | None:
     graph with this N and degree can have (directed when some link has no reverse, else undirected, degree =
     largest out-degree). None where it does not apply (switch nodes) or no connected graph of that degree
     exists. ``directcoll topology describe`` reports it as ``moore_bound_diameter``.
+
+    Raises:
+        Nothing: a degree for which no connected graph exists (ValueError of :func:`moore_bound_diameter`) gives None.
 
     >>> from directcoll.topology.spec import parse
     >>> topology_moore_bound(parse("petersen")), topology_moore_bound(parse("circulant:16:3,4"))

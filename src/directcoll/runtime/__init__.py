@@ -20,6 +20,11 @@ def missing(what: str, extra: str, exc: BaseException) -> MissingDependencyError
     """The error for ``what`` (e.g. ``"directcoll run"``) failing to import an optional dependency (``exc``);
     ``extra`` is :data:`MPI_EXTRA` or :data:`TORCH_EXTRA`.
 
+    Raises:
+        Nothing: builds and returns the error; the caller raises it.
+
+    Source: docs/runtime.md ("without it the command says so in one line"; the ``mpi`` and ``torch`` extras).
+
     >>> str(missing("directcoll run", MPI_EXTRA, ModuleNotFoundError("No module named 'mpi4py'")))
     "directcoll run needs MPI: pip install 'directcoll[mpi]' (No module named 'mpi4py')"
     """
@@ -32,6 +37,13 @@ def require_mpi(what: str) -> None:
 
     Raises:
         MissingDependencyError: mpi4py is not installed; one line naming ``what`` and :data:`MPI_EXTRA`.
+
+    Source: docs/runtime.md (the ``mpi`` extra: mpi4py and the MPICH wheel).
+
+    >>> try:
+    ...     require_mpi("directcoll run")
+    ... except MissingDependencyError as exc:
+    ...     assert "directcoll[mpi]" in str(exc)
     """
     try:
         import mpi4py  # noqa: F401 - the package only: importing mpi4py.MPI would initialize MPI

@@ -85,6 +85,9 @@ def wait(requests, timeout: float | None, *, rank: int, what: str, peers) -> Non
     Raises:
         DeadlineError: the deadline passed; names ``rank``, ``what`` (e.g. "step 3", "the barrier before
             timing") and ``peers``, the ranks it waited on. The requests are left pending.
+
+    Source: MPI 4.1 standard, Sec. 3.7.3 and 3.7.5 (MPI_Test, MPI_Testsome, MPI_Waitall); docs/runtime.md,
+    "Failures" (every wait has the same deadline).
     """
     if timeout is None:
         MPI.Request.Waitall(requests)
@@ -125,6 +128,8 @@ def barrier(comm, *, timeout: float | None, what: str = "the barrier") -> None:
 
     Raises:
         DeadlineError: not every rank reached the barrier within ``timeout`` seconds.
+
+    Source: MPI 4.1 standard, Sec. 6.3 (MPI_Barrier) and Sec. 6.12 (MPI_Ibarrier); docs/runtime.md, "Failures".
     """
     wait([comm.Ibarrier()], timeout, rank=comm.Get_rank(), what=what, peers=_others(comm))
 
@@ -137,6 +142,9 @@ def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: floa
     Raises:
         DirectcollError: an unknown collective, or an ``op`` that is not an ``MPI.Op``.
         DeadlineError: it did not complete within ``timeout`` seconds.
+
+    Source: MPI 4.1 standard, Sec. 6.12 (nonblocking collectives: MPI_Iallreduce, MPI_Ireduce_scatter_block,
+    MPI_Iallgather, MPI_Ialltoall); docs/runtime.md (``--compare-native``).
     """
     if collective not in NATIVE:
         raise DirectcollError(f"unknown collective {collective!r}; accepted: {', '.join(NATIVE)}")
@@ -154,6 +162,9 @@ def reduce_value(comm, value, op=MPI.SUM, *, timeout: float | None, what: str = 
 
     Raises:
         DeadlineError: as :func:`native`, naming ``what`` (e.g. "the reduction of the times").
+
+    Source: MPI 4.1 standard, Sec. 6.9.6 (MPI_Allreduce, here non-blocking, Sec. 6.12); docs/runtime.md, "Failures"
+    (the reductions of times and checks).
     """
     data = np.array([value], dtype=np.float64 if isinstance(value, float) else np.int64)
     out = np.empty_like(data)
@@ -302,6 +313,8 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
         schedule = build("swing", f"ring:{n}")
         x = np.full(1000, comm.Get_rank(), dtype=np.float64)
         dc.allreduce(comm, MPI.IN_PLACE, x, op=MPI.SUM, schedule=schedule)   # x[:] = 0 + 1 + ... + n-1
+
+    Source: MPI 4.1 standard, Sec. 6.9.6 (MPI_Allreduce); docs/runtime.md, "Library".
     """
     name = _op(op)
     recv = _buffer(recvbuf, "recvbuf", writable=True)
@@ -334,6 +347,8 @@ def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedu
         x = np.ones(n * 256)                         # N blocks of 256
         mine = np.empty(256)
         dc.reduce_scatter_block(comm, x, mine, op=MPI.SUM, schedule=schedule)     # mine[:] = n
+
+    Source: MPI 4.1 standard, Sec. 6.10.1 (MPI_Reduce_scatter_block); docs/runtime.md, "Library".
     """
     name = _op(op)
     recv = _buffer(recvbuf, "recvbuf", writable=True)
@@ -373,6 +388,8 @@ def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, sched
 
         x = np.ones(n * 256)
         dc.reduce_scatter(comm, MPI.IN_PLACE, x, [256] * n, op=MPI.SUM, schedule=schedule)   # x[:256] = n
+
+    Source: MPI 4.1 standard, Sec. 6.10.2 (MPI_Reduce_scatter); docs/runtime.md, "Library".
     """
     name = _op(op)
     n, rank = comm.Get_size(), comm.Get_rank()
@@ -433,6 +450,8 @@ def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
         everyone = np.zeros((n, 256))
         everyone[comm.Get_rank()] = comm.Get_rank()
         dc.allgather(comm, MPI.IN_PLACE, everyone, schedule=schedule)   # row r holds r
+
+    Source: MPI 4.1 standard, Sec. 6.7 (MPI_Allgather); docs/runtime.md, "Library".
     """
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     if sendbuf is MPI.IN_PLACE:
@@ -472,6 +491,8 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
         x = np.arange(n * 100, dtype=np.int64)       # part j (100 elements) goes to rank j
         y = np.empty_like(x)                         # part i comes from rank i
         dc.alltoall(comm, [x, MPI.INT64_T], [y, MPI.INT64_T], schedule=schedule)
+
+    Source: MPI 4.1 standard, Sec. 6.8 (MPI_Alltoall); docs/runtime.md, "Library" and "All-to-all".
     """
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "alltoall")

@@ -211,6 +211,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False, *, schedule:
         schedule = build("swing", f"ring:{n}")
         grads = torch.full((1000,), float(dist.get_rank()))
         dc.all_reduce(grads, op=dist.ReduceOp.SUM, schedule=schedule)      # grads[:] = 0 + 1 + ... + n-1
+
+    Source: PyTorch's ``torch.distributed.all_reduce`` (its argument order and semantics); docs/runtime.md,
+    "torch.distributed".
     """
     _sync(async_op)
     name = _op(op)
@@ -243,6 +246,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         grads = torch.ones(n * 256)
         shard = torch.empty(256)
         dc.reduce_scatter_tensor(shard, grads, op=dist.ReduceOp.SUM, schedule=schedule)     # shard[:] = n
+
+    Source: PyTorch's ``torch.distributed.reduce_scatter_tensor``; docs/runtime.md, "torch.distributed".
     """
     call = "reduce_scatter_tensor"
     _sync(async_op)
@@ -286,6 +291,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         shard = torch.full((256,), float(dist.get_rank()))
         params = torch.empty(n, 256)
         dc.all_gather_into_tensor(params, shard, schedule=schedule)        # params[r] = r
+
+    Source: PyTorch's ``torch.distributed.all_gather_into_tensor``; docs/runtime.md, "torch.distributed".
     """
     call = "all_gather_into_tensor"
     _sync(async_op)
@@ -333,6 +340,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         tokens = torch.arange(n * 100, dtype=torch.int64)     # rows 100 j .. 100 j + 99 go to rank j
         received = torch.empty_like(tokens)
         dc.all_to_all_single(received, tokens, schedule=schedule)
+
+    Source: PyTorch's ``torch.distributed.all_to_all_single``; docs/runtime.md, "torch.distributed".
     """
     call = "all_to_all_single"
     _sync(async_op)

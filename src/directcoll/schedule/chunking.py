@@ -45,6 +45,9 @@ def nearest_fractions(values, max_denominator: int) -> list[Fraction]:
     Raises:
         ValueError: a value that is not finite, or ``max_denominator`` < 1 (from :mod:`fractions`).
 
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 and App. E.2 (LP loads turned into exact rationals / chunks); Python's
+    :meth:`fractions.Fraction.limit_denominator`.
+
     >>> nearest_fractions([0.3333333, 0.5, 0.142857], 10)
     [Fraction(1, 3), Fraction(1, 2), Fraction(1, 7)]
     """
@@ -133,6 +136,9 @@ def common_denominator(rationals: Iterable, cap: int | None = None, *, what: str
         ScheduleError: the common denominator exceeds ``cap``: ``"<what> need a common denominator of D (> cap);
             <hint>"``.
 
+    Source: Zhao et al. (NSDI'25) App. E.2 (a schedule in whole chunks needs a common denominator); docs/schedule.md
+    (the schedule-wide ``denominator``).
+
     >>> from fractions import Fraction
     >>> common_denominator([Fraction(1, 4), Fraction(5, 6), 2])
     12
@@ -155,6 +161,11 @@ def reduced_denominator(denominator: int, *numerators) -> int:
         denominator: positive int.
         numerators: int arrays (any shape) or None (skipped).
 
+    Raises:
+        Nothing: integer arithmetic (a zero ``denominator`` would raise ZeroDivisionError, a caller's bug).
+
+    Source: docs/schedule.md (piece ends as integer numerators over the schedule-wide denominator).
+
     >>> reduced_denominator(12, np.array([0, 4, 8]), np.array([6]))
     6
     >>> reduced_denominator(12, np.array([0, 12]), None)
@@ -171,6 +182,11 @@ def exact_chunks_per_block(schedule: Schedule) -> int:
     """Chunks per block that express every piece end and shift of ``schedule`` exactly: the reduced denominator
     of its piece coordinates (1 for block algorithms).
 
+    Raises:
+        Nothing: the schedule was validated when built.
+
+    Source: docs/schedule.md (denominator); Zhao et al. (NSDI'25) App. E.2 (discrete chunked schedules).
+
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> b = ScheduleBuilder("allgather", 2, 2, denominator=6)
     >>> b.add(0, [0, 1], [1, 0], 0, [0, 6], [3, 12])
@@ -185,7 +201,13 @@ def exact_chunks_per_block(schedule: Schedule) -> int:
 class WholeChunks:
     """What :func:`in_whole_chunks` made: the schedule in whole chunks (``denominator`` = ``chunks_per_block``),
     the chunks per block it needs to be exact, and the largest distance, in blocks, by which a piece end (or a
-    piece's landing end) moved (0 when exact)."""
+    piece's landing end) moved (0 when exact).
+
+    Raises:
+        Nothing: a frozen record.
+
+    Source: docs/export.md (MSCCL addresses whole chunks); Zhao et al. (NSDI'25) App. E.2.
+    """
 
     schedule: Schedule
     chunks_per_block: int
@@ -194,7 +216,13 @@ class WholeChunks:
 
     @property
     def rounded(self) -> bool:
-        """Whether piece ends were rounded (fewer chunks per block than exactness needs)."""
+        """Whether piece ends were rounded (fewer chunks per block than exactness needs).
+
+        Raises:
+            Nothing.
+
+        Source: docs/export.md (rounded exports report their deviation).
+        """
         return self.chunks_per_block != self.exact_chunks_per_block
 
 
@@ -216,6 +244,9 @@ def in_whole_chunks(schedule: Schedule, max_chunks_per_block: int) -> WholeChunk
         ScheduleError: ``max_chunks_per_block`` < 1; or the rounded schedule is invalid (e.g. a local transfer
             whose displacement rounds to 0, a landing end outside the buffer): the IR's own message
             (:meth:`Schedule.validate`).
+
+    Source: Zhao et al. (NSDI'25) App. E.2 (discrete chunked BFB schedule); docs/export.md (MSCCL's whole chunks,
+    ``max_chunks``).
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> b = ScheduleBuilder("allgather", 2, 2, denominator=3)

@@ -53,6 +53,11 @@ def summary(fn) -> str:
     """The first line of ``fn``'s docstring (its first paragraph, joined), without the final period: what
     ``directcoll topology families`` says of a family or an operator.
 
+    Raises:
+        Nothing: a callable without a docstring gives "".
+
+    Source: docs/expansions.md (the operator table of ``directcoll topology families``).
+
     >>> summary(ops.bidirectional)
     "G united with its transpose, G' = G u G^T (Zhao et al. App. A.6): N nodes, degree 2d"
     """
@@ -80,6 +85,8 @@ def number(what: str, field: str, text: str, hi: int = MAX_INT) -> int:
     Raises:
         SpecError: not ASCII digits, or above ``hi``; the message names ``what`` and ``field``.
 
+    Source: docs/expansions.md (spec grammar: numbers are ASCII decimal digits within their field's range).
+
     >>> number("ring", "N", "016")
     16
     """
@@ -98,7 +105,17 @@ class SpecNode:
     """One node of a parsed spec: a family leaf (``op == "family"``, ``text`` its spec, e.g.
     ``circulant:16:3,4``) or an operator of :data:`OPERATORS` over ``children`` with integer parameter ``n``
     (K of ``line^K``, n of ``degree``/``power``; None for ``product``/``bidir``/``punctured``) and keyword
-    arguments ``kwargs`` (``punctured``: (key, value) pairs of :data:`PUNCTURED_KEYS`, in that order)."""
+    arguments ``kwargs`` (``punctured``: (key, value) pairs of :data:`PUNCTURED_KEYS`, in that order).
+
+    Raises:
+        Nothing: a frozen record; :func:`parse_tree` checks what goes into it.
+
+    Source: docs/expansions.md (spec grammar); the operators are Zhao et al. (NSDI'25) Def. 12 (line), Def. 13
+    (degree), Def. 3 (product), Def. 14 (power), App. A.6 (bidir).
+
+    >>> str(SpecNode("line", children=(SpecNode("family", "kautz:2:2"),), n=2))
+    'line^2(kautz:2:2)'
+    """
 
     op: str
     text: str = ""
@@ -258,6 +275,12 @@ def parse_tree(spec: str) -> SpecNode:
     Raises:
         SpecError: not a string, or malformed operators or parentheses; the message says what was expected and
             where.
+
+    Source: docs/expansions.md (spec grammar); this module's docstring gives the grammar.
+
+    >>> tree = parse_tree("line^2(kautz:2:2)")
+    >>> tree.op, tree.n, str(tree.children[0])
+    ('line', 2, 'kautz:2:2')
     """
     if not isinstance(spec, str):
         raise SpecError(f"a topology spec is a string such as 'torus:8x8', got {type(spec).__name__} "

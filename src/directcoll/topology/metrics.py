@@ -16,7 +16,17 @@ from directcoll.topology.paths import bfs_distances, check_bfs_work, distance_su
 
 @dataclass(frozen=True)
 class TopologySummary:
-    """What ``directcoll topology describe`` prints. Distances are hop counts between compute nodes."""
+    """What ``directcoll topology describe`` prints. Distances are hop counts between compute nodes.
+
+    Units: ``*_bytes_per_s`` in bytes/s (the median link bandwidth; a node's summed out-links), ``diameter`` and
+    ``average_distance`` in hops, ``links`` directed.
+
+    Raises:
+        Nothing: a frozen record; :func:`describe` fills it.
+
+    Source: docs/topology.md, "Metrics and routing"; Zhao et al. (NSDI'25) Sec. 3 (diameter D(G), the T_L of a
+    BFB schedule).
+    """
 
     spec: str
     kind: str
@@ -34,6 +44,8 @@ class TopologySummary:
     bisection_bandwidth_bytes_per_s: float | None
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (``shape`` a list). Raises: Nothing. Source: docs/topology.md, "Metrics
+        and routing" (``describe --json``)."""
         d = asdict(self)
         d["shape"] = list(self.shape) if self.shape is not None else None
         return d
@@ -49,6 +61,15 @@ def distance_stats(topo: Topology) -> tuple[int, float]:
     Raises:
         ResourceError: a non-Cayley topology too large for a BFS from every node
             (:data:`~directcoll.topology.paths.MAX_BFS_WORK`).
+
+    Returns:
+        (diameter in hops, an int; average distance in hops, a float).
+
+    Source: Zhao et al. (NSDI'25) Sec. 3 (graph diameter D(G)) and App. C.1; docs/topology.md, "Metrics and routing".
+
+    >>> from directcoll.topology.families import petersen
+    >>> distance_stats(petersen())
+    (2, 1.6666666666666667)
     """
     n = topo.num_compute
     if n > 1 and not topo.is_cayley:
@@ -63,6 +84,16 @@ def bisection_links(topo: Topology) -> int | None:
 
     torus: 2 N / d_max (wrap-around doubles the cut; with d_max = 2 the two parallel cables both cross);
     mesh: N / d_max; ring:N:uni: 1; hypercube: N / 2; HyperX: (d_max/2)^2 * N / d_max for even d_max.
+
+    Raises:
+        Nothing: closed forms by family.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5.4 (HyperX / HammingMesh links raise the bisection bandwidth of
+    a torus); docs/topology.md, "Metrics and routing".
+
+    >>> from directcoll.topology.families import hypercube, torus
+    >>> bisection_links(torus((4, 8))), bisection_links(hypercube(3))
+    (8, 4)
     """
     if topo.shape is None:
         return None
@@ -87,6 +118,8 @@ def describe(topo: Topology) -> TopologySummary:
 
     Raises:
         ResourceError: the distances of a non-Cayley topology need too much work (:func:`distance_stats`).
+
+    Source: docs/topology.md, "Metrics and routing" (``directcoll topology describe``).
 
     >>> from directcoll.topology.families import torus
     >>> summary = describe(torus((4, 4)))

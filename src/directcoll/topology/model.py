@@ -44,6 +44,14 @@ class Topology:
     Raises:
         TopologyError: arrays of inconsistent length, a link endpoint out of range, a non-positive
             bandwidth, or compute nodes that cannot all reach each other.
+
+    Source: Zhao et al. (NSDI'25) Sec. 3 (a direct-connect topology G of N nodes, degree d, node bandwidth B);
+    Swing (De Sensi et al., NSDI'24) Sec. 2.2 (D-dimensional tori, 2D ports per node); docs/topology.md.
+
+    >>> import numpy as np
+    >>> t = Topology("pair", "pair", 2, 2, np.array([0, 1]), np.array([1, 0]), np.ones(2), np.zeros(2))
+    >>> t.num_links, t.reverse_link.tolist()
+    (2, [1, 0])
     """
 
     spec: str
@@ -84,38 +92,78 @@ class Topology:
     # -- sizes ---------------------------------------------------------------------------------------
     @property
     def num_links(self) -> int:
+        """L, the number of directed links. Raises: Nothing. Source: docs/topology.md (the network model)."""
         return len(self.link_src)
 
     @property
     def ndim(self) -> int:
-        """D, the number of grid dimensions (0 for topologies without a shape)."""
+        """D, the number of grid dimensions (0 for topologies without a shape).
+
+        Raises:
+            Nothing: reads ``shape``.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (D, the number of torus dimensions).
+        """
         return 0 if self.shape is None else len(self.shape)
 
     @property
     def is_cayley(self) -> bool:
-        """True when routing is translation-invariant (links laid out as ``node*K + port``)."""
+        """True when routing is translation-invariant (links laid out as ``node*K + port``).
+
+        Raises:
+            Nothing: reads ``port_offsets``.
+
+        Source: docs/topology.md, "Metrics and routing" (Cayley topologies need one BFS); Zhao et al. (NSDI'25) Def. 18
+        (circulants, the Cayley graphs of Z_n).
+        """
         return self.port_offsets is not None
 
     @cached_property
     def out_degree(self) -> np.ndarray:
-        """Number of outgoing links of every node, shape (num_nodes,)."""
+        """Number of outgoing links of every node, shape (num_nodes,).
+
+        int64 array, counting parallel links.
+
+        Raises:
+            Nothing: counts the link array.
+
+        Source: Zhao et al. (NSDI'25) Sec. 3 (the degree d of a node).
+        """
         return np.bincount(self.link_src, minlength=self.num_nodes)
 
     @cached_property
     def node_bandwidth(self) -> float:
-        """B: the largest total outgoing bandwidth of a compute node, bytes/s (Zhao et al. Sec. 3.2)."""
+        """B: the largest total outgoing bandwidth of a compute node, bytes/s (Zhao et al. Sec. 3.2).
+
+        Raises:
+            Nothing: sums the link arrays (validated when built).
+        """
         out = np.bincount(self.link_src, weights=self.link_bandwidth, minlength=self.num_nodes)
         return float(out[: self.num_compute].max())
 
     @cached_property
     def adjacency(self) -> sp.csr_matrix:
-        """Sparse (num_nodes x num_nodes) matrix of link counts."""
+        """Sparse (num_nodes x num_nodes) matrix of link counts.
+
+        Raises:
+            Nothing: the link arrays were validated when built.
+
+        Source: docs/topology.md (a directed multigraph; parallel links counted).
+        """
         ones = np.ones(self.num_links, dtype=np.int64)
         return sp.csr_matrix((ones, (self.link_src, self.link_dst)), shape=(self.num_nodes, self.num_nodes))
 
     @cached_property
     def reverse_link(self) -> np.ndarray:
-        """For every link (u, v), the index of a link (v, u), or -1 when there is none; shape (L,)."""
+        """For every link (u, v), the index of a link (v, u), or -1 when there is none; shape (L,).
+
+        int64 array.
+
+        Raises:
+            Nothing: sorting and searching the link arrays.
+
+        Source: Zhao et al. (NSDI'25) App. A.6 (bidirectional topologies: every link has a reverse link).
+        """
         key = self.link_src * self.num_nodes + self.link_dst
         rkey = self.link_dst * self.num_nodes + self.link_src
         order = np.argsort(key, kind="stable")
@@ -131,7 +179,17 @@ class Topology:
         return self.shape
 
     def coords(self, nodes) -> np.ndarray:
-        """Grid coordinates of compute nodes: array of shape (len(nodes), D), int64."""
+        """Grid coordinates of compute nodes: array of shape (len(nodes), D), int64.
+
+        Raises:
+            TopologyError: the topology has no grid shape, or a node outside 0..N-1.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (ranks mapped to torus nodes linearly; row-major coordinates).
+
+        >>> from directcoll.topology.families import torus
+        >>> torus((2, 3)).coords([4]).tolist()
+        [[1, 1]]
+        """
         shape = self._require_shape()
         nodes = np.asarray(nodes, dtype=np.int64)
         if nodes.size and (nodes.min() < 0 or nodes.max() >= self.num_compute):
@@ -139,22 +197,66 @@ class Topology:
         return np.stack(np.unravel_index(nodes, shape), axis=-1).astype(np.int64)
 
     def node_at(self, coords) -> np.ndarray:
-        """Compute node ids of grid coordinates (..., D); coordinates wrap modulo the shape."""
+        """Compute node ids of grid coordinates (..., D); coordinates wrap modulo the shape.
+
+        int64 array of the coordinates' shape without the last axis.
+
+        Raises:
+            TopologyError: the topology has no grid shape.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (row-major rank mapping, wrap-around coordinates).
+
+        >>> from directcoll.topology.families import torus
+        >>> torus((2, 3)).node_at([[1, 4], [-1, 0]]).tolist()
+        [4, 3]
+        """
         shape = self._require_shape()
         coords = np.asarray(coords, dtype=np.int64) % np.asarray(shape)
         return np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), shape).astype(np.int64)
 
     def translate(self, nodes, by) -> np.ndarray:
-        """Cayley topologies: node ids ``nodes + by`` (coordinate-wise, modulo the shape); broadcasts."""
+        """Cayley topologies: node ids ``nodes + by`` (coordinate-wise, modulo the shape); broadcasts.
+
+        int64 array of the broadcast shape of ``nodes`` and ``by``.
+
+        Raises:
+            TopologyError: the topology has no grid shape, or a node outside 0..N-1.
+
+        Source: docs/topology.md, "Metrics and routing" (translation-invariant routing of Cayley topologies).
+
+        >>> from directcoll.topology.families import torus
+        >>> torus((2, 3)).translate([1, 2], 4).tolist()
+        [5, 3]
+        """
         return self.node_at(self.coords(np.ravel(nodes)).reshape(*np.shape(nodes), -1)
                             + self.coords(np.ravel(by)).reshape(*np.shape(by), -1))
 
     def offset(self, src, dst) -> np.ndarray:
-        """Cayley topologies: the node id of ``dst - src`` (coordinate-wise, modulo the shape)."""
+        """Cayley topologies: the node id of ``dst - src`` (coordinate-wise, modulo the shape).
+
+        int64 array.
+
+        Raises:
+            TopologyError: the topology has no grid shape, or a node outside 0..N-1.
+
+        Source: docs/topology.md, "Metrics and routing" (translation-invariant routing).
+
+        >>> from directcoll.topology.families import torus
+        >>> int(torus((2, 3)).offset(4, 0))
+        5
+        """
         return self.node_at(self.coords(dst) - self.coords(src))
 
     def translate_links(self, links, by) -> np.ndarray:
-        """Cayley topologies: the link ids of ``links`` moved by the group element ``by`` (broadcasts)."""
+        """Cayley topologies: the link ids of ``links`` moved by the group element ``by`` (broadcasts).
+
+        int64 array of the broadcast shape of ``links`` and ``by``.
+
+        Raises:
+            TopologyError: a non-Cayley topology (no ``port_offsets``), or as :meth:`translate`.
+
+        Source: docs/topology.md, "Metrics and routing" (translation-invariant routing: link ``u*K + k``).
+        """
         if self.port_offsets is None:
             raise TopologyError(f"{self.spec}: links of a non-Cayley topology cannot be translated")
         k = len(self.port_offsets)
@@ -162,4 +264,15 @@ class Topology:
         return self.translate(links // k, by) * k + links % k
 
     def describe_short(self) -> str:
+        """One line for messages: ``"<spec> (N ranks, L directed links)"``.
+
+        Raises:
+            Nothing: formatting.
+
+        Source: docs/topology.md (the network model).
+
+        >>> from directcoll.topology.families import ring
+        >>> ring(4).describe_short()
+        'ring:4 (4 ranks, 8 directed links)'
+        """
         return f"{self.spec} ({self.num_compute} ranks, {self.num_links} directed links)"

@@ -72,6 +72,12 @@ def regular_degree(g: Topology) -> int | None:
     """d when every compute node of ``g`` has in-degree and out-degree d (parallel links counted), else None
     (also for topologies with switch nodes).
 
+    Raises:
+        Nothing: counts the link arrays.
+
+    Source: Zhao et al. (NSDI'25) Sec. 3 (d-regular topologies, the precondition of the expansions of Sec. 5 /
+    Def. 13).
+
     >>> from directcoll.topology.families import complete, mesh
     >>> regular_degree(complete(4)), regular_degree(mesh((3, 3)))
     (3, None)
@@ -127,6 +133,9 @@ def transpose(g: Topology) -> Topology:
 def line_edges(g: Topology) -> tuple[np.ndarray, np.ndarray]:
     """The edges (e, f) of L(G), Def. 12: every link f leaving the head of link e, for every link e; int64
     arrays in node-major order (e ascending, then f in G's link order). Includes f = reverse of e.
+
+    Raises:
+        Nothing: index arithmetic on a topology's link arrays (callers check for switches and self-loops).
 
     >>> from directcoll.topology.families import ring
     >>> [a.tolist() for a in line_edges(ring(3, bidirectional=False))]
@@ -381,6 +390,11 @@ def cables(g: Topology) -> np.ndarray:
     paired with the i-th link v -> u, so parallel cables stay distinct; a link without such a partner (a
     unidirectional topology) is a cable on its own, and so is every self-loop.
 
+    Raises:
+        Nothing: index arithmetic on the link arrays.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (link failures remove a bidirectional cable, both directions).
+
     >>> from directcoll.topology.families import ring
     >>> cables(ring(3)).tolist(), cables(ring(3, bidirectional=False)).tolist()
     ([0, 1, 2, 0, 1, 2], [0, 1, 2])
@@ -483,6 +497,11 @@ def _removed(g: Topology, gone_nodes: np.ndarray, gone_links: np.ndarray) -> str
 def punctured_spec(base: str, links: int = 0, nodes: int = 0, seed: int = 0) -> str:
     """The canonical spec of :func:`punctured`: ``punctured(BASE,links=K,nodes=K,seed=S)``, a zero count left
     out (``links=0`` kept when both are zero), the seed always written.
+
+    Raises:
+        Nothing: string formatting.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (punctured topologies); docs/expansions.md (spec grammar).
 
     >>> punctured_spec("torus:4x4", nodes=1)
     'punctured(torus:4x4,nodes=1,seed=0)'

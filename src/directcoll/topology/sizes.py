@@ -45,6 +45,14 @@ class Size:
         max_out, max_in: upper bounds on the out- and in-degree of a node (line graphs multiply by them).
         nbytes: estimated peak memory of building it, bytes: the topology's arrays and the generator's
             intermediates (rustworkx graphs, Python objects, broadcast index arrays), inputs of operators included.
+
+    Raises:
+        Nothing: a frozen record.
+
+    Source: docs/topology.md, "Strict specs and sizes".
+
+    >>> Size(10, 30, 3, 3, 1e3).links
+    30
     """
 
     nodes: int
@@ -55,12 +63,30 @@ class Size:
 
 
 def as_float(n: int) -> float:
-    """``float(n)``, or infinity for an int too large to convert (estimates stay comparable with any budget)."""
+    """``float(n)``, or infinity for an int too large to convert (estimates stay comparable with any budget).
+
+    Raises:
+        Nothing: arithmetic.
+
+    Source: docs/topology.md, "Strict specs and sizes".
+
+    >>> as_float(3), as_float(2**2000)
+    (3.0, inf)
+    """
     return float(n) if n.bit_length() < 1000 else math.inf
 
 
 def capped_pow(base: int, exp: int) -> int:
-    """base ** exp, or a number above every cap when that would be huge (exp is cut at 64 for base >= 2)."""
+    """base ** exp, or a number above every cap when that would be huge (exp is cut at 64 for base >= 2).
+
+    Raises:
+        Nothing: arithmetic (a negative exponent gives 0).
+
+    Source: docs/topology.md, "Strict specs and sizes".
+
+    >>> capped_pow(2, 3), capped_pow(2, 1000) == 2**64
+    (8, True)
+    """
     if exp < 0:
         return 0
     return base ** min(exp, 64) if base >= 2 else base ** exp
@@ -71,6 +97,11 @@ def graph_size(nodes: int, links: int, out: int, inn: int | None = None, *, dims
     """The :class:`Size` of a generator's topology: ``nodes``, directed ``links``, out-degree bound ``out``
     (in-degree bound ``inn``, default ``out``), ``dims`` grid dimensions of coordinates and ``extra`` bytes of
     the generator's own intermediates (an int or a float).
+
+    Raises:
+        Nothing: arithmetic (bytes are estimates; the byte constants are fitted, see this module's docstring).
+
+    Source: docs/topology.md, "Strict specs and sizes".
 
     >>> graph_size(16, 64, 4, dims=2)
     Size(nodes=16, links=64, max_out=4, max_in=4, nbytes=6400.0)
@@ -85,6 +116,11 @@ def cayley_size(n: int, k: int, dims: int, extra: float = 0.0) -> Size:
     """The :class:`Size` of a Cayley topology of ``n`` nodes, ``k`` ports each, on a ``dims``-dimensional group
     (:func:`directcoll.topology.families.base.cayley`).
 
+    Raises:
+        Nothing: arithmetic.
+
+    Source: docs/topology.md, "Strict specs and sizes".
+
     >>> cayley_size(64, 4, 2).links
     256
     """
@@ -96,6 +132,12 @@ def operator_size(op: str, n: int | None, kids: list[Size]) -> Size:
     (``n``: K of ``line^K``, n of ``degree``/``power``). Line graphs turn links into nodes (|V(L(G))| = |E(G)|,
     Zhao et al. Def. 12), products multiply (|V(A x B)| = |V(A)| |V(B)|, |E(A x B)| = |E(A)| |V(B)| + |E(B)| |V(A)|,
     Def. 3), ``degree`` multiplies nodes by n and links by n^2 (Def. 13), ``punctured`` keeps at most what G has.
+
+    Raises:
+        KeyError: ``op`` is not an operator name (a caller's bug: the grammar only passes known operators).
+
+    Source: docs/topology.md, "Strict specs and sizes". Zhao et al. (NSDI'25) Def. 3, 12, 13 as above; App. A.6 (bidir
+    doubles the links).
 
     >>> operator_size("line", 2, [cayley_size(16, 4, 2)]).nodes
     256
@@ -135,6 +177,8 @@ def check_caps(what: str, size: Size) -> None:
     Raises:
         SpecError: over a cap; the message names ``what``, its size and the caps.
 
+    Source: docs/topology.md, "Strict specs and sizes".
+
     >>> check_caps("topology 'x'", graph_size(2**31, 0, 0))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -149,6 +193,11 @@ def check_caps(what: str, size: Size) -> None:
 def count(n: int) -> str:
     """A count for a message: exact below 10^15, else its power of two (no huge decimal conversions).
 
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/topology.md, "Strict specs and sizes".
+
     >>> count(1024), count(2**70)
     ('1,024', 'about 2^70')
     """
@@ -158,6 +207,11 @@ def count(n: int) -> str:
 def brief_int(value: int) -> str:
     """An integer for a message: exact up to 24 digits, else its power of two (no huge decimal conversions).
 
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/topology.md, "Strict specs and sizes".
+
     >>> brief_int(2**64), brief_int(10**30)
     ('18446744073709551616', 'about 2^99')
     """
@@ -166,6 +220,11 @@ def brief_int(value: int) -> str:
 
 def brief(values) -> str:
     """A tuple of numbers for a message, its middle left out past 8 entries.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/topology.md, "Strict specs and sizes".
 
     >>> brief(range(10))
     '(0, 1, 2, 3, ..., 8, 9) (10 values)'
@@ -178,6 +237,11 @@ def brief(values) -> str:
 
 def show(text) -> str:
     """repr of a spec for a message, shortened past 80 characters.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/topology.md, "Strict specs and sizes".
 
     >>> show("torus:8x8")
     "'torus:8x8'"

@@ -242,7 +242,16 @@ ALIASES: dict[str, tuple[Callable, str, str]] = {
 
 
 def accepted_forms() -> str:
-    """Every family, alias and operator form, comma-separated (``directcoll topology families`` lists them)."""
+    """Every family, alias and operator form, comma-separated (``directcoll topology families`` lists them).
+
+    Raises:
+        Nothing: reads the module's tables.
+
+    Source: docs/topology.md, "Strict specs and sizes" (``directcoll topology families``).
+
+    >>> accepted_forms().split(", ")[-1]
+    'punctured(SPEC,links=K,nodes=K,seed=S)'
+    """
     families = [example for _, example, _ in FAMILIES.values()]
     aliases = [example for _, example, _ in ALIASES.values()]
     return ", ".join(families + aliases + [form for form, _ in OPERATORS.values()])
@@ -252,6 +261,11 @@ def families() -> list[dict]:
     """Every family, alias and operator a spec may name: dicts with ``name``, ``type`` (family, alias or
     operator), ``form`` (example specs, ``|``-separated) and ``description`` (the first line of the generator's
     or operator's docstring, for aliases their own); ``directcoll topology families`` prints them.
+
+    Raises:
+        Nothing: reads the module's tables.
+
+    Source: docs/topology.md, "Strict specs and sizes" (``directcoll topology families [--json]``).
 
     >>> [r for r in families() if r["name"] == "mesh"][0]["description"]
     'D-dimensional mesh d0 x d1 x ...: a torus without its wrap-around links'
@@ -267,6 +281,8 @@ def read_family(text: str):
 
     Raises:
         SpecError: an unknown family (with the closest names) or malformed arguments.
+
+    Source: docs/topology.md, "Strict specs and sizes"; the grammar of :mod:`directcoll.topology.grammar`.
 
     >>> fn, args, kwargs = read_family("torus:4x4:simple")
     >>> fn.__name__, args, kwargs

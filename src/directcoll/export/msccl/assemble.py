@@ -33,6 +33,13 @@ def assemble(log: OpLog, layout: BufferLayout, *, name: str, proto: str, min_byt
 
     Raises:
         MscclLimitError: a connection finds no channel below ``limits.max_channels``.
+
+    Returns:
+        (:class:`~directcoll.export.msccl.format.Program`, {thread block key: ThreadBlock}).
+
+    Source: the MSCCL executor's XML format and execution model (Azure/msccl-executor-nccl ``msccl_parser.cc``,
+    ``src/device/msccl_kernel.cu``); docs/export.md, "What the export maps"; Zhao et al. (NSDI'25) Sec. 7
+    (lowering to MSCCL XML, workload spread across thread blocks).
     """
     n = layout.n
     s_chunks = compact_scratch(log.ops, layout)
@@ -58,7 +65,14 @@ def assemble(log: OpLog, layout: BufferLayout, *, name: str, proto: str, min_byt
 
 def compact_scratch(ops: list[Op], layout: BufferLayout) -> np.ndarray:
     """Number the alternate scratch chunks each rank uses densely (rewriting the ops' offsets); returns
-    ``s_chunks`` per rank, int64 (N,)."""
+    ``s_chunks`` per rank, int64 (N,).
+
+    Raises:
+        Nothing: rewrites offsets of ops the lowering made.
+
+    Source: the MSCCL executor's XML format (``<gpu s_chunks>``, Azure/msccl-executor-nccl ``msccl_parser.cc``);
+    Zhao et al. (NSDI'25) Sec. 7 (a scratch buffer for non-contiguous sends).
+    """
     n, alt_base = layout.n, layout.alt_base
     used = [set() for _ in range(n)]
     ends = np.zeros(n, np.int64)
@@ -83,6 +97,9 @@ def assign_channels(tb_ops: dict, limits: MscclLimits) -> dict:
 
     Raises:
         MscclLimitError: a connection needs a channel beyond ``limits.max_channels``.
+
+    Source: the MSCCL executor's limits (Azure/msccl-executor-nccl: ``MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL``,
+    ``msccl_struct.h``; ``MAXCHANNELS``); docs/export.md, "Limits".
     """
     conns = sorted({(t[0], t[2], t[3]) for t in tb_ops if t[1] == "send"})
     per = limits.max_threadblocks_per_channel

@@ -20,7 +20,17 @@ class Op:
     """One step of a thread block: its type, source and destination (buffer letter, chunk index, the rank whose
     buffer it is), chunk count, the ops it waits on (``deps``), its index in its thread block (``order``), its
     position among the thread block's steps once ``nop`` steps are laid out (``pos``) and whether another step
-    waits on it (``hasdep``)."""
+    waits on it (``hasdep``).
+
+    Offsets and ``cnt`` are in chunks; ``id``, ``order`` and ``pos`` are -1 until :meth:`OpLog.emit` and the
+    assembly set them.
+
+    Raises:
+        Nothing: a plain record.
+
+    Source: the MSCCL executor's execution model (Azure/msccl-executor-nccl ``src/device/msccl_kernel.cu``, one wait per
+    step); docs/export.md, "What the export maps".
+    """
 
     __slots__ = ("id", "rank", "tb", "type", "srcbuf", "srcoff", "src_rank", "dstbuf", "dstoff", "dst_rank", "cnt",
                  "deps", "order", "hasdep", "pos")
@@ -35,7 +45,17 @@ class Op:
 
 
 def connection(rank: int, kind: str, peer: int) -> tuple:
-    """The connection a thread block of ``kind`` serves: ``(sender, receiver)``, or ``("local", rank)``."""
+    """The connection a thread block of ``kind`` serves: ``(sender, receiver)``, or ``("local", rank)``.
+
+    Raises:
+        Nothing: tuple arithmetic.
+
+    Source: the MSCCL executor's execution model (Azure/msccl-executor-nccl ``src/device/msccl_kernel.cu``, sends and
+    receives of one (sender, receiver, channel) connection match in order).
+
+    >>> connection(0, "send", 3), connection(0, "recv", 3), connection(0, "local", -1)
+    ((0, 3), (3, 0), ('local', 0))
+    """
     return ("local", rank) if kind == "local" else ((rank, peer) if kind == "send" else (peer, rank))
 
 
@@ -45,6 +65,19 @@ class OpLog:
 
     Args:
         part_size: connection (:func:`connection`) -> ops per thread block; a connection not named is not cut.
+
+    Raises:
+        Nothing: bookkeeping only.
+
+    Source: the MSCCL executor's execution model (Azure/msccl-executor-nccl ``src/device/msccl_kernel.cu``,
+    ``depid``/``deps`` waits); docs/export.md, "What the export maps" (dependencies).
+
+    >>> log = OpLog()
+    >>> a = Op(0, log.tb_key(0, "local", -1), "cpy", "i", 0, 0, "o", 0, 0, 1)
+    >>> b = Op(0, ("another tb",), "cpy", "o", 0, 0, "s", 0, 0, 1)
+    >>> log.emit(a, [0], [1]); log.emit(b, [1], [2])
+    >>> b.deps
+    [0]
     """
 
     def __init__(self, part_size: dict | None = None) -> None:
@@ -59,7 +92,17 @@ class OpLog:
 
     def tb_key(self, rank: int, kind: str, peer: int) -> tuple:
         """Thread block of the next op of this kind: a long connection (or local sequence) is cut into parts of
-        ``part_size`` ops, each its own thread block (and channel); both ends cut at the same index."""
+        ``part_size`` ops, each its own thread block (and channel); both ends cut at the same index.
+
+        Returns:
+            ``(rank, kind, peer, part)``; each call counts one more op of that connection.
+
+        Raises:
+            Nothing: counting.
+
+        Source: docs/export.md, "What the export maps" (thread blocks: long connections cut, ``split=True``); the
+        executor's ``MSCCL_MAX_NUM_STEPS`` (:mod:`directcoll.export.msccl.limits`).
+        """
         conn = connection(rank, kind, peer)
         counter = (kind,) + conn
         index = self.counters[counter]
@@ -69,7 +112,14 @@ class OpLog:
 
     def emit(self, op: Op, reads, writes) -> None:
         """Append ``op``, which reads memory slots ``reads`` and writes ``writes`` (int keys), with the
-        dependencies it needs (module docstring)."""
+        dependencies it needs (module docstring).
+
+        Raises:
+            Nothing: bookkeeping (sets ``op.id``, ``op.order`` and ``op.deps``).
+
+        Source: the MSCCL executor's execution model (Azure/msccl-executor-nccl ``src/device/msccl_kernel.cu``,
+        ``depid``/``deps``); docs/export.md, "What the export maps" (dependencies).
+        """
         reads = reads.tolist() if isinstance(reads, np.ndarray) else list(reads)
         writes = writes.tolist() if isinstance(writes, np.ndarray) else list(writes)
         op.id = len(self.ops)

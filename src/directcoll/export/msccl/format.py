@@ -75,7 +75,14 @@ _INTEGER = re.compile(r"-?[0-9]{1,20}")
 
 class MscclFormatError(ScheduleFormatError):
     """An MSCCL XML file is malformed or describes a program the importer cannot read (the message names the
-    file and the element)."""
+    file and the element).
+
+    Raises:
+        Nothing: an exception class (raised by :func:`parse_msccl`, :func:`validate_program` and the importer).
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "Import".
+    """
 
 
 class MscclLimitError(DirectcollError, ValueError):
@@ -85,6 +92,12 @@ class MscclLimitError(DirectcollError, ValueError):
         limit: the executor's name for the limit (e.g. ``MSCCL_MAX_NUM_STEPS``).
         value: the offending value.
         allowed: the largest value accepted.
+
+    Raises:
+        Nothing: an exception class (raised by :func:`~directcoll.export.msccl.limits.check_limits` and the export).
+
+    Source: the MSCCL executor's limits (Azure/msccl-executor-nccl ``src/include/msccl/msccl_struct.h``,
+    ``msccl_parser.cc``); docs/export.md, "Limits".
     """
 
     def __init__(self, message: str, *, limit: str, value: int, allowed: int) -> None:
@@ -93,12 +106,32 @@ class MscclLimitError(DirectcollError, ValueError):
 
 
 class MscclRoundingWarning(UserWarning):
-    """A fractional schedule was rounded to fewer chunks per block than it needs to be exact."""
+    """A fractional schedule was rounded to fewer chunks per block than it needs to be exact.
+
+    Raises:
+        Nothing: a warning class (issued by :func:`~directcoll.export.msccl.lower.to_msccl`).
+
+    Source: docs/export.md, "What the export maps" (chunks: a fractional schedule rounded to ``max_chunks``);
+    Zhao et al. (NSDI'25) App. E.2 (discrete chunked schedules).
+    """
 
 
 @dataclass
 class Step:
-    """One ``<step>``; ``s`` is its index in the thread block (nop steps included)."""
+    """One ``<step>``; ``s`` is its index in the thread block (nop steps included).
+
+    Fields mirror the XML attributes: ``srcoff``/``dstoff`` and ``cnt`` in chunks (-1: none), ``depid``/``deps`` the
+    thread block and step waited on (-1: none), ``hasdep`` 1 when another step waits on this one.
+
+    Raises:
+        Nothing: a plain record; :func:`validate_program` checks it.
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "The format" (``<step>``).
+
+    >>> Step(0, "s", cnt=1)
+    Step(s=0, type='s', srcbuf='i', srcoff=-1, dstbuf='o', dstoff=-1, cnt=1, depid=-1, deps=-1, hasdep=0)
+    """
 
     s: int
     type: str
@@ -114,7 +147,17 @@ class Step:
 
 @dataclass
 class ThreadBlock:
-    """One ``<tb>``: at most one send peer and one receive peer (-1: none), a channel, steps in order."""
+    """One ``<tb>``: at most one send peer and one receive peer (-1: none), a channel, steps in order.
+
+    Raises:
+        Nothing: a plain record; :func:`validate_program` checks it.
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "The format" (``<tb>``).
+
+    >>> ThreadBlock(0, send=1).recv
+    -1
+    """
 
     id: int
     send: int = -1
@@ -125,7 +168,19 @@ class ThreadBlock:
 
 @dataclass
 class Gpu:
-    """One ``<gpu>``: its buffer sizes in chunks and thread blocks."""
+    """One ``<gpu>``: its buffer sizes in chunks and thread blocks.
+
+    ``i_chunks``, ``o_chunks``, ``s_chunks``: input, output and scratch buffer sizes, in chunks.
+
+    Raises:
+        Nothing: a plain record; :func:`validate_program` checks it.
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "The format" (``<gpu>``).
+
+    >>> Gpu(0, 4, 4, 0).tbs
+    []
+    """
 
     id: int
     i_chunks: int
@@ -136,7 +191,20 @@ class Gpu:
 
 @dataclass
 class Program:
-    """An MSCCL algorithm: the ``<algo>`` element and everything in it."""
+    """An MSCCL algorithm: the ``<algo>`` element and everything in it.
+
+    ``nchunksperloop``: chunks of one loop of the buffer; ``min_bytes``/``max_bytes``: message sizes, bytes, the
+    executor selects it for (0: no limit).
+
+    Raises:
+        Nothing: a plain record; :func:`validate_program` checks it.
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "The format" (``<algo>``); Zhao et al. (NSDI'25) Sec. 7 (schedules lowered to MSCCL XML).
+
+    >>> Program("demo", "allreduce", ngpus=2, nchunksperloop=2, nchannels=1).proto
+    'Simple'
+    """
 
     name: str
     coll: str
@@ -154,7 +222,17 @@ class Program:
 def fuses_with(prev: Step, step: Step) -> bool:
     """Whether the executor's parser fuses ``re`` step ``step`` into the ``re`` step ``prev`` before it (nop steps
     between them aside): ``step`` waits on nothing, ``prev`` publishes no flag, and both add the same source buffer
-    into the same destination (``msccl_parser.cc`` then reduces only ``step``'s ``cnt`` chunks)."""
+    into the same destination (``msccl_parser.cc`` then reduces only ``step``'s ``cnt`` chunks).
+
+    Raises:
+        Nothing: compares fields.
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``); the fusion
+    of consecutive ``re`` steps.
+
+    >>> fuses_with(Step(0, "re", "i", 0, "o", 0, 1), Step(1, "re", "i", 1, "o", 0, 2))
+    True
+    """
     return (step.depid < 0 and not prev.hasdep
             and (prev.dstbuf, prev.dstoff, prev.srcbuf) == (step.dstbuf, step.dstoff, step.srcbuf))
 
@@ -173,6 +251,12 @@ def program_to_xml(program: Program, *, comment: str | None = None) -> str:
 
     Returns:
         The text, one element per line, ending in a newline. Nothing is checked (see :func:`validate_program`).
+
+    Raises:
+        Nothing: string formatting (nothing is checked).
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "The format".
 
     >>> p = Program("demo", "allreduce", ngpus=1, nchunksperloop=1, nchannels=1, gpus=[Gpu(0, 1, 1, 0)])
     >>> print(program_to_xml(p, comment="a -- b"), end="")
@@ -246,6 +330,9 @@ def parse_msccl(text: str, *, source: str = "<msccl xml>") -> Program:
         MscclFormatError: not well-formed XML, a root other than ``<algo>``, a missing, non-integer or
             out-of-range attribute, an unknown protocol, buffer or step type, ids or peers that do not name GPUs
             and thread blocks of the file; the message names ``source`` and the element (``gpu 1, tb 2, step 3``).
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "Import".
 
     >>> parse_msccl(program_to_xml(Program("demo", "allreduce", 1, 1, 1, gpus=[Gpu(0, 1, 1, 0)]))).gpus
     [Gpu(id=0, i_chunks=1, o_chunks=1, s_chunks=0, tbs=[])]
@@ -340,6 +427,9 @@ def validate_program(program: Program, *, source: str = "<msccl>") -> None:
     Raises:
         MscclFormatError: the first field of the wrong type or out of range, or a reference to nothing; the
             message names ``source``, the element and the accepted values.
+
+    Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``);
+    docs/export.md, "The format" and "Import".
 
     >>> validate_program(Program("demo", "allreduce", ngpus=2, nchunksperloop=1, nchannels=1, gpus=[Gpu(0, 1, 1, 0)]))
     Traceback (most recent call last):

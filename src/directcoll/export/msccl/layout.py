@@ -47,7 +47,14 @@ class BufferLayout:
     (``init_buf``/``init_idx``) and of the home (``home_buf``/``home_idx``), whether the initial location is the
     home's memory (``alias``), whether the cell is output (``output``); ``alt_base[r]``: rank r's first alternate
     scratch chunk (cell x's is ``alt_base[r] + x``). ``kc``: chunks of a rank's share (allreduce: all of them;
-    all-to-all: of one pair row), ``nchunks``: ``nchunksperloop``."""
+    all-to-all: of one pair row), ``nchunks``: ``nchunksperloop``.
+
+    Raises:
+        Nothing: a record; :func:`buffer_layout` fills it.
+
+    Source: NCCL's buffer conventions per collective (module docstring); docs/export.md, "What the export maps"
+    (buffers).
+    """
 
     collective: Collective
     n: int
@@ -64,22 +71,54 @@ class BufferLayout:
     alt_base: np.ndarray
 
     def where(self, r: int, xs: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Buffer (int8) and chunk index (int64) of cells ``xs`` of rank r at locations ``code`` (INIT/HOME/ALT)."""
+        """Buffer (int8) and chunk index (int64) of cells ``xs`` of rank r at locations ``code`` (INIT/HOME/ALT).
+
+        Raises:
+            Nothing: array indexing (``xs`` within 0..C-1).
+
+        Source: docs/export.md, "What the export maps" (reads and writes).
+        """
         buf = np.where(code == INIT, self.init_buf[r, xs], np.where(code == HOME, self.home_buf[r, xs], S))
         idx = np.where(code == INIT, self.init_idx[r, xs],
                        np.where(code == HOME, self.home_idx[r, xs], self.alt_base[r] + xs))
         return buf.astype(np.int8), idx
 
     def canon(self, r: int, xs: np.ndarray, code: np.ndarray) -> np.ndarray:
-        """Memory slot of a location: the input aliases the home where NCCL's in-place call makes them one."""
+        """Memory slot of a location: the input aliases the home where NCCL's in-place call makes them one.
+
+        Returns int8-compatible codes, the shape of ``xs``.
+
+        Raises:
+            Nothing: array indexing.
+
+        Source: NCCL's in-place calls (sendbuff == recvbuff, i and o one memory); docs/export.md, "What the export
+        maps".
+        """
         return np.where((code == INIT) & self.alias[r, xs], HOME, code)
 
     def keys(self, r: int, xs: np.ndarray, code: np.ndarray) -> np.ndarray:
-        """One integer per memory slot of every rank (for dependency tracking)."""
+        """One integer per memory slot of every rank (for dependency tracking).
+
+        Returns int64 of ``xs``' shape: ``(r * C + x) * 3 + slot``.
+
+        Raises:
+            Nothing: arithmetic.
+
+        Source: docs/export.md, "What the export maps" (dependencies on memory, in-place aware).
+        """
         return (r * self.C + xs) * 3 + self.canon(r, xs, code)
 
     def buffer_sizes(self, r: int) -> tuple[int, int]:
-        """``i_chunks``, ``o_chunks`` of rank r."""
+        """``i_chunks``, ``o_chunks`` of rank r.
+
+        Both in chunks.
+
+        Raises:
+            Nothing: a lookup by collective.
+
+        Source: the MSCCL executor's XML format (Azure/msccl-executor-nccl ``src/misc/msccl/msccl_parser.cc``); ``<gpu
+        i_chunks o_chunks>``; NCCL's buffer sizes per collective.
+        """
         coll = self.collective
         if coll is Collective.ALLTOALL:
             return self.kc, self.kc
@@ -96,6 +135,14 @@ def buffer_layout(s: Schedule, q: int) -> BufferLayout:
     Raises:
         DirectcollError: an allgather or reduce-scatter whose ownership does not give every rank the same share
             (NCCL's collectives do).
+
+    Source: NCCL's buffer conventions (module docstring); docs/export.md, "What the export maps" (buffers).
+
+    >>> from directcoll.registry import build
+    >>> from directcoll.schedule.chunking import in_whole_chunks
+    >>> lay = buffer_layout(in_whole_chunks(build("ring", "ring:4", "allgather"), 8).schedule, 1)
+    >>> lay.buffer_sizes(0)
+    (2, 8)
     """
     n, cd, C = s.nranks, s.nblocks * q, (s.nblocks + s.nscratch) * q
     lay = BufferLayout(s.collective, n, cd, C, nchunks=cd, kc=cd,
@@ -180,7 +227,13 @@ def _alltoall(lay: BufferLayout, s: Schedule, x: np.ndarray) -> None:
 
 
 def touched_cells(s: Schedule, C: int) -> tuple[np.ndarray, np.ndarray]:
-    """Which of the C chunk cells every rank of ``s`` (in whole chunks) reads, and which it writes: bool (N, C)."""
+    """Which of the C chunk cells every rank of ``s`` (in whole chunks) reads, and which it writes: bool (N, C).
+
+    Raises:
+        Nothing: the schedule was validated when built (pieces lie within its C cells).
+
+    Source: docs/schedule.md (pieces and their landing shift); docs/export.md, "What the export maps" (scratch).
+    """
     n, pt = s.nranks, s.piece_transfer
     out = []
     for ranks, a, b in ((s.src[pt], s.piece_start, s.piece_stop),

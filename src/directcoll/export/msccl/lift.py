@@ -88,6 +88,9 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
         MscclLimitError: with ``strict``, an executor limit is exceeded.
         ResourceError: the file, or the schedule it describes, would need more memory than the budget.
 
+    Source: the MSCCL executor's XML format and execution model (Azure/msccl-executor-nccl ``msccl_parser.cc``,
+    ``src/device/msccl_kernel.cu``); docs/export.md, "Import".
+
     >>> from directcoll.registry import build
     >>> from directcoll.export.msccl.lower import export_msccl
     >>> from directcoll.verify import verify
@@ -123,6 +126,13 @@ def program_to_schedule(program: Program, *, source: str = "<msccl>", model: str
     Raises:
         MscclFormatError: as :func:`import_msccl`.
         ResourceError: the import would need more memory than the budget (estimated before anything is built).
+
+    Source: the MSCCL executor's execution model (Azure/msccl-executor-nccl ``src/device/msccl_kernel.cu``,
+    ``mscclRunInterpreter``); docs/export.md, "Import".
+
+    >>> from directcoll.export.msccl.format import Gpu, Program
+    >>> program_to_schedule(Program("none", "allreduce", 1, 1, 1, gpus=[Gpu(0, 1, 1, 0)])).nranks
+    1
     """
     return _Importer(program, source, model, check_races).build()
 

@@ -38,6 +38,9 @@ class MscclLimits:
         MscclLimitError: ``max_count`` above 71 (the executor rejects ``cnt >= MSCCL_MAX_COUNT = 72``).
         DirectcollError: a limit below 1.
 
+    Source: the MSCCL executor's limits (Azure/msccl-executor-nccl ``Makefile``, ``src/include/msccl/msccl_struct.h``,
+    ``msccl_parser.h``, ``src/include/device.h``; the table of the module docstring); docs/export.md, "Limits".
+
     >>> MscclLimits(max_steps=256).max_steps
     256
     """
@@ -74,6 +77,9 @@ def check_limits(program: Program, limits: MscclLimits = LIMITS) -> None:
     Raises:
         MscclLimitError: the first limit exceeded; the message names the limit, the value and the GPU / thread
             block / step (``limit``, ``value`` and ``allowed`` are attributes).
+
+    Source: the MSCCL executor's limits and parser (Azure/msccl-executor-nccl ``msccl_parser.cc``,
+    ``msccl_struct.h``); docs/export.md, "Limits".
 
     >>> from directcoll.export.msccl.format import Gpu
     >>> check_limits(Program("x" * 300, "allreduce", 1, 1, 1, gpus=[Gpu(0, 1, 1, 0)]))

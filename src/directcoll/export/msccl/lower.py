@@ -67,7 +67,14 @@ _SPLIT_ROUNDS = 8
 @dataclass(frozen=True)
 class MscclExport:
     """What :func:`to_msccl` produced: the program, its XML text and a report (chunks per block, rounding
-    deviation, thread blocks, steps, channels, scratch)."""
+    deviation, thread blocks, steps, channels, scratch).
+
+    Raises:
+        Nothing: a frozen record.
+
+    Source: docs/export.md, "What the export maps" (``result.report``); the MSCCL executor's XML format
+    (Azure/msccl-executor-nccl ``msccl_parser.cc``).
+    """
 
     program: Program
     xml: str
@@ -76,7 +83,14 @@ class MscclExport:
 
 class Lowering:
     """Walks a schedule in whole chunks step by step and emits its MSCCL ops (module docstring): ``log`` holds
-    them once :meth:`run` returns. ``loc[r, x]``: where cell x of rank r lives now (INIT/HOME/ALT)."""
+    them once :meth:`run` returns. ``loc[r, x]``: where cell x of rank r lives now (INIT/HOME/ALT).
+
+    Raises:
+        Nothing: the lowering only emits ops; limits are checked after assembly (:func:`to_msccl`).
+
+    Source: docs/export.md, "What the export maps"; Zhao et al. (NSDI'25) Sec. 7 (lowering a schedule to MSCCL
+    send / receive / reduce / copy instructions per thread block).
+    """
 
     def __init__(self, s: Schedule, layout: BufferLayout, max_count: int, part_size: dict | None = None) -> None:
         self.s, self.lay, self.max_count = s, layout, max_count
@@ -87,6 +101,13 @@ class Lowering:
         self.target = np.full((n, C), -1, np.int8)
 
     def run(self) -> None:
+        """Lower every IR step in order (:meth:`step`), then copy outputs home (:meth:`finish`); fills ``log``.
+
+        Raises:
+            Nothing: the schedule was validated when built and the layout made for it.
+
+        Source: docs/export.md, "What the export maps".
+        """
         s = self.s
         bounds = s.step_bounds
         for t in range(s.num_steps):
@@ -95,7 +116,13 @@ class Lowering:
 
     def step(self, transfers: range) -> None:
         """One IR step: every piece's reads (as of the previous step), then its writes, then its MSCCL steps:
-        all sends first, then receives and local steps."""
+        all sends first, then receives and local steps.
+
+        Raises:
+            Nothing: the schedule was validated when built.
+
+        Source: docs/schedule.md (bulk-synchronous step semantics); docs/export.md, "What the export maps" (steps).
+        """
         items = self.pieces(transfers)
         src = [self.read_location(a, xs) for _, _, _, a, _, xs, _ in items]
         dst, opd = [], []
@@ -117,7 +144,15 @@ class Lowering:
 
     def pieces(self, transfers: range) -> list[tuple]:
         """(op, transfer, piece, src rank, dst rank, source cells, destination cells) of every piece, ordered by
-        (op, transfer, piece): copies land before reductions."""
+        (op, transfer, piece): copies land before reductions.
+
+        Cells are int64 chunk indices (source cells, and destination cells displaced by the piece's shift).
+
+        Raises:
+            Nothing: reads the schedule's arrays.
+
+        Source: docs/schedule.md (pieces, ``piece_shift``; copies land before reductions).
+        """
         s = self.s
         items = []
         for i in transfers:
@@ -128,7 +163,15 @@ class Lowering:
         return items
 
     def read_location(self, a: int, xs: np.ndarray) -> tuple:
-        """(buffer, index, memory keys) cells ``xs`` of rank a are read from; marks them read in this step."""
+        """(buffer, index, memory keys) cells ``xs`` of rank a are read from; marks them read in this step.
+
+        Buffer codes int8, indices int64, keys int64, each of ``xs``' shape.
+
+        Raises:
+            Nothing: array indexing.
+
+        Source: docs/export.md, "What the export maps" (reads: where the value currently lives).
+        """
         code = self.loc[a, xs].copy()
         buf, idx = self.lay.where(a, xs, code)
         self.read_now[a, xs] = True
@@ -137,7 +180,13 @@ class Lowering:
     def write_location(self, op: int, b: int, ys: np.ndarray) -> tuple:
         """(buffer, index, keys) cells ``ys`` of rank b are written to -- their home, or the alternate scratch
         chunk where the home is still read in this step (the first write of the step decides) -- and, for a
-        reduction, where the local operand is (else None)."""
+        reduction, where the local operand is (else None).
+
+        Raises:
+            Nothing: array indexing.
+
+        Source: docs/export.md, "What the export maps" (writes go home, or to an alternate scratch chunk: renaming).
+        """
         cur = self.loc[b, ys].copy()
         undecided = self.target[b, ys] < 0
         clash = self.read_now[b, ys] & (self.lay.canon(b, ys, cur) == HOME)
@@ -155,7 +204,16 @@ class Lowering:
 
     def piece_runs(self, item: tuple, src: tuple, dst: tuple, opd: tuple | None) -> list[tuple[int, int]]:
         """The piece's runs: contiguous at the source, the destination and (reduce) the local operand; a local
-        ``re`` also never mixes chunks that need a preceding copy with chunks that do not."""
+        ``re`` also never mixes chunks that need a preceding copy with chunks that do not.
+
+        Returns [start, stop) cell ranges of the piece, each at most ``max_count`` chunks.
+
+        Raises:
+            Nothing: array arithmetic.
+
+        Source: docs/export.md, "What the export maps" (steps: runs of chunks contiguous on both ends); the executor's
+        ``MSCCL_MAX_COUNT`` (:mod:`directcoll.export.msccl.limits`).
+        """
         op, _, _, a, b, _, _ = item
         cols = [src[0], src[1], dst[0], dst[1]]
         if op == REDUCE:
@@ -167,7 +225,15 @@ class Lowering:
         return self.runs(cols)
 
     def runs(self, cols: list[np.ndarray]) -> list[tuple[int, int]]:
-        """Split cells into runs contiguous in every (buffer, index) column pair, at most max_count long."""
+        """Split cells into runs contiguous in every (buffer, index) column pair, at most max_count long.
+
+        Returns [start, stop) index ranges, in order.
+
+        Raises:
+            Nothing: array arithmetic.
+
+        Source: docs/export.md, "What the export maps" (steps); the executor's ``cnt < MSCCL_MAX_COUNT``.
+        """
         m = len(cols[0])
         brk = np.zeros(m, bool)
         brk[0] = True
@@ -183,14 +249,28 @@ class Lowering:
         return out
 
     def send(self, a: int, b: int, src: tuple, dst: tuple, runs: list) -> None:
-        """The sender's ``s`` steps; the receiver's location rides along in dstbuf/dstoff, as msccl-tools writes."""
+        """The sender's ``s`` steps; the receiver's location rides along in dstbuf/dstoff, as msccl-tools writes.
+
+        Raises:
+            Nothing: emits ops.
+
+        Source: the MSCCL executor's XML format (step type ``s``; Azure/msccl-executor-nccl ``msccl_parser.cc``);
+        microsoft/msccl-tools ``ir_to_xml`` (dstbuf/dstoff of a send).
+        """
         sb, si, sk = src
         db, di, _ = dst
         for u, v in runs:
             self.put(a, "send", b, "s", (sb[u], si[u], a), (db[u], di[u], b), v - u, sk[u:v], ())
 
     def arrive(self, item: tuple, src: tuple, dst: tuple, opd: tuple | None, u: int, v: int) -> None:
-        """Run [u, v) of a piece at its destination: ``r``/``rrc`` from a peer, or a local ``cpy``/``re``."""
+        """Run [u, v) of a piece at its destination: ``r``/``rrc`` from a peer, or a local ``cpy``/``re``.
+
+        Raises:
+            Nothing: emits ops.
+
+        Source: the MSCCL executor's XML format (step types ``r``, ``rrc``, ``cpy``, ``re``; Azure/msccl-executor-nccl
+        ``msccl_parser.cc``); docs/export.md, "What the export maps".
+        """
         op, _, _, a, b, _, _ = item
         sb, si, sk = src
         db, di, dk = dst
@@ -210,14 +290,26 @@ class Lowering:
                      dk[u:v])
 
     def put(self, rank: int, kind: str, peer: int, type_: str, src: tuple, dst: tuple, cnt: int, reads, writes):
-        """Emit one step of ``rank`` (thread block by ``kind``/``peer``); src/dst are (buffer, index, owner rank)."""
+        """Emit one step of ``rank`` (thread block by ``kind``/``peer``); src/dst are (buffer, index, owner rank).
+
+        Raises:
+            Nothing: emits one op (:meth:`~directcoll.export.msccl.deps.OpLog.emit`).
+
+        Source: docs/export.md, "What the export maps" (thread blocks and dependencies).
+        """
         op = Op(rank, self.log.tb_key(rank, kind, peer), type_, BUFFER_LETTERS[src[0]], int(src[1]), src[2],
                 BUFFER_LETTERS[dst[0]], int(dst[1]), dst[2], cnt)
         self.log.emit(op, reads, writes)
 
     def finish(self) -> None:
         """Copy output chunks that do not live in their home there (e.g. an allgather's own blocks i -> o, an
-        all-to-all's own part i -> o)."""
+        all-to-all's own part i -> o).
+
+        Raises:
+            Nothing: emits ``cpy`` ops.
+
+        Source: docs/export.md, "What the export maps" (reads and writes: final copies home).
+        """
         lay = self.lay
         for r in range(lay.n):
             xs = np.flatnonzero(lay.output[r] & (self.loc[r] != HOME))
@@ -268,6 +360,9 @@ def to_msccl(schedule: Schedule, *, name: str | None = None, proto: str = "Simpl
 
     Warns:
         MscclRoundingWarning: the schedule was rounded to fewer chunks per block than it needs.
+
+    Source: Zhao et al. (NSDI'25) Sec. 7 (lowering schedules to MSCCL XML); the MSCCL executor's XML format
+    (Azure/msccl-executor-nccl ``msccl_parser.cc``); docs/export.md.
 
     >>> from directcoll.registry import build
     >>> result = to_msccl(build("ring", "ring:4", "allreduce"))
@@ -388,6 +483,13 @@ def export_msccl(schedule: Schedule, path=None, **options) -> str:
 
     Raises:
         MscclLimitError, DirectcollError: as :func:`to_msccl`; OSError if ``path`` cannot be written.
+
+    Source: Zhao et al. (NSDI'25) Sec. 7; the MSCCL executor's XML format (Azure/msccl-executor-nccl
+    ``msccl_parser.cc``); docs/export.md.
+
+    >>> from directcoll.registry import build
+    >>> export_msccl(build("ring", "ring:4", "allgather")).startswith("<!-- directcoll export")
+    True
     """
     result = to_msccl(schedule, **options)
     if path is not None:

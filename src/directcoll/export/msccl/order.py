@@ -27,7 +27,20 @@ START, END = -1, -2
 
 
 def topological_order(succ: list[list[int]]) -> tuple[list[int], int | None]:
-    """Kahn's order of the graph ``succ`` (node -> successors), and a node left on a cycle (None if none)."""
+    """Kahn's order of the graph ``succ`` (node -> successors), and a node left on a cycle (None if none).
+
+    Returns:
+        (order, stuck): a list of node ids (all nodes when acyclic), and a node on a cycle or None.
+
+    Raises:
+        Nothing: graph traversal.
+
+    Source: Kahn's algorithm (Kahn, CACM 1962) over the executor's happens-before order (Azure/msccl-executor-nccl
+    ``src/device/msccl_kernel.cu``); docs/export.md, "Import".
+
+    >>> topological_order([[1], [2], []]), topological_order([[1], [0]])
+    (([0, 1, 2], None), ([], 0))
+    """
     nv = len(succ)
     indeg = [0] * nv
     for u in range(nv):
@@ -47,7 +60,20 @@ def topological_order(succ: list[list[int]]) -> tuple[list[int], int | None]:
 
 
 def reachability(order: list[int], succ: list[list[int]]) -> list[int]:
-    """Per node, the bit set (an int) of the nodes that reach it; ``order`` is topological."""
+    """Per node, the bit set (an int) of the nodes that reach it; ``order`` is topological.
+
+    Returns:
+        A list of N ints; bit u of entry v is set when u reaches v.
+
+    Raises:
+        Nothing: graph traversal.
+
+    Source: the executor's happens-before order (Azure/msccl-executor-nccl ``src/device/msccl_kernel.cu``);
+    docs/export.md, "Import" (data races).
+
+    >>> reachability([0, 1, 2], [[1], [2], []])
+    [0, 1, 3]
+    """
     preds = [[] for _ in range(len(succ))]
     for u, vs in enumerate(succ):
         for v in vs:
@@ -75,6 +101,12 @@ def ir_steps(nevents: int, accesses: list[tuple], fixed: set, *, reach: list[int
     Raises:
         MscclFormatError: a data race, or accesses that need a cycle of increasing steps; messages start with
             ``source``.
+
+    Returns:
+        The IR step of every event, a list of ``nevents`` ints (steps).
+
+    Source: docs/export.md, "Import"; the bulk-synchronous semantics of docs/schedule.md (copies land before
+    reductions) against the executor's happens-before order (``msccl_kernel.cu``).
     """
     edges = _conflict_edges(accesses, reach, describe, source)
     step = [1 if (fixed and e not in fixed) else 0 for e in range(nevents)]

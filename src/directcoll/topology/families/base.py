@@ -26,10 +26,13 @@ def sized(size: Callable[..., Size]) -> Callable:
     as ``.size`` (the spec parser sizes a spec with it before building) and, before building, checks the call
     against the caps and the memory budget, so that direct library calls are refused as fast as spec strings.
 
-    Raises (the wrapped generator):
-        SpecError: over :data:`~directcoll.topology.sizes.MAX_NODES` nodes or
-            :data:`~directcoll.topology.sizes.MAX_LINKS` links.
-        ResourceError: building it would need more memory than the budget.
+    Raises:
+        SpecError: (the wrapped generator, before it builds) over :data:`~directcoll.topology.sizes.MAX_NODES`
+            nodes or :data:`~directcoll.topology.sizes.MAX_LINKS` links.
+        ResourceError: (the wrapped generator, before it builds) building it would need more memory than the
+            budget. The decorator itself raises nothing.
+
+    Source: docs/topology.md, "Strict specs and sizes" (every generator declares its size, ``@sized(...)``).
 
     >>> @sized(lambda n: Size(n, 0, 0, 0, 0.0))
     ... def nodes(n):
@@ -67,6 +70,12 @@ def check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
         SpecError: over :data:`~directcoll.topology.sizes.MAX_NODES` nodes or
             :data:`~directcoll.topology.sizes.MAX_LINKS` links.
         ResourceError: building it would need more memory than the budget.
+
+    Source: docs/topology.md, "Strict specs and sizes" (direct library calls sized like spec strings).
+
+    >>> from directcoll.topology.families import torus
+    >>> check_call(torus, ((8, 8),), {}) is None
+    True
     """
     try:
         params = {k: _exact_ints(v) for k, v in kwargs.items() if k not in ("link_bandwidth", "link_latency")}
@@ -96,6 +105,8 @@ def need_int(kind: str, name: str, value, minimum: int) -> int:
     Raises:
         SpecError: naming the family ``kind`` and the parameter ``name``.
 
+    Source: docs/topology.md, "Strict specs and sizes" (family arguments are checked integers).
+
     >>> need_int("kautz", "d", 3.0, 2)
     3
     """
@@ -110,6 +121,8 @@ def check_shape(kind: str, shape, minimum: int = 2) -> tuple[int, ...]:
     Raises:
         SpecError: an empty shape or a dimension below ``minimum``.
 
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (a D-dimensional torus of size {d_0, ..., d_(D-1)}).
+
     >>> check_shape("torus", [4, 4])
     (4, 4)
     """
@@ -121,6 +134,11 @@ def check_shape(kind: str, shape, minimum: int = 2) -> tuple[int, ...]:
 
 def spec_shape(shape) -> str:
     """A shape as a spec writes it.
+
+    Raises:
+        Nothing: string formatting.
+
+    Source: docs/topology.md (spec strings such as ``torus:8x8``).
 
     >>> spec_shape((4, 4, 2))
     '4x4x2'
@@ -138,6 +156,9 @@ def cayley(kind: str, spec: str, shape: tuple[int, ...], offsets: np.ndarray, li
 
     Raises:
         TopologyError: the generators do not reach every node (:class:`~directcoll.topology.model.Topology`).
+
+    Source: Zhao et al. (NSDI'25) Def. 18 (circulants, the Cayley graphs of Z_n) generalized to abelian groups
+    Z_{d0} x ... x Z_{d(D-1)} (tori, HyperX, twisted torus); docs/topology.md, "Metrics and routing".
 
     >>> cayley("ring", "ring:4", (4,), np.array([[1], [-1]]), 1.0, 0.0).link_dst.tolist()
     [1, 3, 2, 0, 3, 1, 0, 2]
@@ -164,6 +185,8 @@ def from_links(kind: str, spec: str, n: int, src, dst, link_bandwidth: float, li
     Raises:
         TopologyError: an endpoint outside 0..n-1, or nodes that cannot all reach each other.
 
+    Source: docs/topology.md, "Direct-connect families" (switchless topologies as node-major link arrays).
+
     >>> from_links("path", "path", 2, [1, 0], [0, 1], 1.0, 0.0).link_src.tolist()
     [0, 1]
     """
@@ -185,6 +208,9 @@ def undirected(kind: str, spec: str, n: int, edges, link_bandwidth: float, link_
 
     Raises:
         TopologyError: as :func:`from_links`.
+
+    Source: docs/topology.md, "Direct-connect families"; Zhao et al. (NSDI'25) App. A.6 (a bidirectional graph
+    as a digraph with both directions of every edge).
 
     >>> undirected("k2", "k2", 2, [(0, 1)], 1.0, 0.0).link_dst.tolist()
     [1, 0]

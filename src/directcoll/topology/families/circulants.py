@@ -30,6 +30,9 @@ def ring(n: int, *, bidirectional: bool = True, link_bandwidth: float = DEFAULT_
     Raises:
         SpecError: n < 2.
 
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (ring); Zhao et al. (NSDI'25) Def. 18 (C(n, {1})) and
+    Table 4 (UniRing / BiRing).
+
     >>> ring(4).link_dst.tolist(), ring(4, bidirectional=False).spec
     ([1, 3, 2, 0, 3, 1, 0, 2], 'ring:4:uni')
     """
@@ -47,6 +50,9 @@ def theorem22_m(n: int) -> int:
     """m = ceil((-1 + sqrt(2n - 1)) / 2) of Zhao et al. Theorem 22 (Boesch & Wang 1985), exactly.
 
     Computed in integer arithmetic: the least m >= 0 with (2m + 1)^2 >= 2n - 1.
+
+    Raises:
+        Nothing: integer arithmetic (n >= 1 expected; n = 0 would make math.isqrt raise ValueError).
 
     >>> theorem22_m(1024)
     23

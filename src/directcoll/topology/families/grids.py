@@ -85,6 +85,9 @@ def mesh(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
     Raises:
         SpecError: an empty shape or a dimension smaller than 2.
 
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (D-dimensional torus, of which this is the wrap-less form)
+    and Sec. 5.4.1 (HammingMesh boards are 2D meshes).
+
     >>> mesh((3, 3)).num_links
     24
     """
@@ -307,6 +310,9 @@ def twisted_torus(shape, twists=None, *, link_bandwidth: float = DEFAULT_LINK_BA
         SpecError: fewer than 2 dimensions, a dimension < 2, a wrong number of twists, or a twist outside
             0..d_(D-1) - 1.
 
+    Source: Zhao et al. (NSDI'25) Sec. 6 (generative topologies: "The Twisted Torus [26] used by TPU v4 [40]"),
+    ref. [26] (Camara et al., IEEE TPDS 21(12), 2010).
+
     >>> twisted_torus((4, 8)).spec
     'twistedtorus:4x8:4'
     """
@@ -340,6 +346,11 @@ def twisted_torus(shape, twists=None, *, link_bandwidth: float = DEFAULT_LINK_BA
 
 def twisted_torus_grid(topo: Topology) -> np.ndarray:
     """Grid coordinates of every node of a :func:`twisted_torus`: int64 (N, D), row r node r's position.
+
+    Raises:
+        KeyError: ``topo`` is not a :func:`twisted_torus` (no ``grid`` / ``group_map`` in its ``params``).
+
+    Source: the Smith-normal-form construction of :func:`twisted_torus` (Zhao et al. (NSDI'25) Sec. 6, ref. [26]).
 
     >>> twisted_torus_grid(twisted_torus((2, 4)))[:2].tolist()
     [[0, 0], [0, 1]]

@@ -75,6 +75,9 @@ def pi_automorphisms(d: int, n: int) -> np.ndarray:
     of these maps. Used by :func:`directcoll.synthesis.mcf.alltoall_mcf` to shrink the all-to-all LP by the
     group order.
 
+    Raises:
+        Nothing: integer arithmetic on d >= 1, n >= 1.
+
     >>> pi_automorphisms(2, 5).tolist()
     [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0]]
     """
@@ -90,6 +93,11 @@ def automorphisms(topo: Topology) -> np.ndarray | None:
     Returns:
         int64 array (|G|, num_nodes), a group, identity first: generalized Kautz and Kautz graphs
         (:func:`pi_automorphisms`); None for every other kind.
+
+    Raises:
+        Nothing: looks up ``topo.kind`` and ``topo.params``.
+
+    Source: Zhao et al. (NSDI'25) Def. 16 (Pi_{d,n}), via :func:`pi_automorphisms`.
 
     >>> automorphisms(kautz(2, 2)).shape
     (6, 6)

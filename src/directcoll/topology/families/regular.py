@@ -168,6 +168,9 @@ def petersen(*, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH, link_latency: fl
     A Moore graph (meets the undirected Moore bound); distance-regular with intersection array {3, 2; 1, 1}
     (Zhao et al. Table 8).
 
+    Raises:
+        Nothing: a fixed graph.
+
     >>> petersen().num_links
     30
     """
@@ -182,6 +185,9 @@ def linegraph_petersen(*, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
 
     One node per Petersen edge, two nodes adjacent when their edges share an endpoint (the undirected line
     graph, not the directed line graph of Def. 12). Intersection array {4, 2, 1; 1, 1, 4}.
+
+    Raises:
+        Nothing: a fixed graph.
 
     >>> linegraph_petersen().num_compute
     15
