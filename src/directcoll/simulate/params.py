@@ -1,4 +1,11 @@
-"""Network parameters for the simulators, and presets from published systems."""
+"""Network parameters for the simulators, and presets from published systems.
+
+:class:`NetworkParams` holds what the simulation engines need besides the topology (alpha, per-hop latency,
+gamma, host injection, forwarding, link overrides; seconds, bytes/s); :func:`network_params` reads a named preset
+of the packaged systems.json, :func:`resolve_network` turns a topology spec or a preset name into (topology,
+parameters). Source: docs/simulation.md, "Step model" (network parameters); Swing (De Sensi et al., NSDI'24)
+Sec. 2.2 (the alpha-beta(-gamma) model) and Sec. 5 (the SST setup, :data:`SWING_SST`).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +30,18 @@ class NetworkParams:
             receives the whole message before forwarding it: the bandwidth term is paid per hop).
         link_bandwidth, link_latency: override every link of the topology (bytes/s, s); None keeps its own.
         name, source: where the values come from.
+
+    Raises:
+        DirectcollError: an unknown ``forwarding``, a negative ``alpha``, ``per_hop_latency`` or ``gamma``, or a
+            non-positive ``host_injection`` or ``link_bandwidth``; the message names the parameter.
+
+    Source: docs/simulation.md, "Step model" (NetworkParams); Swing (De Sensi et al., NSDI'24) Sec. 2.2 (alpha,
+    beta = 1 / bandwidth, the gamma term of reductions); Basu et al. (HPDC'24) Sec. 2.2, Table 1 (cut-through
+    versus store-and-forward fabrics).
+
+    >>> p = NetworkParams(alpha=1e-6, link_bandwidth=50e9)
+    >>> p.forwarding, p.host_injection, p.name
+    ('cut-through', None, 'custom')
     """
 
     alpha: float = 0.0
@@ -46,7 +65,24 @@ class NetworkParams:
                 raise DirectcollError(f"network parameter {key} must be > 0, got {getattr(self, key)}")
 
     def with_(self, **changes) -> NetworkParams:
-        """These parameters with some values overridden (None leaves a value); the name records overrides."""
+        """These parameters with some values overridden (None leaves a value); the name records overrides.
+
+        Args:
+            **changes: field names of :class:`NetworkParams` (s, bytes/s as there) and their new values; a
+                ``name`` keyword replaces the name instead of the generated "NAME (key=value, ...)".
+
+        Returns:
+            a new NetworkParams (``self`` when nothing changes and no name is given).
+
+        Raises:
+            DirectcollError: an overridden value that :class:`NetworkParams` refuses (see there).
+            AttributeError: a keyword that is not a field (with a value other than None).
+
+        Source: docs/simulation.md, "Step model" (network parameters and overrides).
+
+        >>> NetworkParams(name="base").with_(alpha=1e-6, gamma=None).name
+        'base (alpha=1e-06)'
+        """
         name = changes.pop("name", None)
         changes = {k: v for k, v in changes.items() if v is not None and v != getattr(self, k)}
         if not changes:
@@ -55,6 +91,7 @@ class NetworkParams:
         return replace(self, **changes, name=name or f"{self.name} ({label})")
 
     def to_dict(self) -> dict:
+        """Every field by name (a plain dict, s and bytes/s as stored). Raises: Nothing. Source: docs/simulation.md."""
         return asdict(self)
 
 
@@ -66,6 +103,17 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     Raises:
         DirectcollError: an unknown name, or a preset that gives no network parameters (``trn1`` has only a
             topology), listing the presets that do and the closest matches.
+
+    Returns:
+        NetworkParams named after the preset, its ``source`` the publication the values come from (a beta in
+        s/byte per process becomes ``host_injection`` and ``link_bandwidth`` of 1 / beta bytes/s).
+
+    Source: the packaged systems.json (:mod:`directcoll.catalog.presets`; docs/simulation.md, "Step model");
+    ``swing-sst`` is Swing (De Sensi et al., NSDI'24) Sec. 5: 400 Gb/s links, 100 ns latency, 300 ns per hop.
+
+    >>> p = network_params("swing-sst")
+    >>> p.link_bandwidth, p.link_latency, p.per_hop_latency, p.alpha
+    (50000000000.0, 1e-07, 3e-07, 0.0)
     """
     from directcoll.catalog.presets import get_parameter_preset
 
@@ -88,7 +136,13 @@ def resolve_network(spec: str, params_name: str | None = None, **overrides):
 
     Raises:
         SpecError: ``spec`` is neither a topology spec nor a preset (the message lists the presets).
-        DirectcollError: a preset without a topology, or an unknown ``params_name`` (:func:`network_params`).
+        DirectcollError: a preset without a topology, or an unknown ``params_name`` (:func:`network_params`), or
+            an override :class:`NetworkParams` refuses.
+        ResourceError, TopologyError: building the topology is over the memory budget, or an operator of the
+            spec refuses its input (:func:`directcoll.topology.parse`).
+
+    Source: docs/simulation.md, "Step model" (network parameters, presets); the packaged systems.json
+    (:mod:`directcoll.catalog.presets`).
 
     >>> topology, params, notes = resolve_network("torus:4x4", "swing-sst", alpha=1e-6)
     >>> topology.num_compute, params.alpha
