@@ -7,6 +7,8 @@ packet-level engine) calls :func:`prepare` once, :func:`link_values` for its lin
 distinct step k passes :func:`step_routes` (explicit routes, or None) to
 :func:`directcoll.topology.routing.route_entries`, which lowers the step's transfers to columnar (transfer,
 link, share) entries. None of these knows which algorithm made the schedule.
+
+Source: DESIGN.md, "Engines, runtimes and scale" (three engines, one lowered input); docs/simulation.md.
 """
 
 from __future__ import annotations
@@ -32,10 +34,19 @@ def prepare(schedule: Schedule | StepPattern, topology: Topology, params: Networ
         routing: ``adaptive`` or ``dor`` (:data:`~directcoll.topology.routing.ROUTINGS`).
 
     Returns:
-        (pattern, params).
+        (pattern, params): the :class:`~directcoll.schedule.pattern.StepPattern` (sizes as fractions of the
+        vector) and ``params`` or the default :class:`NetworkParams`.
 
     Raises:
         TopologyError: rank count mismatch or unknown routing.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (the lowered input every engine takes); docs/simulation.md.
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> from directcoll.topology import parse
+    >>> pattern, params = prepare(ring_reduce_scatter(range(4)), parse("ring:4"), None, "adaptive")
+    >>> pattern.num_steps, pattern.num_distinct, params.name
+    (3, 1, 'custom')
     """
     pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
     if routing not in ROUTINGS:
@@ -48,7 +59,18 @@ def prepare(schedule: Schedule | StepPattern, topology: Topology, params: Networ
 
 def link_values(topology: Topology, params: NetworkParams) -> tuple[np.ndarray, np.ndarray]:
     """(bandwidth bytes/s, latency s) of every link, float64 (L,) each: the topology's own, or the overrides
-    ``params.link_bandwidth`` / ``params.link_latency`` for every link."""
+    ``params.link_bandwidth`` / ``params.link_latency`` for every link.
+
+    Raises:
+        Nothing: both were validated (the Topology and NetworkParams refuse non-positive bandwidths).
+
+    Source: docs/simulation.md, "Step model" (link bandwidth/latency overrides).
+
+    >>> from directcoll.topology import parse
+    >>> bw, lat = link_values(parse("ring:4"), NetworkParams(link_bandwidth=1e9))
+    >>> bw.shape, float(bw[0]), float(lat[0])
+    ((8,), 1000000000.0, 1e-07)
+    """
     bw = topology.link_bandwidth if params.link_bandwidth is None else np.full(topology.num_links,
                                                                                params.link_bandwidth)
     lat = topology.link_latency if params.link_latency is None else np.full(topology.num_links, params.link_latency)
@@ -57,7 +79,22 @@ def link_values(topology: Topology, params: NetworkParams) -> tuple[np.ndarray, 
 
 def step_routes(pattern: StepPattern, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The explicit routes of distinct step k's transfers, (offsets (T_k + 1,) from 0, links), or None when the
-    schedule has none (the engine routes them by the routing mode)."""
+    schedule has none (the engine routes them by the routing mode).
+
+    Returns:
+        (offsets int64 (T_k + 1,) starting at 0, links int64 (R_k,) link ids): transfer i of the step runs
+        ``links[offsets[i]:offsets[i + 1]]``; or None.
+
+    Raises:
+        Nothing: reads the pattern's route arrays (validated with the schedule); k must be a distinct step.
+
+    Source: DESIGN.md, "Schedule IR" (optional explicit route of a transfer).
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> from directcoll.schedule.pattern import pattern_of
+    >>> step_routes(pattern_of(ring_reduce_scatter(range(4))), 0) is None
+    True
+    """
     if pattern.route_offsets is None:
         return None
     sl = pattern.step(k)

@@ -12,6 +12,10 @@ with loads per byte of the vector, so the step lasts max_i T_i(n). The adaptive-
 share-weighted mean over the minimal paths, which all have the same hop count. Because loads scale with the
 vector size n, the lines (a_i, b_i) of a step are computed once and any number of sizes are timed in closed
 form: time(n) = sum over steps of max_i (a_i + b_i n). Only the Pareto-maximal lines are kept.
+
+Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model". The latency + bandwidth form is the
+alpha-beta model of Swing (De Sensi et al., NSDI'24) Sec. 2.2, with beta replaced per transfer by its most loaded
+link (congestion, Sec. 4.1) and minimal adaptive routing as in its Sec. 2.2 and Sec. 5 (SST).
 """
 
 from __future__ import annotations
@@ -30,7 +34,25 @@ from directcoll.topology.routing import route_entries
 
 @dataclass(frozen=True)
 class StepLines:
-    """The timing lines of one distinct step and what the per-step breakdown reports."""
+    """The timing lines of one distinct step and what the per-step breakdown reports.
+
+    Attributes:
+        latency: float64 (K,), a_i in s, of the Pareto-maximal lines (K = 0 for a step without cost).
+        slope: float64 (K,), b_i in s per byte of the vector.
+        max_link_load: the most loaded link's load, bytes per byte of the vector.
+        max_link: its link id (-1 for a step without network transfers).
+        hops_max: the longest route of the step, hops (share-weighted mean over the minimal paths).
+
+    Raises:
+        Nothing: a record built by :func:`step_lines`.
+
+    Source: docs/simulation.md, "Step model" (a step is a set of lines a_i + b_i n).
+
+    >>> import numpy as np
+    >>> lines = StepLines(np.array([1e-6]), np.array([1e-9]), 1.0, 0, 1.0)
+    >>> (lines.time(np.array([0.0, 1000.0])) * 1e6).round(6).tolist()  # microseconds
+    [1.0, 2.0]
+    """
 
     latency: np.ndarray          # a_i, s (Pareto-maximal lines only)
     slope: np.ndarray            # b_i, s per byte of the vector
@@ -39,6 +61,8 @@ class StepLines:
     hops_max: float              # the longest route of the step
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
+        """float64 (S,): the step's time in s, max_i (a_i + b_i n), for every vector size n of ``sizes`` (S,)
+        in bytes (zeros for a step without lines). Raises: Nothing. Source: docs/simulation.md, "Step model"."""
         if not len(self.latency):
             return np.zeros_like(sizes, dtype=float)
         return (self.latency[:, None] + self.slope[:, None] * sizes[None, :]).max(axis=0)
@@ -46,7 +70,25 @@ class StepLines:
 
 @dataclass(frozen=True)
 class SimulatedSchedule:
-    """A schedule routed once; :meth:`time` sweeps vector sizes in closed form."""
+    """A schedule routed once; :meth:`time` sweeps vector sizes in closed form.
+
+    Attributes:
+        pattern: the step pattern simulated (distinct steps, their sequence and multiplicity).
+        steps: one :class:`StepLines` per distinct step.
+        routing: the routing mode it was routed with (``adaptive`` or ``dor``).
+        params: the network parameters used.
+
+    Raises:
+        Nothing: a record built by :func:`simulate`.
+
+    Source: DESIGN.md, "Cost and simulation" (route once per schedule, sweep sizes in closed form).
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> from directcoll.topology import parse
+    >>> sim = simulate(ring_reduce_scatter(range(4)), parse("ring:4"))
+    >>> len(sim.steps), sim.routing
+    (1, 'adaptive')
+    """
 
     pattern: StepPattern
     steps: list[StepLines]
@@ -54,14 +96,56 @@ class SimulatedSchedule:
     params: NetworkParams
 
     def time(self, sizes) -> np.ndarray:
-        """Completion time in seconds for every vector size (bytes); same shape as ``sizes``."""
+        """Completion time in seconds for every vector size (bytes); same shape as ``sizes``.
+
+        time(n) = sum over the schedule's steps of max_i (a_i + b_i n) (the module docstring), each distinct
+        step counted by its multiplicity.
+
+        Args:
+            sizes: a number or an array of vector sizes, bytes.
+
+        Returns:
+            a float (s) for a scalar ``sizes``, else float64 of the shape of ``sizes`` (s).
+
+        Raises:
+            Nothing: the schedule was routed by :func:`simulate`; sizes that are not numbers raise numpy's errors.
+
+        Source: docs/simulation.md, "Step model" (closed-form sweep of sizes).
+
+        >>> from directcoll.algorithms.ring import ring_reduce_scatter
+        >>> from directcoll.topology import parse
+        >>> sim = simulate(ring_reduce_scatter(range(4)), parse("ring:4"), NetworkParams(link_bandwidth=1e9))
+        >>> (sim.time([0, 4e6]) * 1e6).round(3).tolist()  # microseconds: 3 steps of 100 ns + 1 MB / 1 GB/s
+        [0.3, 3000.3]
+        """
         n = np.atleast_1d(np.asarray(sizes, dtype=float))
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
         return total.reshape(np.shape(sizes)) if np.ndim(sizes) else float(total[0])
 
     def breakdown(self, size: float) -> list[dict]:
-        """Per step of the schedule (in order): the most loaded link, its load in bytes, hops, time."""
+        """Per step of the schedule (in order): the most loaded link, its load in bytes, hops, time.
+
+        Args:
+            size: the vector size, bytes.
+
+        Returns:
+            list of one dict per step of the schedule (S rows): ``step``, ``distinct_step``, ``bytes_max_link``
+            (bytes on the most loaded link), ``max_link`` (its id, -1 if none), ``hops_max`` (hops) and
+            ``time_s`` (s).
+
+        Raises:
+            Nothing: the schedule was routed by :func:`simulate`.
+
+        Source: docs/simulation.md, "Step model" (``directcoll simulate --json``: steps[] with bytes_max_link,
+        hops_max, time_s).
+
+        >>> from directcoll.algorithms.ring import ring_reduce_scatter
+        >>> from directcoll.topology import parse
+        >>> row = simulate(ring_reduce_scatter(range(4)), parse("ring:4")).breakdown(1024)[0]
+        >>> row["bytes_max_link"], row["hops_max"]
+        (256.0, 1.0)
+        """
         n = np.array([float(size)])
         rows = []
         for t, k in enumerate(self.pattern.sequence):
@@ -81,7 +165,33 @@ def _pareto(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams, routing: str = "adaptive",
                routes=None) -> StepLines:
-    """Timing lines of one step (see the module docstring); sizes are fractions of the vector."""
+    """Timing lines of one step (see the module docstring); sizes are fractions of the vector.
+
+    Args:
+        topology: the network.
+        src, dst: int (T,) ranks of the step's transfers (src == dst: a local copy or reduction, no link).
+        size: float (T,) transfer sizes, fractions of the vector.
+        reduce: bool (T,) whether the receiver reduces the data (costs gamma per byte).
+        params: network parameters (alpha, per-hop latency, gamma, host injection, forwarding, link overrides).
+        routing: ``adaptive`` or ``dor`` for transfers without an explicit route.
+        routes: optional explicit routes of all T transfers (offsets (T + 1,), links), as :func:`step_routes`.
+
+    Returns:
+        :class:`StepLines`: a_i in s, b_i in s per byte of the vector (Pareto-maximal lines only), the most
+        loaded link and its load per byte of the vector, the longest route in hops.
+
+    Raises:
+        TopologyError: an unknown routing, a routing the topology cannot do (dor without a grid), an empty
+            explicit route or one with a link id outside the topology (:func:`route_entries`).
+
+    Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model", item 3 (T_i(n) = alpha + sum of
+    latencies + n max_e load_e / bandwidth_e).
+
+    >>> from directcoll.topology import parse
+    >>> lines = step_lines(parse("ring:4"), [0, 1], [2, 2], [0.5, 0.5], [False, False], NetworkParams())
+    >>> lines.max_link, lines.max_link_load, lines.hops_max  # link 1 -> 2 carries 1/4 + 1/2 of the vector
+    (2, 0.75, 2.0)
+    """
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     size, reduce = np.asarray(size, dtype=float), np.asarray(reduce, dtype=bool)
     n = topology.num_compute
@@ -132,8 +242,24 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
         routing: "adaptive" (default) or "dor".
         progress: optional callable(done, total) called after each distinct step.
 
+    Returns:
+        :class:`SimulatedSchedule`: ``.time(sizes)`` in s for sizes in bytes, ``.breakdown(size)`` per step.
+
     Raises:
         TopologyError: rank count mismatch, unknown routing, or a routing the topology cannot do.
+        ResourceError: routing needs more BFS work or memory than allowed
+            (:func:`directcoll.topology.paths.check_bfs_work`, :mod:`directcoll.resources`).
+
+    Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model".
+
+    >>> from directcoll.algorithms.ring import build_ring
+    >>> from directcoll.topology import parse
+    >>> from directcoll.simulate.params import SWING_SST
+    >>> t = parse("ring:8")
+    >>> round(simulate(build_ring(t), t, SWING_SST).time(2**20) * 1e6, 2)  # microseconds for 1 MiB
+    23.95
+
+    (14 steps of 100 ns + 300 ns, plus 2 x 7/8 MiB sent over both directions of 50 GB/s links.)
     """
     pattern, params = prepare(schedule, topology, params, routing)
     steps = []
