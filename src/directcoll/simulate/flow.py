@@ -40,6 +40,11 @@ model charges a receiver for everything it reduces in the step. For symmetric ba
 flow's most loaded link carries the same load) both models give the same time.
 
 Units: bytes, seconds, bytes/s throughout.
+
+Source: DESIGN.md, "Cost and simulation" (a finer flow-level model: max-min fair sharing, ranks advancing
+asynchronously) and "Engines, runtimes and scale"; docs/simulation.md, "Flow model" and "Step model versus flow
+model". Max-min fairness by progressive filling is the textbook definition (Bertsekas & Gallager, *Data
+Networks*, on max-min flow control); none of the project's papers defines it.
 """
 
 from __future__ import annotations
@@ -79,6 +84,14 @@ class FlowResult:
         rounds: water-filling rounds over all rate computations. Rates are recomputed only when the set of
             flows changes, and a set seen before in the same simulation (the same transfers in the same order:
             a step repeated in lockstep, as in ring) reuses its rates without new rounds.
+
+    Raises:
+        Nothing: a record returned by :func:`simulate_flow`.
+
+    Source: docs/simulation.md, "Flow model".
+
+    >>> FlowResult(1e-6, np.zeros(2), 3, 1).time_s
+    1e-06
     """
 
     time_s: float
@@ -119,6 +132,15 @@ def max_min_rates(incidence, capacity) -> tuple[np.ndarray, int]:
 
     Raises:
         DirectcollError: a flow that uses no link (its rate would be unbounded).
+
+    Source: docs/simulation.md, "Flow model" (progressive filling, several bottlenecks frozen per round; see
+    :func:`_water_fill` for why that is exact); max-min fairness as in Bertsekas & Gallager, *Data Networks*.
+
+    Two flows share link 0 (capacity 1); flow 1 also crosses link 1 (capacity 3) with flow 2, which gets the rest:
+
+    >>> rates, rounds = max_min_rates(np.array([[1, 1, 0], [0, 1, 1]]), [1.0, 3.0])
+    >>> rates.tolist(), rounds
+    ([0.5, 0.5, 2.5], 2)
     """
     a = sp.csc_matrix(incidence, dtype=float)
     a.sum_duplicates()
@@ -393,8 +415,18 @@ def simulate_flow(schedule_or_pattern: Schedule | StepPattern, topology: Topolog
         FlowResult: completion time (s), per-step end times, event and water-filling round counts.
 
     Raises:
-        TopologyError: rank count mismatch, unknown routing, or a routing the topology cannot do.
+        TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do, or an explicit
+            route that is empty or names a link outside the topology (:func:`route_entries`).
+        ResourceError: routing needs more BFS work or memory than allowed (:mod:`directcoll.resources`).
         DirectcollError: a negative or non-finite size.
+
+    Source: docs/simulation.md, "Flow model"; DESIGN.md, "Cost and simulation".
+
+    >>> from directcoll.algorithms.ring import ring_reduce_scatter
+    >>> from directcoll.topology import parse
+    >>> r = simulate_flow(ring_reduce_scatter(range(4)), parse("ring:4"), 4e6, NetworkParams(link_bandwidth=1e9))
+    >>> round(r.time_s * 1e6, 3), (r.step_end * 1e6).round(3).tolist()  # microseconds: 1 MB at 1 GB/s + 100 ns
+    (3000.3, [1000.1, 2000.2, 3000.3])
     """
     prep = _prepare(schedule_or_pattern, topology, params, routing)
     return _simulate_prepared(prep, size_bytes)
@@ -414,8 +446,20 @@ def flow_times(schedule_or_pattern: Schedule | StepPattern, topology: Topology, 
     Routes are computed once per distinct step of the pattern and reused for every size and every repetition
     of the step in the schedule. Each size is one full event simulation (:func:`simulate_flow`).
 
+    Returns:
+        float64 of the shape of ``sizes`` (a 0-d array for a scalar), completion times in s.
+
     Raises:
-        TopologyError, DirectcollError: as :func:`simulate_flow`.
+        TopologyError, ResourceError, DirectcollError: as :func:`simulate_flow`.
+
+    Source: docs/simulation.md, "Flow model" (``flow_times``: one simulation per size, no closed form).
+
+    >>> from directcoll.algorithms.ring import build_ring
+    >>> from directcoll.simulate.params import SWING_SST
+    >>> from directcoll.topology import parse
+    >>> t = parse("ring:8")
+    >>> (flow_times(build_ring(t), t, [0, 2**20], SWING_SST) * 1e6).round(2).tolist()  # microseconds
+    [5.6, 23.95]
     """
     prep = _prepare(schedule_or_pattern, topology, params, routing)
     flat = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
