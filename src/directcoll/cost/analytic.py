@@ -25,6 +25,9 @@ Definitions (sizes are fractions of the vector, so they scale with any vector si
   link bandwidth, so the result is in units of m / b: 1 / F for a schedule achieving the max concurrent flow F
   (Basu et al.; ``directcoll.synthesis.mcf.link``). Transfers follow their explicit route where they have one, else
   minimal routing split evenly as for T_B.
+
+Source: docs/cost.md (the table of keys and why Psi divides by 2(p-1)/p); Swing (De Sensi et al., NSDI'24) Sec.
+2.2, Eq. (1) and Sec. 4.1; Zhao et al. (NSDI'25) Sec. 3.2; Basu et al. (HPDC'24) Sec. 2.2 and Sec. 3.1.1.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ class CostParams:
     """alpha (s per step), gamma (s per byte reduced); beta (s per byte) defaults to 1 / link bandwidth.
 
     The default alpha is one hop of the Swing paper's SST setup (Sec. 5: 100 ns link + 300 ns per-hop).
+
+    Raises:
+        Nothing: a record of three numbers, not checked.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (T(n) = alpha + n beta, the gamma term of reductions) and
+    Sec. 5 (the SST latencies); docs/cost.md (``time_s``).
+
+    >>> CostParams().alpha, CostParams(alpha=1e-6).beta
+    (4e-07, None)
     """
 
     alpha: float = 400e-9
@@ -55,7 +67,32 @@ class CostParams:
 
 @dataclass(frozen=True)
 class CostReport:
-    """The metrics of :func:`analyze` (see the module docstring for their definitions)."""
+    """The metrics of :func:`analyze` (see the module docstring for their definitions).
+
+    Attributes:
+        algorithm, collective, topology, ranks: what was analyzed (ranks = p = N).
+        steps, t_l_steps: the number of steps (T_L in units of alpha).
+        bytes_per_rank: the most data one rank sends over the schedule, a multiple of the vector size.
+        latency_deficiency, bandwidth_deficiency, congestion_deficiency: Lambda, Psi, Xi (dimensionless).
+        t_b_m_over_b: T_B in units of M/B (M the vector size, B the node bandwidth), or None when not computed.
+        port_time: float64 (S,), per step, the port time as a fraction of n per port.
+        reduce_time: float64 (S,), per step, the largest fraction of n one rank reduces.
+        link_bound: float64 (S,), per step, max over links of load / bandwidth, s per byte of the vector; or None.
+        link_bandwidth: the median link bandwidth, bytes/s (beta = 1 / it in :meth:`time`).
+        alltoall_time_m_over_b: all-to-all time in units of m / b (all-to-all schedules), or None.
+
+    Raises:
+        Nothing: a record built by :func:`analyze`.
+
+    Source: docs/cost.md (the keys of ``directcoll cost --json``); Swing (De Sensi et al., NSDI'24) Sec. 2.2,
+    Eq. (1); Zhao et al. (NSDI'25) Sec. 3.2.
+
+    >>> from directcoll.algorithms.ring import build_ring
+    >>> from directcoll.topology import parse
+    >>> r = analyze(build_ring(parse("ring:4")), parse("ring:4"))
+    >>> r.steps, r.bytes_per_rank, r.bandwidth_deficiency, r.t_b_m_over_b
+    (6, 1.5, 1.0, 1.5)
+    """
 
     algorithm: str
     collective: str
@@ -75,13 +112,37 @@ class CostReport:
     alltoall_time_m_over_b: float | None = None
 
     def time(self, size_bytes, params: CostParams = CostParams()) -> np.ndarray:
-        """alpha-beta-gamma time without contention, seconds, for one or many vector sizes (bytes)."""
+        """alpha-beta-gamma time without contention, seconds, for one or many vector sizes (bytes).
+
+        time(n) = steps alpha + n beta sum(port_time) + n gamma sum(reduce_time), beta defaulting to 1 / the
+        median link bandwidth.
+
+        Args:
+            size_bytes: a vector size or an array of them, bytes.
+            params: alpha (s), gamma (s/byte), beta (s/byte) or None.
+
+        Returns:
+            float64 of the shape of ``size_bytes``, seconds.
+
+        Raises:
+            Nothing: the report's arrays come from :func:`analyze` (link bandwidths are positive).
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (T(n) = alpha + n beta per message, gamma for
+        reductions); docs/cost.md (``time_s``).
+
+        >>> from directcoll.algorithms.ring import build_ring
+        >>> from directcoll.topology import parse
+        >>> r = analyze(build_ring(parse("ring:4")), parse("ring:4"))
+        >>> (r.time([0, 2**20]) * 1e6).round(3).tolist()  # microseconds: 6 x 400 ns, then + 1.5 MiB at 100 GB/s
+        [2.4, 18.129]
+        """
         beta = params.beta if params.beta is not None else 1.0 / self.link_bandwidth
         size = np.asarray(size_bytes, dtype=float)
         return (self.steps * params.alpha + size * beta * self.port_time.sum()
                 + size * params.gamma * self.reduce_time.sum())
 
     def to_dict(self) -> dict:
+        """The scalar metrics by name (the per-step arrays left out). Raises: Nothing. Source: docs/cost.md."""
         d = asdict(self)
         for k in ("port_time", "reduce_time", "link_bound"):
             d.pop(k)
@@ -102,9 +163,23 @@ def alltoall_time_m_over_b(schedule: Schedule, topology: Topology) -> float:
     b / bandwidth; steps add up. A schedule achieving the all-to-all max concurrent flow F (Basu et al. eq.
     1-5, in units of b) scores 1 / F; no schedule scores less.
 
+    Returns:
+        the time in units of m / b (float); m the per-pair shard in bytes, b in bytes/s.
+
     Raises:
         ScheduleError: not an all-to-all schedule.
-        TopologyError: more ranks than compute nodes, or a route with a link id outside the topology.
+        TopologyError: a rank count other than the topology's compute nodes, or a route with a link id outside
+            the topology.
+        ResourceError: minimal routing needs more BFS work or memory than allowed
+            (:func:`directcoll.topology.routing.link_loads`).
+
+    Source: Basu et al. (HPDC'24) Sec. 2.2 (shards of m bytes, link bandwidth b, throughput (N-1)m/T) and Sec.
+    3.1.1, eq. (1)-(5) (the max concurrent flow F); docs/alltoall.md.
+
+    >>> from directcoll.algorithms.alltoall.direct import direct_alltoall
+    >>> from directcoll.topology import parse
+    >>> alltoall_time_m_over_b(direct_alltoall(4), parse("ring:4"))  # = 1 / F: 8 links carry 16 shard-hops
+    2.0
     """
     s, n = schedule, schedule.nranks
     if s.collective is not Collective.ALLTOALL:
@@ -133,8 +208,22 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
         topology: where it runs; hop distances and link loads come from its minimal paths.
         link_loads_too: route every step to compute T_B (the only part that needs link loads).
 
+    Returns:
+        :class:`CostReport`: sizes as fractions of the vector, T_B in units of M/B.
+
     Raises:
-        TopologyError: the schedule has more ranks than the topology has compute nodes.
+        TopologyError: the schedule's rank count differs from the topology's compute nodes.
+        ResourceError: hop distances or link loads need more BFS work or memory than allowed
+            (:func:`directcoll.topology.paths.hop_distance`, :func:`directcoll.topology.routing.link_loads`).
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2, Eq. (1) (Lambda, Psi, Xi) and Sec. 4.1 (Xi from the
+    distance-weighted bandwidth term); Zhao et al. (NSDI'25) Sec. 3.2 (T_L, T_B); docs/cost.md.
+
+    >>> from directcoll.algorithms.ring import build_ring
+    >>> from directcoll.topology import parse
+    >>> r = analyze(build_ring(parse("ring:8")), parse("ring:8"))
+    >>> r.steps, round(float(r.latency_deficiency), 3), r.bandwidth_deficiency, r.congestion_deficiency
+    (14, 4.667, 1.0, 1.0)
     """
     s, n = schedule, schedule.nranks
     if n != topology.num_compute:
