@@ -9,6 +9,9 @@ The grammar is in :mod:`directcoll.topology.grammar`, the families and the forms
 :func:`estimate`) and refused above :data:`~directcoll.topology.sizes.MAX_NODES` nodes,
 :data:`~directcoll.topology.sizes.MAX_LINKS` links or the memory budget (:func:`check_spec`,
 :mod:`directcoll.resources`).
+
+Source: DESIGN.md, "Topology" (every generator reachable from a short spec string) and "Engines, runtimes and
+scale" (estimate memory first, refuse over a budget); docs/topology.md, "Strict specs and sizes".
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ def size_of(spec) -> Size:
             :data:`~directcoll.topology.sizes.MAX_LINKS` links (at any level of the tree), naming the spec and
             the limit.
 
+    Source: docs/topology.md, "Strict specs and sizes" (sized from the spec alone, operators included).
+
     >>> size = size_of("degree(ring:8,2)")
     >>> size.nodes, size.links, size.max_out
     (16, 64, 4)
@@ -56,6 +61,8 @@ def estimate(spec) -> tuple[int, int]:
     Raises:
         SpecError: a malformed spec, or one over the hard caps (:data:`~directcoll.topology.sizes.MAX_NODES`,
             :data:`~directcoll.topology.sizes.MAX_LINKS`).
+
+    Source: docs/topology.md, "Strict specs and sizes" (``estimate(spec) -> (nodes, links)``).
 
     >>> estimate("line^2(torus:4x4)")
     (256, 1024)
@@ -72,6 +79,9 @@ def check_spec(spec) -> Size:
         SpecError: malformed, or over :data:`~directcoll.topology.sizes.MAX_NODES` nodes /
             :data:`~directcoll.topology.sizes.MAX_LINKS` links.
         ResourceError: the estimated memory of building it is over the budget (:mod:`directcoll.resources`).
+
+    Source: docs/topology.md, "Strict specs and sizes" (2^30 nodes, 2^34 links, ``--memory-budget``); DESIGN.md,
+    "Engines, runtimes and scale" (Resources).
 
     >>> check_spec("hypercube:4").links
     64
@@ -90,6 +100,13 @@ def build_tree(node: SpecNode, **link_params) -> Topology:
         SpecError: malformed family arguments, an impossible operator parameter, or a spec over the hard caps.
         ResourceError: building it would need more memory than the budget.
         TopologyError: an operator refuses its input (see :mod:`directcoll.topology.operators`).
+
+    Returns:
+        the :class:`~directcoll.topology.model.Topology` (bandwidths in bytes/s, latencies in s).
+
+    Source: docs/topology.md; docs/expansions.md (the operators: line graph, degree and Cartesian product
+    expansions of Zhao et al. (NSDI'25) Sec. 5.1-5.3, ``bidir`` of its App. A.6, ``punctured`` after Basu et al.
+    (HPDC'24) Sec. 5.2).
 
     >>> build_tree(parse_tree("bidir(ring:4:uni)")).spec
     'bidir(ring:4:uni)'
@@ -145,6 +162,12 @@ def parse(spec: str, **link_params) -> Topology:
             the message names the spec, the field and what is accepted.
         ResourceError: building it would need more memory than the budget (:func:`check_spec`).
         TopologyError: an operator refuses its input (e.g. degree expansion of a non-regular graph).
+
+    Returns:
+        the :class:`~directcoll.topology.model.Topology` (bandwidths in bytes/s, latencies in s).
+
+    Source: DESIGN.md, "Topology" (spec strings such as ``torus:64x64``; parse errors say what was expected);
+    docs/topology.md.
 
     >>> parse("torus:4x4").num_links
     64
