@@ -25,6 +25,10 @@ On Cayley topologies (tori, rings, hypercubes, HyperX) the pattern of s -> t dep
 pattern per distinct offset is computed and translated to every source. The cost is (transfers x links in the
 pattern): 65,536 transfers along one dimension of a 128x128 torus route in 0.2 s, but antipodal transfers,
 whose minimal paths fill a whole 64x64 box, take tens of seconds.
+
+Source: DESIGN.md, "Cost and simulation" (minimal paths split evenly, dimension order as an option);
+docs/topology.md, "Metrics and routing"; Swing (De Sensi et al., NSDI'24) Sec. 2.2 and Sec. 6, "Routing Impact"
+(minimal adaptive routing).
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.nd
     Raises:
         TopologyError: a node out of range or dst unreachable from src.
 
+    Source: docs/topology.md, "Metrics and routing" (share sigma_s(u) sigma_t(v) / sigma_s(t)); Swing (De Sensi et
+    al., NSDI'24) Sec. 2.2 (minimal adaptive routing, which the even split approximates).
+
     >>> from directcoll.topology import parse
     >>> links, share = minimal_route(parse("ring:4"), 0, 2)
     >>> links.tolist(), share.tolist()
@@ -78,6 +85,19 @@ def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.nd
 def link_between(topo: Topology, u, v) -> np.ndarray:
     """Id of a link u -> v for every pair (the first one when cables are parallel); -1 where none exists.
 
+    Args:
+        topo: the network.
+        u, v: int arrays (or scalars) of one shape, node ids in 0..num_nodes-1.
+
+    Returns:
+        int64 array of the shape of ``u``: link ids, -1 where there is no link u -> v.
+
+    Raises:
+        Nothing: a binary search over the sorted (src, dst) keys; ids outside the node range are the caller's bug
+            (not checked).
+
+    Source: docs/topology.md (parallel links are distinct; links are identified by id).
+
     >>> from directcoll.topology import parse
     >>> link_between(parse("ring:4"), [0, 0], [1, 2]).tolist()
     [0, -1]
@@ -90,8 +110,8 @@ def link_between(topo: Topology, u, v) -> np.ndarray:
 
 
 def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
-    """Dimension-order route (``dor``; Dally and Towles, Basu et al. ref. [17]): correct dimension 0 first,
-    then 1, ...; one path, every link share 1.
+    """Dimension-order route (``dor``; Dally and Seitz 1987, Basu et al. (HPDC'24) ref. [17]): correct dimension 0
+    first, then 1, ...; one path, every link share 1.
 
     On wrapping dimensions the shorter direction is taken (ties go "+"); HyperX and hypercube dimensions
     take one hop. Needs a grid topology whose neighbours differ in one coordinate (torus, mesh, ring,
@@ -102,6 +122,9 @@ def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarra
 
     Raises:
         TopologyError: a topology without a grid shape, or a hop the topology has no link for.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the DOR baseline on tori, ref. [17]); DESIGN.md, "Cost and
+    simulation" (dimension order as an option).
 
     >>> from directcoll.topology import parse
     >>> dor_route(parse("torus:4x4"), 0, 5)[0].tolist()
@@ -155,6 +178,11 @@ def route_pattern(topo: Topology, src: int, dst: int, routing: str = "adaptive")
     Raises:
         TopologyError: an unknown routing name; as :func:`minimal_route` and :func:`dor_route`.
 
+    Returns:
+        (links int64 (k,), shares float64 (k,)): the share of the transfer's bytes on each link.
+
+    Source: docs/topology.md, "Metrics and routing".
+
     >>> from directcoll.topology import parse
     >>> [a.tolist() for a in route_pattern(parse("ring:4"), 0, 2, "dor")]
     [[0, 2], [1.0, 1.0]]
@@ -168,14 +196,33 @@ def route_pattern(topo: Topology, src: int, dst: int, routing: str = "adaptive")
 class RouteEntries:
     """The links T transfers use, columnar: transfer ``transfer[k]`` puts the share ``share[k]`` of its bytes
     on link ``link[k]`` (int64, int64, float64 (K,)), grouped by transfer in increasing order. Adaptive
-    routes' shares of one hop add up to 1, so ``sum(share)`` of a transfer is its (mean) hop count."""
+    routes' shares of one hop add up to 1, so ``sum(share)`` of a transfer is its (mean) hop count.
+
+    Raises:
+        Nothing: a record built by :func:`route_entries`.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (the lowered input every engine takes); docs/topology.md.
+
+    >>> e = RouteEntries(np.array([0, 0, 1]), np.array([3, 4, 4]), np.array([1.0, 1.0, 1.0]))
+    >>> e.loads([2.0, 5.0], 6).tolist()
+    [0.0, 0.0, 0.0, 2.0, 7.0, 0.0]
+    """
 
     transfer: np.ndarray
     link: np.ndarray
     share: np.ndarray
 
     def loads(self, amount, num_links: int) -> np.ndarray:
-        """float64 (num_links,): every link's load when transfer i carries ``amount[i]`` (any unit)."""
+        """float64 (num_links,): every link's load when transfer i carries ``amount[i]`` (any unit), in that unit.
+
+        Raises:
+            Nothing: ``amount`` (T,) is indexed by the entries' transfer ids, which must be in range.
+
+        Source: DESIGN.md, "Cost and simulation" (add the bytes of a step's transfers on every directed link).
+
+        >>> RouteEntries(np.array([0]), np.array([1]), np.array([0.5])).loads([8.0], 2).tolist()
+        [0.0, 4.0]
+        """
         return np.bincount(self.link, weights=np.asarray(amount, dtype=float)[self.transfer] * self.share,
                            minlength=num_links)
 
@@ -227,6 +274,11 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
     Raises:
         TopologyError: an unknown routing, a routing the topology cannot do, an empty explicit route or a route
             with a link id outside the topology.
+        ResourceError: route patterns need more memory than allowed (BFS of a large topology,
+            :func:`directcoll.topology.paths.bfs_distances`).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (three engines take the same lowered input);
+    docs/simulation.md, "Step model", item 1.
 
     >>> from directcoll.topology import parse
     >>> e = route_entries(parse("ring:4"), [0, 1], [2, 2])
@@ -271,6 +323,11 @@ def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", r
             non-Cayley topologies: one BFS per source), or translated routes over the memory budget.
         TopologyError: an unknown routing, a routing the topology cannot do, or a route with a link id outside
             the topology.
+
+    Source: DESIGN.md, "Cost and simulation" (bytes of a step added on every directed link); Zhao et al.
+    (NSDI'25) Sec. 3.2 (a step's BW runtime: the most data a link carries, over its bandwidth); Basu et al.
+    (HPDC'24) Sec. 5.3 (EwSP: the even split over all shortest paths); Brandes' dependency accumulation for
+    the backward pass.
 
     >>> from directcoll.topology import parse
     >>> link_loads(parse("ring:4"), [0], [2], 8.0).tolist()
