@@ -16,6 +16,10 @@ pair with the most. Nothing is ever truncated silently; a caller that wants to s
 
 How traffic spreads over these paths (minimal adaptive or dimension-order routing) and the link loads it puts
 on the network are in :mod:`directcoll.topology.routing`.
+
+Source: docs/topology.md, "Metrics and routing" and "Strict specs and sizes" (BFS work and memory limits);
+DESIGN.md, "Topology"; Basu et al. (HPDC'24) Sec. 3.1.4, 3.2.1 and 5.2 for the path sets of the all-to-all
+schedules (docs/alltoall.md).
 """
 
 from __future__ import annotations
@@ -52,7 +56,15 @@ MAX_PATHS_PER_PAIR = 1024
 
 
 class LinkGraph(Protocol):
-    """What the functions of this module read of a graph (Topology and FlowNetwork have it)."""
+    """What the functions of this module read of a graph (Topology and FlowNetwork have it).
+
+    ``num_nodes`` V, and int64 (L,) arrays ``link_src``, ``link_dst`` of the directed links.
+
+    Raises:
+        Nothing: a structural type for annotations, never instantiated.
+
+    Source: DESIGN.md, "Topology" (a directed multigraph of nodes and links).
+    """
 
     num_nodes: int
     link_src: np.ndarray
@@ -62,7 +74,16 @@ class LinkGraph(Protocol):
 @dataclass(frozen=True, eq=False)
 class LinkSet:
     """A bare link graph: ``num_nodes`` nodes and directed links ``link_src[j] -> link_dst[j]`` (int64 (L,)), for
-    callers whose links are not a topology's (self-loops removed, transposed); ``spec`` names it in messages."""
+    callers whose links are not a topology's (self-loops removed, transposed); ``spec`` names it in messages.
+
+    Raises:
+        Nothing: the arrays are taken as given (not validated).
+
+    Source: docs/topology.md (the network model: directed links, parallel links allowed).
+
+    >>> LinkSet(3, np.array([0, 1]), np.array([1, 2])).spec
+    'a link set'
+    """
 
     num_nodes: int
     link_src: np.ndarray
@@ -76,7 +97,19 @@ def _spec(graph) -> str:
 
 def adjacency(graph: LinkGraph, *, reverse: bool = False) -> sp.csr_matrix:
     """(V, V) sparse matrix with the number of links u -> v at [u, v] (at [v, u] with ``reverse``), for scipy's
-    graph routines. A Topology's cached ``adjacency`` is reused."""
+    graph routines. A Topology's cached ``adjacency`` is reused.
+
+    Returns:
+        scipy.sparse CSR, shape (V, V), int64 link counts.
+
+    Raises:
+        Nothing: builds a sparse matrix from the link arrays.
+
+    Source: docs/topology.md (a directed multigraph; parallel links counted).
+
+    >>> adjacency(LinkSet(3, np.array([0, 1, 1]), np.array([1, 2, 2]))).toarray().tolist()
+    [[0, 1, 0], [0, 0, 2], [0, 0, 0]]
+    """
     a = getattr(graph, "adjacency", None)
     if not isinstance(a, sp.spmatrix | sp.sparray):
         v = graph.num_nodes
@@ -86,7 +119,21 @@ def adjacency(graph: LinkGraph, *, reverse: bool = False) -> sp.csr_matrix:
 
 
 def bfs_chunk(graph: LinkGraph) -> int:
-    """How many BFS sources fit in :data:`CHUNK_BYTES` of distance rows (1..512)."""
+    """How many BFS sources fit in :data:`CHUNK_BYTES` of distance rows (1..512).
+
+    Returns:
+        a number of sources (int), CHUNK_BYTES // (BYTES_PER_DISTANCE x V) clipped to 1..512.
+
+    Raises:
+        Nothing: arithmetic on ``num_nodes``.
+
+    Source: docs/topology.md, "Strict specs and sizes" (all-pairs sweeps in 64 MiB chunks).
+
+    >>> bfs_chunk(LinkSet(4, np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    512
+    >>> bfs_chunk(LinkSet(10**6, np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    2
+    """
     return max(1, min(512, CHUNK_BYTES // (BYTES_PER_DISTANCE * max(graph.num_nodes, 1))))
 
 
@@ -95,6 +142,13 @@ def check_bfs_work(graph: LinkGraph, sources: int, what: str) -> None:
 
     Raises:
         ResourceError: sources x links over the limit, naming the graph.
+
+    Source: docs/topology.md, "Strict specs and sizes" (all-pairs BFS refused beyond 4 x 10^9 link visits);
+    DESIGN.md, "Engines, runtimes and scale" (Resources).
+
+    >>> from directcoll.topology import parse
+    >>> check_bfs_work(parse("ring:4"), 4, "hop distances") is None
+    True
     """
     links = len(graph.link_src)
     check_work(f"{what} on {_spec(graph)} ({sources:,} BFS sources x {links:,} links)",
@@ -116,6 +170,9 @@ def bfs_distances(graph: LinkGraph, sources=None, *, reverse: bool = False) -> n
     Raises:
         ResourceError: the result would exceed the memory budget (checked first: rustworkx aborts the process
             when an allocation fails).
+
+    Source: docs/topology.md, "Metrics and routing" (hop distances, diameter); Zhao et al. (NSDI'25) Sec. 3.2
+    (the diameter D(G) bounds T_L).
 
     >>> from directcoll.topology import parse
     >>> bfs_distances(parse("ring:6"), [0]).tolist()
@@ -162,6 +219,9 @@ def hop_distance(topo, src, dst) -> np.ndarray:
         ResourceError: more BFS work than :data:`MAX_BFS_WORK`.
         TopologyError: some destination is unreachable.
 
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2 and Sec. 4.1 (the distance between communicating nodes,
+    which the congestion deficiency weighs); docs/topology.md, "Metrics and routing".
+
     >>> from directcoll.topology import parse
     >>> hop_distance(parse("torus:4x4"), [0, 0], [5, 10]).tolist()
     [2, 4]
@@ -189,6 +249,15 @@ def distance_sum(topo) -> tuple[int, float]:
 
     Cayley topologies need one BFS (every node sees the same distance profile); others run a BFS from every
     compute node, in chunks of :func:`bfs_chunk` sources. The sum is exact (integers below 2^53).
+
+    Returns:
+        (diameter in hops (int), sum of distances in hops (float)); (0, 0.0) for one compute node.
+
+    Raises:
+        ResourceError: a chunk of distance rows over the memory budget (:func:`bfs_distances`).
+
+    Source: docs/topology.md, "Metrics and routing" (diameter, average distance); the bound |E| / sum of
+    distances on the MCF value F of Basu et al. (HPDC'24) Sec. 3.1.1 (:func:`directcoll.cost.bounds.capacity_bound`).
 
     >>> from directcoll.topology import parse
     >>> distance_sum(parse("ring:4"))
@@ -221,6 +290,17 @@ def shortest_path_dag(graph: LinkGraph, dist: np.ndarray, *, reverse: bool = Fal
         ``dist[near]`` (by id within a layer); ``near``, ``far`` the (V,)-indexable link ends nearer to and
         farther from the root (``link_src``, ``link_dst``, swapped with ``reverse``); ``bounds`` (D + 2,) with
         layer k at ``links[bounds[k]:bounds[k + 1]]``.
+
+    Raises:
+        Nothing: array operations on ``dist`` (which must be a BFS result of ``graph``).
+
+    Source: docs/topology.md, "Metrics and routing" (the BFS DAG of a source, walked backwards for link loads).
+
+    >>> from directcoll.topology import parse
+    >>> t = parse("ring:4")
+    >>> links, near, far, bounds = shortest_path_dag(t, bfs_distances(t, [0])[0])
+    >>> links.tolist(), bounds.tolist()
+    ([0, 1, 2, 7], [0, 2, 4, 4])
     """
     near, far = (graph.link_dst, graph.link_src) if reverse else (graph.link_src, graph.link_dst)
     ok = (dist[near] >= 0) & (dist[far] == dist[near] + 1)
@@ -235,6 +315,11 @@ def path_counts(graph: LinkGraph, dist: np.ndarray, *, reverse: bool = False) ->
 
     With ``reverse``, ``dist`` holds distances *to* a root and the counts are of paths to it. Parallel links
     count as distinct paths.
+
+    Raises:
+        Nothing: array operations on ``dist`` (which must be a BFS result of ``graph``).
+
+    Source: docs/topology.md, "Metrics and routing" (sigma, the shortest-path counts of the adaptive split).
 
     >>> from directcoll.topology import parse
     >>> t = parse("torus:3x3")
@@ -273,6 +358,10 @@ def shortest_paths_from(graph: LinkGraph, source: int, dests, *, max_paths: int 
     Raises:
         UnsupportedShapeError: a destination with more than ``max_paths`` shortest paths (checked before any
             path is enumerated; the message names the one with the most).
+        ResourceError: the BFS from ``source`` over the memory budget (:func:`bfs_distances`).
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4 (path sets of the path-based MCF, and why all shortest paths can be
+    exponentially many) and Sec. 5.3 (EwSP); the cap of this module's docstring.
 
     >>> from directcoll.topology import parse
     >>> dest, offsets, links = shortest_paths_from(parse("ring:4"), 0, [2])
@@ -322,7 +411,12 @@ def successive_shortest_paths(graph: LinkGraph, s: int, t: int, k: int) -> list[
     ILP-disjoint candidates). Each BFS is scipy's; a hop u -> v takes the lowest-numbered free link u -> v.
 
     Returns:
-        list of int64 arrays of link ids, at most k; fewer when t becomes unreachable.
+        list of int64 arrays of link ids, at most k; fewer when t becomes unreachable (k empty paths for s == t).
+
+    Raises:
+        Nothing: scipy BFS on the remaining links; node ids must be in range.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4 (link-disjoint path sets) and Sec. 5.2 (ILP-disjoint).
 
     >>> from directcoll.topology import parse
     >>> [p.tolist() for p in successive_shortest_paths(parse("ring:4"), 0, 1, 3)]
@@ -353,7 +447,18 @@ def successive_shortest_paths(graph: LinkGraph, s: int, t: int, k: int) -> list[
 @dataclass(frozen=True, eq=False)
 class LinkLists:
     """Python lists of a link graph for per-pair searches: ``out_links[u]``, ``in_links[u]`` (link ids, in id
-    order, self-loops left out) and the link ends ``link_src``, ``link_dst``."""
+    order, self-loops left out) and the link ends ``link_src``, ``link_dst``.
+
+    Raises:
+        Nothing: a record built by :meth:`of`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4 (disjoint path sets for many pairs; see :func:`max_disjoint_paths`).
+
+    >>> from directcoll.topology import parse
+    >>> lists = LinkLists.of(parse("ring:4"))
+    >>> lists.out_links[0], lists.in_links[0]
+    ([0, 1], [3, 6])
+    """
 
     out_links: list
     in_links: list
@@ -362,6 +467,7 @@ class LinkLists:
 
     @classmethod
     def of(cls, graph: LinkGraph) -> LinkLists:
+        """The lists of ``graph`` (V lists of link ids each). Raises: Nothing. Source: Basu et al. Sec. 3.1.4."""
         out_adj, in_adj = [[] for _ in range(graph.num_nodes)], [[] for _ in range(graph.num_nodes)]
         src, dst = graph.link_src.tolist(), graph.link_dst.tolist()
         for j, (u, v) in enumerate(zip(src, dst, strict=True)):
@@ -378,11 +484,16 @@ def max_disjoint_paths(graph: LinkGraph, s: int, t: int, *, lists: LinkLists | N
 
     Args:
         graph: a link graph.
-        s, t: distinct nodes.
+        s, t: distinct nodes (not checked: s == t never returns).
         lists: :meth:`LinkLists.of` of ``graph``, when many pairs are asked.
 
     Returns:
         list of paths (lists of link ids).
+
+    Raises:
+        Nothing: a unit-capacity max flow on the given lists; node ids must be in range.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4 (link-disjoint (s, d) paths as pMCF candidates).
 
     >>> from directcoll.topology import parse
     >>> max_disjoint_paths(parse("ring:4"), 0, 2)
@@ -454,6 +565,11 @@ def widest_paths(source: int, dest: int, links, flows, link_src, link_dst, *, ep
 
     Returns:
         list of (links of the path, width), widths non-increasing.
+
+    Raises:
+        Nothing: a Dijkstra variant on the given flows; link ids must index ``link_src`` and ``link_dst``.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.2.1, "Widest path extraction" (steps 1-4).
 
     >>> widest_paths(0, 2, [0, 1, 2], [0.6, 0.5, 0.4], [0, 1, 0], [1, 2, 2])
     [([0, 1], 0.5), ([2], 0.4)]
