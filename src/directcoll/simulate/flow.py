@@ -417,7 +417,7 @@ def simulate_flow(schedule_or_pattern: Schedule | StepPattern, topology: Topolog
     Raises:
         TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do, or an explicit
             route that is empty or names a link outside the topology (:func:`route_entries`).
-        ResourceError: routing needs more BFS work or memory than allowed (:mod:`directcoll.resources`).
+        ResourceError: a route's BFS is over the memory budget (:func:`~directcoll.topology.paths.bfs_distances`).
         DirectcollError: a negative or non-finite size.
 
     Source: docs/simulation.md, "Flow model"; DESIGN.md, "Cost and simulation".

@@ -15,7 +15,7 @@ form: time(n) = sum over steps of max_i (a_i + b_i n). Only the Pareto-maximal l
 
 Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model". The latency + bandwidth form is the
 alpha-beta model of Swing (De Sensi et al., NSDI'24) Sec. 2.2, with beta replaced per transfer by its most loaded
-link (congestion, Sec. 4.1) and minimal adaptive routing as in its Sec. 2.2 and Sec. 5 (SST).
+link (congestion, Sec. 4.1) and minimal adaptive routing as in its Sec. 2.2 and Sec. 6, "Routing Impact".
 """
 
 from __future__ import annotations
@@ -247,8 +247,7 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
 
     Raises:
         TopologyError: rank count mismatch, unknown routing, or a routing the topology cannot do.
-        ResourceError: routing needs more BFS work or memory than allowed
-            (:func:`directcoll.topology.paths.check_bfs_work`, :mod:`directcoll.resources`).
+        ResourceError: a route's BFS is over the memory budget (:func:`~directcoll.topology.paths.bfs_distances`).
 
     Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model".
 
