@@ -33,10 +33,13 @@ pattern are rounded to whole chunks by largest remainder
 (:func:`~directcoll.schedule.chunking.largest_remainder`, row sums kept). A link then carries at most one
 chunk more per pattern than the LP asks, within Theorem 20's bound of one chunk per source.
 
-Consequences (Sec. 6.1): T_L = D steps, the lowest possible; data follows shortest paths only; the BW time
-is eq. (2), T_B = sum_t max_{u} (time of the most loaded in-link of u in step t), which is BW-optimal on
-tori (any dimensions >= 3), bidirectional rings, circulant and other symmetric graphs (Sec. 6.2), but not on
-every topology.
+Consequences (Sec. 6.1): T_L = D steps, the lowest possible (App. E.1, Theorem 15); data follows shortest
+paths only; the BW time is eq. (2), T_B = sum_t max_{u} (time of the most loaded in-link of u in step t), and
+LP (1) gives the optimal BFB schedule (Theorem 16). That is BW-optimal on tori (any dimensions >= 3, Theorem
+13), bidirectional rings (App. F.1), distance-regular graphs (App. F.3, Theorem 18) and circulants (App. F.4:
+proved for degree 4, Conjecture 1 beyond), but not on every topology (Sec. 6.2).
+
+Source: Zhao et al. (NSDI'25) Sec. 6.1, App. E; docs/algorithms.md, "BFB schedules".
 """
 
 from __future__ import annotations
@@ -319,10 +322,39 @@ def _allgather_on(g: _Graph, chunks: int | None, meta: dict) -> Schedule:
 
 
 def bfb_cost(topology: Topology, collective="allgather") -> tuple[int, float]:
-    """(T_L in steps, T_B in units of M/B) of the BFB schedule of ``topology`` without building it: the
-    diameter and eq. (2) of the LP loads (App. E.3 with unequal links). ``collective``: allgather,
-    reduce_scatter (the transposed graph's allgather) or allreduce (their sums). Same errors as
-    :func:`bfb_allgather`."""
+    """(T_L, T_B) of the BFB schedule of ``topology``, from the LP loads alone, without building the schedule.
+
+    T_L is the diameter D(G) (App. E.1, Theorem 15); T_B is eq. (2) of the optimal loads of LP (1) (LP (14)
+    with α = 0 on links of unequal bandwidth, App. E.3), exactly what :func:`bfb_allgather` puts in
+    ``meta["t_b_m_over_b_lp"]``.
+
+    Args:
+        topology: a direct topology (no switch nodes).
+        collective: ``allgather``; ``reduce_scatter`` (the allgather of the transposed graph, Corollary 1.1);
+            or ``allreduce`` (the two added). Any other name :meth:`Collective.parse` accepts is costed as
+            allgather.
+
+    Returns:
+        (T_L in steps, an int; T_B in units of M/B with B the node bandwidth, a float (numpy float64)).
+        (0, 0.0) for a single node.
+
+    Raises:
+        UnsupportedShapeError: the topology has switch nodes.
+        ScheduleError: an unknown collective name, or an LP solution that cannot be made exact loads.
+        SolverError: HiGHS fails on a load-balancing LP.
+        ResourceError: the hop-distance matrix (all pairs, on a non-Cayley topology) would exceed the memory
+            budget.
+
+    Source: Zhao et al. (NSDI'25) Sec. 6.1, LP (1) and eq. (2); App. E.3, LP (14); App. B, Corollary 1.1.
+
+    >>> from directcoll.topology import parse
+    >>> t_l, t_b = bfb_cost(parse("ring:4"))
+    >>> t_l, round(float(t_b), 4)  # floor(N/2) steps, BW-optimal (N-1)/N (App. F.1)
+    (2, 0.75)
+    >>> t_l, t_b = bfb_cost(parse("ring:4"), "allreduce")
+    >>> t_l, round(float(t_b), 4)
+    (4, 1.5)
+    """
     coll = Collective.parse(collective)
     if coll is Collective.ALLREDUCE:
         rs, ag = bfb_cost(topology, "reduce_scatter"), bfb_cost(topology, "allgather")
@@ -350,9 +382,22 @@ def bfb_allgather(topology: Topology, *, chunks: int | None = None) -> Schedule:
         bandwidth); ``meta["bfb_lps"]`` the number of distinct LPs solved.
 
     Raises:
-        UnsupportedShapeError: the topology has switch nodes.
-        ScheduleError: HiGHS fails on an LP, or the exact loads need a common denominator above
-            ``MAX_SCHEDULE_DENOMINATOR`` (pass ``chunks``).
+        UnsupportedShapeError: the topology has switch nodes, or ``chunks`` is not a positive integer.
+        SolverError: HiGHS fails on a load-balancing LP (:class:`directcoll.lp.highs.Solver`).
+        ScheduleError: the exact loads need a common denominator above ``MAX_SCHEDULE_DENOMINATOR`` (pass
+            ``chunks``), or rounding an LP solution to exact loads or whole chunks fails.
+        ResourceError: the hop-distance matrix (all pairs, on a non-Cayley topology) would exceed the memory
+            budget.
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.verify import verify
+    >>> s = bfb_allgather(parse("torus:3x3"))
+    >>> s.num_steps, s.nranks, s.denominator, round(float(s.meta["t_b_m_over_b_lp"]), 4)  # (N-1)/N = 8/9
+    (2, 9, 1, 0.8889)
+    >>> verify(s).ok
+    True
+    >>> bfb_allgather(parse("ring:5"), chunks=4).denominator
+    4
     """
     return _allgather_on(_graph(topology, False), _chunks(chunks), _meta(chunks))
 
@@ -365,9 +410,33 @@ def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
     that of the transposed graph's allgather).
 
     On a translation-invariant Cayley topology (an abelian group, so x -> -x is an isomorphism from G to its
-    transpose: G is reverse-symmetric), it is Theorem 2's construction instead: the allgather of G (``allgather``
-    if given, else built) relabelled by x -> -x and reversed, with no second set of LPs. Shapes and errors as
-    :func:`bfb_allgather`.
+    transpose: G is reverse-symmetric, Def. 6), it is Theorem 2's construction instead: the allgather of G
+    (``allgather`` if given, else built) relabelled by x -> -x (Def. 7) and reversed (Def. 5), with no second
+    set of LPs.
+
+    Args:
+        topology: a direct topology (no switch nodes); unidirectional ones included.
+        chunks: as :func:`bfb_allgather`.
+        allgather: the :func:`bfb_allgather` of ``topology`` with the same ``chunks``, reused on a
+            translation-invariant Cayley topology (ignored elsewhere; not checked).
+
+    Returns:
+        A reduce-scatter Schedule with N = topology.num_compute, nblocks = N (block v reduced onto rank v),
+        D steps (D the diameter; G and G^T have the same one), reductions along links of ``topology``, an exact
+        common ``denominator``; ``meta["t_b_m_over_b_lp"]`` (T_B in units of M/B) and ``meta["bfb_lps"]`` as
+        in :func:`bfb_allgather`.
+
+    Raises:
+        UnsupportedShapeError, SolverError, ScheduleError, ResourceError: as :func:`bfb_allgather`.
+        KeyError: an ``allgather`` given that is not a BFB schedule (no ``t_b_m_over_b_lp`` in its meta), a
+            caller's bug.
+
+    Source: Zhao et al. (NSDI'25) App. B, Theorem 1, Corollary 1.1 and Theorem 2.
+
+    >>> from directcoll.topology import parse
+    >>> s = bfb_reduce_scatter(parse("ring:4:uni"))
+    >>> s.collective.value, s.num_steps, round(float(s.meta["t_b_m_over_b_lp"]), 4)
+    ('reduce_scatter', 3, 0.75)
     """
     meta = _meta(chunks)
     if _translation_invariant(topology) and topology.num_compute > 1:
@@ -392,11 +461,27 @@ def _meta(chunks) -> dict:
 def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunks: int | None = None,
               **options) -> Schedule:
     """Registry builder: BFB allgather, reduce-scatter (see :func:`bfb_reduce_scatter`) or allreduce =
-    reduce-scatter then allgather (2D steps). ``ports`` is ignored (BFB uses every link); ``chunks`` as in
-    :func:`bfb_allgather`.
+    reduce-scatter then allgather (2D steps). ``variant`` and ``ports`` are ignored (one variant,
+    ``bandwidth``; BFB uses every link); ``chunks`` as in :func:`bfb_allgather`.
+
+    Returns:
+        A Schedule of ``collective`` on N = topology.num_compute ranks (nblocks = N): D steps for allgather and
+        reduce-scatter, 2D for allreduce, with ``meta["t_b_m_over_b_lp"]`` (T_B in units of M/B; for allreduce
+        the reduce-scatter's). Any collective other than allgather and reduce-scatter gets the allreduce (the
+        registry passes only these three).
 
     Raises:
-        UnsupportedShapeError: unknown options, or as :func:`bfb_allgather`.
+        UnsupportedShapeError: options other than ``chunks``, or as :func:`bfb_allgather`.
+        ScheduleError: an unknown collective name, or as :func:`bfb_allgather`.
+        SolverError, ResourceError: as :func:`bfb_allgather`.
+
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 (allgather), App. B Corollary 1.1 (reduce-scatter), Sec. 3
+    (allreduce = reduce-scatter then allgather).
+
+    >>> from directcoll.topology import parse
+    >>> s = build_bfb(parse("ring:4"), "allreduce")
+    >>> s.collective.value, s.num_steps
+    ('allreduce', 4)
     """
     if options:
         raise UnsupportedShapeError(f"bfb takes only the option 'chunks'; got {', '.join(sorted(options))}")

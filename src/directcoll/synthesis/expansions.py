@@ -3,8 +3,9 @@
 Given an allgather schedule A_G of a base topology G whose transfers go between neighbours (a BFB schedule
 from :func:`~directcoll.synthesis.bfb.bfb_allgather`, or any such allgather), build the allgather of:
 
-- the line graph L(G), Def. 1: one extra first step; Theorems 7 and 10 (:func:`line_graph_allgather`);
-- the degree expansion G * n, Def. 2: one extra last step on n*d equal chunks; Theorem 11
+- the line graph L(G) (Def. 12), schedule Def. 1: one extra first step; Theorems 7 and 10
+  (:func:`line_graph_allgather`);
+- the degree expansion G * n (Def. 13), schedule Def. 2: one extra last step on n*d equal chunks; Theorem 11
   (:func:`degree_expansion_allgather`);
 - the Cartesian power G^(box n), App. D.3 (Def. 14): n rotated dimension orders run concurrently on 1/n of
   every shard; Theorem 12 (:func:`cartesian_power_allgather`);
@@ -23,6 +24,9 @@ applies them to the BFB schedules of a spec's bases.
 
 Schedules are exact: every shard is [0, D) over one integer denominator D, which the constructions scale
 (by the multiplicity of parallel links, n*d, or n) so that every chunk stays an integer interval.
+
+Source: Zhao et al. (NSDI'25) Sec. 5 and App. D (Defs. 1, 2, 14; Theorems 7-13), App. A.6, App. B;
+docs/expansions.md, "Schedules" and "Choices and deviations".
 """
 
 from __future__ import annotations
@@ -316,12 +320,23 @@ def line_graph_allgather(base: Topology, schedule: Schedule) -> Schedule:
 
     Returns:
         An allgather on ``line_graph(base)`` (node e = link e of G): N' = |E_G| ranks, one block each,
-        T_L(A_G) + 1 steps. Theorem 7: T_B <= T_B(A_G) + (M/B)/N for d-regular G; Theorem 10: equality when
-        A_G is an optimal BFB schedule and every node has more than one out-neighbour.
+        T_L(A_G) + 1 steps (Theorem 7, eq. (4)). T_B in units of M/B: Theorem 7, eq. (5): T_B <= T_B(A_G) + 1/N
+        for d-regular G; Theorem 10, eq. (8): equality when A_G is an optimal BFB schedule and every node has
+        more than one out-neighbour. Parallel links u -> w of G split each base transfer evenly
+        (docs/expansions.md, "Choices and deviations").
 
     Raises:
-        ScheduleError: ``schedule`` is not such an allgather of ``base``.
-        TopologyError: ``base`` has switch nodes or self-loops.
+        ScheduleError: ``schedule`` is not such an allgather of ``base`` (another collective or rank count,
+            reductions, scratch space or routes, unequal shards, a transfer off the links of ``base``).
+        TopologyError: ``base`` is not a Topology, or has switch nodes or self-loops.
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.bfb import bfb_allgather
+    >>> from directcoll.verify import verify
+    >>> g = parse("complete:4")
+    >>> s = line_graph_allgather(g, bfb_allgather(g))
+    >>> s.nranks, s.num_steps, s.meta["topology"], verify(s).ok
+    (12, 2, 'line(complete:4)', True)
     """
     topo = operators.line_graph(base)  # checks the input
     view = _line(_view_of(schedule, base, f"line graph of {base.spec}"), base)
@@ -337,12 +352,23 @@ def degree_expansion_allgather(base: Topology, schedule: Schedule, n: int) -> Sc
         n: number of copies, >= 1.
 
     Returns:
-        An allgather on ``degree_expansion(base, n)`` (v_i = node i*N + v): T_L(A_G) + 1 steps for n > 1 (the
-        extra last step moves n*d equal chunks of every shard into the other copies), and Theorem 11:
-        T_B = T_B(A_G) + (M/B) (n-1)/(nN). For n = 1 it is A_G.
+        An allgather on ``degree_expansion(base, n)`` (Def. 13; v_i = node i*N + v), nN ranks with one block
+        each: T_L(A_G) + 1 steps for n > 1 (the extra last step moves n*d equal chunks of every shard into the
+        other copies), and Theorem 11, eqs. (9)-(10): T_B = T_B(A_G) + (M/B) (n-1)/(nN). For n = 1 it is A_G
+        (no extra step; docs/expansions.md, "Choices and deviations").
 
     Raises:
-        ScheduleError, TopologyError, SpecError: a bad schedule, a non-regular G, n < 1.
+        ScheduleError: ``schedule`` is not a neighbour-to-neighbour allgather of copies of ``base`` with equal
+            shards.
+        TopologyError: ``base`` is not d-regular, or has switch nodes or self-loops.
+        SpecError: n is not an integer >= 1.
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.bfb import bfb_allgather
+    >>> g = parse("ring:4:uni")
+    >>> s = degree_expansion_allgather(g, bfb_allgather(g), 2)  # Fig. 4: 3 + 1 steps
+    >>> s.nranks, s.num_steps, s.meta["topology"]
+    (8, 4, 'degree(ring:4:uni,2)')
     """
     topo = operators.degree_expansion(base, n)  # checks the input
     view = _degree(_view_of(schedule, base, f"degree expansion of {base.spec}"), base, n)
@@ -359,9 +385,10 @@ def cartesian_power_allgather(base: Topology, schedule: Schedule, n: int) -> Sch
         n: the power, >= 1.
 
     Returns:
-        An allgather on ``cartesian_power(base, n)``: n sub-schedules, each on 1/n of every shard, gather the
-        dimensions in the n rotated orders, concurrently. Theorem 12: T_L = n T_L(A_G),
-        T_B = T_B(A_G) N/(N-1) (N^n - 1)/N^n; BW-optimal when A_G is.
+        An allgather on ``cartesian_power(base, n)`` (N^n ranks, one block each): n sub-schedules, each on 1/n
+        of every shard, gather the dimensions in the n rotated orders, concurrently. Theorem 12, eqs.
+        (11)-(12): T_L = n T_L(A_G) steps, T_B = T_B(A_G) N/(N-1) (N^n - 1)/N^n in units of M/B; BW-optimal
+        when A_G is (Corollary 12.1).
 
     Readings: Def. 14 step 3 ("each vertex v in A^(1) is shifted by i-1 to (v[n-i+2:n], v[1:n-i+1])") is a
     cyclic rotation of the coordinates, so sub-schedule s gathers dimension (s + j) mod n in phase j (any
@@ -369,7 +396,17 @@ def cartesian_power_allgather(base: Topology, schedule: Schedule, n: int) -> Sch
     "T_L(A_G □ n)" is T_L of the schedule A_{G^□n}.
 
     Raises:
-        ScheduleError, TopologyError, SpecError: a bad schedule or base, n < 1.
+        ScheduleError: ``schedule`` is not a neighbour-to-neighbour allgather of copies of ``base`` with equal
+            shards.
+        TopologyError: ``base`` is not a Topology, or has switch nodes or self-loops.
+        SpecError: n is not an integer >= 1.
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.bfb import bfb_allgather
+    >>> g = parse("ring:3:uni")
+    >>> s = cartesian_power_allgather(g, bfb_allgather(g), 2)
+    >>> s.nranks, s.num_steps, s.meta["topology"]
+    (9, 4, 'power(ring:3:uni,2)')
     """
     topo = operators.cartesian_power(base, n)  # checks the input
     view = _power(_view_of(schedule, base, f"cartesian power of {base.spec}"), n)
@@ -381,8 +418,19 @@ def cartesian_product_allgather(*topologies: Topology) -> Schedule:
     Sec. 5.3: the product of distinct graphs has no construction; BFB's LP (1) gives a BW-optimal schedule
     when every factor has one, with T_L = sum of the factors' diameters).
 
+    Returns:
+        The :func:`~directcoll.synthesis.bfb.bfb_allgather` of ``cartesian_product(*topologies)`` (prod N_i
+        ranks, sum D(G_i) steps; ``meta["t_b_m_over_b_lp"]`` its T_B in units of M/B), with
+        ``meta["topology"]`` the product's spec.
+
     Raises:
-        TopologyError: fewer than two factors, switch nodes or self-loops.
+        TopologyError: fewer than two factors, a factor that is not a Topology, switch nodes or self-loops.
+        SolverError, ScheduleError, ResourceError: as :func:`~directcoll.synthesis.bfb.bfb_allgather`.
+
+    >>> from directcoll.topology import parse
+    >>> s = cartesian_product_allgather(parse("ring:3"), parse("ring:4"))
+    >>> s.nranks, s.num_steps, round(float(s.meta["t_b_m_over_b_lp"]), 4)  # 1 + 2 steps, (N-1)/N = 11/12
+    (12, 3, 0.9167)
     """
     topo = operators.cartesian_product(*topologies)
     return _bfb.bfb_allgather(topo).with_meta(topology=topo.spec)
@@ -397,9 +445,22 @@ def bidirectional_allgather(base: Topology, schedule: Schedule, transposed_sched
     both halves of equal per-step cost, T_L and T_B equal those of ``schedule`` (with B doubled with the
     degree).
 
+    Returns:
+        An allgather on ``bidirectional(base)`` (N ranks, one block each, degree 2d): max(T_L(A), T_L(A^T))
+        steps; T_B (units of M/B, B of the 2d-regular topology) equal to that of ``schedule`` when G is
+        reverse-symmetric and the halves cost alike (App. A.6; not checked).
+
     Raises:
         ScheduleError: a schedule that is not an allgather along the links of G (resp. G^T).
-        TopologyError: switch nodes or self-loops.
+        TopologyError: ``base`` is not a Topology, or has switch nodes or self-loops.
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.schedule.ops import reverse
+    >>> from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter
+    >>> g = parse("ring:4:uni")
+    >>> s = bidirectional_allgather(g, bfb_allgather(g), reverse(bfb_reduce_scatter(g)))
+    >>> s.nranks, s.num_steps, s.meta["topology"]
+    (4, 3, 'bidir(ring:4:uni)')
     """
     topo = operators.bidirectional(base)
     view = _side_by_side([_view_of(schedule, base, f"bidirectional {base.spec}"),
@@ -490,8 +551,19 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
         ``meta["topology"]`` the spec.
 
     Raises:
-        SpecError: an unparseable spec. TopologyError: an operator refuses its input, or a Topology whose links
-        differ from those of its spec. ScheduleError, UnsupportedShapeError: as the constructions and BFB.
+        SpecError: an unparseable spec.
+        TopologyError: an operator refuses its input, or a Topology whose links differ from those of its spec.
+        UnsupportedShapeError: a collective other than the three, or as BFB.
+        ScheduleError: an unknown collective name, or as the constructions and BFB.
+        SolverError, ResourceError: as :func:`~directcoll.synthesis.bfb.bfb_allgather` on the bases.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5, App. D.1-D.3, App. A.6; App. B, Theorem 1 and Corollary 1.2;
+    docs/expansions.md, "Schedules".
+
+    >>> from directcoll.verify import verify
+    >>> s = expanded_schedule("line(complete:4)", "allreduce")
+    >>> s.collective.value, s.nranks, s.num_steps, verify(s).ok
+    ('allreduce', 12, 4, True)
     """
     coll = Collective.parse(collective)
     if coll not in (Collective.ALLGATHER, Collective.REDUCE_SCATTER, Collective.ALLREDUCE):
@@ -533,8 +605,22 @@ def bfb_base_cost(topology: Topology, collective) -> tuple[int, float]:
     """(T_L, T_B) of the BFB schedule of ``topology`` (:func:`directcoll.cost.expansions.measured_cost`), cached
     per spec: the base costs :func:`predict` starts from.
 
+    The schedule is built from ``topology.spec`` (parsed again), so a Topology whose links differ from its spec
+    gets the spec's cost.
+
+    Returns:
+        (T_L in steps, an int; T_B in units of M/B, a float) of the built BFB schedule of ``collective``.
+
     Raises:
-        UnsupportedShapeError, SolverError: as :func:`directcoll.synthesis.bfb.build_bfb`.
+        SpecError: ``topology.spec`` is not a spec the parser knows (a hand-built Topology).
+        UnsupportedShapeError, SolverError, ScheduleError, ResourceError: as
+            :func:`directcoll.synthesis.bfb.build_bfb`.
+
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 (BFB, LP (1)) and Sec. 3.2 (T_L, T_B of a schedule).
+
+    >>> from directcoll.topology import parse
+    >>> bfb_base_cost(parse("complete:4"), "allgather")
+    (1, 0.75)
     """
     return _bfb_cost(topology.spec, Collective.parse(collective).value)
 
@@ -543,11 +629,20 @@ def predict(spec_or_topology, collective="allgather") -> Prediction:
     """Predicted (N, d, T_L, T_B) of :func:`expanded_schedule` for a spec, from the BFB schedules of its bases
     alone (:func:`directcoll.cost.expansions.predict_expansion` with :func:`bfb_base_cost`).
 
-    Raises:
-        SpecError, TopologyError, UnsupportedShapeError: as :func:`~directcoll.cost.expansions.predict_expansion`.
+    Returns:
+        A :class:`~directcoll.cost.expansions.Prediction`: nodes, degree, T_L in steps, T_B in units of M/B
+        (None for a product whose factors do not meet Theorem 13's conditions).
 
-    >>> predict("line(complete:4)").t_l
-    2
+    Raises:
+        SpecError, TopologyError, UnsupportedShapeError, ScheduleError, ResourceError: as
+            :func:`~directcoll.cost.expansions.predict_expansion`.
+        SolverError: as :func:`bfb_base_cost` on a base.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5, App. D (Theorems 7-13, Corollaries 7.1 and 10.1), App. A.6;
+    docs/expansions.md, "Predictions".
+
+    >>> predict("line(complete:4)")  # Theorem 10: T_L + 1 = 2, T_B + 1/N = 3/4 + 1/4
+    Prediction(nodes=12, degree=3, t_l=2, t_b=1.0)
     """
     return predict_expansion(_tree_of(spec_or_topology)[0], collective, base_cost=bfb_base_cost)
 
@@ -555,8 +650,22 @@ def predict(spec_or_topology, collective="allgather") -> Prediction:
 def build_expansion(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
     """Registry builder: :func:`expanded_schedule` of a topology built by expansion operators (its spec).
 
+    ``variant`` and ``ports`` are ignored (one variant, ``bandwidth``).
+
+    Returns:
+        The Schedule of ``collective`` that :func:`expanded_schedule` builds for ``topology`` (N ranks, one block
+        each).
+
     Raises:
         UnsupportedShapeError: options given, or a topology whose spec has no expansion operator (use ``bfb``).
+        SpecError, TopologyError, ScheduleError, SolverError, ResourceError: as :func:`expanded_schedule`.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5 (expansion techniques); docs/expansions.md, "Schedules".
+
+    >>> from directcoll.topology import parse
+    >>> s = build_expansion(parse("line(complete:4)"), "allgather")
+    >>> s.nranks, s.num_steps, s.meta["algorithm"]
+    (12, 2, 'expansion')
     """
     if options:
         raise UnsupportedShapeError(f"expansion takes no options; got {', '.join(sorted(options))}")

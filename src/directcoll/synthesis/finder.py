@@ -3,11 +3,13 @@ topologies with N nodes and degree d, built bottom-up from base topologies and e
 
 1. **Bases** (the paper's Table 9, as far as this project generates them exactly): complete graphs, complete
    bipartite graphs, Hamming graphs, bi- and unidirectional rings, Theorem 22's minimum-diameter degree-4
-   circulants, generalized Kautz and Kautz digraphs, and the distance-regular graphs of
-   :mod:`directcoll.topology.families`. Every base whose size divides N and whose degree is at most d gets
-   its BFB allgather LPs solved (:func:`directcoll.synthesis.bfb.bfb_cost`): T_L = its diameter, T_B its LP
-   value (eq. (2)), both exact.
-2. **Expansions**, predicted by the theorems without building anything (:mod:`directcoll.synthesis.expansions`):
+   circulants, the minimum-diameter unidirectional 2-offset circulants (exhaustive search, at most
+   :data:`MAX_UNI_CIRCULANT` nodes), generalized Kautz (App. F.2, Def. 16) and Kautz digraphs, and the
+   distance-regular graphs of :mod:`directcoll.topology.families` (App. F.3). Every base whose size divides N
+   and whose degree is at most d gets its BFB allgather LPs solved (:func:`directcoll.synthesis.bfb.bfb_cost`):
+   T_L = its diameter, T_B its LP value (eq. (2)), both exact.
+2. **Expansions**, predicted by the theorems without building anything (:mod:`directcoll.cost.expansions`, the
+   formulas behind :func:`directcoll.synthesis.expansions.predict`):
    line graph L (Theorem 10: T_L + 1, T_B + 1/N, exact for BFB bases with out-degree > 1), degree expansion
    G*n (Theorem 11), Cartesian power G^n (Theorem 12), Cartesian product of BW-optimal BFB components
    (Theorem 13: BW-optimal, T_L = sum of diameters) and the unidirectional -> bidirectional conversion of a
@@ -19,6 +21,8 @@ topologies with N nodes and degree d, built bottom-up from base topologies and e
    allreduce time 2 (α T_L + T_B M / B) summed over the sizes (Table 4's 2(T_L + T_B) column).
 
 T_B is in units of M/B with B = d x link bandwidth, as everywhere in this project (Sec. 3.2).
+
+Source: Zhao et al. (NSDI'25) Sec. 5.4, App. A.3, Tables 4 and 7; docs/finder.md.
 """
 
 from __future__ import annotations
@@ -53,6 +57,19 @@ class Candidate:
     ``bidirectional``: every link has a reverse link; ``regular``: every node has out-degree ``degree`` (the
     expansion theorems need it; an irregular base, such as a generalized Kautz digraph whose self-loops were
     dropped, competes only at its own size).
+
+    ``nodes`` is N and ``degree`` d (the largest out-degree); ``construction`` names the last expansion applied
+    (``"base"``, ``"line graph"``, ``"degree expansion"``, ``"Cartesian power"``, ``"Cartesian product"``,
+    ``"bidirectional conversion"``).
+
+    Raises:
+        Nothing: a frozen dataclass; its fields are not checked.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5.4 (candidates of the Pareto frontier), Sec. 3.2 (T_L, T_B).
+
+    >>> c = Candidate("ring:4", 4, 2, 2, 0.75, True, True, True)
+    >>> c.t_l_steps, c.t_b_m_over_b, c.construction
+    (2, 0.75, 'base')
     """
 
     spec: str
@@ -67,10 +84,34 @@ class Candidate:
     regular: bool = True
 
     def allreduce_time(self, alpha: float, m_over_b: float) -> float:
-        """2 (α T_L + T_B M/B) seconds: reduce-scatter and allgather (Table 4's 2(T_L + T_B))."""
+        """2 (α T_L + T_B M/B) in seconds: reduce-scatter then allgather (Table 4's 2(T_L + T_B) column).
+
+        Args:
+            alpha: α, seconds per step.
+            m_over_b: M/B in seconds (M the vector size in bytes, B the node bandwidth in bytes/s).
+
+        Returns:
+            The allreduce time in seconds, a float.
+
+        Raises:
+            Nothing: arithmetic on the fields.
+
+        Source: Zhao et al. (NSDI'25) Table 4 and App. C.3 (allreduce = reduce-scatter + allgather).
+
+        >>> c = Candidate("ring:4", 4, 2, 2, 0.75, True, True, True)
+        >>> round(c.allreduce_time(alpha=10e-6, m_over_b=8e-5), 9)  # 2 (2 x 10 us + 0.75 x 80 us)
+        0.00016
+        """
         return 2.0 * (alpha * self.t_l_steps + self.t_b_m_over_b * m_over_b)
 
     def to_dict(self) -> dict:
+        """The JSON entry of ``find-topology --json``: spec, nodes, degree, t_l_steps (steps), t_b_m_over_b (units
+        of M/B), bw_optimal (T_B = (N-1)/N, Corollary 4.1), bidirectional, construction. Raises: Nothing.
+        Source: docs/finder.md (the ``frontier`` entries).
+
+        >>> Candidate("ring:4", 4, 2, 2, 0.75, True, True, True).to_dict()["bw_optimal"]
+        True
+        """
         return {"spec": self.spec, "nodes": self.nodes, "degree": self.degree, "t_l_steps": self.t_l_steps,
                 "t_b_m_over_b": float(self.t_b_m_over_b),
                 "bw_optimal": bool(abs(self.t_b_m_over_b - (self.nodes - 1) / self.nodes) <= 1e-9),
@@ -80,6 +121,23 @@ class Candidate:
 
 @dataclass
 class FinderResult:
+    """What :func:`find_topology` found for one (N, d).
+
+    Attributes:
+        nodes, degree: the target N and d.
+        frontier: the Pareto-efficient :class:`Candidate` s at (N, d), by increasing T_L (steps).
+        best: the frontier entry with the least workload time (None only when built by hand).
+        bases: how many base topologies were considered.
+        candidates: how many candidates (bases and expansions) were considered in all.
+        times: spec -> workload time in seconds (the allreduce time summed over the sizes) of every frontier
+            entry.
+
+    Raises:
+        Nothing: a plain dataclass; fields are not checked.
+
+    Source: Zhao et al. (NSDI'25) Sec. 5.4 (the Pareto frontier and the best topology for a workload).
+    """
+
     nodes: int
     degree: int
     frontier: list[Candidate]  # Pareto-efficient at (nodes, degree), by increasing T_L
@@ -93,7 +151,21 @@ def min_diameter_unidirectional_circulant(n: int) -> tuple[int, int]:
     """Offsets 1 <= a < b < n of the degree-2 unidirectional circulant (i -> i+a, i -> i+b mod n) with the
     smallest diameter (ties: the smallest (a, b)); exhaustive over all pairs, O(n^2 D^2) with D ~ sqrt(2n).
 
-    Node x is reached in min{i + j : i a + j b = x mod n} hops, so the diameter is the largest such minimum.
+    Node x is reached in min{i + j : i a + j b = x mod n} hops, so the diameter is the largest such minimum;
+    pairs with gcd(a, b, n) > 1 are disconnected and skipped.
+
+    Returns:
+        (a, b), two Python ints. n < 3 has no such pair and gets the placeholder (1, 2) (:func:`base_specs` asks
+        only for 4 < n <= :data:`MAX_UNI_CIRCULANT`).
+
+    Raises:
+        Nothing: integer arithmetic (a negative n raises ValueError from ``math.isqrt``, a caller's bug).
+
+    Source: docs/finder.md, "How it searches" (the minimum-diameter unidirectional 2-offset circulants); the
+    directed circulants of Zhao et al. (NSDI'25) Fig. 3 and Table 4 (UniRing, C(16, {1, 7})).
+
+    >>> min_diameter_unidirectional_circulant(16)  # diameter 5
+    (1, 7)
     """
     best, best_pair = n, (1, 2)
     depth = 2 * isqrt(n) + 2  # the diameter of a connected 2-offset circulant is below 2 sqrt(n)
@@ -121,7 +193,29 @@ def _divisors(n: int) -> list[int]:
 
 
 def base_specs(n_target: int, d_max: int) -> Iterable[tuple[str, bool]]:
-    """(spec, reverse_symmetric) of every base topology with a size dividing ``n_target`` and degree <= d_max."""
+    """(spec, reverse_symmetric) of every base topology with a size dividing ``n_target`` and degree <= d_max.
+
+    Complete graphs, complete bipartite graphs K_{m,m}, bi- and unidirectional rings, Theorem 22's degree-4
+    circulants (``circulant:n:opt4``, n > 6), minimum-diameter unidirectional 2-offset circulants
+    (:func:`min_diameter_unidirectional_circulant`), generalized Kautz Π_{k,n} (Def. 16) and Kautz graphs,
+    Hamming graphs H(a, q), the Petersen graph, its line graph, the Odd graph O_4 and K_{m,m} minus a perfect
+    matching (distance-regular, Table 8). ``reverse_symmetric`` (Def. 6) is False where it is not known
+    (generalized Kautz, Kautz), which keeps those out of App. A.6's conversion.
+
+    Returns:
+        A generator of (spec string, bool), in the order above per divisor of ``n_target``; the same graph
+        may come under two specs (``complete:3`` and ``ring:3``).
+
+    Raises:
+        Nothing: integer arithmetic on ``n_target`` and ``d_max`` (a negative ``n_target`` raises ValueError
+        from ``math.isqrt``, a caller's bug).
+
+    Source: Zhao et al. (NSDI'25) Sec. 5.4 and Table 9 (the base topologies), App. F.2-F.4 (Theorem 22);
+    docs/finder.md, "How it searches".
+
+    >>> [spec for spec, _ in base_specs(8, 2)][:5]
+    ['complete:2', 'bipartite:2', 'ring:4', 'ring:4:uni', 'genkautz:2:4']
+    """
     for n in _divisors(n_target):
         if n < 2:
             continue
@@ -271,12 +365,22 @@ def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: It
         progress: callable(done, total, label).
 
     Returns:
-        FinderResult with the Pareto frontier (by increasing T_L), the best entry for the workload and the
-        workload time of each frontier entry.
+        FinderResult with the Pareto frontier (by increasing T_L in steps; T_B in units of M/B), the best entry
+        for the workload and the workload time in seconds of each frontier entry (allreduce time
+        2 (α T_L + T_B M/B), Table 4, summed over ``m_over_b``).
 
     Raises:
-        DirectcollError: N < 2 or d < 1, or nothing reaches (N, d).
+        DirectcollError: N < 2 or d < 1 (or not integers), or nothing reaches (N, d).
         ResourceError: N over :data:`MAX_NODES`.
+        SolverError: HiGHS fails on a base's BFB LP (:func:`directcoll.synthesis.bfb.bfb_cost`).
+
+    Source: Zhao et al. (NSDI'25) Sec. 5.4, App. A.3, Tables 4 and 7; docs/finder.md, "How it searches".
+
+    >>> r = find_topology(16, 2)
+    >>> [(c.spec, c.t_l_steps, round(c.t_b_m_over_b, 4)) for c in r.frontier]
+    [('line(circulant:8:1,3:uni)', 4, 1.0), ('circulant:16:1,7:uni', 5, 0.9375)]
+    >>> r.best.spec  # 2 (4 α + 1.0 M/B) = 240 us beats 2 (5 α + 0.9375 M/B) = 250 us
+    'line(circulant:8:1,3:uni)'
     """
     from directcoll.resources import check_work
 
@@ -328,7 +432,26 @@ def _pareto(cands: list[Candidate]) -> list[Candidate]:
 
 
 def theoretical_bound(nodes: int, degree: int, *, directed: bool = True) -> tuple[int, float]:
-    """(T_L*, T_B*) for N nodes of degree d: the Moore bound diameter (Def. 9) and (N-1)/N (Table 4's last row)."""
+    """(T_L*, T_B*) for N nodes of degree d: the Moore bound diameter (Def. 9) and (N-1)/N (Table 4's last row).
+
+    Args:
+        nodes: N >= 1.
+        degree: d >= 0.
+        directed: the directed Moore bound (Def. 9, Table 4); else the undirected one (Table 8's T_L**).
+
+    Returns:
+        (T_L* in steps, an int; T_B* = (N-1)/N in units of M/B, a float).
+
+    Raises:
+        ValueError: N < 1, d < 0, or no connected graph of that degree
+            (:func:`directcoll.cost.bounds.moore_bound_diameter`).
+
+    Source: Zhao et al. (NSDI'25) App. C.1, Def. 9 and 10 (Moore optimality); App. C.2, Corollary 4.1
+    (T_B* = (M/B)(N-1)/N).
+
+    >>> theoretical_bound(1024, 4)
+    (5, 0.9990234375)
+    """
     return int(moore_bound_diameter(nodes, degree, directed)), (nodes - 1) / nodes
 
 
