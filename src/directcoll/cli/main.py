@@ -31,6 +31,7 @@ from directcoll.cli.build import (
 )
 from directcoll.cli.find import cmd_find_topology
 from directcoll.cli.network import (
+    DEFAULT_PACKET_SIZES,
     DEFAULT_RUN_ALGORITHMS,
     DEFAULT_SIZES,
     cmd_compare,
@@ -73,6 +74,8 @@ def _add_network_options(p: argparse.ArgumentParser) -> None:
                                                   "bare number is seconds per byte)")
     p.add_argument("--forwarding", choices=["cut-through", "store-and-forward"],
                    help="per-hop behaviour (default cut-through)")
+    p.add_argument("--packet-size", type=size_option("--packet-size"),
+                   help="override: payload bytes per packet of the packet model, e.g. 4KiB (default 4096)")
 
 
 
@@ -157,15 +160,16 @@ def build_parser() -> argparse.ArgumentParser:
                                               f"default {DEFAULT_TOPOLOGY}")
     cmp.add_argument("--collective", default="allreduce",
                      choices=["allreduce", "reduce_scatter", "allgather", "alltoall"])
-    cmp.add_argument("--sizes", default=DEFAULT_SIZES, help="32B..512MiB (powers of two), a list 1KiB,1MiB, or a "
-                                                            "workload name such as swing_sweep")
+    cmp.add_argument("--sizes", help=f"{DEFAULT_SIZES} (powers of two; the default, {DEFAULT_PACKET_SIZES} with "
+                                     "--model packet), a list 1KiB,1MiB, or a workload name such as swing_sweep")
     cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "
                                           "swing, recursive-doubling, ring, bucket, generalized, and bfb up to "
                                           "1024 ranks; on direct-connect topologies: bfb, ring, shifted-ring, "
                                           "double-binary-tree, recursive-doubling, generalized)")
     _add_network_options(cmp)
-    cmp.add_argument("--model", default="step", choices=["step", "flow"],
-                     help="step: congestion-aware step model (default); flow: max-min fair flows, slower")
+    cmp.add_argument("--model", default="step", choices=["step", "flow", "packet"],
+                     help="step: congestion-aware step model (default); flow: max-min fair flows, slower; packet: "
+                          "ns-3 packet-level engine, slowest (needs libns3-dev)")
     cmp.add_argument("--plot", help="write the goodput / gain figure to this PNG")
     cmp.add_argument("--json", action="store_true", help="machine-readable output")
     cmp.add_argument("--csv", action="store_true", help="CSV rows (algorithm, variant, size, time, goodput)")
@@ -176,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--size", required=True, help="vector size, e.g. 64MiB")
     sim.add_argument("--topology", help="topology spec (default: the one recorded in the file)")
     _add_network_options(sim)
-    sim.add_argument("--model", default="step", choices=["step", "flow"], help="simulation model (default step)")
+    sim.add_argument("--model", default="step", choices=["step", "flow", "packet"],
+                     help="simulation model: step (default), flow, or packet (ns-3; needs libns3-dev)")
     sim.add_argument("--json", action="store_true", help="machine-readable output")
     sim.set_defaults(func=cmd_simulate)
 

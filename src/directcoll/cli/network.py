@@ -22,6 +22,8 @@ from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_j
 from directcoll.errors import DirectcollError
 
 DEFAULT_SIZES = "32B..512MiB"
+#: the packet model simulates every packet: its default sweep stops where one size takes seconds on torus:4x4
+DEFAULT_PACKET_SIZES = "32B..4MiB"
 
 DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
 DEFAULT_RUN_ALLTOALL = "direct"
@@ -33,7 +35,8 @@ def _resolve_network(spec: str | None, params_name: str | None, args):
 
     return resolve_network(spec or DEFAULT_TOPOLOGY, params_name, alpha=args.alpha,
                            per_hop_latency=args.per_hop_latency, link_bandwidth=args.link_bandwidth,
-                           link_latency=args.link_latency, gamma=args.gamma, forwarding=args.forwarding)
+                           link_latency=args.link_latency, gamma=args.gamma, forwarding=args.forwarding,
+                           packet_size=args.packet_size)
 
 
 def cmd_compare(args) -> int:
@@ -70,7 +73,7 @@ def cmd_compare(args) -> int:
 
     check_output(args.plot, "--plot")
     topology, params, notes = _resolve_network(args.spec, args.params, args)
-    sizes = parse_sizes(args.sizes)
+    sizes = parse_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
     contenders = default_contenders(topology, args.collective)
     if args.algorithms:
         wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
@@ -240,6 +243,14 @@ def cmd_simulate(args) -> int:
         res = simulate_flow(schedule, topology, size, params, args.routing)
         out = {"time_s": float(res.time_s), "model": "flow", "size": size,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)]}
+    elif args.model == "packet":
+        from directcoll.simulate.packet import simulate_packet
+
+        res = simulate_packet(schedule, topology, size, params, args.routing)
+        out = {"time_s": res.time_s, "model": "packet", "size": size, "packets": res.packets,
+               "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)],
+               "rank_step_end_s": res.rank_step_end.tolist(), "link_bytes": res.link_bytes.tolist(),
+               "max_link_utilisation": float(res.link_utilisation.max(initial=0.0))}
     else:
         sim = simulate(schedule, topology, params, args.routing)
         out = {"time_s": float(sim.time(size)), "model": "step", "size": size, "steps": sim.breakdown(size)}

@@ -55,7 +55,7 @@ from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
 
-MODELS = ("step", "flow")
+MODELS = ("step", "flow", "packet")
 
 
 @dataclass
@@ -411,7 +411,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         sizes: vector sizes in bytes (default: 32 B .. 512 MiB, powers of two: the paper's sweep).
         params: network parameters (default: zero overheads and the topology's links).
         routing: "adaptive" or "dor".
-        model: "step" (closed-form sweep) or "flow" (max-min fair, per size; slower).
+        model: "step" (closed-form sweep), "flow" (max-min fair, per size; slower) or "packet" (ns-3, per size;
+            slowest, refused over :data:`~directcoll.simulate.packet.MAX_PACKET_HOPS` per size).
         contenders: (family, registry name, variant[, build options]) tuples; default (None or empty)
             :func:`default_contenders` of the topology. Exactly :data:`DEFAULT_CONTENDERS` gives the Swing
             paper's comparison: those plus the generalized allreduce at every r for a non-power-of-two N.
@@ -465,10 +466,14 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
                          f"P={options['chunks']}" if "chunks" in options else None)
         if model == "step":
             times = simulate(pattern, topology, params, routing).time(sizes)
-        else:
+        elif model == "flow":
             from directcoll.simulate.flow import flow_times
 
             times = flow_times(pattern, topology, sizes, params, routing)
+        else:
+            from directcoll.simulate.packet import packet_times
+
+            times = packet_times(pattern, topology, sizes, params, routing)
         entries.append(Entry(family, name, label_variant or pattern.meta.get("variant") or variant or "",
                              np.asarray(times)))
     progress(len(contenders), len(contenders), "done")

@@ -29,6 +29,8 @@ class NetworkParams:
             as packet networks such as the Swing paper's SST model do) or "store-and-forward" (every hop
             receives the whole message before forwarding it: the bandwidth term is paid per hop).
         link_bandwidth, link_latency: override every link of the topology (bytes/s, s); None keeps its own.
+        packet_size: payload bytes per packet, used by the packet engine (default 4096: InfiniBand's largest
+            MTU; the Swing paper does not state the packet size of its SST runs).
         name, source: where the values come from.
 
     Raises:
@@ -51,6 +53,7 @@ class NetworkParams:
     forwarding: str = "cut-through"
     link_bandwidth: float | None = None
     link_latency: float | None = None
+    packet_size: int = 4096
     name: str = "custom"
     source: str = ""
 
@@ -60,6 +63,9 @@ class NetworkParams:
         for key in ("alpha", "per_hop_latency", "gamma"):
             if getattr(self, key) < 0:
                 raise DirectcollError(f"network parameter {key} must be >= 0, got {getattr(self, key)}")
+        if not isinstance(self.packet_size, int) or self.packet_size < 1:
+            raise DirectcollError(f"network parameter packet_size must be a whole number of bytes >= 1, "
+                                  f"got {self.packet_size!r}")
         for key in ("host_injection", "link_bandwidth"):
             if getattr(self, key) is not None and getattr(self, key) <= 0:
                 raise DirectcollError(f"network parameter {key} must be > 0, got {getattr(self, key)}")

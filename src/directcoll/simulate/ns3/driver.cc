@@ -1,0 +1,403 @@
+// directcoll's packet-level engine: a schedule's messages as packets on an ns-3 network.
+//
+// The Python side (directcoll/simulate/packet.py) lowers a topology and a schedule to the text input read below
+// and builds this file against Debian's ns-3 (libns3-dev) on first use. ns-3 does the simulation: point-to-point
+// devices and channels (serialisation at the link's data rate, propagation delay, one FIFO queue per output port),
+// the event scheduler and the packets. This program only wires them to the topology, forwards packets at every
+// node (after a per-hop router delay, over a minimal next hop chosen by queue occupancy, or along a source route),
+// and starts each transfer when the step semantics allow it.
+//
+// Model (docs/simulation.md, "The packet engine"):
+// - Every directed link of the topology is one ns-3 PointToPointChannel between a transmitting device on its source
+//   node and a receiving device on its far end, with the link's bandwidth and latency. Devices add ns-3's 2-byte
+//   PPP header to every packet. Queues are deep enough that nothing is dropped (HPC fabrics are lossless by flow
+//   control; here by buffers), and the run fails if a packet is dropped anyway.
+// - A transfer of B bytes starts `alpha` after it may start and leaves as ceil(B / packet_size) packets (one empty
+//   packet for B = 0). Each packet pays `per_hop` at every router that forwards it (the source's included, the
+//   destination's not), then waits in the chosen output queue and is serialised onto the link.
+// - Routing: adaptive (at each router, the minimal next hop whose output queue holds the fewest bytes; ties in
+//   round-robin order) or a source route per transfer (dimension order, or the schedule's explicit route).
+// - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
+//   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
+//   last packet has left on the first link, and as its destination when the last packet has arrived plus
+//   `gamma * B` for a reduction.
+//
+// Input (whitespace-separated, see packet.py): a header line, the nodes, the links, the parameters, then the
+// transfers, each with its step, endpoints, bytes, reduce flag and source route (0 links: route adaptively).
+// Output: the completion time, per rank and step the time the rank finished the step, per link the bytes sent.
+
+#include "ns3/core-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-channel.h"
+#include "ns3/point-to-point-net-device.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace {
+
+// Which transfer a packet belongs to and how many links it has crossed: a tag, so the payload stays opaque bytes.
+class TransferTag : public Tag {
+  public:
+    uint32_t transfer = 0;
+    uint32_t hop = 0;
+
+    static TypeId GetTypeId() {
+        static TypeId tid = TypeId("directcoll::TransferTag").SetParent<Tag>().AddConstructor<TransferTag>();
+        return tid;
+    }
+    TypeId GetInstanceTypeId() const override { return GetTypeId(); }
+    uint32_t GetSerializedSize() const override { return 8; }
+    void Serialize(TagBuffer buf) const override {
+        buf.WriteU32(transfer);
+        buf.WriteU32(hop);
+    }
+    void Deserialize(TagBuffer buf) override {
+        transfer = buf.ReadU32();
+        hop = buf.ReadU32();
+    }
+    void Print(std::ostream& os) const override { os << "transfer=" << transfer << " hop=" << hop; }
+};
+
+struct Transfer {
+    uint32_t step = 0, src = 0, dst = 0;
+    uint64_t bytes = 0;
+    bool reduce = false;
+    std::vector<uint32_t> route;  // link ids in path order; empty: adaptive
+    uint32_t packets = 0, left_to_send = 0, left_to_arrive = 0;
+    bool started = false;
+};
+
+class Engine {
+  public:
+    explicit Engine(std::istream& in) { Read(in); }
+
+    void Run() {
+        BuildNetwork();
+        for (uint32_t r = 0; r < n_compute_; ++r) Advance(r);
+        Simulator::Run();
+        Simulator::Destroy();
+    }
+
+    void Write(std::ostream& out) const {
+        out << std::setprecision(17);
+        for (uint32_t r = 0; r < n_compute_; ++r)
+            if (cur_[r] < steps_)
+                throw std::runtime_error("rank " + std::to_string(r) + " never finished step " +
+                                         std::to_string(cur_[r]));
+        double end = 0;
+        for (double t : finish_) end = std::max(end, t);
+        out << "time " << end << "\n";
+        out << "drops " << drops_ << "\n";
+        out << "packets " << packets_ << "\n";
+        out << "events " << events_ << "\n";
+        out << "steps " << n_compute_ << " " << steps_ << "\n";
+        for (uint32_t r = 0; r < n_compute_; ++r) {
+            for (uint32_t t = 0; t < steps_; ++t) out << step_end_[r * steps_ + t] << (t + 1 < steps_ ? " " : "");
+            out << "\n";
+        }
+        out << "links " << link_src_.size() << "\n";
+        for (size_t l = 0; l < link_src_.size(); ++l) out << link_bytes_[l] << "\n";
+    }
+
+  private:
+    // -- input ------------------------------------------------------------------------------------------------
+    template <typename T> T Next(std::istream& in, const char* what) {
+        T value;
+        if (!(in >> value)) throw std::runtime_error(std::string("bad input: expected ") + what);
+        return value;
+    }
+    void Expect(std::istream& in, const std::string& word) {
+        if (Next<std::string>(in, word.c_str()) != word) throw std::runtime_error("bad input: expected " + word);
+    }
+
+    void Read(std::istream& in) {
+        Expect(in, "directcoll-packet");
+        if (Next<int>(in, "format version") != 1) throw std::runtime_error("unsupported input format version");
+        Expect(in, "nodes");
+        n_nodes_ = Next<uint32_t>(in, "node count");
+        n_compute_ = Next<uint32_t>(in, "compute node count");
+        Expect(in, "links");
+        const auto n_links = Next<uint32_t>(in, "link count");
+        link_src_.resize(n_links);
+        link_dst_.resize(n_links);
+        link_bw_.resize(n_links);
+        link_lat_.resize(n_links);
+        for (uint32_t l = 0; l < n_links; ++l) {
+            link_src_[l] = Next<uint32_t>(in, "link source");
+            link_dst_[l] = Next<uint32_t>(in, "link destination");
+            link_bw_[l] = Next<double>(in, "link bandwidth");
+            link_lat_[l] = Next<double>(in, "link latency");
+            if (link_src_[l] >= n_nodes_ || link_dst_[l] >= n_nodes_ || !(link_bw_[l] > 0) || link_lat_[l] < 0)
+                throw std::runtime_error("bad link " + std::to_string(l));
+        }
+        Expect(in, "params");
+        packet_size_ = Next<uint64_t>(in, "packet size");
+        per_hop_ = Next<double>(in, "per-hop latency");
+        alpha_ = Next<double>(in, "alpha");
+        gamma_ = Next<double>(in, "gamma");
+        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0) throw std::runtime_error("bad params");
+        Expect(in, "transfers");
+        const auto n_transfers = Next<uint32_t>(in, "transfer count");
+        steps_ = Next<uint32_t>(in, "step count");
+        transfers_.resize(n_transfers);
+        for (auto& tr : transfers_) {
+            tr.step = Next<uint32_t>(in, "step");
+            tr.src = Next<uint32_t>(in, "source rank");
+            tr.dst = Next<uint32_t>(in, "destination rank");
+            tr.bytes = Next<uint64_t>(in, "bytes");
+            tr.reduce = Next<int>(in, "reduce flag") != 0;
+            tr.route.resize(Next<uint32_t>(in, "route length"));
+            for (auto& l : tr.route) {
+                l = Next<uint32_t>(in, "route link");
+                if (l >= n_links) throw std::runtime_error("route link out of range");
+            }
+            if (tr.step >= steps_ || tr.src >= n_compute_ || tr.dst >= n_compute_)
+                throw std::runtime_error("transfer out of range");
+            tr.packets = static_cast<uint32_t>(std::max<uint64_t>(1, (tr.bytes + packet_size_ - 1) / packet_size_));
+        }
+        // per rank, per step: the transfers it takes part in and how many of them are unfinished
+        by_rank_step_.assign(static_cast<size_t>(n_compute_) * steps_, {});
+        pending_.assign(static_cast<size_t>(n_compute_) * steps_, 0);
+        for (uint32_t i = 0; i < n_transfers; ++i) {
+            const auto& tr = transfers_[i];
+            by_rank_step_[Slot(tr.src, tr.step)].push_back(i);
+            ++pending_[Slot(tr.src, tr.step)];
+            if (tr.dst != tr.src) {
+                by_rank_step_[Slot(tr.dst, tr.step)].push_back(i);
+                ++pending_[Slot(tr.dst, tr.step)];
+            }
+        }
+        cur_.assign(n_compute_, 0);
+        finish_.assign(n_compute_, 0.0);
+        step_end_.assign(static_cast<size_t>(n_compute_) * steps_, 0.0);
+    }
+
+    size_t Slot(uint32_t rank, uint32_t step) const { return static_cast<size_t>(rank) * steps_ + step; }
+
+    // -- the network -------------------------------------------------------------------------------------------
+    void BuildNetwork() {
+        nodes_.Create(n_nodes_);
+        out_links_.assign(n_nodes_, {});
+        tx_.resize(link_src_.size());
+        link_bytes_.assign(link_src_.size(), 0);
+        const QueueSize deep(QueueSizeUnit::PACKETS, std::numeric_limits<uint32_t>::max());
+        for (uint32_t l = 0; l < link_src_.size(); ++l) {
+            auto channel = CreateObject<PointToPointChannel>();
+            channel->SetAttribute("Delay", TimeValue(Seconds(link_lat_[l])));
+            Ptr<PointToPointNetDevice> ends[2];
+            for (int side = 0; side < 2; ++side) {
+                ends[side] = CreateObject<PointToPointNetDevice>();
+                ends[side]->SetAddress(Mac48Address::Allocate());
+                ends[side]->SetDataRate(DataRate(static_cast<uint64_t>(std::llround(link_bw_[l] * 8.0))));
+                auto queue = CreateObject<DropTailQueue<Packet>>();
+                queue->SetMaxSize(deep);
+                ends[side]->SetQueue(queue);
+                nodes_.Get(side == 0 ? link_src_[l] : link_dst_[l])->AddDevice(ends[side]);
+                ends[side]->Attach(channel);
+                ends[side]->TraceConnectWithoutContext("MacTxDrop", MakeCallback(&Engine::Dropped, this));
+                queue->TraceConnectWithoutContext("Drop", MakeCallback(&Engine::Dropped, this));
+            }
+            ends[1]->SetReceiveCallback(MakeBoundCallback(&Engine::OnReceive, this, link_dst_[l]));
+            ends[0]->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&Engine::OnSent, this, l));
+            tx_[l] = ends[0];
+            out_links_[link_src_[l]].push_back(l);
+        }
+        rr_.assign(n_nodes_, 0);
+        if (std::any_of(transfers_.begin(), transfers_.end(), [](const Transfer& t) { return t.route.empty(); }))
+            Distances();
+    }
+
+    // hop distances to every compute node (a BFS on the reversed links from each), for minimal adaptive routing
+    void Distances() {
+        std::vector<std::vector<uint32_t>> in_links(n_nodes_);
+        for (uint32_t l = 0; l < link_src_.size(); ++l) in_links[link_dst_[l]].push_back(l);
+        dist_.assign(static_cast<size_t>(n_compute_) * n_nodes_, std::numeric_limits<uint32_t>::max());
+        for (uint32_t d = 0; d < n_compute_; ++d) {
+            uint32_t* dist = &dist_[static_cast<size_t>(d) * n_nodes_];
+            std::queue<uint32_t> frontier;
+            dist[d] = 0;
+            frontier.push(d);
+            while (!frontier.empty()) {
+                const uint32_t v = frontier.front();
+                frontier.pop();
+                for (uint32_t l : in_links[v])
+                    if (dist[link_src_[l]] == std::numeric_limits<uint32_t>::max()) {
+                        dist[link_src_[l]] = dist[v] + 1;
+                        frontier.push(link_src_[l]);
+                    }
+            }
+        }
+    }
+
+    // -- forwarding --------------------------------------------------------------------------------------------
+    uint32_t NextLink(uint32_t node, const Transfer& tr, uint32_t hop) {
+        if (!tr.route.empty()) {
+            if (hop >= tr.route.size() || link_src_[tr.route[hop]] != node)
+                throw std::runtime_error("a source route does not continue from node " + std::to_string(node));
+            return tr.route[hop];
+        }
+        const uint32_t* dist = &dist_[static_cast<size_t>(tr.dst) * n_nodes_];
+        const auto& links = out_links_[node];
+        uint32_t best = std::numeric_limits<uint32_t>::max();
+        uint64_t best_bytes = std::numeric_limits<uint64_t>::max();
+        const size_t k = links.size();
+        for (size_t j = 0; j < k; ++j) {  // round-robin start: ties go to ports in turn
+            const uint32_t l = links[(rr_[node] + j) % k];
+            if (dist[link_dst_[l]] + 1 != dist[node]) continue;
+            const uint64_t queued = tx_[l]->GetQueue()->GetNBytes();
+            if (queued < best_bytes) {
+                best = l;
+                best_bytes = queued;
+            }
+        }
+        if (best == std::numeric_limits<uint32_t>::max())
+            throw std::runtime_error("no minimal next hop from node " + std::to_string(node));
+        ++rr_[node];
+        return best;
+    }
+
+    void Forward(uint32_t node, Ptr<Packet> packet) {
+        TransferTag tag;
+        packet->PeekPacketTag(tag);
+        const uint32_t l = NextLink(node, transfers_[tag.transfer], tag.hop);
+        if (!tx_[l]->Send(packet, tx_[l]->GetBroadcast(), 0x0800)) Dropped(packet);
+    }
+
+    // trampolines: ns-3 binds leading arguments of free functions only
+    static bool OnReceive(Engine* engine, uint32_t node, Ptr<NetDevice>, Ptr<const Packet> packet, uint16_t,
+                          const Address&) {
+        engine->Received(node, packet);
+        return true;
+    }
+    static void OnSent(Engine* engine, uint32_t link, Ptr<const Packet> packet) { engine->Sent(link, packet); }
+
+    void Received(uint32_t node, Ptr<const Packet> packet) {
+        ++events_;
+        Ptr<Packet> p = packet->Copy();
+        TransferTag tag;
+        p->RemovePacketTag(tag);
+        Transfer& tr = transfers_[tag.transfer];
+        if (node == tr.dst) {
+            if (--tr.left_to_arrive == 0) {
+                const double reduce = tr.reduce ? gamma_ * static_cast<double>(tr.bytes) : 0.0;
+                Simulator::Schedule(Seconds(reduce), &Engine::Done, this, tr.dst, tr.step);
+            }
+            return;
+        }
+        ++tag.hop;
+        p->AddPacketTag(tag);
+        Simulator::Schedule(Seconds(per_hop_), &Engine::Forward, this, node, p);
+    }
+
+    void Sent(uint32_t link, Ptr<const Packet> packet) {
+        link_bytes_[link] += packet->GetSize();
+        TransferTag tag;
+        if (!packet->PeekPacketTag(tag)) return;
+        Transfer& tr = transfers_[tag.transfer];
+        if (tag.hop == 0 && --tr.left_to_send == 0) Done(tr.src, tr.step);
+    }
+
+    void Dropped(Ptr<const Packet>) { ++drops_; }
+
+    // -- progress ----------------------------------------------------------------------------------------------
+    void Start(uint32_t i) {
+        Transfer& tr = transfers_[i];
+        tr.started = true;
+        if (tr.src == tr.dst) {  // a local copy or reduction: no packets
+            const double reduce = tr.reduce ? gamma_ * static_cast<double>(tr.bytes) : 0.0;
+            Simulator::Schedule(Seconds(alpha_ + reduce), &Engine::Done, this, tr.src, tr.step);
+            return;
+        }
+        tr.left_to_send = tr.left_to_arrive = tr.packets;
+        Simulator::Schedule(Seconds(alpha_), &Engine::Inject, this, i);
+    }
+
+    void Inject(uint32_t i) {
+        const Transfer& tr = transfers_[i];
+        uint64_t left = tr.bytes;
+        packets_ += tr.packets;
+        for (uint32_t k = 0; k < tr.packets; ++k) {
+            const uint64_t payload = std::min(left, packet_size_);
+            left -= payload;
+            Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(payload));
+            TransferTag tag;
+            tag.transfer = i;
+            p->AddPacketTag(tag);
+            Simulator::Schedule(Seconds(per_hop_), &Engine::Forward, this, tr.src, p);
+        }
+    }
+
+    // rank `rank` finished one of its transfers of step `step`
+    void Done(uint32_t rank, uint32_t step) {
+        ++events_;
+        if (--pending_[Slot(rank, step)] == 0 && step == cur_[rank]) Advance(rank);
+    }
+
+    // move `rank` past every finished step, then start the transfers of its current step both ends are ready for
+    void Advance(uint32_t rank) {
+        const double now = Simulator::Now().GetSeconds();
+        while (cur_[rank] < steps_ && pending_[Slot(rank, cur_[rank])] == 0) {
+            step_end_[Slot(rank, cur_[rank])] = now;
+            ++cur_[rank];
+        }
+        finish_[rank] = now;
+        if (cur_[rank] == steps_) return;
+        for (uint32_t i : by_rank_step_[Slot(rank, cur_[rank])]) {
+            Transfer& tr = transfers_[i];
+            const uint32_t other = tr.src == rank ? tr.dst : tr.src;
+            if (!tr.started && cur_[other] == tr.step) Start(i);
+        }
+    }
+
+    uint32_t n_nodes_ = 0, n_compute_ = 0, steps_ = 0;
+    std::vector<uint32_t> link_src_, link_dst_;
+    std::vector<double> link_bw_, link_lat_;
+    uint64_t packet_size_ = 0;
+    double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
+    std::vector<Transfer> transfers_;
+    std::vector<std::vector<uint32_t>> by_rank_step_;
+    std::vector<uint32_t> pending_, cur_;
+    std::vector<double> finish_, step_end_;
+
+    NodeContainer nodes_;
+    std::vector<Ptr<PointToPointNetDevice>> tx_;
+    std::vector<std::vector<uint32_t>> out_links_;
+    std::vector<uint32_t> dist_, rr_;
+    std::vector<uint64_t> link_bytes_;
+    uint64_t drops_ = 0, events_ = 0, packets_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::cerr << "usage: " << argv[0] << " INPUT OUTPUT\n";
+        return 2;
+    }
+    Time::SetResolution(Time::PS);
+    try {
+        std::ifstream in(argv[1]);
+        if (!in) throw std::runtime_error(std::string("cannot read ") + argv[1]);
+        Engine engine(in);
+        engine.Run();
+        std::ofstream out(argv[2]);
+        engine.Write(out);
+        if (!out) throw std::runtime_error(std::string("cannot write ") + argv[2]);
+    } catch (const std::exception& exc) {
+        std::cerr << "directcoll packet engine: " << exc.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

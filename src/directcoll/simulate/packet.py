@@ -1,0 +1,339 @@
+"""The packet-level engine: a schedule's transfers as packets on ns-3 (DESIGN.md "Engines, runtimes and scale").
+
+The reference the step and flow models are validated against (docs/fidelity.md). ns-3 (Debian's ``libns3-dev``,
+ns-3.37) simulates the network: every directed link is a point-to-point channel with the link's bandwidth and
+latency and a FIFO output queue, packets are serialised store-and-forward hop by hop (so a message pipelines over
+the hops packet by packet), and the event scheduler orders everything. A small C++ driver,
+``simulate/ns3/driver.cc``, built against ns-3 on first use and cached (:func:`driver`), wires the topology,
+forwards packets (a per-hop router delay, then minimal adaptive routing by output-queue occupancy, or a source
+route: dimension order or the schedule's explicit route) and starts each transfer when the flow model's progress
+rule allows it (both ranks finished their earlier steps). Its comment block states the model in full.
+
+What the driver takes (:func:`lower`): the links, the parameters, and every transfer of the schedule as
+(step, src, dst, bytes, reduce, source route). What it returns (:class:`PacketResult`): the completion time, per
+rank and step the time the rank finished the step, and the bytes every link carried.
+
+Parameters beyond :class:`~directcoll.simulate.params.NetworkParams`' shared ones: ``packet_size`` (payload bytes
+per packet); ns-3's point-to-point device adds a 2-byte PPP header (:data:`HEADER_BYTES`) to every packet on the
+wire. ``host_injection`` and ``forwarding`` are refused: the packet engine has no NIC model yet, and forwarding is
+per packet store-and-forward by construction (cut-through within a packet is not modelled).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from directcoll.errors import DirectcollError, MissingDependencyError, ResourceError, TopologyError
+from directcoll.schedule.ir import Schedule
+from directcoll.schedule.pattern import StepPattern
+from directcoll.simulate.params import NetworkParams
+from directcoll.simulate.routes import link_values, prepare, step_routes
+from directcoll.topology.model import Topology
+from directcoll.topology.paths import bfs_distances
+from directcoll.topology.routing import route_entries
+
+#: bytes ns-3's point-to-point device adds to every packet (its PPP header)
+HEADER_BYTES = 2
+#: packet-hops (packets times links crossed) one simulation may take: about a minute of ns-3 on one core
+MAX_PACKET_HOPS = 2e7
+#: the ns-3 modules the driver links (pkg-config names of Debian's libns3-dev)
+NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
+INSTALL_HINT = ("the packet engine needs ns-3: install Debian's libns3-dev and libgsl-dev "
+                "(apt-get install libns3-dev libgsl-dev pkg-config g++), see the README")
+
+
+@dataclass(frozen=True)
+class PacketResult:
+    """Outcome of one packet-level simulation.
+
+    Attributes:
+        time_s: when the last rank finished its last step, s.
+        rank_step_end: float64 (N, S): when rank r finished step t of the schedule, s (a rank without transfers
+            in a step passes it as soon as it finished the step before).
+        link_bytes: int64 (L,): bytes each directed link carried, headers included.
+        link_utilisation: float64 (L,): ``link_bytes / (bandwidth * time_s)``, in [0, 1].
+        packets: packets injected.
+        events: packet arrivals and transfer completions the driver handled.
+
+    Raises:
+        Nothing: a record, made by :func:`simulate_packet`.
+
+    Source: docs/simulation.md, "The packet engine".
+    """
+
+    time_s: float
+    rank_step_end: np.ndarray
+    link_bytes: np.ndarray
+    link_utilisation: np.ndarray
+    packets: int
+    events: int
+
+    @property
+    def step_end(self) -> np.ndarray:
+        """float64 (S,): when the last rank finished each step, s. Raises: Nothing. Source: docs/simulation.md."""
+        return self.rank_step_end.max(axis=0) if self.rank_step_end.size else np.zeros(0)
+
+
+# -- the driver -----------------------------------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """Where built drivers are kept: ``$DIRECTCOLL_CACHE``, else ``$XDG_CACHE_HOME/directcoll``, else
+    ``~/.cache/directcoll``. Raises: Nothing. Source: the XDG Base Directory specification."""
+    if os.environ.get("DIRECTCOLL_CACHE"):
+        return Path(os.environ["DIRECTCOLL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "directcoll"
+
+
+def _ns3_flags() -> list[str]:
+    if shutil.which("pkg-config") is None or shutil.which("g++") is None:
+        raise MissingDependencyError(INSTALL_HINT)
+    run = subprocess.run(["pkg-config", "--libs", *NS3_MODULES], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise MissingDependencyError(f"{INSTALL_HINT} (pkg-config: {run.stderr.strip()})")
+    return run.stdout.split()
+
+
+def driver() -> Path:
+    """The packet engine's executable, built on first use with ``g++ -std=c++17 -O2`` against ns-3 and cached
+    under :func:`cache_dir`, keyed by a hash of the source, the compiler and the ns-3 link flags.
+
+    Returns:
+        the path of the executable.
+
+    Raises:
+        MissingDependencyError: no ``g++``, no ``pkg-config`` or no ns-3 (the message says what to install).
+        DirectcollError: the build failed (the compiler's last lines are in the message).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (the driver the project builds on first use).
+    """
+    source = resources.files("directcoll.simulate").joinpath("ns3/driver.cc").read_bytes()
+    flags = _ns3_flags()
+    compiler = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    key = hashlib.sha256(source + " ".join(flags + compiler).encode()).hexdigest()[:16]
+    target = cache_dir() / f"ns3-driver-{key}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same driver
+        if target.exists():
+            return target
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            src = Path(tmp) / "driver.cc"
+            src.write_bytes(source)
+            out = Path(tmp) / "driver"
+            build = subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                                    str(src), *flags], capture_output=True, text=True)
+            if build.returncode != 0:
+                tail = "\n".join(build.stderr.strip().splitlines()[-15:])
+                raise DirectcollError(f"building the ns-3 packet engine failed:\n{tail}")
+            os.replace(out, target)
+    return target
+
+
+def available() -> bool:
+    """True when ns-3, pkg-config and g++ are installed (the driver can be built). Raises: Nothing.
+    Source: DESIGN.md, "Engines, runtimes and scale"."""
+    try:
+        _ns3_flags()
+    except MissingDependencyError:
+        return False
+    return True
+
+
+# -- lowering -------------------------------------------------------------------------------------------------------
+def _check_params(params: NetworkParams) -> None:
+    if params.host_injection is not None:
+        raise DirectcollError("the packet engine has no host-injection limit (no NIC model); "
+                              "give parameters without host_injection")
+    if params.forwarding != "cut-through":
+        raise DirectcollError("the packet engine forwards packet by packet (store-and-forward per packet, "
+                              "pipelined over hops); forwarding must be left at its default")
+
+
+def _ordered_routes(topology: Topology, src: np.ndarray, dst: np.ndarray, routing: str,
+                    routes) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets (T + 1,), links) of every transfer's source route in path order; routes of length 0 for adaptive
+    routing without explicit routes."""
+    if routes is None and routing == "adaptive":
+        return np.zeros(len(src) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    entries = route_entries(topology, src, dst, routing, routes)
+    if routes is not None:  # explicit routes are in path order already; the driver checks they connect
+        return routes[0].astype(np.int64), routes[1].astype(np.int64)
+    if not np.all(entries.share == 1.0):
+        raise TopologyError(f"{routing} routing splits a transfer over several paths on {topology.spec}; "
+                            "the packet engine needs one path per transfer (use --routing adaptive)")
+    # a minimal path visits nodes at distance 0, 1, 2, ... from its source: sort each transfer's links by that
+    uniq, inv = np.unique(src, return_inverse=True)
+    dist = bfs_distances(topology, uniq)
+    order = np.lexsort((dist[inv[entries.transfer], topology.link_src[entries.link]], entries.transfer))
+    counts = np.bincount(entries.transfer, minlength=len(src))
+    return np.concatenate([[0], np.cumsum(counts)]), entries.link[order]
+
+
+def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: float,
+          params: NetworkParams | None = None, routing: str = "adaptive") -> tuple[str, int]:
+    """The driver's input for one collective of ``size_bytes`` bytes: (text, packet-hops estimate).
+
+    Every transfer carries ``round(size * size_bytes)`` bytes (size: its fraction of the vector), in
+    ``ceil(bytes / packet_size)`` packets (one empty packet for 0 bytes). The format: ``directcoll-packet 1``;
+    ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s)``; ``params packet_size
+    per_hop(s) alpha(s) gamma(s/byte)``; ``transfers T S`` then T lines ``step src dst bytes reduce k link_1 ..
+    link_k`` (k = 0: adaptive routing).
+
+    Raises:
+        TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do or one that splits
+            a transfer over several paths.
+        DirectcollError: a negative or non-finite size, host_injection or store-and-forward parameters.
+        ResourceError: more than :data:`MAX_PACKET_HOPS` packet-hops.
+
+    Source: docs/simulation.md, "The packet engine".
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.registry import build
+    >>> text, work = lower(build("ring", "ring:4"), parse("ring:4"), 1024, NetworkParams(packet_size=256))
+    >>> text.splitlines()[0], work
+    ('directcoll-packet 1', 24)
+    """
+    pattern, params = prepare(schedule, topology, params, routing)
+    _check_params(params)
+    size = float(size_bytes)
+    if not np.isfinite(size) or size < 0:
+        raise DirectcollError(f"packet engine: vector size must be a finite number of bytes >= 0, got {size_bytes!r}")
+    bw, lat = link_values(topology, params)
+    per_step = []
+    for k in range(pattern.num_distinct):
+        sl = pattern.step(k)
+        src, dst = pattern.src[sl], pattern.dst[sl]
+        offsets, links = np.zeros(len(src) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        net = np.flatnonzero(src != dst)
+        routes = step_routes(pattern, k)
+        if len(net):
+            if routes is not None and len(net) < len(src):
+                raise TopologyError("a schedule with explicit routes has a local transfer; the packet engine "
+                                    "needs a route for every transfer of a routed step")
+            o, ln = _ordered_routes(topology, src[net], dst[net], routing, routes)
+            counts = np.zeros(len(src), dtype=np.int64)
+            counts[net] = np.diff(o)
+            offsets, links = np.concatenate([[0], np.cumsum(counts)]), ln
+        nbytes = np.rint(pattern.size[sl] * size).astype(np.int64)
+        per_step.append((src, dst, nbytes, pattern.reduce[sl], offsets, links))
+    lines = [f"directcoll-packet 1\nnodes {topology.num_nodes} {topology.num_compute}\nlinks {topology.num_links}"]
+    lines += [f"{s} {d} {b!r} {t!r}" for s, d, b, t in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
+                                                             bw.astype(float).tolist(), lat.astype(float).tolist(),
+                                                             strict=True)]
+    lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {params.gamma!r}")
+    body, work = [], 0
+    hops = _hop_counts(topology, routing, per_step)
+    for t, k in enumerate(pattern.sequence.tolist()):
+        src, dst, nbytes, reduce, offsets, links = per_step[k]
+        packets = np.maximum(1, -(-nbytes // params.packet_size))
+        work += int((packets * hops[k]).sum())
+        if work > MAX_PACKET_HOPS:
+            raise ResourceError(f"the packet engine would simulate more than {MAX_PACKET_HOPS:.0e} packet-hops "
+                                f"for {size_bytes:g} bytes on {topology.spec} (about a minute of ns-3 each "
+                                f"2e7); use a smaller size, a larger packet_size, or the flow model")
+        for i in range(len(src)):
+            route = links[offsets[i]:offsets[i + 1]].tolist()
+            body.append(f"{t} {src[i]} {dst[i]} {nbytes[i]} {int(reduce[i])} {len(route)}"
+                        + "".join(f" {x}" for x in route))
+    lines.append(f"transfers {len(body)} {len(pattern.sequence)}")
+    return "\n".join(lines + body) + "\n", work
+
+
+def _hop_counts(topology: Topology, routing: str, per_step) -> list[np.ndarray]:
+    """Per distinct step, (T_k,) the hops every transfer crosses (0 for local ones), for the work estimate."""
+    hops = [np.diff(offsets).astype(np.int64) for _, _, _, _, offsets, _ in per_step]
+    todo = [np.flatnonzero((h == 0) & (src != dst)) for h, (src, dst, *_) in zip(hops, per_step, strict=True)]
+    sources = np.unique(np.concatenate([per_step[k][0][t] for k, t in enumerate(todo)] + [np.zeros(0, np.int64)]))
+    if len(sources):
+        dist = bfs_distances(topology, sources)
+        for h, t, (src, dst, *_) in zip(hops, todo, per_step, strict=True):
+            h[t] = dist[np.searchsorted(sources, src[t]), dst[t]]
+    return hops
+
+
+# -- running --------------------------------------------------------------------------------------------------------
+def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_bytes: float,
+                    params: NetworkParams | None = None, routing: str = "adaptive") -> PacketResult:
+    """Simulate one collective of ``size_bytes`` bytes packet by packet on ns-3 (see the module docstring).
+
+    Args:
+        schedule: a Schedule or a StepPattern whose ranks are the topology's compute nodes.
+        topology: the network (bandwidths in bytes/s, latencies in s, unless ``params`` overrides them).
+        size_bytes: the vector size, bytes (>= 0).
+        params: per-hop latency (router delay), alpha, gamma, link overrides and ``packet_size``.
+        routing: "adaptive" (minimal, by output-queue occupancy, per packet at every router) or "dor" (a source
+            route per transfer); explicit routes in the schedule take precedence.
+
+    Returns:
+        :class:`PacketResult`.
+
+    Raises:
+        MissingDependencyError: ns-3 or a compiler is not installed.
+        TopologyError, DirectcollError, ResourceError: as :func:`lower`; DirectcollError also when the driver
+            fails (its message) or drops a packet.
+
+    Source: docs/simulation.md, "The packet engine"; ns-3.37's point-to-point model.
+    """
+    params = params if params is not None else NetworkParams()
+    text, _ = lower(schedule, topology, size_bytes, params, routing)
+    exe = driver()
+    with tempfile.TemporaryDirectory(prefix="directcoll-packet-") as tmp:
+        inp, outp = Path(tmp) / "in.txt", Path(tmp) / "out.txt"
+        inp.write_text(text)
+        run = subprocess.run([str(exe), str(inp), str(outp)], capture_output=True, text=True)
+        if run.returncode != 0:
+            raise DirectcollError(f"packet engine failed: {run.stderr.strip() or f'exit {run.returncode}'}")
+        return _parse(outp.read_text(), topology, params)
+
+
+def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult:
+    """The driver's output: ``key value`` lines (time, drops, packets, events), ``steps N S`` and N rows of S
+    times, ``links L`` and L byte counts."""
+    lines = iter(text.splitlines())
+    head: dict[str, list[str]] = {}
+    for line in lines:
+        key, *vals = line.split()
+        head[key] = vals
+        if key == "steps":
+            break
+    if int(head["drops"][0]):
+        raise DirectcollError(f"packet engine dropped {head['drops'][0]} packets; the network must be lossless")
+    n, s = (int(v) for v in head["steps"])
+    rank_step = np.array([next(lines).split() for _ in range(n)], dtype=float).reshape(n, s)
+    nl = int(next(lines).split()[1])
+    link_bytes = np.array([next(lines) for _ in range(nl)], dtype=np.int64)
+    time_s = float(head["time"][0])
+    bw, _ = link_values(topology, params)
+    util = link_bytes / (bw * time_s) if time_s > 0 else np.zeros(nl)
+    return PacketResult(time_s, rank_step, link_bytes, util, int(head["packets"][0]), int(head["events"][0]))
+
+
+def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, params: NetworkParams | None = None,
+                 routing: str = "adaptive", progress=None) -> np.ndarray:
+    """Packet-level completion time (s) for every vector size in ``sizes`` (bytes); same shape as ``sizes``.
+
+    One ns-3 simulation per size (:func:`simulate_packet`); ``progress(done, total)`` after each.
+
+    Raises:
+        as :func:`simulate_packet`.
+
+    Source: docs/simulation.md, "The packet engine".
+    """
+    flat = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
+    out = np.empty(len(flat))
+    for i, size in enumerate(flat):
+        out[i] = simulate_packet(schedule, topology, size, params, routing).time_s
+        if progress is not None:
+            progress(i + 1, len(flat))
+    return out.reshape(np.shape(sizes)) if np.ndim(sizes) else out.reshape(())
