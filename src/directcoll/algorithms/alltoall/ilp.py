@@ -1,5 +1,5 @@
-"""All-to-all on one path per pair chosen by a mixed-integer program (Basu et al.'s ILP baseline, HPDC'24 Sec. 5.2), as a
-path-based schedule.
+"""All-to-all on one path per pair chosen by a mixed-integer program (Basu et al.'s ILP baseline, HPDC'24 Sec. 5.2), as
+a path-based schedule.
 
 One path per pair is chosen from a small candidate set so that the largest link load (over bandwidth) is
 least, solved with HiGHS (binary x_p per candidate path, sum of a pair's x_p = 1, load_e(x) <= z cap_e for

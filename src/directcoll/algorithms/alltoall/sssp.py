@@ -1,4 +1,4 @@
-"""All-to-all on Domke, Hoefler and Nagel's SSSP routes (IPDPS'11, Basu et al. ref. [19]; Basu et al. (HPDC'24) Sec. 5.2:
+"""All-to-all on Domke, Hoefler and Nagel's SSSP routes (IPDPS'11, Basu et al. ref. [19]; Basu et al. HPDC'24 Sec. 5.2:
 "iteratively computes shortest paths through a graph whose link weights reflect the additional congestion
 caused due to each iteration"), as a path-based schedule.
 
