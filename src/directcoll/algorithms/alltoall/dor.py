@@ -1,4 +1,4 @@
-"""All-to-all on dimension-order routes (Basu et al. Sec. 5.2 baseline, ref. [17]): one path per pair from
+"""All-to-all on dimension-order routes (Basu et al., HPDC'24, Sec. 5.2 baseline, ref. [17]): one path per pair from
 :func:`directcoll.topology.routing.dor_route` (dimension 0 first; on wrapping dimensions the shorter way, ties
 "+"), as a path-based schedule (:func:`~directcoll.algorithms.alltoall.routed.path_alltoall`).
 """
@@ -22,9 +22,26 @@ def dor_alltoall(topology: Topology) -> Schedule:
     Dally & Towles' DOR [17]): correct dimension 0, then 1, ...; wrapping dimensions the shorter way (ties "+"),
     HyperX and hypercube dimensions in one hop.
 
+    Args:
+        topology: a torus, mesh, ring, hypercube or HyperX topology (:data:`DOR_KINDS`) with its grid shape.
+
+    Returns:
+        A one-step all-to-all Schedule (N ranks, nblocks = N^2, N(N-1) transfers, whole blocks) with every pair's
+        dimension-order route as its explicit route (link ids of ``topology``); meta ``max_link_load`` in blocks
+        of one pair per unit of relative bandwidth (:func:`~directcoll.algorithms.alltoall.routed.
+        alltoall_link_loads`).
+
     Raises:
-        UnsupportedShapeError: a topology outside :data:`DOR_KINDS` (no grid, HammingMesh, punctured, ...) or
-            one missing a link its routes need.
+        UnsupportedShapeError: a topology outside :data:`DOR_KINDS` (no grid, HammingMesh, punctured, ...), fewer
+            than 2 ranks, or one missing a link its routes need (the TopologyError of
+            :func:`~directcoll.topology.routing.dor_route`, re-raised).
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (DOR [17], "theoretically bandwidth optimal on the 3D Torus";
+    "DOR does not work on non-Tori topologies"); the route rule is docs/alltoall.md, "Baselines and compare".
+
+    >>> from directcoll.topology import parse
+    >>> dor_alltoall(parse("torus:4x4")).meta["max_link_load"]
+    12.0
     """
     n = topology.num_compute
     if topology.kind not in DOR_KINDS or topology.shape is None or n < 2:
@@ -53,6 +70,21 @@ def dor_alltoall(topology: Topology) -> Schedule:
 
 
 def build_dor(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
-    """Registry builder of :func:`dor_alltoall`."""
+    """Registry builder (algorithm ``dor``) of :func:`dor_alltoall`; ``variant`` and ``ports`` are ignored.
+
+    Returns:
+        The Schedule of :func:`dor_alltoall` (N ranks, nblocks = N^2, 1 step, routed).
+
+    Raises:
+        UnsupportedShapeError: another collective than alltoall, any option, fewer than 2 ranks, or a topology
+            dimension-order routing does not serve (:func:`dor_alltoall`).
+        ScheduleError: a collective name that is no collective.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the DOR baseline); DESIGN.md, "Layers" (the registry).
+
+    >>> from directcoll.topology import parse
+    >>> build_dor(parse("hypercube:3"), "alltoall").meta["max_link_load"]
+    4.0
+    """
     require_alltoall(topology, collective, "dor", options)
     return dor_alltoall(topology)

@@ -1,5 +1,5 @@
-"""All-to-all on one path per pair chosen by a mixed-integer program (Basu et al.'s ILP baseline, Sec. 5.2), as a
-path-based schedule.
+"""All-to-all on one path per pair chosen by a mixed-integer program (Basu et al.'s ILP baseline, HPDC'24 Sec. 5.2), as
+a path-based schedule.
 
 One path per pair is chosen from a small candidate set so that the largest link load (over bandwidth) is
 least, solved with HiGHS (binary x_p per candidate path, sum of a pair's x_p = 1, load_e(x) <= z cap_e for
@@ -47,12 +47,35 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
     ``time_limit`` s; meta records ``ilp_status``, ``ilp_objective`` (= max_link_load), ``ilp_bound`` and
     ``ilp_seconds``.
 
+    Args:
+        topology: a topology of 2..:data:`ILP_MAX_RANKS` compute nodes that all reach each other.
+        variant: ``disjoint`` (default) or ``shortest`` (:data:`ILP_VARIANTS`).
+        candidates: the most candidate paths per pair, >= 1.
+        time_limit: seconds HiGHS may spend on the MIP.
+
+    Returns:
+        A one-step all-to-all Schedule (N ranks, nblocks = N^2, N(N-1) transfers of whole blocks), one explicit
+        route per pair; meta ``max_link_load`` (= the MIP's z, blocks of one pair per unit of relative
+        bandwidth), ``ilp_status``, ``ilp_objective``, ``ilp_bound``, ``ilp_seconds`` (s), ``candidates``,
+        ``candidate_paths``.
+
     Raises:
-        UnsupportedShapeError: more than :data:`ILP_MAX_RANKS` ranks, an unknown variant, candidates < 1,
-            or (``shortest``) a pair with more than :data:`~directcoll.topology.paths.MAX_PATHS_PER_PAIR`
-            shortest paths.
+        UnsupportedShapeError: more than :data:`ILP_MAX_RANKS` or fewer than 2 ranks, an unknown variant,
+            candidates < 1, or (``shortest``) a pair with more than
+            :data:`~directcoll.topology.paths.MAX_PATHS_PER_PAIR` shortest paths.
         SolverError: HiGHS fails or the MIP is infeasible; SolverLimitError: the time limit stopped it with no
             feasible point (never, as it starts from a feasible one).
+        ScheduleError: a pair with no path at all (unreachable ranks): its block is left uncovered
+            (:func:`~directcoll.algorithms.alltoall.routed.path_alltoall`).
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the ILP baseline: "selects a subset of a candidate set of (s, t)
+    paths such that the maximum load on any link is minimized", ILP-disjoint and ILP-shortest) and Sec. 5.3
+    (tractable to N = 44 there); the MIP as written here is docs/alltoall.md, "Baselines and compare".
+
+    >>> from directcoll.topology import parse
+    >>> s = ilp_alltoall(parse("ring:4"))
+    >>> s.meta["ilp_status"], s.meta["max_link_load"]
+    ('Optimal', 2.0)
     """
     n = topology.num_compute
     if variant not in ILP_VARIANTS:
@@ -117,7 +140,23 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
 
 
 def build_ilp(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
-    """Registry builder of :func:`ilp_alltoall` (options ``candidates``, ``time_limit``)."""
+    """Registry builder (algorithm ``ilp-disjoint``) of :func:`ilp_alltoall` (options ``candidates``,
+    ``time_limit`` in s); ``variant`` None means ``disjoint``, ``ports`` is ignored.
+
+    Returns:
+        The Schedule of :func:`ilp_alltoall`.
+
+    Raises:
+        UnsupportedShapeError: another collective than alltoall, another option, or as :func:`ilp_alltoall`.
+        ScheduleError: a collective name that is no collective.
+        SolverError: as :func:`ilp_alltoall`.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (ILP-disjoint, ILP-shortest); DESIGN.md, "Layers" (the registry).
+
+    >>> from directcoll.topology import parse
+    >>> build_ilp(parse("ring:4"), "alltoall", variant="shortest").meta["max_link_load"]
+    2.0
+    """
     require_alltoall(topology, collective, "ilp-disjoint", options, ("candidates", "time_limit"))
     return ilp_alltoall(topology, variant or "disjoint", candidates=int(options.get("candidates", ILP_CANDIDATES)),
                         time_limit=float(options.get("time_limit", ILP_TIME_LIMIT)))

@@ -1,4 +1,5 @@
-"""The path-based all-to-all schedule every routed baseline builds (Basu et al. Sec. 3.2.1), and what they share.
+"""The path-based all-to-all schedule every routed baseline builds (Basu et al., HPDC'24, Sec. 2.2 "Path-based
+Schedules", Sec. 3.2.1 and Sec. 4 "Path-based Schedules"), and what they share.
 
 A **path-based schedule** is one step in which every ordered pair (i, j) sends block i N + j as one or more
 transfers i -> j, each carrying a fraction of the block along an explicit route (``Schedule.route_offsets`` /
@@ -41,8 +42,22 @@ def path_alltoall(topology: Topology, src, dst, weight, route_offsets, route_lin
         earlier paths) with route p.
 
     Raises:
-        ScheduleError: a pair missing or over- / under-covered, or a route that is not a path from its source to
-            its destination in ``topology``.
+        ScheduleError: arrays of inconsistent lengths, a rank out of range, src == dst, a weight <= 0, a pair's
+            paths not consecutive, a pair missing or over- / under-covered, or a route that is empty, names a link
+            outside the topology or is not a path from its source to its destination in ``topology``.
+
+    Source: Basu et al. (HPDC'24) Sec. 2.2 ("Path-based Schedules": chunks flow on end-to-end paths) and Sec. 4
+    ("Path-based Schedules": routes per commodity and the share of the shard on each); the IR's explicit routes
+    are DESIGN.md, "Schedule IR" (a transfer's optional explicit route).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.topology.routing import link_between
+    >>> topo = parse("complete:3")
+    >>> src, dst = ordered_pairs(3)
+    >>> ones = np.ones(len(src), np.int64)
+    >>> s = path_alltoall(topo, src, dst, ones, csr_offsets(ones), link_between(topo, src, dst))
+    >>> s.nblocks, s.denominator, s.meta["max_link_load"]
+    (9, 1, 1.0)
     """
     n = topology.num_compute
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
@@ -104,11 +119,29 @@ def _check_routes(topology: Topology, src, dst, ro, rl) -> None:
 
 def alltoall_link_loads(schedule: Schedule, topology: Topology) -> np.ndarray:
     """Load of every link of a routed all-to-all, in blocks of one pair (m = vector / N bytes) per unit of
-    relative bandwidth (link bandwidth / the fastest link's): float64 (L,). Its maximum times m / b_max is the
-    schedule's bandwidth time in the step model.
+    relative bandwidth (link bandwidth / the fastest link's).
+
+    Args:
+        schedule: an all-to-all Schedule with explicit routes (from :func:`path_alltoall`).
+        topology: the topology whose link ids the routes use.
+
+    Returns:
+        float64 (L,), one entry per link of ``topology``, in blocks (m bytes each) per relative bandwidth. Its
+        maximum times m / b_max (s) is the schedule's bandwidth time in the step model, and is at least 1 / F
+        (Basu et al. Sec. 5.3: all-to-all time = 1 / MCF = the maximum link load).
 
     Raises:
         ScheduleError: the schedule is not an all-to-all with explicit routes.
+        TopologyError: a route names a link outside ``topology`` (a schedule built for another topology).
+
+    Source: Basu et al. (HPDC'24) Sec. 5.3 (Fig. 8: "all-to-all time ... equal to 1/MCF and the maximum link
+    load") and docs/alltoall.md, "Baselines and compare" (``max_link_load``).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.algorithms.alltoall.ewsp import ewsp_alltoall
+    >>> topo = parse("ring:4")
+    >>> alltoall_link_loads(ewsp_alltoall(topo), topo).tolist()
+    [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
     """
     if schedule.collective is not Collective.ALLTOALL or schedule.route_offsets is None:
         raise ScheduleError("alltoall_link_loads needs an all-to-all schedule with explicit routes")
@@ -121,6 +154,11 @@ def alltoall_link_loads(schedule: Schedule, topology: Topology) -> np.ndarray:
 def ordered_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst): int64 (N (N - 1),), every ordered pair of distinct ranks in rank order.
 
+    Raises:
+        Nothing: numpy index arithmetic (n < 2 gives empty arrays).
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1 (the N(N-1) commodities (s, d) of the all-to-all).
+
     >>> [a.tolist() for a in ordered_pairs(3)]
     [[0, 0, 1, 1, 2, 2], [1, 2, 0, 2, 0, 1]]
     """
@@ -129,16 +167,41 @@ def ordered_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def csr_offsets(lengths) -> np.ndarray:
-    """int64 (len + 1,) CSR offsets of rows with these lengths."""
+    """int64 (R + 1,) CSR offsets of R rows with these lengths (0 first, then the running sums).
+
+    Raises:
+        Nothing: a cumulative sum.
+
+    Source: DESIGN.md, "Schedule IR" (pieces and routes stored CSR-style).
+
+    >>> csr_offsets([2, 1, 3]).tolist()
+    [0, 2, 3, 6]
+    """
     return np.r_[0, np.cumsum(lengths)].astype(np.int64)
 
 
 def require_alltoall(topology: Topology, collective, name: str, options: dict, accepted=()) -> int:
-    """What every routed baseline's registry builder checks first; returns N.
+    """What every routed baseline's registry builder checks first.
+
+    Args:
+        topology: the topology asked for.
+        collective: the collective asked for (a name or a :class:`Collective`).
+        name: the algorithm's name, for the messages.
+        options: the builder's keyword options; accepted: the names it may contain.
+
+    Returns:
+        N, the number of compute nodes (ranks), >= 2.
 
     Raises:
         UnsupportedShapeError: another collective than alltoall, an option not in ``accepted``, or fewer than
             2 ranks.
+        ScheduleError: a collective name that is no collective (:meth:`Collective.parse`).
+
+    Source: DESIGN.md, "Quality bar for every module" (bad input names the input and what would be accepted).
+
+    >>> from directcoll.topology import parse
+    >>> require_alltoall(parse("ring:4"), "alltoall", "dor", {})
+    4
     """
     if Collective.parse(collective) is not Collective.ALLTOALL:
         raise UnsupportedShapeError(f"{name} serves only alltoall, not {collective}")

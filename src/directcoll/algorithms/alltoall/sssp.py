@@ -1,4 +1,4 @@
-"""All-to-all on Domke, Hoefler and Nagel's SSSP routes (IPDPS'11, Basu et al. ref. [19]; Basu Sec. 5.2:
+"""All-to-all on Domke, Hoefler and Nagel's SSSP routes (IPDPS'11, Basu et al. ref. [19]; Basu et al. HPDC'24 Sec. 5.2:
 "iteratively computes shortest paths through a graph whose link weights reflect the additional congestion
 caused due to each iteration"), as a path-based schedule.
 
@@ -34,8 +34,26 @@ def sssp_alltoall(topology: Topology, variant: str = "minimal") -> Schedule:
     W0 = V N^2 / min relative bandwidth + 1, more than any path's added load, so routes are minimal-hop paths;
     ``nonminimal`` starts at 1.
 
+    Args:
+        topology: any topology whose compute nodes all reach each other (switches may relay).
+        variant: ``minimal`` (default) or ``nonminimal`` (:data:`SSSP_VARIANTS`).
+
+    Returns:
+        A one-step all-to-all Schedule (N ranks, nblocks = N^2, N(N-1) transfers of whole blocks), one explicit
+        route per pair; meta ``max_link_load`` in blocks of one pair per unit of relative bandwidth.
+
     Raises:
         UnsupportedShapeError: an unknown variant or fewer than 2 ranks.
+        TopologyError: some rank cannot reach another.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the SSSP baseline, ref. [19]: "iteratively computes shortest paths
+    through a graph whose link weights reflect the additional congestion"); the weight rule (destination order,
+    W0, loads over relative bandwidth) is this project's reading, docs/alltoall.md, "Baselines and compare".
+
+    >>> from directcoll.topology import parse
+    >>> s = sssp_alltoall(parse("complete:4"))  # every pair's only shortest path is its own link
+    >>> len(s.src), s.meta["max_link_load"]
+    (12, 1.0)
     """
     if variant not in SSSP_VARIANTS:
         raise UnsupportedShapeError(f"sssp: unknown variant {variant!r}; accepted: {', '.join(SSSP_VARIANTS)}")
@@ -87,6 +105,23 @@ def sssp_alltoall(topology: Topology, variant: str = "minimal") -> Schedule:
 
 
 def build_sssp(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
-    """Registry builder of :func:`sssp_alltoall`."""
+    """Registry builder (algorithm ``sssp``) of :func:`sssp_alltoall`; ``variant`` None means ``minimal``,
+    ``ports`` is ignored.
+
+    Returns:
+        The Schedule of :func:`sssp_alltoall` (N ranks, nblocks = N^2, 1 step, routed).
+
+    Raises:
+        UnsupportedShapeError: another collective than alltoall, any option, an unknown variant or fewer than
+            2 ranks.
+        ScheduleError: a collective name that is no collective.
+        TopologyError: some rank cannot reach another.
+
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the SSSP baseline); DESIGN.md, "Layers" (the registry).
+
+    >>> from directcoll.topology import parse
+    >>> build_sssp(parse("ring:4"), "alltoall").meta["variant"]
+    'minimal'
+    """
     require_alltoall(topology, collective, "sssp", options)
     return sssp_alltoall(topology, variant or "minimal")

@@ -55,6 +55,16 @@ class McfBracket:
         link_load: float64 (E,) load per unit of pair demand of the best routing, on the flow network's links.
         rel_gap: the target relative gap the run stopped at or aimed for.
         max_iterations: the iteration cap of the run.
+
+    Raises:
+        Nothing: a frozen record built by :func:`alltoall_mcf_bracket`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1, eq. (1)-(5) (F, whose LP dual gives the upper end); the method is
+    this module's docstring and docs/alltoall.md, "Bounds".
+
+    >>> b = alltoall_mcf_bracket("petersen")
+    >>> round(b.lower, 9), round(b.upper, 9), b.converged
+    (0.2, 0.2, True)
     """
 
     spec: str
@@ -69,15 +79,18 @@ class McfBracket:
     @property
     def converged(self) -> bool:
         """Whether the gap reached ``rel_gap``; False when the run stopped at ``max_iterations`` first (the bounds
-        still hold, they are just farther apart than asked)."""
+        still hold, they are just farther apart than asked). Raises: Nothing. Source: docs/alltoall.md, "Bounds"."""
         return self.gap <= self.rel_gap
 
     @property
     def gap(self) -> float:
-        """(upper - lower) / lower."""
+        """(upper - lower) / lower, the relative width of the bracket (dimensionless, >= 0). Raises: Nothing.
+        Source: docs/alltoall.md, "Bounds"."""
         return (self.upper - self.lower) / self.lower
 
     def to_dict(self) -> dict:
+        """JSON-ready summary (bounds in capacity units, seconds in s; no link loads). Raises: Nothing. Source:
+        docs/alltoall.md, "Bounds" (``topology describe --alltoall --method bracket``)."""
         return {"spec": self.spec, "lower": self.lower, "upper": self.upper, "gap": self.gap,
                 "converged": self.converged, "rel_gap": self.rel_gap, "iterations": self.iterations,
                 "max_iterations": self.max_iterations, "seconds": self.seconds}
@@ -145,8 +158,17 @@ def alltoall_mcf_bracket(topology, *, rel_gap: float = 1e-3, max_iterations: int
         :class:`McfBracket`; its ``converged`` is False when ``max_iterations`` ran out before ``rel_gap``.
 
     Raises:
-        UnsupportedShapeError: rel_gap < 0 or max_iterations < 0.
+        UnsupportedShapeError: rel_gap < 0 or max_iterations < 0 or not an integer; a non-positive bandwidth.
         TopologyError, SpecError: as :func:`~directcoll.synthesis.mcf.network.flow_network` and the spec parser.
+        DirectcollError: a bandwidth string cannot be read.
+
+    Source: upper end: weak duality of Basu et al. (HPDC'24) eq. (1)-(5); lower end: a feasible routing; both
+    improved by Frank-Wolfe (this module's docstring, docs/alltoall.md, "Bounds"). The tests check
+    lower <= F <= upper against :func:`~directcoll.synthesis.mcf.link.alltoall_mcf`.
+
+    >>> b = alltoall_mcf_bracket("hypercube:3", max_iterations=5)  # F = 1/4
+    >>> b.lower < 0.25, round(b.upper, 9), b.iterations, b.converged, b.link_load.shape
+    (True, 0.25, 5, False, (24,))
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth

@@ -32,8 +32,20 @@ HIGHS_DEFAULTS = {"primal_feasibility_tolerance": 1e-9, "dual_feasibility_tolera
 def check_flow_lp(commodities: int, links: int, demands: int, on: str = "") -> None:
     """Refuse a flow LP whose construction would exceed the memory budget, before any array is allocated.
 
+    Args:
+        commodities: C, commodities (sources or pairs); links: J, links every commodity may use; demands: D,
+            demand pairs; on: the topology spec, for the message.
+
+    Returns:
+        None: the estimate, :data:`BYTES_PER_FLOW_COLUMN` x C x J + 40 D bytes, fits the budget.
+
     Raises:
         ResourceError: over the budget (:func:`directcoll.resources.check_memory`).
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (resources: estimate memory first, refuse over a budget).
+
+    >>> check_flow_lp(27, 162, 27 * 26, on="torus:3x3x3") is None
+    True
     """
     where = f" on {on}" if on else ""
     check_memory(f"the multi-commodity flow LP{where} ({commodities:,} commodities x {links:,} links)",
@@ -60,8 +72,23 @@ def flow_lp(num_nodes: int, link_src, link_dst, capacity, comm_source, dem_comm,
     ``dem_comm``, ``dem_node``. The objective maximizes F (as min -F), or with ``fixed_demand`` minimizes the
     total flow (eq. 10). Flow into a commodity's own source is fixed to 0.
 
+    Returns:
+        :class:`~directcoll.lp.LinearProgram` with C J (+ 1) columns and J + C (V - 1) rows, in capacity units.
+
     Raises:
         ResourceError: the LP would exceed the memory budget (:func:`check_flow_lp`).
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1, eq. (1)-(5), and Sec. 3.1.2, eq. (6)-(9) and (10)-(14); the
+    conservation inequalities (3), (8), (12) are read as equalities (Basu: "at the optimal solution, the
+    inequality is enforced with no slack"), so the returned flows conserve exactly.
+
+    A path 0 -> 1 -> 2 of unit links, one commodity from node 0 with demand F at nodes 1 and 2: link 0 -> 1
+    carries 2F, so F = 1/2.
+
+    >>> lp = flow_lp(3, [0, 1], [1, 2], [1.0, 1.0], [0], [0, 0], [1, 2])
+    >>> x, objective, how = solve_lp(lp, "simplex", None)
+    >>> lp.a.shape, -objective
+    ((4, 3), 0.5)
     """
     link_src, link_dst = np.asarray(link_src, dtype=np.int64), np.asarray(link_dst, dtype=np.int64)
     comm_source = np.asarray(comm_source, dtype=np.int64)
@@ -104,8 +131,18 @@ def source_lp(net: FlowNetwork) -> LinearProgram:
     """Source-aggregated LP (Basu eq. 6-9, Zhao LP 3): one commodity per compute node; columns ``x[s, j]`` at
     ``s E + j``, then F (:func:`flow_lp`).
 
+    Returns:
+        :class:`~directcoll.lp.LinearProgram` with N E + 1 columns and E + N (V - 1) rows.
+
     Raises:
         ResourceError: over the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.2, eq. (6)-(9) (the master LP); Zhao et al. (NSDI'25) App. A.5, LP (3).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> source_lp(flow_network(parse("ring:4"))).a.shape
+    (20, 33)
     """
     n = net.num_compute
     check_flow_lp(n, net.num_links, n * (n - 1))
@@ -117,8 +154,19 @@ def source_lp(net: FlowNetwork) -> LinearProgram:
 def pair_lp(net: FlowNetwork) -> tuple[LinearProgram, np.ndarray, np.ndarray]:
     """Per-pair LP (Basu eq. 1-5): commodities (s, d), s != d, in (s, d) order; returns (LP, s (C,), d (C,)).
 
+    Returns:
+        (LP with C E + 1 columns, C = N (N - 1); int64 (C,) sources; int64 (C,) destinations).
+
     Raises:
         ResourceError: over the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1, eq. (1)-(5) (link-based max-concurrent MCF).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> lp, s, d = pair_lp(flow_network(parse("ring:4")))
+    >>> lp.a.shape, s[:3].tolist(), d[:3].tolist()
+    ((44, 97), [0, 0, 0], [1, 2, 3])
     """
     n = net.num_compute
     check_flow_lp(n * (n - 1), net.num_links, n * (n - 1))
@@ -135,6 +183,22 @@ def symmetric_lp(net: FlowNetwork) -> LinearProgram:
 
     Columns: phi on every network link, then F. Rows: one per orbit, ``sum_{e in orbit} phi_e <= cap(orbit)``,
     then conservation ``out - in + F [u is a compute node] = 0`` at every node u != 0.
+
+    Returns:
+        :class:`~directcoll.lp.LinearProgram` with E + 1 columns and K + V - 1 rows (K link orbits).
+
+    Raises:
+        Nothing: the caller checks :func:`~directcoll.synthesis.mcf.network.is_translation_symmetric` first (a
+            network without orbits is a caller's bug: TypeError).
+
+    Source: docs/alltoall.md, "Methods" (``symmetric``: the averaging argument over the translations), applied to
+    Basu et al. (HPDC'24) eq. (6)-(9).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> lp = symmetric_lp(flow_network(parse("ring:4")))
+    >>> lp.a.shape, round(-solve_lp(lp, "simplex", None)[1], 9)
+    ((5, 9), 0.5)
     """
     e, v, n = net.num_links, net.num_nodes, net.num_compute
     orbits, orbit_of = np.unique(net.orbit, return_inverse=True)
@@ -154,7 +218,16 @@ def symmetric_lp(net: FlowNetwork) -> LinearProgram:
 
 def sparse_flows(x: np.ndarray, num_links: int, num_comm: int):
     """The flows above :data:`FLOW_EPS` of an LP solution whose first columns are ``x[c, j]`` at ``c E + j``:
-    (commodity, link, value), int64, int64, float64 (K,)."""
+    (commodity, link, value), int64, int64, float64 (K,), value in capacity units.
+
+    Raises:
+        Nothing: numpy selection (``x`` shorter than E C columns is a caller's bug: ValueError).
+
+    Source: docs/alltoall.md, "Methods" (per-source and per-pair flows are returned columnar).
+
+    >>> sparse_flows(np.array([0.5, 0.0, 1e-13, 0.25]), 2, 2)
+    (array([0, 1]), array([0, 1]), array([0.5 , 0.25]))
+    """
     x = x[: num_links * num_comm].reshape(num_comm, num_links)
     comm, link = np.nonzero(x > FLOW_EPS)
     return comm.astype(np.int64), link.astype(np.int64), x[comm, link]
@@ -164,9 +237,23 @@ def solve_lp(lp: LinearProgram, solver: str, options: dict | None) -> tuple[np.n
     """Solve an MCF LP to an optimal basis through :func:`directcoll.lp.solve` with the MCF tolerances;
     returns (x, objective, how).
 
+    Returns:
+        (x float64 (columns,), the objective (the LP's own units: -F for the flow LPs), the solver that ran
+        (``simplex``, ``ipm``, ``pdlp+crossover``, ...)).
+
     Raises:
-        SolverError: the solve failed, or the model is infeasible or unbounded.
+        SolverError: the solve failed, an unknown solver or rejected option, or the model is infeasible or
+            unbounded.
         SolverLimitError: a time or iteration limit in ``options`` stopped it.
+        ResourceError: the model's estimated memory is over the budget.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: every LP through ``directcoll.lp``, every
+    status checked); docs/alltoall.md, "Solvers" (the tightened 1e-9 tolerances).
+
+    >>> lp = flow_lp(2, [0, 1], [1, 0], [1.0, 1.0], [0, 1], [0, 1], [1, 0])
+    >>> x, objective, how = solve_lp(lp, "simplex", None)
+    >>> -objective, how
+    (1.0, 'simplex')
     """
     sol = lp_solve(lp, solver, {**HIGHS_DEFAULTS, **(options or {})})
     return sol.x, sol.objective, sol.method

@@ -90,7 +90,7 @@ class McfResult:
 
     Attributes:
         value: F, the flow every ordered pair of compute nodes routes at once, in units of the reference capacity.
-        method: the method that ran (``link``, ``decomposed`` or ``symmetric``).
+        method: the method that ran (``link``, ``decomposed``, ``symmetric`` or ``automorphism``).
         solver: how HiGHS got the optimum (``simplex``, ``ipm``, ``pdlp+crossover``), per LP kind.
         spec: the topology spec.
         network: the :class:`FlowNetwork` the flows live on (topology links first, then host links).
@@ -102,6 +102,16 @@ class McfResult:
 
     Per-source flows (every method) are :attr:`flow_source`, :attr:`flow_link`, :attr:`flow_value`: the flow of
     all commodities leaving a source, on each network link, in capacity units.
+
+    Raises:
+        Nothing: a frozen record built by :func:`alltoall_mcf`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1-3.1.2 (F and the flows f of eq. (1)-(14)); Zhao et al. (NSDI'25)
+    App. A.5 (f B/d "the rate at which every node can send to every other node simultaneously").
+
+    >>> r = alltoall_mcf("torus:3x3x3")
+    >>> r.method, round(1 / r.value, 9), r.flow_source.shape == r.flow_value.shape
+    ('symmetric', 9.0, True)
     """
 
     value: float
@@ -121,6 +131,7 @@ class McfResult:
 
     @property
     def num_compute(self) -> int:
+        """N, the number of compute nodes. Raises: Nothing. Source: Basu et al. (HPDC'24) Sec. 2.2 (N nodes)."""
         return self.network.num_compute
 
     @cached_property
@@ -134,38 +145,83 @@ class McfResult:
 
     @property
     def flow_source(self) -> np.ndarray:
-        """int64 (K,): the source of each per-source flow entry."""
+        """int64 (K,): the source of each per-source flow entry. Raises: Nothing. Source: Basu et al. (HPDC'24)
+        eq. (6)-(9) (the source-based flows f'_s)."""
         return self._flows[0]
 
     @property
     def flow_link(self) -> np.ndarray:
-        """int64 (K,): the network link of each entry."""
+        """int64 (K,): the network link of each entry. Raises: Nothing. Source: Basu et al. (HPDC'24) eq. (6)-(9)
+        (f'_{s,(u,v)})."""
         return self._flows[1]
 
     @property
     def flow_value(self) -> np.ndarray:
-        """float64 (K,): the flow, in capacity units (F is the amount each destination receives)."""
+        """float64 (K,): the flow, in capacity units (F is the amount each destination receives). Raises: Nothing.
+        Source: Basu et al. (HPDC'24) eq. (6)-(9)."""
         return self._flows[2]
 
     def link_load(self) -> np.ndarray:
-        """Total flow on every network link, float64 (E,); at most ``network.capacity``."""
+        """Total flow on every network link, float64 (E,) in capacity units; at most ``network.capacity``.
+
+        Raises:
+            Nothing: sums the per-source flows.
+
+        Source: Basu et al. (HPDC'24) eq. (7) (the capacity constraint the loads satisfy).
+
+        >>> r = alltoall_mcf("torus:3x3x3")
+        >>> r.link_load().shape, bool((r.link_load() <= r.network.capacity + 1e-9).all())
+        ((162,), True)
+        """
         return np.bincount(self.flow_link, weights=self.flow_value, minlength=self.network.num_links)
 
     @property
     def pair_rate_bytes_per_s(self) -> float:
-        """Bytes/s every ordered pair moves concurrently: F times the reference bandwidth."""
+        """Bytes/s every ordered pair moves concurrently: F times the reference bandwidth (bytes/s). Raises:
+        Nothing. Source: Zhao et al. (NSDI'25) App. A.5 (f B/d with B/d the link bandwidth)."""
         return self.value * self.reference_bandwidth
 
     @property
     def throughput_bytes_per_s(self) -> float:
-        """Basu Sec. 5.2's all-to-all throughput bound per node, (N - 1) F b, bytes/s."""
+        """Basu Sec. 5.2's all-to-all throughput bound per node, (N - 1) F b, bytes/s.
+
+        Raises:
+            Nothing: arithmetic on the result.
+
+        Basu's TACC torus (25 Gb/s links, 100 Gb/s host): (26)(2/27)(3.125 GB/s) = 6.01 GB/s.
+
+        >>> r = alltoall_mcf("torus:3x3x3", host_bandwidth="100Gbps", reference_bandwidth="25Gbps")
+        >>> round(r.value * 27, 9), round(r.throughput_bytes_per_s / 1e9, 2)
+        (2.0, 6.02)
+        """
         return (self.num_compute - 1) * self.pair_rate_bytes_per_s
 
     def alltoall_time(self, shard_bytes) -> np.ndarray:
-        """Least time, s, for an all-to-all in which every pair exchanges ``shard_bytes`` (fluid model)."""
+        """Least time, s, for an all-to-all in which every pair exchanges ``shard_bytes`` (fluid model).
+
+        Args:
+            shard_bytes: m, bytes per ordered pair; a number or an array of any shape.
+
+        Returns:
+            float64 array of ``shard_bytes``' shape: m / (F b), in s.
+
+        Raises:
+            Nothing: arithmetic (F > 0 on every connected network).
+
+        Source: Basu et al. (HPDC'24) Sec. 5.3 (all-to-all time = 1 / MCF in units of m / b); docs/alltoall.md,
+        "The LP and the units of F".
+
+        torus:3x3x3 (F = 1/9) with its default 50 GB/s links: 9 x 1 MB / 50 GB/s = 180 us.
+
+        >>> r = alltoall_mcf("torus:3x3x3")
+        >>> r.alltoall_time([1e6, 2e6]).round(8).tolist()
+        [0.00018, 0.00036]
+        """
         return np.asarray(shard_bytes, dtype=float) / self.pair_rate_bytes_per_s
 
     def to_dict(self) -> dict:
+        """JSON-ready summary: spec, F (``alltoall_mcf``), method, solver, ranks, bandwidths and rates (bytes/s),
+        stage seconds (s). Raises: Nothing. Source: docs/alltoall.md (``topology describe --alltoall --json``)."""
         return {"spec": self.spec, "alltoall_mcf": self.value, "method": self.method, "solver": self.solver,
                 "ranks": self.num_compute, "reference_bandwidth_bytes_per_s": self.reference_bandwidth,
                 "host_bandwidth_bytes_per_s": self.host_bandwidth,
@@ -181,8 +237,10 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     Args:
         topology: a :class:`Topology` or a spec string (``torus:3x3x3``).
         method: ``auto`` (``symmetric`` on Cayley topologies whose capacities are translation-invariant, else
-            ``link``), ``link`` (source-aggregated LP, eq. 6-9), ``decomposed`` (master eq. 6-9 + child LPs
-            eq. 10-14 giving per-(s, d) flows) or ``symmetric`` (single-source LP on the translation orbits).
+            ``automorphism`` where a group is known, else ``link``), ``link`` (source-aggregated LP, eq. 6-9),
+            ``decomposed`` (master eq. 6-9 + child LPs eq. 10-14 giving per-(s, d) flows), ``symmetric``
+            (single-source LP on the translation orbits) or ``automorphism`` (one source per node orbit of a
+            known automorphism group, :mod:`~directcoll.synthesis.mcf.symmetry`).
         host_bandwidth: bytes/s (a number or a string like ``100Gbps``) of each host <-> NIC link, modelling
             the host-to-NIC bottleneck (Basu Fig. 2, Sec. 5.2); None for none.
         nic_forwarding: with ``host_bandwidth``, the NIC forwards transit traffic instead of the host.
@@ -202,13 +260,26 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
 
     Raises:
         TopologyError: fewer than 2 compute nodes, or compute nodes that cannot all reach each other.
-        UnsupportedShapeError: an unknown method, solver, commodities or HiGHS option; ``symmetric`` on a
-            topology that is not a Cayley graph with translation-invariant capacities; ``pair`` with another
-            method; ``workers < 1``; a non-positive bandwidth.
-        SpecError: an unknown topology spec.
-        SolverError: HiGHS does not reach an optimal solution (SolverLimitError: a limit in ``highs_options``).
+        UnsupportedShapeError: an unknown method, solver or commodities; ``symmetric`` on a topology that is not
+            a Cayley graph with translation-invariant capacities; ``automorphism`` without a known group;
+            ``pair`` with another method; ``workers < 1`` (``decomposed``); a non-positive bandwidth.
+        SpecError: an unknown topology spec (ResourceError, TopologyError: as the spec parser).
+        SolverError: HiGHS rejects an option of ``highs_options`` or does not reach an optimal solution
+            (SolverLimitError: a limit in ``highs_options``).
         ResourceError: the LP (commodities x links columns) would need more memory than the budget.
-        DirectcollError: a bandwidth string cannot be read.
+        DirectcollError: a bandwidth string cannot be read, or a listed automorphism does not map the network
+            onto itself.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1, eq. (1)-(5); Sec. 3.1.2, eq. (6)-(14); Sec. 3.2.2, Fig. 2 (host
+    bottleneck); Zhao et al. (NSDI'25) App. A.5, LP (3). The symmetric and automorphism reductions are
+    docs/alltoall.md, "Methods".
+
+    >>> r = alltoall_mcf("torus:3x3x3")
+    >>> r.method, round(1 / r.value, 9)
+    ('symmetric', 9.0)
+    >>> r = alltoall_mcf("ring:4", method="decomposed", workers=1)
+    >>> round(r.value, 9), len(r.commodity_source) > 0
+    (0.5, True)
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth

@@ -31,6 +31,19 @@ class FlowNetwork:
         topology_link: int64 (E,), the topology link a network link models, -1 for host links.
         orbit: int64 (E,) link orbits under translation (Cayley topologies: the port, then host-out, host-in),
             or None.
+        translate_node: Cayley networks: callable(nodes, by) moving node ids by the group element ``by``; else
+            None.
+
+    Raises:
+        Nothing: a frozen record; :func:`flow_network` validates what it builds.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1 (the network G = (V, E, cap) of the MCF LP) and Sec. 3.2.2, Fig. 2
+    (the host-to-NIC augmentation).
+
+    >>> from directcoll.topology import parse
+    >>> net = flow_network(parse("ring:4"), host_bandwidth=1e9)
+    >>> net.num_nodes, net.num_links, int(net.topology_link[-1])
+    (12, 16, -1)
     """
 
     num_nodes: int
@@ -44,10 +57,30 @@ class FlowNetwork:
 
     @property
     def num_links(self) -> int:
+        """E, the number of network links (topology links, then host links). Raises: Nothing. Source: Basu et al.
+        (HPDC'24) Sec. 3.1.1 (the links E of G)."""
         return len(self.link_src)
 
     def translate_links(self, links, by) -> np.ndarray:
-        """Cayley topologies: link ids moved by the group element ``by`` (a compute node id); broadcasts."""
+        """Cayley topologies: link ids moved by the group element ``by`` (a compute node id); broadcasts.
+
+        Args:
+            links: int link ids, any shape.
+            by: int compute node ids (group elements), broadcast against ``links``.
+
+        Returns:
+            int64 array of the broadcast shape: the id of the link each link is moved to (same orbit).
+
+        Raises:
+            UnsupportedShapeError: a network without translations (not a Cayley topology).
+
+        Source: docs/alltoall.md, "Methods" (the ``symmetric`` method: translations act freely on links).
+
+        >>> from directcoll.topology import parse
+        >>> net = flow_network(parse("ring:4"))
+        >>> net.translate_links([0, 1], 1).tolist()
+        [2, 3]
+        """
         if self.translate_node is None:
             raise UnsupportedShapeError("links of a non-Cayley flow network cannot be translated")
         links = np.asarray(links, dtype=np.int64)
@@ -77,9 +110,22 @@ def flow_network(topology: Topology, *, host_bandwidth: float | None = None, nic
         nic_forwarding: with ``host_bandwidth``, let the NIC forward (one NIC node) instead of the host.
         reference_bandwidth: bytes/s of capacity 1; default the largest link bandwidth of the topology.
 
+    Returns:
+        :class:`FlowNetwork`: capacities float64 (E,) = bandwidth (bytes/s) / reference bandwidth (bytes/s),
+        E = L topology links, plus 2N host links with ``host_bandwidth``.
+
     Raises:
         TopologyError: fewer than two compute nodes, or compute nodes that cannot all reach each other.
         UnsupportedShapeError: a non-positive host or reference bandwidth.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.1 (G = (V, E, cap)) and Sec. 3.2.2, Fig. 2 (host-to-NIC bottleneck:
+    "forces data to flow through the host even when the node is not the destination"); the NIC-forwarding form
+    is docs/alltoall.md, "Host-to-NIC bottleneck".
+
+    >>> from directcoll.topology import parse
+    >>> net = flow_network(parse("torus:3x3x3"))
+    >>> net.num_nodes, net.num_links, float(net.capacity.max())
+    (27, 162, 1.0)
     """
     n, v, num_links = topology.num_compute, topology.num_nodes, topology.num_links
     if n < 2:
@@ -132,7 +178,21 @@ def _check_connected(net: FlowNetwork, spec: str) -> None:
 
 def is_translation_symmetric(net: FlowNetwork) -> bool:
     """Whether ``net`` has link orbits under the Cayley translations with one capacity per orbit, the condition
-    for the ``symmetric`` method (one source's flow stands for all)."""
+    for the ``symmetric`` method (one source's flow stands for all).
+
+    Returns:
+        a bool: False for non-Cayley networks (``orbit`` None).
+
+    Raises:
+        Nothing: compares the capacities within each orbit.
+
+    Source: docs/alltoall.md, "Methods" (``symmetric``: capacities constant on each link orbit).
+
+    >>> from directcoll.topology import parse
+    >>> is_translation_symmetric(flow_network(parse("torus:3x3"))), is_translation_symmetric(
+    ...     flow_network(parse("petersen")))
+    (True, False)
+    """
     if net.orbit is None:
         return False
     orbit_of = np.unique(net.orbit, return_inverse=True)[1]

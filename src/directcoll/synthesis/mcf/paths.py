@@ -63,7 +63,22 @@ EXTP_METHODS = ("auto", "decomposed", "pair")
 @dataclass(frozen=True, eq=False)
 class PathSet:
     """Paths between compute nodes, CSR over network link ids: path p runs ``links[offsets[p]:offsets[p+1]]``
-    from ``source[p]`` to ``dest[p]``; paths of a pair are consecutive."""
+    from ``source[p]`` to ``dest[p]``; paths of a pair are consecutive.
+
+    Attributes:
+        source, dest: int64 (P,) the pair of every path.
+        offsets: int64 (P + 1,) CSR offsets into ``links``.
+        links: int64 (R,) network link ids, path by path, in order.
+
+    Raises:
+        Nothing: a frozen record; :func:`path_sets` and :meth:`from_lists` build it.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4 (the path set P(s, d) of every commodity).
+
+    >>> p = PathSet.from_lists([0, 0], [1, 2], [[0], [0, 2]])
+    >>> p.num_paths, p.offsets.tolist(), p.path_of_link.tolist()
+    (2, [0, 1, 3], [0, 1, 1])
+    """
 
     source: np.ndarray
     dest: np.ndarray
@@ -72,15 +87,34 @@ class PathSet:
 
     @property
     def num_paths(self) -> int:
+        """P, the number of paths. Raises: Nothing. Source: Basu et al. (HPDC'24) Sec. 3.1.4 (|P|)."""
         return len(self.source)
 
     @property
     def path_of_link(self) -> np.ndarray:
-        """int64: the path of every entry of ``links``."""
+        """int64 (R,): the path of every entry of ``links``. Raises: Nothing. Source: Basu et al. (HPDC'24)
+        eq. (22) (the paths p through each link e)."""
         return np.repeat(np.arange(self.num_paths), np.diff(self.offsets))
 
     def translated(self, net: FlowNetwork) -> PathSet:
-        """Cayley networks: these paths (of source 0) moved to every source g = 0..N-1, source-major."""
+        """Cayley networks: these paths (of source 0) moved to every source g = 0..N-1, source-major.
+
+        Returns:
+            :class:`PathSet` of N P paths (R N links): source g's paths are source 0's translated by g.
+
+        Raises:
+            UnsupportedShapeError: ``net`` is not a Cayley network
+                (:meth:`~directcoll.synthesis.mcf.network.FlowNetwork.translate_links`).
+
+        Source: docs/alltoall.md, "pMCF (eq. 21-24) and MCF-extP" (on Cayley topologies the paths of source 0
+        are translated).
+
+        >>> from directcoll.synthesis.mcf.network import flow_network
+        >>> from directcoll.topology import parse
+        >>> net = flow_network(parse("ring:4"))
+        >>> path_sets(net, "shortest", sources=[0]).translated(net).num_paths
+        16
+        """
         n = net.num_compute
         g = np.arange(n, dtype=np.int64)[:, None]
         counts = np.diff(self.offsets)
@@ -90,6 +124,8 @@ class PathSet:
 
     @classmethod
     def from_lists(cls, source, dest, paths) -> PathSet:
+        """A PathSet from per-path lists: ``source``, ``dest`` (P,) and ``paths`` (P lists of link ids). Raises:
+        Nothing (lengths are the caller's to match). Source: Basu et al. (HPDC'24) Sec. 3.1.4 (path sets)."""
         counts = np.array([len(p) for p in paths], dtype=np.int64)
         links = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths]) if paths else np.zeros(0, np.int64)
         return cls(np.asarray(source, dtype=np.int64), np.asarray(dest, dtype=np.int64),
@@ -114,6 +150,16 @@ class PathMcfResult:
         mcf_value: the link MCF's F where it was computed (MCF-extP), else None.
         lp_value: the LP's optimum (F_pMCF for pMCF, the link MCF's F for MCF-extP).
         seconds: wall time of the stages.
+
+    Raises:
+        Nothing: a frozen record built by :func:`pmcf` and :func:`mcf_extp`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4, eq. (21)-(24) (pMCF) and Sec. 3.2.1 (MCF-extP); the one-step time
+    is Sec. 4 ("Path-based Schedules": chunks steered onto routes by the path weights).
+
+    >>> r = pmcf("ring:4", paths="shortest")
+    >>> r.method, round(r.value, 9), round(r.lp_value, 9), r.paths.num_paths
+    ('pmcf', 0.5, 0.5, 16)
     """
 
     value: float
@@ -131,29 +177,65 @@ class PathMcfResult:
 
     @property
     def num_compute(self) -> int:
+        """N, the number of compute nodes. Raises: Nothing. Source: Basu et al. (HPDC'24) Sec. 2.2 (N nodes)."""
         return self.network.num_compute
 
     @cached_property
     def weight(self) -> np.ndarray:
-        """float64 (P,): every path's share of its pair's shard (a pair's weights add up to 1)."""
+        """float64 (P,): every path's share of its pair's shard (a pair's weights add up to 1).
+
+        Raises:
+            Nothing: normalises the rates per pair (every kept path has a positive rate).
+
+        Source: Basu et al. (HPDC'24) Sec. 3 ("weights w_{p_i} ... controlling the fraction of traffic that
+        should be sent along p_i").
+
+        >>> r = pmcf("ring:4", paths="shortest")
+        >>> sorted(set(r.weight.round(9).tolist()))
+        [0.5, 1.0]
+        """
         return _normalise(self.paths.source * self.num_compute + self.paths.dest, self.rate)
 
     def link_load(self) -> np.ndarray:
-        """float64 (E,): shards every link carries when every pair sends one shard split by :attr:`weight`."""
+        """float64 (E,): shards (m bytes each) every link carries when every pair sends one shard split by
+        :attr:`weight`.
+
+        Raises:
+            Nothing: the paths are network links (checked when built).
+
+        Source: Basu et al. (HPDC'24) eq. (22) (the load of link e: the flow of the paths through it).
+
+        >>> pmcf("ring:4", paths="shortest").link_load().tolist()
+        [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+        """
         p = self.paths
         return link_loads(self.network, p.source, p.dest, self.weight, routes=(p.offsets, p.links))
 
     @property
     def time_m_over_b(self) -> float:
-        """One-step all-to-all time in units of (shard m) / (reference bandwidth b)."""
+        """One-step all-to-all time in units of (shard m) / (reference bandwidth b): max over links of load /
+        capacity. Raises: Nothing. Source: Basu et al. (HPDC'24) Sec. 5.3 (all-to-all time = 1 / MCF = the
+        maximum link load)."""
         return float((self.link_load() / self.network.capacity).max())
 
     def paths_per_pair(self) -> tuple[float, int]:
-        """(mean, max) number of paths of a pair."""
+        """(mean, max) number of paths of a pair: (float, int).
+
+        Raises:
+            Nothing: counts the paths per pair.
+
+        Source: Basu et al. (HPDC'24) Sec. 5.1 (the Cerio card stores up to 8 routes per destination: the count
+        matters).
+
+        >>> pmcf("ring:4", paths="shortest").paths_per_pair()[1]
+        2
+        """
         _, counts = np.unique(self.paths.source * self.num_compute + self.paths.dest, return_counts=True)
         return float(counts.mean()), int(counts.max())
 
     def to_dict(self) -> dict:
+        """JSON-ready summary (values in capacity units, time in m / b, path counts, stage seconds). Raises:
+        Nothing. Source: docs/alltoall.md, "pMCF (eq. 21-24) and MCF-extP"."""
         mean, most = self.paths_per_pair()
         return {"spec": self.spec, "method": self.method, "path_set": self.path_set, "value": self.value,
                 "lp_value": self.lp_value, "alltoall_mcf": self.mcf_value, "time_m_over_b": self.time_m_over_b,
@@ -185,6 +267,16 @@ def path_sets(net: FlowNetwork, kind: str = "auto", *, max_shortest: int = MAX_S
     Raises:
         UnsupportedShapeError: an unknown kind, ``max_shortest < 1``, or ``shortest`` with a pair that has more
             than ``max_shortest`` shortest paths.
+        ResourceError: the hop distances of ``sources`` would exceed the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4 ("a maximal set of link-disjoint (s, d) paths"; here a maximum one,
+    :func:`directcoll.topology.paths.max_disjoint_paths`) and Sec. 5.3 (pMCF with all shortest paths).
+
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> from directcoll.topology import parse
+    >>> p = path_sets(flow_network(parse("ring:4")), "disjoint")
+    >>> p.num_paths, p.dest[:4].tolist()
+    (24, [1, 1, 2, 2])
     """
     if kind not in PATH_SETS:
         raise UnsupportedShapeError(f"unknown path set {kind!r}; accepted: {', '.join(PATH_SETS)}")
@@ -266,8 +358,17 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
         :class:`PathMcfResult` with ``method="pmcf"``; ``lp_value`` = F_pMCF <= F.
 
     Raises:
-        UnsupportedShapeError: bad ``paths``, ``max_shortest`` or ``solver``.
+        UnsupportedShapeError: bad ``paths``, ``max_shortest`` or ``solver``; a non-positive bandwidth.
         TopologyError, SpecError, DirectcollError: as :func:`alltoall_mcf`.
+        SolverError: HiGHS rejects an option or does not reach the optimum (SolverLimitError: a limit).
+        ResourceError: the hop distances or the LP exceed the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.4, eq. (21)-(24), and Sec. 3.2.1 ("pMCF: Directly applying
+    path-variable based MCF"); the symmetric reduction is docs/alltoall.md, "pMCF (eq. 21-24) and MCF-extP".
+
+    >>> r = pmcf("torus:3x3", paths="disjoint")
+    >>> round(r.lp_value * 3, 9), round(r.value * 3, 9)  # F = 1/3
+    (1.0, 1.0)
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth
@@ -330,6 +431,14 @@ def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: i
 
     Raises:
         UnsupportedShapeError: an unknown method; as :func:`alltoall_mcf` otherwise.
+        TopologyError, SpecError, SolverError, ResourceError, DirectcollError: as :func:`alltoall_mcf`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.2.1 (MCF-extP: the decomposed link MCF of Sec. 3.1.2, then "Widest path
+    extraction", steps 1-4).
+
+    >>> r = mcf_extp("ring:4")
+    >>> r.method, r.path_set, round(r.value, 9), round(r.mcf_value, 9)
+    ('extp', 'widest', 0.5, 0.5)
     """
     from directcoll.topology.spec import parse
 

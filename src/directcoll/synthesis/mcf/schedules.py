@@ -50,8 +50,22 @@ class Chunking:
     """Whole chunks of every walk / path: ``counts[p]`` chunks of 1/``chunks`` shard, starting at chunk
     ``first[p]`` of its pair's shard (a pair's runs tile [0, chunks)).
 
-    ``exact``: the counts represent the weights exactly (to :data:`RATIONAL_TOLERANCE`); ``error``: the largest
-    |counts / chunks - weight|."""
+    Attributes:
+        chunks: q, chunks per shard (each m / q bytes).
+        counts: int64 (P,) chunks of every walk / path; a pair's counts add up to q.
+        first: int64 (P,) the first chunk of every walk / path in its pair's shard.
+        exact: the counts represent the weights exactly (to :data:`RATIONAL_TOLERANCE`).
+        error: the largest |counts / chunks - weight|, in shards.
+
+    Raises:
+        Nothing: a frozen record built by :func:`chunk_shards`.
+
+    Source: Basu et al. (HPDC'24) Sec. 4 ("the smallest chunk size to support the lowest such rate"; "the highest
+    common factor across all path weights ... as the base chunk size").
+
+    >>> chunk_shards([0, 0, 1], [0.25, 0.75, 1.0])
+    Chunking(chunks=4, counts=array([1, 3, 4]), first=array([0, 1, 0]), exact=True, error=0.0)
+    """
 
     chunks: int
     counts: np.ndarray
@@ -74,6 +88,17 @@ def chunk_shards(pair, weight, max_chunks: int = DEFAULT_MAX_CHUNKS) -> Chunking
     Raises:
         UnsupportedShapeError: ``max_chunks`` outside 1..:data:`MAX_CHUNKS_LIMIT`, or a weight that is negative
             or not finite, or a pair whose weights add up to 0.
+        ScheduleError: the largest-remainder rounding fails to give a pair q chunks (an internal error,
+            :func:`directcoll.schedule.chunking.largest_remainder`).
+
+    Source: Basu et al. (HPDC'24) Sec. 4 (chunking of link- and path-based schedules); the rounding rule when
+    the lcm exceeds ``max_chunks`` is this module's docstring and docs/alltoall.md, "Lowering (Basu Sec. 4)".
+
+    Weights 1/3, 2/3 need 3 chunks; with at most 2 they are rounded to 1/2, 1/2 (error 1/6):
+
+    >>> c = chunk_shards([0, 0], [1 / 3, 2 / 3], max_chunks=2)
+    >>> c.chunks, c.counts.tolist(), c.exact, round(c.error, 9)
+    (2, [1, 1], False, 0.166666667)
     """
     pair = np.asarray(pair, dtype=np.int64)
     weight = np.asarray(weight, dtype=float)
@@ -137,6 +162,14 @@ def tsmcf_schedule(topology, *, lmax: int | None = None, max_chunks: int = DEFAU
 
     Raises:
         UnsupportedShapeError: a topology with switches; as :func:`tsmcf` and :func:`chunk_shards`.
+        TopologyError, SpecError, SolverError, ResourceError, DirectcollError: as :func:`tsmcf`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.2.2 (tsMCF for non source-routed fabrics) and Sec. 4 ("Link-based
+    Schedules": at each time step a rank sends the chunks received in the previous one).
+
+    >>> s = tsmcf_schedule("ring:4")
+    >>> s.nblocks, round(s.meta["schedule_time_m_over_b"], 9), s.meta["exact_chunking"]
+    (16, 2.0, True)
     """
     from directcoll.topology.spec import parse
 
@@ -197,6 +230,15 @@ def path_schedule(result: PathMcfResult, *, max_chunks: int = DEFAULT_MAX_CHUNKS
 
     Raises:
         UnsupportedShapeError: a result on a host-augmented network; as :func:`chunk_shards`.
+        ScheduleError: as :func:`chunk_shards`.
+
+    Source: Basu et al. (HPDC'24) Sec. 4, "Path-based Schedules" (routes per commodity, shards divided into
+    equal-sized chunks steered onto the routes by the path weights).
+
+    >>> from directcoll.synthesis.mcf.paths import pmcf
+    >>> s = path_schedule(pmcf("ring:4", paths="shortest"))
+    >>> s.denominator, len(s.src), round(s.meta["schedule_time_m_over_b"], 9)
+    (2, 16, 2.0)
     """
     net, n, p = result.network, result.num_compute, result.paths
     if (net.topology_link < 0).any():
@@ -234,8 +276,20 @@ def mcf_schedule(topology, variant: str = "timestepped", **options) -> Schedule:
     ``disjoint``, ``shortest``), ``max_shortest``, ``max_chunks``, ``solver``; ``extp``: ``method``
     (``auto``, ``decomposed``, ``pair``), ``max_chunks``, ``solver``, ``workers``.
 
+    Returns:
+        An all-to-all Schedule (nblocks = N^2, denominator = chunks per shard) with explicit routes; see
+        :func:`tsmcf_schedule` and :func:`path_schedule` for its meta.
+
     Raises:
         UnsupportedShapeError: an unknown variant or option; as the variant's function.
+        TopologyError, SpecError, SolverError, ResourceError, DirectcollError, ScheduleError: as the variant's
+            function.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.2.1 (pMCF, MCF-extP), Sec. 3.2.2 (tsMCF) and Sec. 4 (lowering).
+
+    >>> s = mcf_schedule("ring:4", "extp")
+    >>> s.meta["variant"], round(s.meta["schedule_time_m_over_b"], 9)
+    ('extp', 2.0)
     """
     if variant not in VARIANTS:
         raise UnsupportedShapeError(f"mcf: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
@@ -253,8 +307,24 @@ def mcf_schedule(topology, variant: str = "timestepped", **options) -> Schedule:
 
 
 def build_mcf(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
-    """Registry builder: the ``mcf`` all-to-all of :func:`mcf_schedule`. Raises UnsupportedShapeError for
-    another collective or ``ports`` other than 1."""
+    """Registry builder (algorithm ``mcf``): the all-to-all of :func:`mcf_schedule`; ``variant`` None means
+    ``timestepped``.
+
+    Returns:
+        The Schedule of :func:`mcf_schedule`.
+
+    Raises:
+        UnsupportedShapeError: another collective than alltoall, ``ports`` other than None or 1, or as
+            :func:`mcf_schedule`.
+        ScheduleError: a collective name that is no collective; as :func:`mcf_schedule`.
+        TopologyError, SpecError, SolverError, ResourceError, DirectcollError: as :func:`mcf_schedule`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.2 and 4; DESIGN.md, "Layers" (the registry).
+
+    >>> from directcoll.topology import parse
+    >>> build_mcf(parse("ring:4"), "alltoall", variant="path").meta["variant"]
+    'path'
+    """
     if Collective.parse(collective) is not Collective.ALLTOALL:
         raise UnsupportedShapeError(f"mcf serves only alltoall, not {collective}")
     if ports not in (None, 1):

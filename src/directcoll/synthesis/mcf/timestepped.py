@@ -60,7 +60,18 @@ TS_METHODS = ("auto", "source", "symmetric")
 
 
 def diameter(net: FlowNetwork) -> int:
-    """Largest hop distance between two compute nodes of a flow network (one BFS on Cayley networks)."""
+    """Largest hop distance between two compute nodes of a flow network (one BFS on Cayley networks), in hops.
+
+    Raises:
+        ResourceError: the hop distances would exceed the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.3 ("l_max is set to a value >= diameter(G)").
+
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> from directcoll.topology import parse
+    >>> diameter(flow_network(parse("torus:3x3x3"))), diameter(flow_network(parse("petersen")))
+    (3, 2)
+    """
     n = net.num_compute
     sources = [0] if net.orbit is not None else np.arange(n)
     return int(bfs_distances(net, sources)[:, :n].max())
@@ -89,6 +100,15 @@ class TsMcfResult:
     (K,) arrays) are in shards: ``flow_value`` of source s on link e in step t (0-based, the LP's t + 1).
     Holds (:attr:`hold_source`, :attr:`hold_step`, :attr:`hold_node`, :attr:`hold_value`) are what node u keeps
     of s's data through step t without sending it (the hold edge u_t -> u_{t+1}).
+
+    Raises:
+        Nothing: a frozen record built by :func:`tsmcf`.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.3, eq. (15)-(20) (U_t, the flows f_{(s,d),(u,v),t}).
+
+    >>> r = tsmcf("ring:4")
+    >>> r.lmax, r.step_time.shape, round(float(r.step_time.sum()), 9), round(r.value, 9)
+    (2, (2,), 2.0, 0.5)
     """
 
     value: float
@@ -108,6 +128,7 @@ class TsMcfResult:
 
     @property
     def num_compute(self) -> int:
+        """N, the number of compute nodes. Raises: Nothing. Source: Basu et al. (HPDC'24) Sec. 2.2 (N nodes)."""
         return self.network.num_compute
 
     @cached_property
@@ -134,13 +155,41 @@ class TsMcfResult:
     hold_value = property(lambda self: self._all_flows[1][3], doc="float64 (H,): shards held.")
 
     def link_load(self) -> np.ndarray:
-        """float64 (lmax, E): shards every link carries in every step; ``<= capacity * step_time``."""
+        """float64 (lmax, E): shards every link carries in every step; ``<= capacity * step_time``.
+
+        Raises:
+            Nothing: sums the per-source flows.
+
+        Source: Basu et al. (HPDC'24) eq. (16) (the load of link (u, v) in step t, at most U_t times its
+        capacity).
+
+        >>> load = tsmcf("ring:4").link_load()  # 12 pairs: 8 one hop, 4 two hops
+        >>> load.shape, round(float(load.sum()), 9)
+        ((2, 8), 16.0)
+        """
         e = self.network.num_links
         return np.bincount(self.flow_step * e + self.flow_link, weights=self.flow_value,
                            minlength=self.lmax * e).reshape(self.lmax, e)
 
     def alltoall_time(self, shard_bytes) -> np.ndarray:
-        """Time, s, of the stepped all-to-all with ``shard_bytes`` per pair: time * m / b (fluid steps)."""
+        """Time, s, of the stepped all-to-all with ``shard_bytes`` per pair: time * m / b (fluid steps).
+
+        Args:
+            shard_bytes: m, bytes per ordered pair; a number or an array of any shape.
+
+        Returns:
+            float64 array of ``shard_bytes``' shape, in s (bandwidth only: no per-step latency).
+
+        Raises:
+            Nothing: arithmetic.
+
+        Source: Basu et al. (HPDC'24) eq. (15) (sum_t U_t, here in units of m / b).
+
+        ring:4 with its default 50 GB/s links: 2 x 1 MB / 50 GB/s = 40 us.
+
+        >>> tsmcf("ring:4").alltoall_time([1e6]).round(8).tolist()
+        [4e-05]
+        """
         return np.asarray(shard_bytes, dtype=float) * self.time / self.reference_bandwidth
 
     def walks(self, sources=None) -> dict:
@@ -154,6 +203,16 @@ class TsMcfResult:
             dict of columnar arrays, W walks: ``source``, ``dest`` (int64 (W,)), ``weight`` (float64 (W,), shards;
             every pair's weights add up to 1 up to ~1e-9), ``links`` (int64 (W, lmax): the link taken in every
             step, -1 where the walk holds).
+
+        Raises:
+            Nothing: a greedy walk decomposition of flows that conserve (round-off is left unassigned).
+
+        Source: flow decomposition on the time-expanded DAG, instead of Basu et al. (HPDC'24) Sec. 3.1.3's
+        "source-based LP + child LPs"; docs/alltoall.md, "Time-stepped MCF (tsMCF, eq. 15-20)".
+
+        >>> w = tsmcf("ring:4").walks([0])
+        >>> sorted(set(w["dest"].tolist())), round(float(w["weight"].sum()), 9), w["links"].shape[1]
+        ([1, 2, 3], 3.0, 2)
         """
         net, lmax = self.network, self.lmax
         fsrc, fstep, flink, fval = self._flows if self.method == "symmetric" else self._all_flows[0]
@@ -179,6 +238,8 @@ class TsMcfResult:
                 "links": np.asarray(out["links"], dtype=np.int64).reshape(-1, lmax)}
 
     def to_dict(self) -> dict:
+        """JSON-ready summary (value in capacity units, times in m / b, l_max in steps, stage seconds in s). Raises:
+        Nothing. Source: docs/alltoall.md, "Time-stepped MCF (tsMCF, eq. 15-20)"."""
         return {"spec": self.spec, "tsmcf_value": self.value, "time_m_over_b": self.time, "lmax": self.lmax,
                 "step_time": self.step_time.tolist(), "method": self.method, "solver": self.solver,
                 "alltoall_mcf": self.mcf_value, "tried": {str(k): v for k, v in self.tried.items()},
@@ -313,8 +374,18 @@ def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: st
 
     Raises:
         UnsupportedShapeError: lmax below the diameter or above the limit, an unknown method or solver,
-            ``symmetric`` on a topology without the symmetry.
+            ``symmetric`` on a topology without the symmetry; a non-positive bandwidth.
         TopologyError, SpecError, DirectcollError: as :func:`alltoall_mcf`.
+        SolverError: HiGHS rejects an option or does not reach the optimum (SolverLimitError: a limit).
+        ResourceError: the hop distances or an LP exceed the memory budget.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.1.3, eq. (15)-(20), as the exact source-aggregated reformulation of
+    this module's docstring (eq. (17) read as the hold variables being >= 0; eq. (16) with link capacities
+    cap(u, v) U_t, Basu's "multiplier ... if link bandwidth is not uniform").
+
+    >>> r = tsmcf("ring:4")
+    >>> r.method, r.lmax, round(r.time, 9), round(r.mcf_value, 9)
+    ('symmetric', 2, 2.0, 0.5)
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth
