@@ -49,13 +49,7 @@ SOURCE = re.compile(r"Sec\.|Section|Eq\.|eq\. ?\(?\d|Theorem|Corollary|Def\.|Def
 
 #: modules (paths under src/directcoll) whose public docstrings do not follow the convention yet (issue #13):
 #: each is an expected failure; remove a module from here once its docstrings are done.
-OUTSTANDING = {
-    "algorithms/alltoall/direct.py", "algorithms/alltoall/dor.py", "algorithms/alltoall/ewsp.py",
-    "algorithms/alltoall/ilp.py", "algorithms/alltoall/routed.py", "algorithms/alltoall/sssp.py",
-    "synthesis/mcf/bracket.py", "synthesis/mcf/formulations.py",
-    "synthesis/mcf/link.py", "synthesis/mcf/network.py", "synthesis/mcf/paths.py", "synthesis/mcf/schedules.py",
-    "synthesis/mcf/symmetry.py", "synthesis/mcf/timestepped.py",
-}
+OUTSTANDING: set[str] = set()
 
 
 def _modules() -> list[str]:

@@ -23,6 +23,7 @@ from directcoll.errors import ScheduleError, SpecError, TopologyError, Unsupport
 from directcoll.registry import build
 from directcoll.schedule.ops import reverse
 from directcoll.synthesis.bfb import bfb_allgather, bfb_reduce_scatter
+from directcoll.synthesis.expansion_predictions import predict
 from directcoll.synthesis.expansions import (
     bidirectional_allgather,
     cartesian_power_allgather,
@@ -30,7 +31,6 @@ from directcoll.synthesis.expansions import (
     degree_expansion_allgather,
     expanded_schedule,
     line_graph_allgather,
-    predict,
 )
 from directcoll.topology import Topology, parse
 from directcoll.topology import operators as tex

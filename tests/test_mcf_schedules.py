@@ -14,11 +14,10 @@ from directcoll.cost.analytic import alltoall_time_m_over_b, analyze
 from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.registry import ALGORITHMS, build
 from directcoll.synthesis.mcf.link import alltoall_mcf
-from directcoll.synthesis.mcf.paths import mcf_extp, path_sets, pmcf
+from directcoll.synthesis.mcf.paths import mcf_extp, path_sets, pmcf, widest_paths
 from directcoll.synthesis.mcf.schedules import chunk_shards, mcf_schedule, path_schedule, tsmcf_schedule
 from directcoll.synthesis.mcf.timestepped import diameter, tsmcf
 from directcoll.topology import parse
-from directcoll.topology.paths import widest_paths
 from directcoll.verify import verify
 
 SPECS = ["torus:3x3", "torus:3x3x3", "hypercube:3", "genkautz:2:10", "genkautz:3:12", "bipartite:3", "jellyfish:12:3",

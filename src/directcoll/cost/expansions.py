@@ -235,7 +235,7 @@ def predict_expansion(spec, collective="allgather", *,
         collective: allgather, reduce_scatter (the same formulas on the bases' reduce-scatter costs) or
             allreduce (reduce-scatter + allgather: T_L and T_B add up).
         base_cost: ``(topology, collective) -> (T_L, T_B)`` of a base's schedule (BFB:
-            :func:`directcoll.synthesis.expansions.bfb_base_cost`; or :func:`measured_cost` of any schedule).
+            :func:`directcoll.synthesis.expansion_predictions.bfb_base_cost`; or :func:`measured_cost` of any schedule).
 
     Returns:
         The :class:`Prediction` of the whole spec (T_L in steps, T_B in units of M/B).

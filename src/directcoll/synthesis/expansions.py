@@ -1,29 +1,22 @@
-"""Schedule expansions of Zhao et al. (NSDI'25, Sec. 5, App. A.6, B and D) and their predicted costs.
+"""Schedule expansions of Zhao et al. (NSDI'25, Sec. 5, App. A.6, B and D).
 
-Given an allgather schedule A_G of a base topology G whose transfers go between neighbours (a BFB schedule
-from :func:`~directcoll.synthesis.bfb.bfb_allgather`, or any such allgather), build the allgather of:
-
-- the line graph L(G) (Def. 12), schedule Def. 1: one extra first step; Theorems 7 and 10
-  (:func:`line_graph_allgather`);
-- the degree expansion G * n (Def. 13), schedule Def. 2: one extra last step on n*d equal chunks; Theorem 11
-  (:func:`degree_expansion_allgather`);
-- the Cartesian power G^(box n), App. D.3 (Def. 14): n rotated dimension orders run concurrently on 1/n of
-  every shard; Theorem 12 (:func:`cartesian_power_allgather`);
-- the Cartesian product of distinct graphs: BFB on the product, Theorem 13
-  (:func:`cartesian_product_allgather`);
-- G united with its transpose, App. A.6: half of every shard follows A_G, the other half an allgather of
-  G^T on the reversed links (:func:`bidirectional_allgather`).
+Given an allgather A_G of a base topology G whose transfers go between neighbours (a BFB schedule from
+:func:`~directcoll.synthesis.bfb.bfb_allgather`, or any such allgather), build the allgather of: the line graph
+L(G) (Def. 12; schedule Def. 1, one extra first step; Theorems 7, 10: :func:`line_graph_allgather`); the degree
+expansion G * n (Def. 13; schedule Def. 2, one extra last step on n*d equal chunks; Theorem 11:
+:func:`degree_expansion_allgather`); the Cartesian power G^(box n) (App. D.3, Def. 14: n rotated dimension orders
+run concurrently on 1/n of every shard; Theorem 12: :func:`cartesian_power_allgather`); the Cartesian product of
+distinct graphs (BFB on the product, Theorem 13: :func:`cartesian_product_allgather`); G united with its
+transpose (App. A.6: half of every shard follows A_G, the other half an allgather of G^T on the reversed links:
+:func:`bidirectional_allgather`).
 
 Topologies and node numbering come from :mod:`directcoll.topology.operators`. Reduce-scatter and allreduce
 follow from Theorem 1 / Corollary 1.2: the reduce-scatter of an expanded topology T is the time reversal of
 the allgather of T^T, and T^T is the same expansion of the transposed base (node ids kept), so
 :func:`expanded_schedule` builds any collective for a spec of operators over base topologies by recursion.
-
-Predictions of T_L and T_B from the bases' costs live in :mod:`directcoll.cost.expansions`; :func:`predict`
-applies them to the BFB schedules of a spec's bases.
-
-Schedules are exact: every shard is [0, D) over one integer denominator D, which the constructions scale
-(by the multiplicity of parallel links, n*d, or n) so that every chunk stays an integer interval.
+Predicted T_L and T_B: :mod:`directcoll.cost.expansions`, with BFB bases :mod:`.expansion_predictions`.
+Schedules are exact: every shard is [0, D) over one integer denominator D, which the constructions scale (by the
+multiplicity of parallel links, n*d, or n) so that every chunk stays an integer interval.
 
 Source: Zhao et al. (NSDI'25) Sec. 5 and App. D (Defs. 1, 2, 14; Theorems 7-13), App. A.6, App. B;
 docs/expansions.md, "Schedules" and "Choices and deviations".
@@ -32,12 +25,12 @@ docs/expansions.md, "Schedules" and "Choices and deviations".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache, reduce
+from functools import reduce
 from math import gcd, lcm
 
 import numpy as np
 
-from directcoll.cost.expansions import LEAVES, Prediction, measured_cost, predict_expansion
+from directcoll.cost.expansions import LEAVES
 from directcoll.errors import ScheduleError, TopologyError, UnsupportedShapeError
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, reverse
@@ -46,17 +39,6 @@ from directcoll.topology import operators
 from directcoll.topology.grammar import SpecNode, parse_tree
 from directcoll.topology.model import Topology
 from directcoll.topology.spec import build_tree
-
-__all__ = [
-    "bfb_base_cost",
-    "bidirectional_allgather",
-    "cartesian_power_allgather",
-    "cartesian_product_allgather",
-    "degree_expansion_allgather",
-    "expanded_schedule",
-    "line_graph_allgather",
-    "predict",
-]
 
 
 # -- a shard-level view of an allgather ---------------------------------------------------------------------
@@ -590,63 +572,6 @@ def expanded_schedule(spec_or_topology, collective="allgather") -> Schedule:
     return concat(rs, b.ag(tree, False), meta=meta)
 
 
-# -- predictions with BFB bases -----------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def _bfb_cost(spec: str, collective: str) -> tuple[int, float]:
-    from directcoll.topology.spec import parse
-
-    topo = parse(spec)
-    return measured_cost(_bfb.build_bfb(topo, collective), topo)
-
-
-def bfb_base_cost(topology: Topology, collective) -> tuple[int, float]:
-    """(T_L, T_B) of the BFB schedule of ``topology`` (:func:`directcoll.cost.expansions.measured_cost`), cached
-    per spec: the base costs :func:`predict` starts from.
-
-    The schedule is built from ``topology.spec`` (parsed again), so a Topology whose links differ from its spec
-    gets the spec's cost.
-
-    Returns:
-        (T_L in steps, an int; T_B in units of M/B, a float) of the built BFB schedule of ``collective``.
-
-    Raises:
-        SpecError: ``topology.spec`` is not a spec the parser knows (a hand-built Topology).
-        UnsupportedShapeError, SolverError, ScheduleError, ResourceError: as
-            :func:`directcoll.synthesis.bfb.build_bfb`.
-
-    Source: Zhao et al. (NSDI'25) Sec. 6.1 (BFB, LP (1)) and Sec. 3.2 (T_L, T_B of a schedule).
-
-    >>> from directcoll.topology import parse
-    >>> bfb_base_cost(parse("complete:4"), "allgather")
-    (1, 0.75)
-    """
-    return _bfb_cost(topology.spec, Collective.parse(collective).value)
-
-
-def predict(spec_or_topology, collective="allgather") -> Prediction:
-    """Predicted (N, d, T_L, T_B) of :func:`expanded_schedule` for a spec, from the BFB schedules of its bases
-    alone (:func:`directcoll.cost.expansions.predict_expansion` with :func:`bfb_base_cost`).
-
-    Returns:
-        A :class:`~directcoll.cost.expansions.Prediction`: nodes, degree, T_L in steps, T_B in units of M/B
-        (None for a product whose factors do not meet Theorem 13's conditions).
-
-    Raises:
-        SpecError, TopologyError, UnsupportedShapeError, ScheduleError, ResourceError: as
-            :func:`~directcoll.cost.expansions.predict_expansion`.
-        SolverError: as :func:`bfb_base_cost` on a base.
-
-    Source: Zhao et al. (NSDI'25) Sec. 5, App. D (Theorems 7-13, Corollaries 7.1 and 10.1), App. A.6;
-    docs/expansions.md, "Predictions".
-
-    >>> predict("line(complete:4)")  # Theorem 10: T_L + 1 = 2, T_B + 1/N = 3/4 + 1/4
-    Prediction(nodes=12, degree=3, t_l=2, t_b=1.0)
-    """
-    return predict_expansion(_tree_of(spec_or_topology)[0], collective, base_cost=bfb_base_cost)
-
-
 def build_expansion(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
     """Registry builder: :func:`expanded_schedule` of a topology built by expansion operators (its spec).
 
@@ -669,8 +594,7 @@ def build_expansion(topology: Topology, collective, *, variant=None, ports=None,
     """
     if options:
         raise UnsupportedShapeError(f"expansion takes no options; got {', '.join(sorted(options))}")
-    tree, _ = _tree_of(topology)
-    if tree.op in LEAVES:
+    if _tree_of(topology)[0].op in LEAVES:
         raise UnsupportedShapeError(f"expansion: {topology.spec} is not built by line/degree/product/power/bidir "
                                     "operators; its schedule is plain BFB (algorithm 'bfb')")
     return expanded_schedule(topology, collective)

@@ -9,7 +9,7 @@ topologies with N nodes and degree d, built bottom-up from base topologies and e
    and whose degree is at most d gets its BFB allgather LPs solved (:func:`directcoll.synthesis.bfb.bfb_cost`):
    T_L = its diameter, T_B its LP value (eq. (2)), both exact.
 2. **Expansions**, predicted by the theorems without building anything (:mod:`directcoll.cost.expansions`, the
-   formulas behind :func:`directcoll.synthesis.expansions.predict`):
+   formulas behind :func:`directcoll.synthesis.expansion_predictions.predict`):
    line graph L (Theorem 10: T_L + 1, T_B + 1/N, exact for BFB bases with out-degree > 1), degree expansion
    G*n (Theorem 11), Cartesian power G^n (Theorem 12), Cartesian product of BW-optimal BFB components
    (Theorem 13: BW-optimal, T_L = sum of diameters) and the unidirectional -> bidirectional conversion of a

@@ -1,30 +1,26 @@
 """Hop distances and paths between the nodes of a directed multigraph: the one home of BFS, shortest-path counts
-and DAGs, the enumeration of shortest paths, link-disjoint paths and widest paths.
+and DAGs, the enumeration of shortest paths and link-disjoint paths (widest-path extraction from an MCF flow
+is MCF-extP's: :mod:`directcoll.synthesis.mcf.paths`).
 
 Every function takes a *link graph*: any object with ``num_nodes`` and int64 ``link_src``, ``link_dst`` arrays
 (a :class:`~directcoll.topology.model.Topology`, the MCF's ``FlowNetwork``, or a :class:`LinkSet` for a
 filtered or transposed set of links); ``spec`` names it in messages where it has one. Paths are sequences of
 link ids, so parallel links are distinct paths.
 
-**Cap on enumerated paths.** A pair of nodes can have exponentially many shortest paths (torus:16x16 has 51,480
-between antipodes), so :func:`shortest_paths_from`, through which every enumeration of shortest paths goes
-(EwSP, ILP-shortest, pMCF path sets), takes ``max_paths`` (default :data:`MAX_PATHS_PER_PAIR`; callers keep
-their own) and *refuses*: before anything is enumerated, a requested pair with more than
-``max_paths`` shortest paths (counted exactly by :func:`path_counts`) raises UnsupportedShapeError naming the
-pair with the most. Nothing is ever truncated silently; a caller that wants to skip such pairs (pMCF's
-``auto`` path sets) asks :func:`path_counts` first and requests only the others.
+**Cap on enumerated paths.** A pair can have exponentially many shortest paths (torus:16x16: 51,480 between
+antipodes), so :func:`shortest_paths_from`, through which every enumeration of shortest paths goes (EwSP,
+ILP-shortest, pMCF path sets), takes ``max_paths`` (default :data:`MAX_PATHS_PER_PAIR`) and *refuses* before
+enumerating: a pair with more shortest paths (counted exactly by :func:`path_counts`) raises
+UnsupportedShapeError. Nothing is truncated silently; pMCF's ``auto`` path sets ask :func:`path_counts` first.
 
-How traffic spreads over these paths (minimal adaptive or dimension-order routing) and the link loads it puts
-on the network are in :mod:`directcoll.topology.routing`.
+How traffic spreads over these paths and the link loads it puts on the network: :mod:`directcoll.topology.routing`.
 
 Source: docs/topology.md, "Metrics and routing" and "Strict specs and sizes" (BFS work and memory limits);
-DESIGN.md, "Topology"; Basu et al. (HPDC'24) Sec. 3.1.4, 3.2.1 and 5.2 for the path sets of the all-to-all
-schedules (docs/alltoall.md).
+DESIGN.md, "Topology"; Basu et al. (HPDC'24) Sec. 3.1.4, 3.2.1 and 5.2 (path sets of the all-to-all schedules).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
@@ -254,7 +250,8 @@ def distance_sum(topo) -> tuple[int, float]:
         (diameter in hops (int), sum of distances in hops (float)); (0, 0.0) for one compute node.
 
     Raises:
-        ResourceError: a chunk of distance rows over the memory budget (:func:`bfs_distances`).
+        ResourceError: a non-Cayley topology needing more than :data:`MAX_BFS_WORK`, or a chunk of distance rows
+            over the memory budget (:func:`bfs_distances`).
 
     Source: docs/topology.md, "Metrics and routing" (diameter, average distance); the bound |E| / sum of
     distances on the MCF value F of Basu et al. (HPDC'24) Sec. 3.1.1 (:func:`directcoll.cost.bounds.capacity_bound`).
@@ -269,6 +266,7 @@ def distance_sum(topo) -> tuple[int, float]:
     if topo.is_cayley:
         d = bfs_distances(topo, [0])[0][:n]
         return int(d.max()), float(d.sum() * n)
+    check_bfs_work(topo, n, "the diameter and average distance (a BFS from every node)")
     diameter, total = 0, 0.0
     step = bfs_chunk(topo)
     for start in range(0, n, step):
@@ -484,14 +482,14 @@ def max_disjoint_paths(graph: LinkGraph, s: int, t: int, *, lists: LinkLists | N
 
     Args:
         graph: a link graph.
-        s, t: distinct nodes (not checked: s == t never returns).
+        s, t: distinct nodes.
         lists: :meth:`LinkLists.of` of ``graph``, when many pairs are asked.
 
     Returns:
         list of paths (lists of link ids).
 
     Raises:
-        Nothing: a unit-capacity max flow on the given lists; node ids must be in range.
+        TopologyError: s == t (no path of links joins a node to itself here); node ids must be in range.
 
     Source: Basu et al. (HPDC'24) Sec. 3.1.4 (link-disjoint (s, d) paths as pMCF candidates).
 
@@ -499,6 +497,8 @@ def max_disjoint_paths(graph: LinkGraph, s: int, t: int, *, lists: LinkLists | N
     >>> max_disjoint_paths(parse("ring:4"), 0, 2)
     [[1, 7], [0, 2]]
     """
+    if s == t:
+        raise TopologyError(f"disjoint paths need two distinct nodes, got {s} -> {t}")
     lists = LinkLists.of(graph) if lists is None else lists
     out_adj, in_adj, link_src, link_dst = lists.out_links, lists.in_links, lists.link_src, lists.link_dst
     used: set[int] = set()
@@ -548,61 +548,3 @@ def max_disjoint_paths(graph: LinkGraph, s: int, t: int, *, lists: LinkLists | N
             u = v
         paths.append(path)
     return paths
-
-
-# -- widest paths ---------------------------------------------------------------------------------------------
-def widest_paths(source: int, dest: int, links, flows, link_src, link_dst, *, eps: float = 0.0):
-    """Basu et al. Sec. 3.2.1's widest-path extraction from one pair's link flows (MCF-extP).
-
-    Repeatedly find the source -> dest path of largest bottleneck in the flow subgraph (Dijkstra with max-min
-    labels), subtract its width from its links, until no path wider than ``eps`` is left.
-
-    Args:
-        source, dest: the pair.
-        links, flows: the pair's flow, (K,) link ids and values (any unit: widths come out in it).
-        link_src, link_dst: endpoints of every link of the network (sequences indexable by link id).
-        eps: widths at or below this end the extraction.
-
-    Returns:
-        list of (links of the path, width), widths non-increasing.
-
-    Raises:
-        Nothing: a Dijkstra variant on the given flows; link ids must index ``link_src`` and ``link_dst``.
-
-    Source: Basu et al. (HPDC'24) Sec. 3.2.1, "Widest path extraction" (steps 1-4).
-
-    >>> widest_paths(0, 2, [0, 1, 2], [0.6, 0.5, 0.4], [0, 1, 0], [1, 2, 2])
-    [([0, 1], 0.5), ([2], 0.4)]
-    """
-    cap = {int(j): float(f) for j, f in zip(links, flows, strict=True)}
-    adj: dict[int, list[int]] = {}
-    for j in cap:
-        adj.setdefault(int(link_src[j]), []).append(j)
-    out = []
-    while True:
-        best, prev, done = {source: np.inf}, {}, set()
-        heap = [(-np.inf, source)]
-        while heap:
-            neg, u = heapq.heappop(heap)
-            if u in done:
-                continue
-            done.add(u)
-            if u == dest:
-                break
-            for j in adj.get(u, ()):
-                width = min(-neg, cap[j])
-                v = int(link_dst[j])
-                if width > eps and v not in done and width > best.get(v, 0.0):
-                    best[v], prev[v] = width, j
-                    heapq.heappush(heap, (-width, v))
-        if dest not in done:
-            return out
-        path, v = [], dest
-        while v != source:
-            path.append(prev[v])
-            v = int(link_src[prev[v]])
-        path.reverse()
-        width = best[dest]
-        for j in path:
-            cap[j] -= width
-        out.append((path, width))

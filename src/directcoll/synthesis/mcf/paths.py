@@ -18,7 +18,7 @@ carries. Two ways to get them:
   method.
 * **MCF-extP** (Sec. 3.2.1): solve the decomposed link MCF (``alltoall_mcf(method="decomposed")``, eq. 6-14:
   per-(s, d) link flows), then for every pair extract paths greedily by **widest path** (Dijkstra maximizing
-  the bottleneck; :func:`directcoll.topology.paths.widest_paths`) from the subgraph of its flow, subtracting
+  the bottleneck; :func:`widest_paths`) from the subgraph of its flow, subtracting
   each path's width, until no path is left.
 
 Both return a :class:`PathMcfResult`: paths as CSR over network link ids, the rate of every path (capacity
@@ -31,6 +31,7 @@ schedule is a feasible pMCF point); for MCF-extP it is 1 / F up to the round-off
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -50,7 +51,6 @@ from directcoll.topology.paths import (
     max_disjoint_paths,
     path_counts,
     shortest_paths_from,
-    widest_paths,
 )
 from directcoll.topology.routing import link_loads
 
@@ -485,3 +485,60 @@ def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: i
                            lp_value=mcf.value, mcf_value=mcf.value,
                            seconds={**mcf.seconds, "mcf": t1 - t0, "extract": t2 - t1})
     return _with_value(result)
+
+
+def widest_paths(source: int, dest: int, links, flows, link_src, link_dst, *, eps: float = 0.0):
+    """Basu et al. Sec. 3.2.1's widest-path extraction from one pair's link flows (MCF-extP).
+
+    Repeatedly find the source -> dest path of largest bottleneck in the flow subgraph (Dijkstra with max-min
+    labels), subtract its width from its links, until no path wider than ``eps`` is left.
+
+    Args:
+        source, dest: the pair.
+        links, flows: the pair's flow, (K,) link ids and values (any unit: widths come out in it).
+        link_src, link_dst: endpoints of every link of the network (sequences indexable by link id).
+        eps: widths at or below this end the extraction.
+
+    Returns:
+        list of (links of the path, width), widths non-increasing.
+
+    Raises:
+        Nothing: a Dijkstra variant on the given flows; link ids must index ``link_src`` and ``link_dst``.
+
+    Source: Basu et al. (HPDC'24) Sec. 3.2.1, "Widest path extraction" (steps 1-4).
+
+    >>> widest_paths(0, 2, [0, 1, 2], [0.6, 0.5, 0.4], [0, 1, 0], [1, 2, 2])
+    [([0, 1], 0.5), ([2], 0.4)]
+    """
+    cap = {int(j): float(f) for j, f in zip(links, flows, strict=True)}
+    adj: dict[int, list[int]] = {}
+    for j in cap:
+        adj.setdefault(int(link_src[j]), []).append(j)
+    out = []
+    while True:
+        best, prev, done = {source: np.inf}, {}, set()
+        heap = [(-np.inf, source)]
+        while heap:
+            neg, u = heapq.heappop(heap)
+            if u in done:
+                continue
+            done.add(u)
+            if u == dest:
+                break
+            for j in adj.get(u, ()):
+                width = min(-neg, cap[j])
+                v = int(link_dst[j])
+                if width > eps and v not in done and width > best.get(v, 0.0):
+                    best[v], prev[v] = width, j
+                    heapq.heappush(heap, (-width, v))
+        if dest not in done:
+            return out
+        path, v = [], dest
+        while v != source:
+            path.append(prev[v])
+            v = int(link_src[prev[v]])
+        path.reverse()
+        width = best[dest]
+        for j in path:
+            cap[j] -= width
+        out.append((path, width))

@@ -35,6 +35,7 @@ from directcoll.schedule.ir import Collective, Schedule
 from directcoll.synthesis.mcf.paths import MAX_SHORTEST_PATHS, PathMcfResult, mcf_extp, pmcf
 from directcoll.synthesis.mcf.timestepped import TsMcfResult, tsmcf
 from directcoll.topology.model import Topology
+from directcoll.topology.routing import link_loads
 
 #: Default cap on the chunks per shard (q); exact rational weights with a larger lcm are rounded to it.
 DEFAULT_MAX_CHUNKS = 256
@@ -200,6 +201,7 @@ def tsmcf_schedule(topology, *, lmax: int | None = None, max_chunks: int = DEFAU
     transfer, start, stop = _merge_pieces(transfer, start, stop)
     t_step, t_link = keys // net.num_links, keys % net.num_links
     offsets = np.searchsorted(transfer, np.arange(len(keys) + 1)).astype(np.int64)
+    # one transfer per (step, link): its amount is that link's load in the step
     load = np.bincount(transfer, weights=(stop - start) / q, minlength=len(keys)) / net.capacity[t_link]
     per_step = np.zeros(len(used_steps))
     np.maximum.at(per_step, t_step, load)
@@ -251,8 +253,7 @@ def path_schedule(result: PathMcfResult, *, max_chunks: int = DEFAULT_MAX_CHUNKS
     route = p.links[np.repeat(p.offsets[:-1][keep] - route_offsets[:-1], counts) + np.arange(route_offsets[-1])]
     start = (p.source[keep] * n + p.dest[keep]) * q + chunking.first[keep]
     stop = start + chunking.counts[keep]
-    share = np.repeat(chunking.counts[keep] / q, counts)
-    load = np.bincount(route, weights=share, minlength=net.num_links)
+    load = link_loads(net, p.source[keep], p.dest[keep], chunking.counts[keep] / q, routes=(route_offsets, route))
     meta = {"algorithm": "mcf", "variant": "path" if result.method == "pmcf" else "extp", "topology": result.spec,
             "path_set": result.path_set, "lp_value": result.lp_value, "lp_time_m_over_b": 1.0 / result.lp_value,
             "paths_value": result.value, "schedule_time_m_over_b": float((load / net.capacity).max()),
