@@ -121,7 +121,7 @@ def test_gamma_store_and_forward_and_local_copies():
     assert r.time_s == pytest.approx(1e-3 + 1e-3, rel=1e-12)                    # bytes/bw + gamma * bytes
     saf = simulate_flow(one, topo, 1e6, NetworkParams(link_bandwidth=GB, link_latency=0.0,
                                                       forwarding="store-and-forward"))
-    assert saf.time_s == pytest.approx(2e-3, rel=1e-12)                           # 2 hops, whole message each
+    assert saf.time_s == pytest.approx(1e-3 + 4096 / GB, rel=1e-12)               # 2 hops: one packet's wait
     local = simulate_flow(pattern(8, [([3], [3], [1.0])]), topo, 1e6, PLAIN.with_(alpha=1e-6))
     assert local.time_s == pytest.approx(1e-6, rel=1e-12)
 

@@ -73,9 +73,12 @@ def _add_network_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gamma", type=per_byte, help="override: reduction cost per byte, e.g. 0.2ns or 0.2ns/B (a "
                                                   "bare number is seconds per byte)")
     p.add_argument("--forwarding", choices=["cut-through", "store-and-forward"],
-                   help="per-hop behaviour (default cut-through)")
+                   help="a router passes a packet on once its header (cut-through, default) or all of it "
+                        "(store-and-forward) has arrived")
     p.add_argument("--packet-size", type=size_option("--packet-size"),
-                   help="override: payload bytes per packet of the packet model, e.g. 4KiB (default 4096)")
+                   help="override: payload bytes per packet, e.g. 4KiB (default 4096)")
+    p.add_argument("--packet-header", type=count(0), help="override: header bytes per packet (default 0; the "
+                                                          "packet model carries at least ns-3's 2)")
 
 
 

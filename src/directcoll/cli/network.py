@@ -36,7 +36,7 @@ def _resolve_network(spec: str | None, params_name: str | None, args):
     return resolve_network(spec or DEFAULT_TOPOLOGY, params_name, alpha=args.alpha,
                            per_hop_latency=args.per_hop_latency, link_bandwidth=args.link_bandwidth,
                            link_latency=args.link_latency, gamma=args.gamma, forwarding=args.forwarding,
-                           packet_size=args.packet_size)
+                           packet_size=args.packet_size, packet_header=args.packet_header)
 
 
 def cmd_compare(args) -> int:

@@ -23,9 +23,10 @@ tolerance 1e-9) *and* every link whose level is lowest among the links it shares
 
 Completion. A flow drains when all its bytes have left; the sender's part of the step ends then. The data
 arrives ``latency`` later (share-weighted sum of the link latencies + hops * per_hop_latency, as in the step
-model), plus ``gamma * bytes`` for a reduction; that ends the receiver's part. With store-and-forward
-forwarding a flow carries ``hops * bytes`` (the whole message crosses every hop in turn), which is the step
-model's per-hop bandwidth term for an uncontended transfer.
+model), plus ``gamma * bytes`` for a reduction; that ends the receiver's part. Packets as in the step model
+(docs/simulation.md, "Packets in the models"): a flow carries ``bytes + packet_header * max(1, bytes /
+packet_size)`` wire bytes, and every hop after the first adds the wait for a packet's header (cut-through) or for a
+whole packet (store-and-forward) to the arrival.
 
 Events. The simulation jumps to the earliest next flow drain or flow start; flows that drain within a relative
 tolerance of 1e-9 of the earliest are completed together (symmetric schedules drain thousands at once), and
@@ -204,6 +205,7 @@ class _Prepared:
     link: np.ndarray
     share: np.ndarray
     latency: np.ndarray      # (T,) route latency, s (without alpha)
+    inv_bw: np.ndarray       # (T,) mean of 1 / bandwidth over the route, s per byte (0 for local transfers)
     hops: np.ndarray         # (T,) share-weighted hop count
     capacity: np.ndarray     # (E,) bandwidth of the real links, then the virtual injection links
     count: np.ndarray        # (K, N) transfers each rank takes part in (as src plus as dst) per distinct step
@@ -243,6 +245,7 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
     idx, link, share = np.concatenate(idx), np.concatenate(link), np.concatenate(share)
     hops = np.bincount(idx, weights=share, minlength=t_all)
     latency = np.bincount(idx, weights=share * lat[link], minlength=t_all) + hops * params.per_hop_latency
+    inv_bw = np.bincount(idx, weights=share / bw[link], minlength=t_all) / np.maximum(hops, 1e-300)
     capacity = bw.astype(float)
     if params.host_injection:
         net = np.flatnonzero(pattern.src != pattern.dst)
@@ -252,7 +255,7 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
         capacity = np.concatenate([capacity, np.full(2 * n, float(params.host_injection))])
     order = np.argsort(idx, kind="stable")
     ptr = np.concatenate([[0], np.cumsum(np.bincount(idx, minlength=t_all))]).astype(np.int64)
-    return _Prepared(pattern, params, ptr, link[order].astype(np.int64), share[order], latency, hops, capacity,
+    return _Prepared(pattern, params, ptr, link[order].astype(np.int64), share[order], latency, inv_bw, hops, capacity,
                      count, rank_ptr, rank_tr)
 
 
@@ -269,8 +272,13 @@ class _Run:
         self.alpha = par.alpha
         nbytes = p.size * float(size_bytes)
         self.reduce_time = par.gamma * nbytes * p.reduce
-        self.bytes = nbytes * prep.hops if par.forwarding == "store-and-forward" else nbytes
         self.routed = np.diff(prep.ptr) > 0
+        # packets (docs/simulation.md, "Packets in the models"): headers on the wire; every further hop waits for
+        # a packet's header (cut-through) or whole packet (store-and-forward) before passing it on
+        header, size = par.packet_header, par.packet_size
+        self.bytes = nbytes + self.routed * header * np.maximum(1.0, nbytes / size)
+        packet = header + (np.minimum(nbytes, size) if par.forwarding == "store-and-forward" else 0.0)
+        self.latency = prep.latency + self.routed * np.maximum(prep.hops - 1, 0.0) * packet * prep.inv_bw
         n = p.nranks
         self.cur = np.full(n, -1, dtype=np.int64)     # the step each rank is in (nsteps: done)
         self.entry = np.zeros(n)                      # when it entered that step
@@ -320,7 +328,7 @@ class _Run:
     def _complete(self, p: np.ndarray, t: np.ndarray, now: float) -> None:
         """Flows of transfers ``p`` (schedule steps ``t``) drained at ``now``."""
         s, d = self.src[p], self.dst[p]
-        arrival = now + self.prep.latency[p] + self.reduce_time[p]
+        arrival = now + self.latency[p] + self.reduce_time[p]
         np.maximum.at(self.acc, s, now)
         np.maximum.at(self.acc, d, arrival)
         np.maximum.at(self.step_end, t, arrival)

@@ -13,10 +13,11 @@ What the driver takes (:func:`lower`): the links, the parameters, and every tran
 (step, src, dst, bytes, reduce, source route). What it returns (:class:`PacketResult`): the completion time, per
 rank and step the time the rank finished the step, and the bytes every link carried.
 
-Parameters beyond :class:`~directcoll.simulate.params.NetworkParams`' shared ones: ``packet_size`` (payload bytes
-per packet); ns-3's point-to-point device adds a 2-byte PPP header (:data:`HEADER_BYTES`) to every packet on the
-wire. ``host_injection`` and ``forwarding`` are refused: the packet engine has no NIC model yet, and forwarding is
-per packet store-and-forward by construction (cut-through within a packet is not modelled).
+Packets carry ``packet_size`` payload bytes and ``packet_header`` header bytes
+(:class:`~directcoll.simulate.params.NetworkParams`), at least :data:`HEADER_BYTES`: ns-3's point-to-point
+device adds a 2-byte PPP header to every packet, so a smaller ``packet_header`` is carried as 2 (the result's
+``header_bytes`` says what was used). Both ``forwarding`` modes are simulated (cut-through by handing a packet to
+the next router once its header has arrived). ``host_injection`` is refused: the engine has no NIC model yet.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class PacketResult:
         link_utilisation: float64 (L,): ``link_bytes / (bandwidth * time_s)``, in [0, 1].
         packets: packets injected.
         events: packet arrivals and transfer completions the driver handled.
+        header_bytes: header bytes per packet on the wire (:func:`header_bytes`).
 
     Raises:
         Nothing: a record, made by :func:`simulate_packet`.
@@ -77,6 +79,7 @@ class PacketResult:
     link_utilisation: np.ndarray
     packets: int
     events: int
+    header_bytes: int
 
     @property
     def step_end(self) -> np.ndarray:
@@ -151,13 +154,16 @@ def available() -> bool:
 
 
 # -- lowering -------------------------------------------------------------------------------------------------------
+def header_bytes(params: NetworkParams) -> int:
+    """Header bytes per packet the packet engine carries: ``params.packet_header``, at least :data:`HEADER_BYTES`.
+    Raises: Nothing. Source: ns-3.37's PointToPointNetDevice (a PPP header on every packet)."""
+    return max(HEADER_BYTES, params.packet_header)
+
+
 def _check_params(params: NetworkParams) -> None:
     if params.host_injection is not None:
         raise DirectcollError("the packet engine has no host-injection limit (no NIC model); "
                               "give parameters without host_injection")
-    if params.forwarding != "cut-through":
-        raise DirectcollError("the packet engine forwards packet by packet (store-and-forward per packet, "
-                              "pipelined over hops); forwarding must be left at its default")
 
 
 def _ordered_routes(topology: Topology, src: np.ndarray, dst: np.ndarray, routing: str,
@@ -187,13 +193,13 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     Every transfer carries ``round(size * size_bytes)`` bytes (size: its fraction of the vector), in
     ``ceil(bytes / packet_size)`` packets (one empty packet for 0 bytes). The format: ``directcoll-packet 1``;
     ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s)``; ``params packet_size
-    per_hop(s) alpha(s) gamma(s/byte)``; ``transfers T S`` then T lines ``step src dst bytes reduce k link_1 ..
-    link_k`` (k = 0: adaptive routing).
+    per_hop(s) alpha(s) gamma(s/byte) header_bytes cut_through(0/1)``; ``transfers T S`` then T lines
+    ``step src dst bytes reduce k link_1 .. link_k`` (k = 0: adaptive routing).
 
     Raises:
         TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do or one that splits
             a transfer over several paths.
-        DirectcollError: a negative or non-finite size, host_injection or store-and-forward parameters.
+        DirectcollError: a negative or non-finite size, or parameters with host_injection.
         ResourceError: more than :data:`MAX_PACKET_HOPS` packet-hops.
 
     Source: docs/simulation.md, "The packet engine".
@@ -202,7 +208,7 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     >>> from directcoll.registry import build
     >>> text, work = lower(build("ring", "ring:4"), parse("ring:4"), 1024, NetworkParams(packet_size=256))
     >>> text.splitlines()[0], work
-    ('directcoll-packet 1', 24)
+    ('directcoll-packet 1', 48)
     """
     pattern, params = prepare(schedule, topology, params, routing)
     _check_params(params)
@@ -231,7 +237,8 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     lines += [f"{s} {d} {b!r} {t!r}" for s, d, b, t in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
                                                              bw.astype(float).tolist(), lat.astype(float).tolist(),
                                                              strict=True)]
-    lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {params.gamma!r}")
+    lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {params.gamma!r} "
+                 f"{header_bytes(params)} {int(params.forwarding == 'cut-through')}")
     body, work = [], 0
     hops = _hop_counts(topology, routing, per_step)
     for t, k in enumerate(pattern.sequence.tolist()):
@@ -316,7 +323,8 @@ def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult
     time_s = float(head["time"][0])
     bw, _ = link_values(topology, params)
     util = link_bytes / (bw * time_s) if time_s > 0 else np.zeros(nl)
-    return PacketResult(time_s, rank_step, link_bytes, util, int(head["packets"][0]), int(head["events"][0]))
+    return PacketResult(time_s, rank_step, link_bytes, util, int(head["packets"][0]), int(head["events"][0]),
+                        header_bytes(params))
 
 
 def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, params: NetworkParams | None = None,

@@ -25,12 +25,18 @@ class NetworkParams:
         per_hop_latency: router processing per hop, s (added to every link's own latency).
         gamma: reduction cost, s per byte reduced at the receiver.
         host_injection: bytes/s a rank can send (and receive) in total, or None for no limit beyond links.
-        forwarding: "cut-through" (default: a message pays its bandwidth term once, pipelined over the hops,
-            as packet networks such as the Swing paper's SST model do) or "store-and-forward" (every hop
-            receives the whole message before forwarding it: the bandwidth term is paid per hop).
+        forwarding: how a router passes on a packet. "cut-through" (default): as soon as its header has
+            arrived, so a message pays its bandwidth term once and each further hop only the header's
+            serialisation, ``packet_header / bandwidth``. "store-and-forward": once the whole packet has
+            arrived, so each further hop adds one packet's serialisation, ``(min(B, packet_size) +
+            packet_header) / bandwidth`` for a message of B bytes: the message pipelines over its hops packet
+            by packet (docs/simulation.md, "Packets in the models").
         link_bandwidth, link_latency: override every link of the topology (bytes/s, s); None keeps its own.
-        packet_size: payload bytes per packet, used by the packet engine (default 4096: InfiniBand's largest
-            MTU; the Swing paper does not state the packet size of its SST runs).
+        packet_size: payload bytes per packet (default 4096: InfiniBand's largest MTU; the Swing paper does not
+            state the packet size of its SST runs).
+        packet_header: bytes each packet carries besides its payload (headers, CRC), default 0; a message of B
+            bytes puts ``B + packet_header * max(1, B / packet_size)`` bytes on the wire (exact to one header).
+            The packet engine needs at least 2 (ns-3's PPP header).
         name, source: where the values come from.
 
     Raises:
@@ -54,6 +60,7 @@ class NetworkParams:
     link_bandwidth: float | None = None
     link_latency: float | None = None
     packet_size: int = 4096
+    packet_header: int = 0
     name: str = "custom"
     source: str = ""
 
@@ -66,6 +73,9 @@ class NetworkParams:
         if not isinstance(self.packet_size, int) or self.packet_size < 1:
             raise DirectcollError(f"network parameter packet_size must be a whole number of bytes >= 1, "
                                   f"got {self.packet_size!r}")
+        if not isinstance(self.packet_header, int) or self.packet_header < 0:
+            raise DirectcollError(f"network parameter packet_header must be a whole number of bytes >= 0, "
+                                  f"got {self.packet_header!r}")
         for key in ("host_injection", "link_bandwidth"):
             if getattr(self, key) is not None and getattr(self, key) <= 0:
                 raise DirectcollError(f"network parameter {key} must be > 0, got {getattr(self, key)}")

@@ -11,7 +11,8 @@ transfers of the step are added on every directed link, and transfer i takes
 with loads per byte of the vector, so the step lasts max_i T_i(n). The adaptive-routing latency is the
 share-weighted mean over the minimal paths, which all have the same hop count. Because loads scale with the
 vector size n, the lines (a_i, b_i) of a step are computed once and any number of sizes are timed in closed
-form: time(n) = sum over steps of max_i (a_i + b_i n). Only the Pareto-maximal lines are kept.
+form: time(n) = sum over steps of max_i (a_i + b_i n). Only the Pareto-maximal lines are kept. Packet headers
+and store-and-forward add the terms of :class:`PacketTerms` (docs/simulation.md, "Packets in the models").
 
 Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model". The latency + bandwidth form is the
 alpha-beta model of Swing (De Sensi et al., NSDI'24) Sec. 2.2, with beta replaced per transfer by its most loaded
@@ -59,13 +60,56 @@ class StepLines:
     max_link_load: float         # the most loaded link's load, bytes per byte of the vector
     max_link: int                # its id (-1 for an empty step)
     hops_max: float              # the longest route of the step
+    packets: PacketTerms | None = None   # per line, when packet headers or store-and-forward are modelled
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
-        """float64 (S,): the step's time in s, max_i (a_i + b_i n), for every vector size n of ``sizes`` (S,)
-        in bytes (zeros for a step without lines). Raises: Nothing. Source: docs/simulation.md, "Step model"."""
+        """float64 (S,): the step's time in s, max_i T_i(n), for every vector size n of ``sizes`` (S,) in bytes
+        (zeros for a step without lines): T_i(n) = a_i + b_i n, plus :class:`PacketTerms` where modelled.
+        Raises: Nothing. Source: docs/simulation.md, "Step model" and "Packets in the models"."""
         if not len(self.latency):
             return np.zeros_like(sizes, dtype=float)
-        return (self.latency[:, None] + self.slope[:, None] * sizes[None, :]).max(axis=0)
+        n = sizes[None, :]
+        t = self.latency[:, None] + self.slope[:, None] * n
+        if self.packets is not None:
+            t = t + self.packets.time(n)
+        return t.max(axis=0)
+
+
+@dataclass(frozen=True)
+class PacketTerms:
+    """The packet terms of a step's lines (docs/simulation.md, "Packets in the models"): for a transfer of
+    s n bytes (s: its fraction of the vector, n: the vector size) over h hops, headers add
+    ``max(c, d n)`` (its congestion term grown by ``packet_header * max(1, s n / packet_size)`` wire bytes)
+    and store-and-forward adds ``f min(s n, packet_size)`` (one packet's payload per further hop).
+
+    Attributes:
+        header_fixed, header_rate: c in s and d in s per byte of the vector, (K,) each.
+        fill: f, (h - 1) times the mean of 1 / bandwidth over the route, s per byte, (K,).
+        piece: s, the transfer's fraction of the vector, (K,).
+        packet_size: payload bytes per packet.
+
+    Raises:
+        Nothing: a record built by :func:`step_lines`.
+
+    Source: docs/simulation.md, "Packets in the models"; the pipelining of packets over hops in
+    :mod:`directcoll.simulate.packet`.
+
+    >>> import numpy as np
+    >>> terms = PacketTerms(np.zeros(1), np.zeros(1), np.array([1e-9]), np.ones(1), 4096)
+    >>> (terms.time(np.array([[1024.0, 1e6]])) * 1e9).round(3).tolist()  # ns: 1 KiB, then one 4 KiB packet
+    [[1024.0, 4096.0]]
+    """
+
+    header_fixed: np.ndarray
+    header_rate: np.ndarray
+    fill: np.ndarray
+    piece: np.ndarray
+    packet_size: int
+
+    def time(self, n: np.ndarray) -> np.ndarray:
+        """float64 (K, S): the terms for vector sizes n (1, S) in bytes, s. Raises: Nothing. Source: as the class."""
+        c, d, f, s = (x[:, None] for x in (self.header_fixed, self.header_rate, self.fill, self.piece))
+        return np.maximum(c, d * n) + f * np.minimum(s * n, self.packet_size)
 
 
 @dataclass(frozen=True)
@@ -217,17 +261,27 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     slope = np.maximum.reduceat(ratio[link], starts)
     hops = np.add.reduceat(share, starts)
     latency = params.alpha + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
-    if params.forwarding == "store-and-forward":
-        slope = slope * hops
     if params.host_injection:  # the network term is the slower of the links and the host's injection
         sent = np.bincount(src, weights=size, minlength=n) / params.host_injection
         recv = np.bincount(dst, weights=size, minlength=n) / params.host_injection
         slope = np.maximum(slope, np.maximum(sent[src], recv[dst]))
+    terms = None
+    header, saf = params.packet_header, params.forwarding == "store-and-forward"
+    if header or saf:
+        inv_bw = np.add.reduceat(share / bw[link], starts) / hops      # mean s per byte over the route
+        latency = latency + (hops - 1) * header * inv_bw               # every further hop: the header at least
+        fixed = np.where(size > 0, slope * header / np.where(size > 0, size, 1.0), header * inv_bw)
+        terms = np.column_stack([fixed, slope * header / params.packet_size,
+                                 (hops - 1) * inv_bw if saf else np.zeros(len(hops)), size])
     if params.gamma:  # then the receiver reduces what it got
         slope = slope + params.gamma * reduced[dst]
-    a, b = _pareto(latency, slope)
     top = int(np.argmax(loads))
-    return StepLines(a, b, float(loads[top]), top, float(hops.max()))
+    if terms is None:
+        a, b = _pareto(latency, slope)
+        return StepLines(a, b, float(loads[top]), top, float(hops.max()))
+    rows = np.unique(np.column_stack([latency, slope, terms]), axis=0)   # symmetric steps: a few classes
+    packets = PacketTerms(*(rows[:, j] for j in range(2, 6)), params.packet_size)
+    return StepLines(rows[:, 0], rows[:, 1], float(loads[top]), top, float(hops.max()), packets)
 
 
 def simulate(schedule: Schedule | StepPattern, topology: Topology, params: NetworkParams | None = None,

@@ -13,8 +13,13 @@
 //   PPP header to every packet. Queues are deep enough that nothing is dropped (HPC fabrics are lossless by flow
 //   control; here by buffers), and the run fails if a packet is dropped anyway.
 // - A transfer of B bytes starts `alpha` after it may start and leaves as ceil(B / packet_size) packets (one empty
-//   packet for B = 0). Each packet pays `per_hop` at every router that forwards it (the source's included, the
+//   packet for B = 0), each carrying `header` bytes besides its payload (at least the 2 of ns-3's PPP header, which
+//   counts towards them). Each packet pays `per_hop` at every router that forwards it (the source's included, the
 //   destination's not), then waits in the chosen output queue and is serialised onto the link.
+// - Forwarding: store-and-forward (ns-3's own: a router has the whole packet before passing it on) or cut-through
+//   (a router passes a packet on once its header has arrived, `header / bandwidth` after its first bit: emulated
+//   by handing the packet to the next router when the transmission begins, at that time plus the link's latency;
+//   the link stays busy for the whole packet, and the destination still waits for the last bit).
 // - Routing: adaptive (at each router, the minimal next hop whose output queue holds the fewest bytes; ties in
 //   round-robin order) or a source route per transfer (dimension order, or the schedule's explicit route).
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
@@ -30,6 +35,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-channel.h"
 #include "ns3/point-to-point-net-device.h"
+#include "ns3/ppp-header.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,7 +153,10 @@ class Engine {
         per_hop_ = Next<double>(in, "per-hop latency");
         alpha_ = Next<double>(in, "alpha");
         gamma_ = Next<double>(in, "gamma");
-        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0) throw std::runtime_error("bad params");
+        header_ = Next<uint64_t>(in, "header bytes");
+        cut_through_ = Next<int>(in, "cut-through flag") != 0;
+        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2)
+            throw std::runtime_error("bad params");
         Expect(in, "transfers");
         const auto n_transfers = Next<uint32_t>(in, "transfer count");
         steps_ = Next<uint32_t>(in, "step count");
@@ -211,6 +220,8 @@ class Engine {
             }
             ends[1]->SetReceiveCallback(MakeBoundCallback(&Engine::OnReceive, this, link_dst_[l]));
             ends[0]->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&Engine::OnSent, this, l));
+            if (cut_through_)
+                ends[0]->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&Engine::OnTxBegin, this, l));
             tx_[l] = ends[0];
             out_links_[link_src_[l]].push_back(l);
         }
@@ -282,10 +293,28 @@ class Engine {
         return true;
     }
     static void OnSent(Engine* engine, uint32_t link, Ptr<const Packet> packet) { engine->Sent(link, packet); }
+    static void OnTxBegin(Engine* engine, uint32_t link, Ptr<const Packet> packet) { engine->TxBegin(link, packet); }
+
+    // cut-through: the next router has the header `latency + header / bandwidth` after the first bit left
+    void TxBegin(uint32_t link, Ptr<const Packet> packet) {
+        TransferTag tag;
+        if (!packet->PeekPacketTag(tag) || link_dst_[link] == transfers_[tag.transfer].dst) return;
+        Ptr<Packet> p = packet->Copy();
+        PppHeader ppp;
+        p->RemoveHeader(ppp);
+        const double header_time = static_cast<double>(header_) / link_bw_[link];
+        Simulator::Schedule(Seconds(link_lat_[link] + header_time), &Engine::Arrived, this, link_dst_[link], p);
+    }
 
     void Received(uint32_t node, Ptr<const Packet> packet) {
+        TransferTag tag;
+        packet->PeekPacketTag(tag);
+        if (cut_through_ && node != transfers_[tag.transfer].dst) return;  // passed on when its header arrived
+        Arrived(node, packet->Copy());
+    }
+
+    void Arrived(uint32_t node, Ptr<Packet> p) {
         ++events_;
-        Ptr<Packet> p = packet->Copy();
         TransferTag tag;
         p->RemovePacketTag(tag);
         Transfer& tr = transfers_[tag.transfer];
@@ -331,7 +360,8 @@ class Engine {
         for (uint32_t k = 0; k < tr.packets; ++k) {
             const uint64_t payload = std::min(left, packet_size_);
             left -= payload;
-            Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(payload));
+            // ns-3's device adds its 2-byte PPP header: the rest of the header travels as payload bytes
+            Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(payload + header_ - 2));
             TransferTag tag;
             tag.transfer = i;
             p->AddPacketTag(tag);
@@ -364,7 +394,8 @@ class Engine {
     uint32_t n_nodes_ = 0, n_compute_ = 0, steps_ = 0;
     std::vector<uint32_t> link_src_, link_dst_;
     std::vector<double> link_bw_, link_lat_;
-    uint64_t packet_size_ = 0;
+    uint64_t packet_size_ = 0, header_ = 2;
+    bool cut_through_ = false;
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
     std::vector<Transfer> transfers_;
     std::vector<std::vector<uint32_t>> by_rank_step_;
