@@ -187,7 +187,8 @@ def _ordered_routes(topology: Topology, src: np.ndarray, dst: np.ndarray, routin
 
 
 def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: float,
-          params: NetworkParams | None = None, routing: str = "adaptive") -> tuple[str, int]:
+          params: NetworkParams | None = None, routing: str = "adaptive", *,
+          max_packet_hops: float = MAX_PACKET_HOPS) -> tuple[str, int]:
     """The driver's input for one collective of ``size_bytes`` bytes: (text, packet-hops estimate).
 
     Every transfer carries ``round(size * size_bytes)`` bytes (size: its fraction of the vector), in
@@ -200,7 +201,7 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
         TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do or one that splits
             a transfer over several paths.
         DirectcollError: a negative or non-finite size, or parameters with host_injection.
-        ResourceError: more than :data:`MAX_PACKET_HOPS` packet-hops.
+        ResourceError: more than ``max_packet_hops`` packet-hops (default :data:`MAX_PACKET_HOPS`).
 
     Source: docs/simulation.md, "The packet engine".
 
@@ -245,10 +246,10 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
         src, dst, nbytes, reduce, offsets, links = per_step[k]
         packets = np.maximum(1, -(-nbytes // params.packet_size))
         work += int((packets * hops[k]).sum())
-        if work > MAX_PACKET_HOPS:
-            raise ResourceError(f"the packet engine would simulate more than {MAX_PACKET_HOPS:.0e} packet-hops "
-                                f"for {size_bytes:g} bytes on {topology.spec} (about a minute of ns-3 each "
-                                f"2e7); use a smaller size, a larger packet_size, or the flow model")
+        if work > max_packet_hops:
+            raise ResourceError(f"the packet engine would simulate more than {max_packet_hops:.0e} packet-hops "
+                                f"for {size_bytes:g} bytes on {topology.spec} (about 5 us of one core each); "
+                                "use a smaller size, a larger packet_size, or the flow model")
         for i in range(len(src)):
             route = links[offsets[i]:offsets[i + 1]].tolist()
             body.append(f"{t} {src[i]} {dst[i]} {nbytes[i]} {int(reduce[i])} {len(route)}"
@@ -271,7 +272,8 @@ def _hop_counts(topology: Topology, routing: str, per_step) -> list[np.ndarray]:
 
 # -- running --------------------------------------------------------------------------------------------------------
 def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_bytes: float,
-                    params: NetworkParams | None = None, routing: str = "adaptive") -> PacketResult:
+                    params: NetworkParams | None = None, routing: str = "adaptive", *,
+                    max_packet_hops: float = MAX_PACKET_HOPS) -> PacketResult:
     """Simulate one collective of ``size_bytes`` bytes packet by packet on ns-3 (see the module docstring).
 
     Args:
@@ -293,7 +295,7 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
     Source: docs/simulation.md, "The packet engine"; ns-3.37's point-to-point model.
     """
     params = params if params is not None else NetworkParams()
-    text, _ = lower(schedule, topology, size_bytes, params, routing)
+    text, _ = lower(schedule, topology, size_bytes, params, routing, max_packet_hops=max_packet_hops)
     exe = driver()
     with tempfile.TemporaryDirectory(prefix="directcoll-packet-") as tmp:
         inp, outp = Path(tmp) / "in.txt", Path(tmp) / "out.txt"

@@ -1,0 +1,193 @@
+"""Fidelity: the step and flow models against the ns-3 packet engine (docs/fidelity.md).
+
+Run: python3 benchmarks/fidelity.py [--out benchmarks/results/fidelity.csv] [--figure docs/img/fidelity.png]
+                                    [--workers 2] [--max-packet-hops 2e6] [--quick]
+
+For every topology of the validation matrix, every default contender of ``directcoll compare`` (allreduce; and
+all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
+step model, the flow model and the packet engine, all with the same parameters: the Swing paper's SST setup
+(400 Gb/s links, 100 ns, 300 ns per hop), 4 KiB packets with the engine's 2-byte header, cut-through. A packet
+simulation estimated above ``--max-packet-hops`` is skipped (recorded, not guessed). Writes one CSV row per cell
+and prints, per model, the distribution of |model/packet - 1| over sizes >= 4 KiB and the (topology, collective,
+size) cells where the model's winner differs from the packet engine's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from directcoll.errors import DirectcollError, ResourceError
+from directcoll.registry import build_pattern
+from directcoll.reports.contenders import default_contenders
+from directcoll.simulate import SWING_SST, simulate
+from directcoll.simulate.flow import flow_times
+from directcoll.simulate.packet import simulate_packet
+from directcoll.topology import parse
+
+ALLREDUCE = ["torus:4x4", "torus:8x8", "torus:16x16", "torus:4x4x4", "torus:8x4", "torus:3x3x3", "hypercube:4",
+             "hyperx:4x4", "hammingmesh:2x2:2x2", "genkautz:2:16", "circulant:16:1,5"]
+ALLTOALL = ["torus:4x4", "torus:4x4x4", "torus:8x4", "torus:3x3x3", "hypercube:4", "hyperx:4x4", "genkautz:2:16"]
+QUICK = ["torus:4x4", "torus:8x4", "hypercube:4", "genkautz:2:16"]
+SIZES = [32 * 8**k for k in range(8)] + [64 * 2**20]      # 32 B .. 64 MiB: every 8x, then 64 MiB
+PARAMS = SWING_SST.with_(packet_header=2, name="swing-sst, 4 KiB packets, 2-byte header")
+
+
+def jobs(quick: bool) -> list[tuple]:
+    out = []
+    for collective, specs in (("allreduce", QUICK if quick else ALLREDUCE), ("alltoall", QUICK if quick else ALLTOALL)):
+        for spec in specs:
+            for family, name, variant, *extra in default_contenders(parse(spec), collective):
+                if family == "mcf" and not quick and spec in ("torus:4x4x4",):
+                    continue  # the LP for 64 ranks takes minutes; the smaller tori cover MCF
+                out.append((spec, collective, family, name, variant, extra[0] if extra else {}))
+    return out
+
+
+def run_job(job: tuple, max_hops: float) -> list[dict]:
+    spec, collective, family, name, variant, options = job
+    topo = parse(spec)
+    try:
+        pattern = build_pattern(name, topo, collective, variant=variant, **options)
+    except DirectcollError as exc:
+        return [{"topology": spec, "collective": collective, "family": family, "algorithm": name,
+                 "variant": variant or "", "size": 0, "skipped": f"build: {exc}"}]
+    label = variant or pattern.meta.get("variant") or ""
+    if "r" in options:
+        label = f"r={options['r']}"
+    elif "chunks" in options:
+        label = f"P={options['chunks']}"
+    sizes = np.array(SIZES, dtype=float)
+    step = simulate(pattern, topo, PARAMS).time(sizes)
+    flow = flow_times(pattern, topo, sizes, PARAMS)
+    rows = []
+    for size, t_step, t_flow in zip(SIZES, step, flow, strict=True):
+        row = {"topology": spec, "collective": collective, "family": family, "algorithm": name, "variant": label,
+               "size": size, "step_s": float(t_step), "flow_s": float(t_flow), "packet_s": "", "skipped": ""}
+        t0 = time.perf_counter()
+        try:
+            row["packet_s"] = simulate_packet(pattern, topo, size, PARAMS, max_packet_hops=max_hops).time_s
+        except ResourceError:
+            row["skipped"] = f"packet: over {max_hops:.0e} packet-hops"
+        row["packet_wall_s"] = round(time.perf_counter() - t0, 3)
+        rows.append(row)
+    return rows
+
+
+def summarize(rows: list[dict]) -> dict:
+    done = [r for r in rows if r.get("packet_s") not in ("", None)]
+    out = {}
+    for model in ("step", "flow"):
+        err = np.array([r[f"{model}_s"] / r["packet_s"] - 1 for r in done if r["size"] >= 4096])
+        cells: dict[tuple, list] = {}
+        for r in done:
+            cells.setdefault((r["topology"], r["collective"], r["size"]), []).append(r)
+        agree, differ = 0, []
+        for key, cell in cells.items():
+            if len(cell) < 2:
+                continue
+            best_packet = min(cell, key=lambda r: r["packet_s"])
+            best_model = min(cell, key=lambda r: r[f"{model}_s"])
+            same = (best_model["family"], best_model["variant"]) == (best_packet["family"], best_packet["variant"])
+            # a tie within 0.5 % in the packet engine is no disagreement
+            close = best_model["packet_s"] <= best_packet["packet_s"] * 1.005
+            if same or close:
+                agree += 1
+            elif key[2] >= 4096:
+                differ.append((*key, f"{best_model['family']} {best_model['variant']}",
+                               f"{best_packet['family']} {best_packet['variant']}",
+                               best_model["packet_s"] / best_packet["packet_s"] - 1))
+            else:
+                agree += 0
+        big = sum(1 for k, c in cells.items() if len(c) >= 2 and k[2] >= 4096)
+        agree_big = big - len(differ)
+        out[model] = {"cells": len(err), "median_abs_err": float(np.median(np.abs(err))) if len(err) else None,
+                      "p90_abs_err": float(np.quantile(np.abs(err), 0.9)) if len(err) else None,
+                      "max_abs_err": float(np.abs(err).max()) if len(err) else None,
+                      "winner_cells": big, "winner_agree": agree_big, "winner_differs": differ}
+    return out
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [r for r in rows if r.get("packet_s") not in ("", None)]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, model in zip(axes, ("step", "flow"), strict=True):
+        for collective, marker in (("allreduce", "o"), ("alltoall", "^")):
+            pts = [(r["size"], r[f"{model}_s"] / r["packet_s"]) for r in done if r["collective"] == collective]
+            if pts:
+                x, y = zip(*pts, strict=True)
+                jitter = np.exp(np.random.default_rng(0).uniform(-0.15, 0.15, len(x)))
+                ax.scatter(np.array(x) * jitter, y, s=9, alpha=0.45, marker=marker, label=collective)
+        ax.axhline(1.0, color="black", lw=0.8)
+        for bound in (0.95, 1.05):
+            ax.axhline(bound, color="gray", lw=0.6, ls="--")
+        ax.axvline(4096, color="gray", lw=0.6, ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("vector size (bytes)")
+        ax.set_title(f"{model} model / packet engine")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("time ratio")
+    axes[0].legend(loc="upper right", fontsize=8)
+    fig.suptitle("Model fidelity against ns-3 (swing-sst parameters, 4 KiB packets, cut-through)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="benchmarks/results/fidelity.csv")
+    ap.add_argument("--figure", default="docs/img/fidelity.png")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--max-packet-hops", type=float, default=2e6)
+    ap.add_argument("--quick", action="store_true", help="four small topologies (a few minutes)")
+    args = ap.parse_args()
+    todo = jobs(args.quick)
+    t0 = time.perf_counter()
+    rows: list[dict] = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        for i, result in enumerate(pool.map(run_job, todo, [args.max_packet_hops] * len(todo))):
+            rows += result
+            print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
+            "packet_wall_s", "skipped"]
+    with open(args.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    figure(rows, Path(args.figure))
+    summary = summarize(rows)
+    print(f"\n{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
+          f"{sum(1 for r in rows if r.get('packet_s') not in ('', None))} packet cells, "
+          f"{sum(1 for r in rows if r.get('skipped'))} skipped, {time.perf_counter() - t0:.0f} s")
+    for model, s in summary.items():
+        print(f"{model}: sizes >= 4 KiB: {s['cells']} cells, median |err| {s['median_abs_err']:.4f}, "
+              f"p90 {s['p90_abs_err']:.4f}, max {s['max_abs_err']:.4f}; winner agrees in {s['winner_agree']}/"
+              f"{s['winner_cells']} (topology, collective, size) cells")
+        for d in s["winner_differs"]:
+            print(f"   differs: {d[0]} {d[1]} {d[2]} B: model picks {d[3]}, packet {d[4]} "
+                  f"(model's pick {100 * d[5]:.1f} % slower in ns-3)")
+    worst = sorted((r for r in rows if r.get("packet_s") not in ("", None) and r["size"] >= 4096),
+                   key=lambda r: -abs(r["step_s"] / r["packet_s"] - 1))[:8]
+    print("largest step-model errors (sizes >= 4 KiB):")
+    for r in worst:
+        print(f"   {r['topology']} {r['collective']} {r['family']} {r['variant']} {r['size']} B: "
+              f"step/packet {r['step_s'] / r['packet_s']:.3f}, flow/packet {r['flow_s'] / r['packet_s']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
