@@ -282,9 +282,20 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     summary = (f"directcoll calibrate: least squares on {len(measurements)} measurements of {source} ({labels}) "
                f"on {topo.spec}, {routing} routing, fitted {', '.join(fit)}; RMS relative residual {rms:.3g}, "
                f"largest {max_abs:.3g}")
-    params = replace(params, name=f"calibrated from {os.path.basename(source) or source}", source=summary)
+    params = replace(_pin_links(params, topo), name=f"calibrated from {os.path.basename(source) or source}",
+                     source=summary)
     return Calibration(params, fitted, measurements, times, r, rms, max_abs, tuple(warnings), tuple(notes),
                        topo.spec, routing, source)
+
+
+def _pin_links(params: NetworkParams, topology: Topology) -> NetworkParams:
+    """Record the topology's own link latency (and bandwidth) that the fit used, when uniform and not overridden,
+    so that ``--params FILE`` reproduces the fitted model on topologies with other defaults."""
+    values = {}
+    for name, own in (("link_latency", topology.link_latency), ("link_bandwidth", topology.link_bandwidth)):
+        if getattr(params, name) is None and len(own) and np.all(own == own[0]):
+            values[name] = float(own[0])
+    return replace(params, **values)
 
 
 def _identifiability(fit, x, base, model, seconds, sizes):
@@ -319,19 +330,37 @@ def _identifiability(fit, x, base, model, seconds, sizes):
         out.append(f"{len(seconds)} measurement(s) for {len(kept)} fitted parameters ({', '.join(kept)}): the fit "
                    "is underdetermined; measure more sizes or algorithms, or fit fewer (--fit)")
     elif len(kept) > 1:
-        _, sv, vt = np.linalg.svd(np.array(columns).T, full_matrices=False)
-        null = [k for k in range(len(sv)) if sv[k] <= COLLINEAR * sv[0]]
-        involved = [kept[j] for j in range(len(kept)) if any(abs(vt[k, j]) > 0.1 for k in null)]
-        if involved:
-            one_size = len(set(sizes.tolist())) == 1
-            why = (f"all measurements are at one size ({sizes[0]:g} B)" if one_size else
-                   "they change the modelled times only in fixed proportion (e.g. alpha and per_hop_latency "
-                   "when every transfer crosses the same number of hops, link_bandwidth and gamma within one "
-                   "allreduce algorithm)")
-            out.append(f"{', '.join(involved)} are not separately identifiable from these measurements: {why}; "
-                       "their fitted values are one of many equally good choices; fit fewer (--fit) or add "
-                       "sizes or algorithms that separate them")
+        out += _collinear(kept, np.array(columns), sizes)
     return x, out
+
+
+def _collinear(names, columns: np.ndarray, sizes: np.ndarray) -> list[str]:
+    """Warnings for parameters whose (unit-norm) effect columns are proportional: pairs first (grouped), then
+    any remaining dependency among one representative per group (a near-zero singular value)."""
+    k = len(names)
+    group = list(range(k))
+    for i in range(k):
+        for j in range(i + 1, k):
+            if abs(float(columns[i] @ columns[j])) >= 1.0 - COLLINEAR and group[j] == j:
+                group[j] = group[i]
+    sets = [[names[j] for j in range(k) if group[j] == g] for g in sorted(set(group))]
+    found = [s for s in sets if len(s) > 1]
+    reps = sorted(set(group))
+    if len(reps) > 1:
+        _, sv, vt = np.linalg.svd(columns[reps].T, full_matrices=False)
+        null = [i for i in range(len(sv)) if sv[i] <= COLLINEAR * sv[0]]
+        mixed = [names[reps[j]] for j in range(len(reps)) if any(abs(vt[i, j]) > 0.1 for i in null)]
+        if mixed:
+            found.append(mixed)
+    if not found:
+        return []
+    why = (f"all measurements are at one size ({sizes[0]:g} B)" if len(set(sizes.tolist())) == 1 else
+           "each set changes the modelled times only in fixed proportion (e.g. alpha and per_hop_latency when "
+           "every transfer crosses the same number of hops, link_bandwidth and gamma within one allreduce "
+           "algorithm)")
+    sets_text = "; ".join(" and ".join(s) for s in found)
+    return [f"not separately identifiable from these measurements: {sets_text}: {why}; their fitted values are one "
+            "of many equally good choices; fit fewer (--fit) or add sizes or algorithms that separate them"]
 
 
 def calibrate_file(path, topology, *, fmt: str | None = None, ranks: int | None = None,
