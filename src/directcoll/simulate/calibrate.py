@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from directcoll.errors import DirectcollError
-from directcoll.simulate.measurements import Measurement, read_measurements
+from directcoll.simulate.measurements import read_measurements
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
@@ -91,6 +91,7 @@ class Calibration:
 
     Source: docs/simulation.md, "Calibration".
 
+    >>> from directcoll.simulate.measurements import Measurement
     >>> c = calibrate([Measurement("ring", None, "allreduce", 4, s, 1e-6 + s / 1e9) for s in (8.0, 1e6)],
     ...               "ring:4", fit=("alpha",), base=NetworkParams(link_bandwidth=1e9))
     >>> c.poor, len(c.residuals)
@@ -129,6 +130,7 @@ class Calibration:
 
         Source: docs/simulation.md, "Calibration" (``--json``).
 
+        >>> from directcoll.simulate.measurements import Measurement
         >>> c = calibrate([Measurement("ring", None, "allreduce", 4, 8.0, 2e-6)], "ring:4", fit=("alpha",))
         >>> sorted(c.to_dict()["measurements"][0])[:3]
         ['algorithm', 'bytes', 'collective']
@@ -153,6 +155,7 @@ class Calibration:
 
         Source: docs/simulation.md, "Calibration" (the parameters file).
 
+        >>> from directcoll.simulate.measurements import Measurement
         >>> c = calibrate([Measurement("ring", None, "allreduce", 4, 8.0, 2e-6)], "ring:4", fit=("alpha",))
         >>> c.params_file()["name"], "calibration" in c.params_file()
         ('calibrated from measurements', True)
@@ -224,6 +227,7 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     Coleman & Li 1999) on relative residuals with bounds >= 0.
 
     >>> from directcoll.registry import build_pattern
+    >>> from directcoll.simulate.measurements import Measurement
     >>> truth = NetworkParams(alpha=2e-6, link_bandwidth=10e9)
     >>> t = simulate(build_pattern("ring", "ring:4"), parse_topology("ring:4"), truth).time([8.0, 1e6])
     >>> data = [Measurement("ring", None, "allreduce", 4, s, float(x)) for s, x in zip([8.0, 1e6], t)]

@@ -268,6 +268,21 @@ def osu_collective(title: str, where: str) -> tuple[str, bool]:
     return OSU_COLLECTIVES[key]
 
 
+def _osu_columns(line: str) -> list[str]:
+    """Column names of OSU's ``# Size  Avg Latency(us)  ...`` line, lower case: split on runs of two or more
+    spaces, or (single spaces) on words, rejoining ``Latency``/``Lat``/``Tail``/``(...)`` with the word before."""
+    text = line.lstrip("#").strip()
+    columns = re.split(r"\s{2,}|\t", text)
+    if len(columns) == 1:
+        columns = []
+        for word in text.split():
+            if columns and re.match(r"(latency|lat\b|lat\(|tail|\()", word, re.IGNORECASE):
+                columns[-1] += " " + word
+            else:
+                columns.append(word)
+    return [c.lower() for c in columns]
+
+
 def parse_osu(text: str, name: str = "<osu>", *, ranks: int | None, algorithm: str = DEFAULT_OSU_ALGORITHM
               ) -> list[Measurement]:
     """Measurements of one OSU collective benchmark's output: ``#`` header lines (the title names the collective,
@@ -316,7 +331,7 @@ def parse_osu(text: str, name: str = "<osu>", *, ranks: int | None, algorithm: s
                                           "benchmark's output per file")
                 collective, per_rank = found
             elif re.match(r"^#\s*Size\b", s, re.IGNORECASE):
-                columns = [c.lower() for c in re.split(r"\s{2,}|\t", s.lstrip("#").strip())]
+                columns = _osu_columns(s)
                 hits = [k for k, c in enumerate(columns) if c.startswith("avg latency")]
                 if not hits:
                     raise DirectcollError(f"{where}: no 'Avg Latency(us)' column in {s!r}; calibrate reads OSU "
