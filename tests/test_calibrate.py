@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,15 @@ def test_gamma_without_reductions_is_not_identifiable():
     assert any(w.startswith("gamma is not identifiable") for w in cal.warnings), cal.warnings
     assert cal.params.gamma == 0.0  # put back to its base value
     assert_recovered(cal, TRUTH, ("alpha", "link_bandwidth", "per_hop_latency"))
+
+
+def test_link_bandwidth_behind_a_host_injection_limit_is_not_identifiable():
+    host = NetworkParams(host_injection=1e9)  # every transfer is held to 1 GB/s by its host, not its links
+    truth = replace(TRUTH, host_injection=1e9, link_bandwidth=None)
+    cal = calibrate(synthetic("ring:8", ["ring", "recursive-doubling"], params=truth), "ring:8", base=host)
+    assert any(w.startswith("link_bandwidth is not identifiable") for w in cal.warnings), cal.warnings
+    assert "link_bandwidth" not in cal.fitted
+    assert cal.params.link_bandwidth == float(parse("ring:8").link_bandwidth[0])  # the topology's own, recorded
 
 
 def test_one_algorithm_cannot_separate_alpha_from_per_hop_latency():

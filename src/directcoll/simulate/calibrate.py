@@ -77,7 +77,8 @@ class Calibration:
 
     Attributes:
         params: the fitted :class:`NetworkParams` (name ``calibrated from FILE``, source the fit's summary).
-        fitted: the fitted values by name (s, bytes/s, s/byte as in NetworkParams).
+        fitted: the fitted values by name (s, bytes/s, s/byte as in NetworkParams); a parameter of ``fit``
+            without effect on the measurements is left out (it keeps its base value; a warning says so).
         measurements: the measurements fitted, in input order.
         model: float64 (M,), the model's time of every measurement, s.
         residuals: float64 (M,), model / measured - 1.
@@ -267,9 +268,9 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     x = np.maximum(res.x, lower)
     warnings = [] if res.status > 0 else [f"least squares stopped before converging ({res.message}); the values "
                                           "may not be the best fit"]
-    x, found = _identifiability(fit, x, base, model, seconds, sizes)
+    kept, x, found = _identifiability(fit, x, base, model, seconds, sizes)
     warnings += found
-    params = _with_values(base, fit, x)
+    params = _with_values(base, kept, x)
     times = model(params)
     r = times / seconds - 1.0
     rms, worst = float(np.sqrt(np.mean(r * r))), int(np.argmax(np.abs(r)))
@@ -280,12 +281,12 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
                            f"{m.label} at {m.size:g} B); thresholds {POOR_RMS:.0%} RMS, {POOR_MAX:.0%} largest: the "
                            "step model with these parameters does not describe these measurements (see "
                            "docs/simulation.md, Calibration)")
-    fitted = {n: getattr(params, n) for n in fit}
-    notes = [f"{n} fitted at its lower bound 0" for n in fit if n != "link_bandwidth" and fitted[n] == 0.0]
+    fitted = {n: getattr(params, n) for n in kept}
+    notes = [f"{n} fitted at its lower bound 0" for n in kept if n != "link_bandwidth" and fitted[n] == 0.0]
     labels = ", ".join(dict.fromkeys(m.label for m in measurements))
     summary = (f"directcoll calibrate: least squares on {len(measurements)} measurements of {source} ({labels}) "
-               f"on {topo.spec}, {routing} routing, fitted {', '.join(fit)}; RMS relative residual {rms:.3g}, "
-               f"largest {max_abs:.3g}")
+               f"on {topo.spec}, {routing} routing, fitted {', '.join(kept) or 'nothing'}; RMS relative residual "
+               f"{rms:.3g}, largest {max_abs:.3g}")
     params = replace(_pin_links(params, topo), name=f"calibrated from {os.path.basename(source) or source}",
                      source=summary)
     return Calibration(params, fitted, measurements, times, r, rms, max_abs, tuple(warnings), tuple(notes),
@@ -303,9 +304,9 @@ def _pin_links(params: NetworkParams, topology: Topology) -> NetworkParams:
 
 
 def _identifiability(fit, x, base, model, seconds, sizes):
-    """Probe each fitted parameter's effect on the relative times (a 1 % step of its scale); put back the ones
-    without effect to their base value; name groups whose effects are proportional. Returns (x, warnings)."""
-    x = x.copy()
+    """Probe each fitted parameter's effect on the relative times (a 1 % step of its scale); drop the ones without
+    effect (they keep their base value); name groups whose effects are proportional. Returns (the fitted names
+    kept, their scaled values, warnings)."""
     latency_scale = float(seconds.min())
     per_byte_scale = float((seconds / np.maximum(sizes, 1.0)).min())
     now = model(_with_values(base, fit, x))
@@ -318,24 +319,20 @@ def _identifiability(fit, x, base, model, seconds, sizes):
         column = (model(_with_values(base, fit, probe)) - now) / seconds
         if np.abs(column).max() <= NO_EFFECT:
             value = getattr(base, name)
-            if name == "link_bandwidth":
-                x[j] = 1.0 / (value * _UNIT[name]) if value else _MIN_BETA
-                shown = f"{value:g} bytes/s" if value else "the topology's own links"
-            else:
-                x[j] = value / _UNIT[name]
-                shown = f"{value:g}"
+            shown = "the topology's own links" if value is None else f"{value:g}"
             out.append(f"{name} is not identifiable from these measurements: it changes none of the modelled "
                        f"times (e.g. gamma without reductions); it is left at its base value ({shown}), leave it "
                        "out of --fit")
             continue
         columns.append(column / np.linalg.norm(column))
-        kept.append(name)
-    if len(kept) > len(seconds):
-        out.append(f"{len(seconds)} measurement(s) for {len(kept)} fitted parameters ({', '.join(kept)}): the fit "
-                   "is underdetermined; measure more sizes or algorithms, or fit fewer (--fit)")
-    elif len(kept) > 1:
-        out += _collinear(kept, np.array(columns), sizes)
-    return x, out
+        kept.append(j)
+    names = tuple(fit[j] for j in kept)
+    if len(names) > len(seconds):
+        out.append(f"{len(seconds)} measurement(s) for {len(names)} fitted parameters ({', '.join(names)}): the "
+                   "fit is underdetermined; measure more sizes or algorithms, or fit fewer (--fit)")
+    elif len(names) > 1:
+        out += _collinear(names, np.array(columns), sizes)
+    return names, x[kept], out
 
 
 def _collinear(names, columns: np.ndarray, sizes: np.ndarray) -> list[str]:
