@@ -147,7 +147,7 @@ def read_measurements(path, fmt: str | None = None, *, ranks: int | None = None,
     if fmt is not None and fmt not in FORMATS:
         raise DirectcollError(f"unknown measurement format {fmt!r}; accepted: {', '.join(FORMATS)}")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a spreadsheet's CSV may start with a byte-order mark
             text = f.read()
     except FileNotFoundError:
         raise DirectcollError(f"measurement file {name!r} does not exist") from None
