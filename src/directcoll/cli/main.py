@@ -29,6 +29,7 @@ from directcoll.cli.build import (
     cmd_topology_families,
     cmd_verify,
 )
+from directcoll.cli.calibrate import cmd_calibrate
 from directcoll.cli.find import cmd_find_topology
 from directcoll.cli.network import (
     DEFAULT_PACKET_SIZES,
@@ -59,7 +60,8 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
 
 def _add_network_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", help="system preset for link and latency parameters (default swing-sst; "
-                                    "see directcoll.catalog.presets)")
+                                    "see directcoll.catalog.presets), or a FILE.json written by `directcoll "
+                                    "calibrate -o`")
     p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
                    help="adaptive: split over all minimal paths (default); dor: dimension order")
     p.add_argument("--alpha", type=duration, help="override: per-message overhead, a time >= 0 such as 1us or "
@@ -228,6 +230,27 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("-o", "--output", required=True, help="schedule file to write (.json or .npz)")
     im.add_argument("--json", action="store_true", help="machine-readable output")
     im.set_defaults(func=cmd_import)
+
+    cal = sub.add_parser("calibrate", help="fit network parameters to measured collective timings (CSV or OSU)",
+                         description="Fit the step model's alpha, link bandwidth, per-hop latency and gamma (or the "
+                                     "--fit subset) by least squares on relative residuals to measured times: a CSV "
+                                     "of algorithm,ranks,bytes,seconds (+ collective, variant) or the output of an "
+                                     "OSU benchmark (osu_allreduce, osu_allgather, osu_reduce_scatter, "
+                                     "osu_alltoall). All measurements must be on the topology's ranks: pass one "
+                                     "file per topology. -o writes a file for --params FILE.json.")
+    cal.add_argument("measurements", help="CSV or OSU output file")
+    cal.add_argument("--topology", required=True, help="topology spec or system preset the measurements ran on")
+    cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, per_hop_latency, gamma "
+                                   "(default all four)")
+    cal.add_argument("--format", choices=["csv", "osu"], help="input format (default: detected, OSU output starts "
+                                                              "with '#')")
+    cal.add_argument("--ranks", type=count(1), help="OSU only (required there): the number of ranks it ran on")
+    cal.add_argument("--algorithm", help="OSU only: NAME[:VARIANT] of ours standing for the MPI library's "
+                                         "algorithm (default rabenseifner)")
+    _add_network_options(cal)
+    cal.add_argument("-o", "--output", help="write the fitted parameters to this JSON file (for --params FILE)")
+    cal.add_argument("--json", action="store_true", help="machine-readable output")
+    cal.set_defaults(func=cmd_calibrate)
 
     fnd = sub.add_parser("find-topology", help="Pareto frontier of direct-connect topologies for N nodes, degree d",
                          description="Search base topologies x expansions (line graph, degree, Cartesian power and "

@@ -1,7 +1,7 @@
 """Network simulation: the congestion-aware step model and the max-min fair flow model."""
 
 from directcoll.simulate.flow import FlowResult, flow_times, simulate_flow
-from directcoll.simulate.params import SWING_SST, NetworkParams, network_params, resolve_network
+from directcoll.simulate.params import SWING_SST, NetworkParams, network_params, params_from_file, resolve_network
 from directcoll.simulate.step import SimulatedSchedule, StepLines, simulate, step_lines
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "StepLines",
     "flow_times",
     "network_params",
+    "params_from_file",
     "resolve_network",
     "simulate",
     "simulate_flow",

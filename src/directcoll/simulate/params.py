@@ -40,7 +40,8 @@ class NetworkParams:
         name, source: where the values come from.
 
     Raises:
-        DirectcollError: an unknown ``forwarding``, a negative ``alpha``, ``per_hop_latency`` or ``gamma``, or a
+        DirectcollError: an unknown ``forwarding``, a negative ``alpha``, ``per_hop_latency``, ``gamma`` or
+            ``link_latency``, or a
             non-positive ``host_injection`` or ``link_bandwidth``; the message names the parameter.
 
     Source: docs/simulation.md, "Step model" (NetworkParams); Swing (De Sensi et al., NSDI'24) Sec. 2.2 (alpha,
@@ -67,8 +68,8 @@ class NetworkParams:
     def __post_init__(self) -> None:
         if self.forwarding not in FORWARDING:
             raise DirectcollError(f"unknown forwarding {self.forwarding!r}; accepted: {', '.join(FORWARDING)}")
-        for key in ("alpha", "per_hop_latency", "gamma"):
-            if getattr(self, key) < 0:
+        for key in ("alpha", "per_hop_latency", "gamma", "link_latency"):
+            if getattr(self, key) is not None and getattr(self, key) < 0:
                 raise DirectcollError(f"network parameter {key} must be >= 0, got {getattr(self, key)}")
         if not isinstance(self.packet_size, int) or self.packet_size < 1:
             raise DirectcollError(f"network parameter packet_size must be a whole number of bytes >= 1, "
@@ -114,11 +115,14 @@ class NetworkParams:
 def network_params(name: str | None = "swing-sst") -> NetworkParams:
     """Parameters of a named system preset from the packaged systems.json (``swing-sst``,
     ``kolmakov-cluster``, ``zhao-model``, ...): link bandwidth and latency, per-hop latency, alpha, gamma and
-    host injection where the source gives them, zero or the topology's own values where it does not.
+    host injection where the source gives them, zero or the topology's own values where it does not. A name
+    ending in ``.json`` is a parameters file instead (:func:`params_from_file`, what ``directcoll calibrate -o``
+    writes), so ``--params net.json`` works wherever ``--params`` is accepted.
 
     Raises:
         DirectcollError: an unknown name, or a preset that gives no network parameters (``trn1`` has only a
-            topology), listing the presets that do and the closest matches.
+            topology), listing the presets that do and the closest matches; a ``.json`` file that is missing or
+            malformed (:func:`params_from_file`).
 
     Returns:
         NetworkParams named after the preset, its ``source`` the publication the values come from (a beta in
@@ -133,6 +137,8 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     """
     from directcoll.catalog.presets import get_parameter_preset
 
+    if name is not None and name.lower().endswith(".json"):
+        return params_from_file(name)
     p = get_parameter_preset("swing-sst" if name is None else name)
     # a beta (s/byte per process) describes a switched cluster: one message stream in and out of each process
     per_process = 1.0 / p.beta if p.beta else None
@@ -140,6 +146,87 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
               "host_injection": p.host_injection or per_process, "link_latency": p.link_latency,
               "link_bandwidth": p.link_bandwidth or per_process}
     return NetworkParams(**values, name=p.name, source=p.source)
+
+
+#: the value types of every NetworkParams field in a parameters file (None allowed where the field allows it)
+_FILE_TYPES = {"alpha": (float,), "per_hop_latency": (float,), "gamma": (float,), "host_injection": (float, None),
+               "forwarding": (str,), "link_bandwidth": (float, None), "link_latency": (float, None),
+               "packet_size": (int,), "name": (str,), "source": (str,)}
+#: keys of a parameters file besides the fields: accepted and not read (``directcoll calibrate`` writes its fit there)
+FILE_EXTRA_KEYS = ("calibration",)
+
+
+def params_from_file(path) -> NetworkParams:
+    """NetworkParams from a JSON file: one object whose keys are those of :meth:`NetworkParams.to_dict` (any
+    subset; missing ones keep their defaults) plus an optional ``calibration`` object, which is not read.
+
+    Args:
+        path: the file (str or path-like), e.g. what ``directcoll calibrate -o net.json`` wrote.
+
+    Returns:
+        the :class:`NetworkParams` of the file (s, bytes/s as in :class:`NetworkParams`); an empty ``source`` is
+        replaced by the file's name.
+
+    Raises:
+        DirectcollError: the file is missing or unreadable, not JSON, not an object, has an unknown key or a value
+            of the wrong type, or a value :class:`NetworkParams` refuses; the message names the file.
+
+    Source: docs/simulation.md, "Calibration" (the parameters file); the fields of :class:`NetworkParams`.
+
+    >>> import json, os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "net.json")
+    ...     with open(path, "w") as f:
+    ...         json.dump({"alpha": 1e-6, "link_bandwidth": 25e9, "calibration": {"rms": 0.01}}, f)
+    ...     p = params_from_file(path)
+    >>> p.alpha, p.link_bandwidth, p.gamma
+    (1e-06, 25000000000.0, 0.0)
+    """
+    import json
+    import os
+
+    where = f"--params file {os.fspath(path)!r}"
+    if not os.path.isfile(path):
+        raise DirectcollError(f"{where} does not exist; give a JSON file written by `directcoll calibrate -o` or "
+                              "a preset name such as swing-sst")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DirectcollError(f"{where} cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise DirectcollError(f"{where} is not JSON (line {exc.lineno}: {exc.msg}); it must hold one object with "
+                              f"the keys {', '.join(_FILE_TYPES)}") from None
+    if not isinstance(data, dict):
+        raise DirectcollError(f"{where} must hold one JSON object with the keys {', '.join(_FILE_TYPES)}")
+    unknown = sorted(k for k in data if k not in _FILE_TYPES and k not in FILE_EXTRA_KEYS)
+    if unknown:
+        raise DirectcollError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; accepted: "
+                              f"{', '.join((*_FILE_TYPES, *FILE_EXTRA_KEYS))}")
+    values = {}
+    for key, types in _FILE_TYPES.items():
+        if key not in data:
+            continue
+        v = data[key]
+        if v is None and None in types:
+            values[key] = None
+        elif float in types and isinstance(v, int | float) and not isinstance(v, bool):
+            if v != v or v in (float("inf"), float("-inf")):
+                raise DirectcollError(f"{where}: {key} must be a finite number, got {v!r}")
+            values[key] = float(v)
+        elif int in types and isinstance(v, int) and not isinstance(v, bool):
+            values[key] = v
+        elif str in types and isinstance(v, str):
+            values[key] = v
+        else:
+            kind = {float: "a number", int: "a whole number", str: "a string"}[types[0]]
+            raise DirectcollError(f"{where}: {key} must be {kind}{' or null' if None in types else ''}, "
+                                  f"got {v!r}")
+    try:
+        params = NetworkParams(**values)
+    except DirectcollError as exc:
+        raise DirectcollError(f"{where}: {exc}") from None
+    return params if params.source else replace(params, source=f"parameters file {os.fspath(path)}")
 
 
 def resolve_network(spec: str, params_name: str | None = None, **overrides):

@@ -1,0 +1,111 @@
+"""``directcoll calibrate``: fit the step model's network parameters to measured collective timings.
+
+Source: docs/simulation.md, "Calibration" (:func:`directcoll.simulate.calibrate.calibrate_file`: least squares,
+scipy.optimize.least_squares' trust region reflective method, on relative residuals).
+
+>>> from directcoll.cli.main import main
+>>> main(["calibrate", "no/such/file.csv", "--topology", "ring:4"])  # the error goes to stderr
+2
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from directcoll.cli.options import check_output
+from directcoll.cli.output import print_json, print_table
+from directcoll.errors import DirectcollError
+
+#: the base-value options of _add_network_options and the parameter each sets
+_OVERRIDES = {"alpha": "--alpha", "per_hop_latency": "--per-hop-latency", "link_bandwidth": "--link-bandwidth",
+              "gamma": "--gamma"}
+
+
+def cmd_calibrate(args) -> int:
+    """``directcoll calibrate MEASUREMENTS --topology SPEC``: fit ``--fit`` (default alpha, link_bandwidth,
+    per_hop_latency, gamma) by least squares on relative residuals so that the step model reproduces the measured
+    times (:func:`directcoll.simulate.calibrate.calibrate_file`); ``-o FILE.json`` writes the parameters for
+    ``--params FILE.json`` anywhere. Values not fitted come from ``--params`` and the override options (default:
+    zero, and the topology's own links).
+
+    Output: a table of the fitted values and of every measurement's residual; with ``--json`` one JSON document
+    (:meth:`Calibration.to_dict <directcoll.simulate.calibrate.Calibration.to_dict>` plus ``output``). Warnings
+    (a poor fit, a parameter that is not identifiable) go to stderr as ``directcoll: warning: ...``.
+
+    Returns:
+        0 (also for a poor fit: the warning says so).
+
+    Raises:
+        DirectcollError: a bad measurement file (naming its line), ranks that differ from the topology's compute
+            nodes, an unknown ``--fit`` name, an override of a fitted parameter, an unwritable ``-o``; the CLI
+            turns it into one line and exit status 2.
+        SpecError, TopologyError, ResourceError, UnsupportedShapeError: from the topology or an algorithm.
+
+    Source: docs/simulation.md, "Calibration"; scipy.optimize.least_squares (trust region reflective).
+
+    >>> import os, tempfile
+    >>> from directcoll.cli.main import main
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "t.csv")
+    ...     _ = open(path, "w").write("algorithm,ranks,bytes,seconds\\nring,4,8,2e-6\\nring,4,1048576,3e-4\\n")
+    ...     main(["calibrate", path, "--topology", "ring:4", "--fit", "alpha,link_bandwidth", "--json"])
+    ... # doctest: +ELLIPSIS
+    {
+      "params": {
+        "alpha": ...
+    0
+    """
+    from directcoll.simulate import NetworkParams, resolve_network
+    from directcoll.simulate.calibrate import calibrate_file, parse_fit
+
+    check_output(args.output, "-o")
+    fit = parse_fit(args.fit)
+    for name, option in _OVERRIDES.items():
+        if name in fit and getattr(args, name) is not None:
+            raise DirectcollError(f"{option} sets {name}, which --fit fits; drop {option} or leave {name} out of "
+                                  "--fit")
+    overrides = {"alpha": args.alpha, "per_hop_latency": args.per_hop_latency, "link_bandwidth": args.link_bandwidth,
+                 "link_latency": args.link_latency, "gamma": args.gamma, "forwarding": args.forwarding,
+                 "packet_size": args.packet_size}
+    topology, params, _notes = resolve_network(args.topology, args.params)
+    base = (params if args.params is not None else NetworkParams()).with_(**overrides)
+    cal = calibrate_file(args.measurements, topology, fmt=args.format, ranks=args.ranks, algorithm=args.algorithm,
+                         fit=fit, routing=args.routing, base=base)
+    for line in cal.warnings:
+        print(f"directcoll: warning: {line}", file=sys.stderr)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump(cal.params_file(), f, indent=2)
+            f.write("\n")
+    if args.json:
+        print_json({**cal.to_dict(), "output": args.output})
+        return 0
+    _print_calibration(cal)
+    if args.output:
+        print(f"wrote {args.output}: use it with --params {args.output}")
+    return 0
+
+
+def _value(name: str, value: float) -> str:
+    from directcoll.units import format_time
+
+    if name == "link_bandwidth":
+        return f"{value / 1e9:.4g} GB/s ({value * 8 / 1e9:.4g} Gb/s)"
+    if name == "gamma":
+        return f"{value * 1e9:.4g} ns/B"
+    return format_time(value) if value else "0 s"
+
+
+def _print_calibration(cal) -> None:
+    from directcoll.units import format_size, format_time
+
+    rows = [(name, _value(name, value)) for name, value in cal.fitted.items()]
+    rows += [("measurements", str(len(cal.measurements))), ("RMS relative residual", f"{cal.rms:.2%}"),
+             ("largest |relative residual|", f"{cal.max_abs:.2%}"), ("routing", cal.routing)]
+    rows += [("note", n) for n in cal.notes]
+    print_table(f"calibrated on {cal.topology} from {cal.source}", rows)
+    print_table("measured vs model (relative residual)",
+                [(f"line {m.line}: {m.label} {format_size(m.size)}",
+                  f"{format_time(m.seconds)} vs {format_time(t)} ({r:+.1%})")
+                 for m, t, r in zip(cal.measurements, cal.model, cal.residuals, strict=True)])
