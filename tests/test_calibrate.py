@@ -231,3 +231,11 @@ def test_cli_bad_input_is_one_line_and_status_2(tmp_path, args, match):
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("directcoll: error: ")
     assert match in out.stderr, out.stderr
+
+
+def test_a_parameters_file_accepts_every_field_of_network_params():
+    from dataclasses import fields
+
+    from directcoll.simulate import params
+
+    assert set(params._FILE_TYPES) == {f.name for f in fields(params.NetworkParams)}

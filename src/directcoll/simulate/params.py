@@ -151,7 +151,7 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
 #: the value types of every NetworkParams field in a parameters file (None allowed where the field allows it)
 _FILE_TYPES = {"alpha": (float,), "per_hop_latency": (float,), "gamma": (float,), "host_injection": (float, None),
                "forwarding": (str,), "link_bandwidth": (float, None), "link_latency": (float, None),
-               "packet_size": (int,), "name": (str,), "source": (str,)}
+               "packet_size": (int,), "packet_header": (int,), "name": (str,), "source": (str,)}
 #: keys of a parameters file besides the fields: accepted and not read (``directcoll calibrate`` writes its fit there)
 FILE_EXTRA_KEYS = ("calibration",)
 
