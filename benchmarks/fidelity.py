@@ -37,7 +37,7 @@ ALLREDUCE = ["torus:4x4", "torus:8x8", "torus:16x16", "torus:4x4x4", "torus:8x4"
              "hyperx:4x4", "hammingmesh:2x2:2x2", "genkautz:2:16", "circulant:16:1,5"]
 ALLTOALL = ["torus:4x4", "torus:4x4x4", "torus:8x4", "torus:3x3x3", "hypercube:4", "hyperx:4x4", "genkautz:2:16"]
 QUICK = ["torus:4x4", "torus:8x4", "hypercube:4", "genkautz:2:16"]
-SIZES = [32 * 8**k for k in range(8)] + [64 * 2**20]      # 32 B .. 64 MiB: every 8x, then 64 MiB
+SIZES = [32 * 8**k for k in range(8)]      # 32 B .. 64 MiB, every 8x
 PARAMS = SWING_SST.with_(packet_header=2, name="swing-sst, 4 KiB packets, 2-byte header")
 
 

@@ -127,7 +127,7 @@ def test_no_contender_serving_raises():
     with pytest.raises(DirectcollError, match="no algorithm serves"):
         compare(parse("torus:6x10"), "reduce_scatter", sizes=[1024], contenders=contenders)
     with pytest.raises(DirectcollError, match="unknown model"):
-        compare(parse("torus:4x4"), model="packet")
+        compare(parse("torus:4x4"), model="bogus")
 
 
 def test_compare_routing_and_alone():

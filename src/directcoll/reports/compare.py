@@ -408,7 +408,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     Args:
         topology: the network.
         collective: allreduce (default), reduce_scatter, allgather or alltoall.
-        sizes: vector sizes in bytes (default: 32 B .. 512 MiB, powers of two: the paper's sweep).
+        sizes: vector sizes in bytes (default: 32 B .. 512 MiB, powers of two: the paper's sweep; to 4 MiB for
+            the packet model).
         params: network parameters (default: zero overheads and the topology's links).
         routing: "adaptive" or "dor".
         model: "step" (closed-form sweep), "flow" (max-min fair, per size; slower) or "packet" (ns-3, per size;
@@ -443,7 +444,9 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     if model not in MODELS:
         raise DirectcollError(f"unknown model {model!r}; accepted: {', '.join(MODELS)}")
     coll = Collective.parse(collective)
-    sizes = np.asarray(sizes if sizes is not None else 2 ** np.arange(5, 30), dtype=float)
+    if sizes is None:  # the packet engine simulates every packet: its default sweep stops at 4 MiB
+        sizes = 2 ** np.arange(5, 23 if model == "packet" else 30)
+    sizes = np.asarray(sizes, dtype=float)
     params = params if params is not None else NetworkParams()
     if not contenders:
         contenders = default_contenders(topology, coll)

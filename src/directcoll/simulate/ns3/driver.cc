@@ -13,7 +13,7 @@
 //   PPP header to every packet. Queues are deep enough that nothing is dropped (HPC fabrics are lossless by flow
 //   control; here by buffers), and the run fails if a packet is dropped anyway.
 // - A transfer of B bytes starts `alpha` after it may start and leaves as ceil(B / packet_size) packets (one empty
-//   packet for B = 0), each carrying `header` bytes besides its payload (at least the 2 of ns-3's PPP header, which
+//   packet for B = 0; a source interleaves its active transfers packet by packet, see Pump), each carrying `header` bytes besides its payload (at least the 2 of ns-3's PPP header, which
 //   counts towards them). Each packet pays `per_hop` at every router that forwards it (the source's included, the
 //   destination's not), then waits in the chosen output queue and is serialised onto the link.
 // - Forwarding: store-and-forward (ns-3's own: a router has the whole packet before passing it on) or cut-through
@@ -40,11 +40,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
 #include <queue>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,7 +83,8 @@ struct Transfer {
     uint64_t bytes = 0;
     bool reduce = false;
     std::vector<uint32_t> route;  // link ids in path order; empty: adaptive
-    uint32_t packets = 0, left_to_send = 0, left_to_arrive = 0;
+    uint32_t packets = 0, left_to_send = 0, left_to_arrive = 0, packets_to_inject = 0;
+    uint64_t left_to_inject = 0;
     bool started = false;
 };
 
@@ -174,6 +177,13 @@ class Engine {
             }
             if (tr.step >= steps_ || tr.src >= n_compute_ || tr.dst >= n_compute_)
                 throw std::runtime_error("transfer out of range");
+            uint32_t at = tr.src;  // a source route must be a path from src to dst
+            for (uint32_t l : tr.route) {
+                if (link_src_[l] != at) throw std::runtime_error("a source route is not a path from its source");
+                at = link_dst_[l];
+            }
+            if (!tr.route.empty() && at != tr.dst)
+                throw std::runtime_error("a source route does not end at its destination");
             tr.packets = static_cast<uint32_t>(std::max<uint64_t>(1, (tr.bytes + packet_size_ - 1) / packet_size_));
         }
         // per rank, per step: the transfers it takes part in and how many of them are unfinished
@@ -226,6 +236,8 @@ class Engine {
             out_links_[link_src_[l]].push_back(l);
         }
         rr_.assign(n_nodes_, 0);
+        reserved_.assign(link_src_.size(), 0);
+        active_.assign(n_nodes_, {});
         if (std::any_of(transfers_.begin(), transfers_.end(), [](const Transfer& t) { return t.route.empty(); }))
             Distances();
     }
@@ -259,31 +271,30 @@ class Engine {
                 throw std::runtime_error("a source route does not continue from node " + std::to_string(node));
             return tr.route[hop];
         }
-        const uint32_t* dist = &dist_[static_cast<size_t>(tr.dst) * n_nodes_];
-        const auto& links = out_links_[node];
-        uint32_t best = std::numeric_limits<uint32_t>::max();
-        uint64_t best_bytes = std::numeric_limits<uint64_t>::max();
-        const size_t k = links.size();
-        for (size_t j = 0; j < k; ++j) {  // round-robin start: ties go to ports in turn
-            const uint32_t l = links[(rr_[node] + j) % k];
-            if (dist[link_dst_[l]] + 1 != dist[node]) continue;
-            const uint64_t queued = tx_[l]->GetQueue()->GetNBytes();
-            if (queued < best_bytes) {
-                best = l;
-                best_bytes = queued;
-            }
-        }
-        if (best == std::numeric_limits<uint32_t>::max())
-            throw std::runtime_error("no minimal next hop from node " + std::to_string(node));
-        ++rr_[node];
-        return best;
+        const uint32_t l = LeastLoaded(node, tr.dst, false);
+        if (l == UINT32_MAX) throw std::runtime_error("no minimal next hop from node " + std::to_string(node));
+        return l;
     }
 
-    void Forward(uint32_t node, Ptr<Packet> packet) {
-        TransferTag tag;
-        packet->PeekPacketTag(tag);
-        const uint32_t l = NextLink(node, transfers_[tag.transfer], tag.hop);
-        if (!tx_[l]->Send(packet, tx_[l]->GetBroadcast(), 0x0800)) Dropped(packet);
+    // Minimal adaptive routing: of the out-links of `node` on a shortest path to `dst` (with `window`: only those
+    // holding fewer than Window() packets), the one with the fewest bytes queued or inside the router's pipeline;
+    // ties go to the tied links in turn. UINT32_MAX when there is none.
+    uint32_t LeastLoaded(uint32_t node, uint32_t dst, bool window) {
+        const uint32_t* dist = &dist_[static_cast<size_t>(dst) * n_nodes_];
+        uint64_t best = UINT64_MAX;
+        tied_.clear();
+        for (uint32_t l : out_links_[node]) {
+            if (dist[link_dst_[l]] + 1 != dist[node]) continue;
+            const auto queue = tx_[l]->GetQueue();
+            if (window && queue->GetNPackets() + reserved_[l] >= Window(l)) continue;
+            const uint64_t load = queue->GetNBytes() + reserved_[l] * (packet_size_ + header_);
+            if (load < best) {
+                best = load;
+                tied_.clear();
+            }
+            if (load == best) tied_.push_back(l);
+        }
+        return tied_.empty() ? UINT32_MAX : tied_[std::uniform_int_distribution<size_t>(0, tied_.size() - 1)(rng_)];
     }
 
     // trampolines: ns-3 binds leading arguments of free functions only
@@ -327,7 +338,10 @@ class Engine {
         }
         ++tag.hop;
         p->AddPacketTag(tag);
-        Simulator::Schedule(Seconds(per_hop_), &Engine::Forward, this, node, p);
+        // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
+        const uint32_t l = NextLink(node, tr, tag.hop);
+        ++reserved_[l];
+        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, p);
     }
 
     void Sent(uint32_t link, Ptr<const Packet> packet) {
@@ -336,6 +350,7 @@ class Engine {
         if (!packet->PeekPacketTag(tag)) return;
         Transfer& tr = transfers_[tag.transfer];
         if (tag.hop == 0 && --tr.left_to_send == 0) Done(tr.src, tr.step);
+        if (!active_[link_src_[link]].empty()) Pump(link_src_[link]);
     }
 
     void Dropped(Ptr<const Packet>) { ++drops_; }
@@ -353,20 +368,67 @@ class Engine {
         Simulator::Schedule(Seconds(alpha_), &Engine::Inject, this, i);
     }
 
+    // A source interleaves its active transfers packet by packet, round-robin, as a NIC arbitrates between its
+    // queue pairs: a transfer's next packet goes out when a port it may use holds fewer than `window` packets
+    // (queued, or inside the router's per-hop pipeline), enough to keep the link busy back to back.
     void Inject(uint32_t i) {
-        const Transfer& tr = transfers_[i];
-        uint64_t left = tr.bytes;
+        Transfer& tr = transfers_[i];
+        tr.left_to_inject = tr.bytes;
+        tr.packets_to_inject = tr.packets;
         packets_ += tr.packets;
-        for (uint32_t k = 0; k < tr.packets; ++k) {
-            const uint64_t payload = std::min(left, packet_size_);
-            left -= payload;
-            // ns-3's device adds its 2-byte PPP header: the rest of the header travels as payload bytes
-            Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(payload + header_ - 2));
-            TransferTag tag;
-            tag.transfer = i;
-            p->AddPacketTag(tag);
-            Simulator::Schedule(Seconds(per_hop_), &Engine::Forward, this, tr.src, p);
+        active_[tr.src].push_back(i);
+        Pump(tr.src);
+    }
+
+    uint32_t Window(uint32_t l) const {
+        const double wire = static_cast<double>(packet_size_ + header_);
+        return 2 + static_cast<uint32_t>(std::ceil(per_hop_ * link_bw_[l] / wire));
+    }
+
+    // the port transfer i's next packet may take now, or UINT32_MAX when every port it may use is full
+    uint32_t SourcePort(uint32_t node, const Transfer& tr) {
+        if (!tr.route.empty()) {
+            const uint32_t l = tr.route[0];
+            return tx_[l]->GetQueue()->GetNPackets() + reserved_[l] < Window(l) ? l : UINT32_MAX;
         }
+        return LeastLoaded(node, tr.dst, true);
+    }
+
+    void Pump(uint32_t node) {
+        auto& active = active_[node];
+        for (bool progress = true; progress && !active.empty();) {
+            progress = false;
+            for (size_t j = active.size(); j > 0 && !active.empty(); --j) {
+                const uint32_t i = active.front();
+                active.pop_front();
+                Transfer& tr = transfers_[i];
+                const uint32_t l = SourcePort(node, tr);
+                if (l != UINT32_MAX) {
+                    Emit(i, l);
+                    progress = true;
+                }
+                if (tr.packets_to_inject > 0) active.push_back(i);
+            }
+        }
+    }
+
+    void Emit(uint32_t i, uint32_t l) {
+        Transfer& tr = transfers_[i];
+        const uint64_t payload = std::min(tr.left_to_inject, packet_size_);
+        tr.left_to_inject -= payload;
+        --tr.packets_to_inject;
+        // ns-3's device adds its 2-byte PPP header: the rest of the header travels as payload bytes
+        Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(payload + header_ - 2));
+        TransferTag tag;
+        tag.transfer = i;
+        p->AddPacketTag(tag);
+        ++reserved_[l];
+        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, p);
+    }
+
+    void Enqueue(uint32_t l, Ptr<Packet> p) {
+        --reserved_[l];
+        if (!tx_[l]->Send(p, tx_[l]->GetBroadcast(), 0x0800)) Dropped(p);
     }
 
     // rank `rank` finished one of its transfers of step `step`
@@ -405,7 +467,9 @@ class Engine {
     NodeContainer nodes_;
     std::vector<Ptr<PointToPointNetDevice>> tx_;
     std::vector<std::vector<uint32_t>> out_links_;
-    std::vector<uint32_t> dist_, rr_;
+    std::vector<uint32_t> dist_, rr_, reserved_, tied_;
+    std::mt19937_64 rng_{1};  // tie-breaks among equally loaded links: seeded, so runs repeat
+    std::vector<std::deque<uint32_t>> active_;
     std::vector<uint64_t> link_bytes_;
     uint64_t drops_ = 0, events_ = 0, packets_ = 0;
 };
