@@ -285,9 +285,8 @@ class Engine {
         tied_.clear();
         for (uint32_t l : out_links_[node]) {
             if (dist[link_dst_[l]] + 1 != dist[node]) continue;
-            const auto queue = tx_[l]->GetQueue();
-            if (window && queue->GetNPackets() + reserved_[l] >= Window(l)) continue;
-            const uint64_t load = queue->GetNBytes() + reserved_[l] * (packet_size_ + header_);
+            const uint64_t load = Load(l);
+            if (window && load >= Window(l)) continue;
             if (load < best) {
                 best = load;
                 tied_.clear();
@@ -340,7 +339,7 @@ class Engine {
         p->AddPacketTag(tag);
         // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
         const uint32_t l = NextLink(node, tr, tag.hop);
-        ++reserved_[l];
+        reserved_[l] += p->GetSize() + 2;
         Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, p);
     }
 
@@ -380,16 +379,19 @@ class Engine {
         Pump(tr.src);
     }
 
-    uint32_t Window(uint32_t l) const {
-        const double wire = static_cast<double>(packet_size_ + header_);
-        return 2 + static_cast<uint32_t>(std::ceil(per_hop_ * link_bw_[l] / wire));
+    // bytes a port may hold (queued or inside the router's pipeline) and still take a packet from the NIC: the
+    // router pipeline's bandwidth-delay product plus two full packets, so the link never idles for want of one
+    uint64_t Window(uint32_t l) const {
+        return 2 * (packet_size_ + header_) + static_cast<uint64_t>(std::ceil(per_hop_ * link_bw_[l]));
     }
+
+    uint64_t Load(uint32_t l) const { return tx_[l]->GetQueue()->GetNBytes() + reserved_[l]; }
 
     // the port transfer i's next packet may take now, or UINT32_MAX when every port it may use is full
     uint32_t SourcePort(uint32_t node, const Transfer& tr) {
         if (!tr.route.empty()) {
             const uint32_t l = tr.route[0];
-            return tx_[l]->GetQueue()->GetNPackets() + reserved_[l] < Window(l) ? l : UINT32_MAX;
+            return Load(l) < Window(l) ? l : UINT32_MAX;
         }
         return LeastLoaded(node, tr.dst, true);
     }
@@ -422,12 +424,12 @@ class Engine {
         TransferTag tag;
         tag.transfer = i;
         p->AddPacketTag(tag);
-        ++reserved_[l];
+        reserved_[l] += p->GetSize() + 2;
         Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, p);
     }
 
     void Enqueue(uint32_t l, Ptr<Packet> p) {
-        --reserved_[l];
+        reserved_[l] -= p->GetSize() + 2;
         if (!tx_[l]->Send(p, tx_[l]->GetBroadcast(), 0x0800)) Dropped(p);
     }
 
@@ -467,7 +469,8 @@ class Engine {
     NodeContainer nodes_;
     std::vector<Ptr<PointToPointNetDevice>> tx_;
     std::vector<std::vector<uint32_t>> out_links_;
-    std::vector<uint32_t> dist_, rr_, reserved_, tied_;
+    std::vector<uint32_t> dist_, rr_, tied_;
+    std::vector<uint64_t> reserved_;  // per link: wire bytes inside the router's pipeline, bound for its queue
     std::mt19937_64 rng_{1};  // tie-breaks among equally loaded links: seeded, so runs repeat
     std::vector<std::deque<uint32_t>> active_;
     std::vector<uint64_t> link_bytes_;
