@@ -396,21 +396,25 @@ class Engine {
         return LeastLoaded(node, tr.dst, true);
     }
 
+    // Round-robin: a transfer that sent a packet goes behind the others; one that could not keeps its place.
     void Pump(uint32_t node) {
         auto& active = active_[node];
         for (bool progress = true; progress && !active.empty();) {
             progress = false;
-            for (size_t j = active.size(); j > 0 && !active.empty(); --j) {
-                const uint32_t i = active.front();
-                active.pop_front();
+            std::deque<uint32_t> blocked, served;
+            for (uint32_t i : active) {
                 Transfer& tr = transfers_[i];
                 const uint32_t l = SourcePort(node, tr);
-                if (l != UINT32_MAX) {
-                    Emit(i, l);
-                    progress = true;
+                if (l == UINT32_MAX) {
+                    blocked.push_back(i);
+                    continue;
                 }
-                if (tr.packets_to_inject > 0) active.push_back(i);
+                Emit(i, l);
+                progress = true;
+                if (tr.packets_to_inject > 0) served.push_back(i);
             }
+            blocked.insert(blocked.end(), served.begin(), served.end());
+            active.swap(blocked);
         }
     }
 
