@@ -1,0 +1,84 @@
+"""Run every figure script of benchmarks/paper/ and gather their claim tables into docs/paper.md.
+
+Run: python3 benchmarks/paper/run_all.py [--only swing_fig6 ...] [--no-run]
+
+Each script is a separate process (its own imports and memory); ``--no-run`` only gathers the tables already in
+benchmarks/paper/results/. The order of docs/paper.md: Swing, Kolmakov & Zhang, Zhao et al., Basu et al.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import RESULTS, ROOT
+
+HERE = Path(__file__).resolve().parent
+PAPERS = ("swing", "kolmakov", "zhao", "basu")
+
+
+def scripts() -> list[Path]:
+    found = [p for p in HERE.glob("*.py") if p.stem.split("_")[0] in PAPERS]
+    return sorted(found, key=lambda p: (PAPERS.index(p.stem.split("_")[0]), _natural(p.stem)))
+
+
+def _natural(stem: str) -> tuple:
+    digits = "".join(c for c in stem.split("fig")[-1] if c.isdigit())
+    return (int(digits) if digits else 0, stem)
+
+
+def gather(out: Path, timings: dict[str, float]) -> None:
+    parts = ["# The seed papers' figures, reproduced", "",
+             "Each section is written by one script of `benchmarks/paper/` (run them all with "
+             "`python3 benchmarks/paper/run_all.py`, about the times listed). A claim \"holds\" when our number "
+             "agrees with the paper's within the tolerance the row states; the tables say where it does not, and "
+             "why where we know. "
+             f"Generated {datetime.date.today().isoformat()} on {platform.machine()}, "
+             f"Python {platform.python_version()}.", ""]
+    for script in scripts():
+        table = RESULTS / f"{script.stem}.md"
+        if not table.exists():
+            parts += [f"## {script.stem}", "", "*(no table: the script has not run)*", ""]
+            continue
+        parts.append(table.read_text(encoding="utf-8").rstrip())
+        if script.stem in timings:
+            parts.append(f"\n*`python3 benchmarks/paper/{script.name}` took {timings[script.stem]:.0f} s.*")
+        parts.append("")
+    out.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", help="script stems to run (default: all)")
+    ap.add_argument("--no-run", action="store_true", help="only gather the existing tables")
+    args = ap.parse_args()
+    timing_file = RESULTS / "timings.json"
+    timings = json.loads(timing_file.read_text()) if timing_file.exists() else {}
+    failed = []
+    if not args.no_run:
+        for script in scripts():
+            if args.only and script.stem not in args.only:
+                continue
+            print(f"running {script.name} ...", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            rc = subprocess.run([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.DEVNULL).returncode
+            timings[script.stem] = time.perf_counter() - t0
+            if rc:
+                failed.append(script.name)
+                print(f"  {script.name} failed (exit {rc})", file=sys.stderr)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    timing_file.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
+    gather(ROOT / "docs" / "paper.md", timings)
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
