@@ -88,7 +88,7 @@ def test_bandwidth_text_needs_its_unit_but_numbers_are_bytes_per_second():
 
 
 def test_a_preset_without_network_parameters_is_refused():
-    line = refused("compare", "torus:4x4", "--sizes", "1MiB", "--params", "trn1", match="'trn1'")
+    line = refused("compare", "torus:4x4", "--sizes", "1MiB", "--params", "ipu-pod64", match="'ipu-pod64'")
     assert "swing-sst" in line
 
 

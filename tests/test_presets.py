@@ -8,7 +8,9 @@ import pytest
 
 from directcoll.catalog.presets import (
     SystemPreset,
+    get_parameter_preset,
     get_preset,
+    has_network_parameters,
     list_presets,
     load_systems,
     load_workloads,
@@ -18,6 +20,8 @@ from directcoll.catalog.presets import (
     workload_sizes,
 )
 from directcoll.errors import DirectcollError
+from directcoll.simulate.params import network_params, resolve_network
+from directcoll.topology import parse
 from directcoll.units import parse_bandwidth, parse_size, parse_sizes
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -34,13 +38,69 @@ def test_load_systems_and_workloads():
     assert load_systems()["swing_sst"]["link_bandwidth_bps"] == 400e9
 
 
-@pytest.mark.parametrize("filename", ["systems.json", "workloads.json"])
-def test_packaged_json_matches_shared(filename):
+def _shared(filename):
     shared = SHARED_DATA / filename
     if not shared.exists():
         pytest.skip(f"{shared} not present (installed without the project's shared/ directory)")
-    packaged = load_systems() if filename == "systems.json" else load_workloads()
-    assert packaged == json.loads(shared.read_text(encoding="utf-8"))
+    return json.loads(shared.read_text(encoding="utf-8"))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def test_packaged_workloads_match_shared():
+    assert load_workloads() == _shared("workloads.json")
+
+
+def test_packaged_systems_keep_every_shared_field():
+    """shared/data/systems.json is a subset of the packaged file, field by field: every shared entry and field is
+    there unchanged (a list may only grow at its end, as Fugaku's topologies do)."""
+    shared, packaged = _shared("systems.json"), load_systems()
+    for key, entry in shared.items():
+        assert key in packaged, key
+        if not isinstance(entry, dict):
+            assert packaged[key] == entry, key
+            continue
+        for field, value in entry.items():
+            assert field in packaged[key], (key, field)
+            mine = packaged[key][field]
+            if isinstance(value, list):
+                assert mine[:len(value)] == value, (key, field)
+            else:
+                assert mine == value, (key, field)
+
+
+def test_every_added_number_names_its_source():
+    """Every number the packaged systems.json adds beyond the shared data (a new field, or a field of a new entry)
+    has a non-empty parameter_sources entry; every parameter_sources key is a field of its entry."""
+    shared, packaged = _shared("systems.json"), load_systems()
+    added_any = False
+    for key, entry in packaged.items():
+        if key.startswith("_"):
+            continue
+        base = shared.get(key, {})
+        sources = entry.get("parameter_sources", {})
+        assert isinstance(sources, dict), key
+        for field, text in sources.items():
+            assert field in entry and field != "parameter_sources", (key, field)
+            assert isinstance(text, str) and len(text.strip()) > 20, (key, field)
+        for field, value in entry.items():
+            if field not in base and _is_number(value):
+                added_any = True
+                assert field in sources, f"{key}.{field} = {value} is added beyond shared/data without a source"
+        if key not in shared:
+            assert entry.get("source", "").strip(), key
+    assert added_any
+
+
+def test_parameter_sources_are_consistent_without_shared_data():
+    """Installed without shared/: every parameter_sources key still names a field of its entry."""
+    for key, entry in load_systems().items():
+        if key.startswith("_"):
+            continue
+        for field in entry.get("parameter_sources", {}):
+            assert field in entry, (key, field)
 
 
 # --- presets -----------------------------------------------------------------------------------------------------
@@ -82,14 +142,24 @@ def test_zhao_model_derives_link_bandwidth():
 def test_aliases():
     trn1 = get_preset("trn1")
     assert trn1.key == "aws_trainium_trn1" and trn1.topologies == ("torus:4x4",)
-    assert "Trainium" in trn1.source
+    assert "Trainium" in trn1.source and "AWS Neuron" in trn1.source_of("topologies")
     assert preset_topology("trn1") == "torus:4x4"
+    assert get_preset("trn1n").key == "aws_trainium_trn1n" and preset_topology("trn1n") == "torus:4x4"
     assert get_preset("tpu-v4-cube").topologies == ("torus:4x4x4",)
     assert preset_topology("tpu-v4-cube") == "torus:4x4x4"
     assert preset_topology("tpu-v4") == "torus:16x16x16"
     assert preset_topology("google-tpu-v4") == "torus:4x4x4"
     assert get_preset("google-tpu-v4").topologies == ("torus:4x4x4", "torus:16x16x16")
-    assert preset_topology("fugaku") == "torus:24x23x24x2x3x2"
+    full = get_preset("fugaku-tofu-d")
+    assert full.topologies[0] == "torus:24x23x24x2x3x2"  # the shared data's shape comes first
+    assert preset_topology("fugaku") == "torus:24x23x24x2x3x2:simple"  # Tofu D's 10 ports
+    assert preset_topology("fugaku-unit") == "torus:2x3x2:simple"
+    assert preset_topology("fugaku-8-units") == "torus:2x2x2x2x3x2:simple"
+    assert preset_topology("fugaku-4x4x4") == "torus:4x4x4"
+    for alias in ("fugaku", "fugaku-unit", "fugaku-8-units", "fugaku-4x4x4"):
+        p = get_preset(alias)
+        assert p.key == "fugaku_tofu_d" and p.topology in full.topologies
+        assert (p.link_bandwidth, p.host_injection, p.alpha) == (full.link_bandwidth, full.host_injection, full.alpha)
     ipu = get_preset("ipu-pod64")
     assert ipu.key == "graphcore_ipu_pod64" and ipu.topologies == () and ipu.topology is None
     assert "no topology" in ipu.notes
@@ -108,7 +178,8 @@ def test_every_json_key_is_a_preset():
     for key in keys:
         assert key.replace("_", "-") in names
         assert get_preset(key).key == key
-    for alias in ("trn1", "tpu-v4-cube", "tpu-v4", "fugaku", "ipu-pod64", "frontera"):
+    for alias in ("trn1", "trn1n", "tpu-v4-cube", "tpu-v4", "fugaku", "fugaku-unit", "fugaku-8-units",
+                  "fugaku-4x4x4", "ipu-pod64", "frontera"):
         assert alias in names
 
 
@@ -120,12 +191,86 @@ def test_list_presets_all_sourced_and_consistent():
         assert p.source.strip(), p.name
         assert isinstance(p.topologies, tuple)
         assert p.topology == (p.topologies[0] if p.topologies else None)
-        for field in ("link_bandwidth", "link_latency", "per_hop_latency", "alpha", "beta", "gamma",
-                      "host_injection"):
+        for field in ("link_bandwidth", "beta", "host_injection"):
             value = getattr(p, field)
             assert value is None or value > 0, (p.name, field)
+        for field in ("link_latency", "per_hop_latency", "alpha", "gamma"):  # a latency may be 0 (Fugaku's links)
+            value = getattr(p, field)
+            assert value is None or value >= 0, (p.name, field)
     with pytest.raises(dataclasses.FrozenInstanceError):
         presets[0].alpha = 1.0
+
+
+# --- real systems: Fugaku (Tofu D), TPU v4, AWS trn1 ---------------------------------------------------------
+
+
+def test_fugaku_tofu_d_parameters_in_si_units():
+    raw = load_systems()["fugaku_tofu_d"]
+    assert raw["link_bandwidth_bps"] == 6.8e9 * 8 and raw["rdma_engines"] == 6
+    p = get_preset("fugaku-tofu-d")
+    assert p.link_bandwidth == pytest.approx(6.8e9)  # 28 Gb/s x 2 lanes per link per direction
+    assert p.host_injection == pytest.approx(40.8e9) == pytest.approx(6 * p.link_bandwidth)  # 6 RDMA engines
+    assert p.alpha == pytest.approx(0.49e-6)  # one-way 8-byte Put (Ajima et al., CLUSTER'18)
+    assert p.link_latency == 0.0 and p.per_hop_latency is None
+    assert "rdma_engines=6" in p.notes and "host_injection" in p.notes
+    assert "Ajima" in p.source_of("alpha_s") and "A64FX" in p.source_of("link_bandwidth_bps")
+    assert "TNI" in p.source_of("rdma_engines")
+
+
+def test_tpu_v4_and_trn1_parameters_in_si_units():
+    for name in ("tpu-v4-cube", "tpu-v4", "google-tpu-v4"):
+        p = get_preset(name)
+        assert p.link_bandwidth == pytest.approx(45e9)  # ICI: 4.5e10 bytes/s per link one way
+        assert p.link_latency is None and p.host_injection is None and p.alpha is None
+    assert get_preset("trn1").link_bandwidth == pytest.approx(384e9 / 4)  # NeuronLink-v2, 4 neighbours
+    assert get_preset("trn1n").link_bandwidth == pytest.approx(768e9 / 4)
+
+
+def test_every_preset_topology_parses():
+    for p in list_presets():
+        for spec in p.topologies:
+            topology = parse(spec)
+            assert topology.num_compute >= 2, (p.name, spec)
+    assert parse(preset_topology("fugaku")).num_compute == 24 * 23 * 24 * 2 * 3 * 2 == 158_976
+    assert parse(preset_topology("fugaku")).num_links == 158_976 * 10  # Tofu D: 10 ports per node
+    assert parse(preset_topology("fugaku-unit")).num_compute == 12
+    assert parse(preset_topology("fugaku-8-units")).num_compute == 96
+    assert parse(preset_topology("trn1")).num_compute == 16
+
+
+def test_every_preset_with_parameters_names_their_sources():
+    keys_with_added = {k for k, e in load_systems().items() if not k.startswith("_") and "parameter_sources" in e}
+    assert {"fugaku_tofu_d", "google_tpu_v4", "aws_trainium_trn1", "aws_trainium_trn1n"} <= keys_with_added
+    for p in list_presets():
+        if not has_network_parameters(p):
+            continue
+        assert p.source.strip(), p.name
+        if p.key in keys_with_added:
+            fields = dict(p.parameter_sources)
+            assert fields and all(text.strip() for text in fields.values()), p.name
+            assert any(f.endswith(("_bps", "_s")) for f in fields), p.name
+
+
+def test_presets_use_their_own_parameters():
+    for name, bandwidth in (("fugaku-unit", 6.8e9), ("fugaku-4x4x4", 6.8e9), ("tpu-v4-cube", 45e9),
+                            ("trn1", 96e9), ("trn1n", 192e9)):
+        topology, params, notes = resolve_network(name)
+        assert params.name == name and params.link_bandwidth == pytest.approx(bandwidth)
+        assert topology.spec == preset_topology(name)
+        assert any(n.startswith(f"parameters {name}:") for n in notes)
+    _, params, _ = resolve_network("fugaku-unit")
+    assert params.host_injection == pytest.approx(40.8e9) and params.alpha == pytest.approx(0.49e-6)
+    assert params.link_latency == 0.0 and "Ajima" in params.source
+    _, params, _ = resolve_network("trn1", "swing-sst")  # an explicit --params still wins
+    assert params.name == "swing-sst"
+    assert network_params("tpu-v4").link_bandwidth == pytest.approx(45e9)
+
+
+def test_presets_without_parameters_are_still_refused_as_params():
+    for name in ("ipu-pod64", "graphcore-ipu-pod64", "google-tpu-v5p"):
+        with pytest.raises(DirectcollError, match="no network parameters"):
+            get_parameter_preset(name)
+    assert get_parameter_preset("trn1").name == "trn1"
 
 
 def test_unknown_preset_lists_names():

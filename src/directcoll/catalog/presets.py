@@ -1,7 +1,10 @@
 """Named system presets and message-size workloads from the packaged, sourced data files.
 
-The data lives in ``directcoll/catalog/data/systems.json`` and ``workloads.json`` (verbatim copies of the
-project's ``shared/data``). Every entry names its published source. Keys starting with ``_`` are metadata.
+The data lives in ``directcoll/catalog/data/systems.json`` and ``workloads.json``. ``workloads.json`` is a
+verbatim copy of the project's ``shared/data``; ``systems.json`` holds every entry of ``shared/data/systems.json``
+with every shared field unchanged (a list may only grow at its end) and may add fields and entries: each added
+number is covered by the entry's ``parameter_sources`` (``{field: source text}``), so every number names its
+publication (``catalog/data/README.md``). Keys starting with ``_`` are metadata.
 
 Units: the JSON gives bandwidths in bits/s as published; :class:`SystemPreset` holds bytes/s (divided by 8),
 seconds, and seconds per byte.
@@ -90,8 +93,12 @@ class SystemPreset:
         alpha: seconds of latency per message.
         beta: seconds per byte transferred.
         gamma: seconds per byte reduced.
-        host_injection: bytes/s a host can inject into the network.
+        host_injection: bytes/s a host can inject into the network (for Fugaku: its 6 RDMA engines as ports, 6 x
+            the link bandwidth).
         notes: everything else the entry says, plus how this preset was derived from it.
+        parameter_sources: ``(field, source text)`` pairs, one per JSON field the packaged data adds beyond the
+            project's shared data (``link_bandwidth_bps``, ``alpha_s``, ``rdma_engines``, ...); empty when the
+            entry's ``source`` covers every value.
 
     Raises:
         Nothing: a frozen record; presets are built from the packaged data by :func:`get_preset`.
@@ -101,6 +108,9 @@ class SystemPreset:
     >>> p = get_preset("swing-sst")
     >>> p.link_bandwidth, p.link_latency, p.per_hop_latency  # 400 Gb/s, 100 ns, 300 ns
     (50000000000.0, 1e-07, 3e-07)
+    >>> f = get_preset("fugaku-unit")  # Tofu D: 6.8 GB/s links, 6 RDMA engines x 6.8 GB/s, 0.49 us Put
+    >>> f.topology, f.link_bandwidth, f.host_injection, f.alpha
+    ('torus:2x3x2:simple', 6800000000.0, 40800000000.0, 4.9e-07)
     """
 
     name: str
@@ -115,23 +125,55 @@ class SystemPreset:
     gamma: float | None = None
     host_injection: float | None = None
     notes: str = ""
+    parameter_sources: tuple[tuple[str, str], ...] = ()
 
     @property
     def topology(self) -> str | None:
         """The default topology spec (first of :attr:`topologies`), or None. Raises: Nothing. Source: systems.json."""
         return self.topologies[0] if self.topologies else None
 
+    def source_of(self, field: str) -> str:
+        """Where the value of JSON field ``field`` comes from.
+
+        Returns:
+            The entry's ``parameter_sources`` text for ``field`` where the packaged data added that field beyond
+            the shared data, else the entry's ``source``.
+
+        Raises:
+            Nothing: a lookup in this record.
+
+        Source: ``catalog/data/README.md`` (the rule for added fields).
+
+        >>> get_preset("trn1").source_of("link_bandwidth_bps")[:14]
+        'AWS Neuron doc'
+        >>> get_preset("swing-sst").source_of("link_bandwidth_bps")[:5]
+        'Swing'
+        """
+        return dict(self.parameter_sources).get(field, self.source)
+
 
 # Short aliases: user-facing name -> (systems.json key, topologies override or None to keep the entry's, note).
 _ALIASES: dict[str, tuple[str, tuple[str, ...] | None, str]] = {
-    # AWS Trainium trn1: 16 chips on a 2D torus (torus:4x4).
+    # AWS trn1.32xlarge: 16 Trainium chips on a 2D torus (torus:4x4), NeuronLink-v2 at 384 GB/s per chip.
     "trn1": ("aws_trainium_trn1", None, "alias of aws-trainium-trn1"),
+    # AWS trn1n.32xlarge: the same 4x4 torus at 768 GB/s per chip.
+    "trn1n": ("aws_trainium_trn1n", None, "alias of aws-trainium-trn1n"),
     # One TPU v4 building block: the 4x4x4 cube (first topology of google_tpu_v4).
     "tpu-v4-cube": ("google_tpu_v4", ("torus:4x4x4",), "alias of google-tpu-v4 restricted to one 4x4x4 cube"),
     # The full 4096-chip TPU v4 pod as a 16x16x16 torus (second topology of google_tpu_v4).
     "tpu-v4": ("google_tpu_v4", ("torus:16x16x16",), "alias of google-tpu-v4 restricted to the 16x16x16 pod"),
-    # Fugaku's Tofu-D 6D torus, 24x23x24x2x3x2.
-    "fugaku": ("fugaku_tofu_d", None, "alias of fugaku-tofu-d"),
+    # Fugaku's whole Tofu-D 6D torus, 24x23x24x2x3x2 with one cable in each size-2 dimension (10 ports per node).
+    "fugaku": ("fugaku_tofu_d", ("torus:24x23x24x2x3x2:simple",),
+               "alias of fugaku-tofu-d: the whole machine, 158,976 nodes, 10 ports each"),
+    # One Tofu unit: the a x b x c = 2x3x2 part of the shape, 12 nodes.
+    "fugaku-unit": ("fugaku_tofu_d", ("torus:2x3x2:simple",), "alias of fugaku-tofu-d restricted to one Tofu unit "
+                    "(2x3x2, 12 nodes)"),
+    # A job of 2x2x2 Tofu units (96 nodes): exact as a 6D torus, every size-2 dimension having one cable.
+    "fugaku-8-units": ("fugaku_tofu_d", ("torus:2x2x2x2x3x2:simple",), "alias of fugaku-tofu-d restricted to a job of "
+                       "2x2x2 Tofu units (96 nodes)"),
+    # The 64-node 3D job shape node=4x4x4:torus of De Sensi et al.'s Fugaku runs, as the torus the job sees.
+    "fugaku-4x4x4": ("fugaku_tofu_d", ("torus:4x4x4",), "alias of fugaku-tofu-d restricted to the 64-node job "
+                     "shape node=4x4x4:torus"),
     # Graphcore IPU-POD64: the source says 64 chips on a 2D torus but gives no shape, so topologies=().
     "ipu-pod64": ("graphcore_ipu_pod64", None, "alias of graphcore-ipu-pod64"),
     # Frontera's Rockport 6D torus partition; default topology is the first subtorus used (torus:3x3x3).
@@ -167,7 +209,7 @@ def _from_entry(name: str, key: str, entry: dict) -> SystemPreset:
         if field in _FIELDS:
             attr, factor = _FIELDS[field]
             values[attr] = float(value) * factor
-        elif field not in ("source", "notes", "topologies", "subtori_used"):
+        elif field not in ("source", "notes", "topologies", "subtori_used", "parameter_sources"):
             notes.append(f"{field}={value}")
     if "node_bandwidth_bps" in entry:
         # Zhao et al.'s model: a node's bandwidth B is split evenly over its d links (b = B/d).
@@ -177,8 +219,9 @@ def _from_entry(name: str, key: str, entry: dict) -> SystemPreset:
             notes.append("host_injection = node bandwidth B; link_bandwidth = B/degree (derived)")
     if not topologies:
         notes.append("no topology shape in the source data: topologies=()")
+    sources = tuple((str(k), str(v)) for k, v in entry.get("parameter_sources", {}).items())
     return SystemPreset(name=name, key=key, source=str(entry["source"]), topologies=topologies,
-                        notes="; ".join(notes), **values)
+                        notes="; ".join(notes), parameter_sources=sources, **values)
 
 
 @cache
@@ -269,7 +312,7 @@ def _did_you_mean(name, names) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-#: the SystemPreset fields that describe the network (a preset with none of them has only a topology)
+#: the SystemPreset fields that describe the network (a preset with none of them has at most a topology)
 NETWORK_FIELDS = ("link_bandwidth", "link_latency", "per_hop_latency", "alpha", "beta", "gamma", "host_injection")
 
 
@@ -284,7 +327,7 @@ def has_network_parameters(preset: SystemPreset) -> bool:
 
     Source: ``catalog/data/systems.json``.
 
-    >>> has_network_parameters(get_preset("trn1")), has_network_parameters(get_preset("swing-sst"))
+    >>> has_network_parameters(get_preset("ipu-pod64")), has_network_parameters(get_preset("trn1"))
     (False, True)
     """
     return any(getattr(preset, f) is not None for f in NETWORK_FIELDS)
@@ -301,7 +344,7 @@ def parameter_preset_names() -> list[str]:
 
     Source: ``catalog/data/systems.json``.
 
-    >>> "swing-sst" in parameter_preset_names(), "trn1" in parameter_preset_names()
+    >>> "trn1" in parameter_preset_names(), "ipu-pod64" in parameter_preset_names()
     (True, False)
     """
     return [p.name for p in _presets().values() if has_network_parameters(p)]
@@ -314,8 +357,9 @@ def get_parameter_preset(name: str) -> SystemPreset:
         A :class:`SystemPreset` with at least one of :data:`NETWORK_FIELDS` set.
 
     Raises:
-        DirectcollError: unknown name, or a preset whose source gives no network parameter (such as ``trn1``,
-            which has only a topology), listing the presets that have parameters and the closest matches.
+        DirectcollError: unknown name, or a preset whose source gives no network parameter (such as
+            ``ipu-pod64``, which has only a chip count), listing the presets that have parameters and the closest
+            matches.
 
     Source: ``catalog/data/systems.json``.
 
@@ -329,7 +373,8 @@ def get_parameter_preset(name: str) -> SystemPreset:
     preset = get_preset(name)
     if not has_network_parameters(preset):
         raise DirectcollError(f"preset {name!r} gives no network parameters in its source data ({preset.source}), "
-                              f"only a topology; presets with network parameters: {', '.join(usable)}")
+                              f"only {'a topology' if preset.topologies else 'a size'}; presets with network "
+                              f"parameters: {', '.join(usable)}")
     return preset
 
 

@@ -120,13 +120,15 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     writes), so ``--params net.json`` works wherever ``--params`` is accepted.
 
     Raises:
-        DirectcollError: an unknown name, or a preset that gives no network parameters (``trn1`` has only a
-            topology), listing the presets that do and the closest matches; a ``.json`` file that is missing or
+        DirectcollError: an unknown name, or a preset that gives no network parameters (``ipu-pod64`` has only a
+            chip count), listing the presets that do and the closest matches; a ``.json`` file that is missing or
             malformed (:func:`params_from_file`).
 
     Returns:
-        NetworkParams named after the preset, its ``source`` the publication the values come from (a beta in
-        s/byte per process becomes ``host_injection`` and ``link_bandwidth`` of 1 / beta bytes/s).
+        NetworkParams named after the preset, its ``source`` the publication the values come from: the entry's
+        ``source``, then the source of each value the packaged data adds beyond the shared data
+        (``parameter_sources``). A beta in s/byte per process becomes ``host_injection`` and ``link_bandwidth`` of
+        1 / beta bytes/s.
 
     Source: the packaged systems.json (:mod:`directcoll.catalog.presets`; docs/simulation.md, "Step model");
     ``swing-sst`` is Swing (De Sensi et al., NSDI'24) Sec. 5: 400 Gb/s links, 100 ns latency, 300 ns per hop.
@@ -134,6 +136,9 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     >>> p = network_params("swing-sst")
     >>> p.link_bandwidth, p.link_latency, p.per_hop_latency, p.alpha
     (50000000000.0, 1e-07, 3e-07, 0.0)
+    >>> f = network_params("fugaku-unit")  # Tofu D (Ajima et al., CLUSTER'18): 6 RDMA engines x 6.8 GB/s links
+    >>> f.link_bandwidth, f.host_injection, f.alpha, f.link_latency
+    (6800000000.0, 40800000000.0, 4.9e-07, 0.0)
     """
     from directcoll.catalog.presets import get_parameter_preset
 
@@ -145,7 +150,8 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     values = {"alpha": p.alpha or 0.0, "per_hop_latency": p.per_hop_latency or 0.0, "gamma": p.gamma or 0.0,
               "host_injection": p.host_injection or per_process, "link_latency": p.link_latency,
               "link_bandwidth": p.link_bandwidth or per_process}
-    return NetworkParams(**values, name=p.name, source=p.source)
+    added = [f"{field}: {text}" for field, text in p.parameter_sources if field != "topologies"]
+    return NetworkParams(**values, name=p.name, source="; ".join([p.source, *added]))
 
 
 #: the value types of every NetworkParams field in a parameters file (None allowed where the field allows it)
@@ -250,6 +256,9 @@ def resolve_network(spec: str, params_name: str | None = None, **overrides):
     >>> topology, params, notes = resolve_network("torus:4x4", "swing-sst", alpha=1e-6)
     >>> topology.num_compute, params.alpha
     (16, 1e-06)
+    >>> topology, params, notes = resolve_network("trn1")  # a preset brings its own published parameters
+    >>> topology.spec, params.name, params.link_bandwidth
+    ('torus:4x4', 'trn1', 96000000000.0)
     """
     from directcoll.catalog.presets import get_preset, preset_names
     from directcoll.errors import SpecError
@@ -267,7 +276,7 @@ def resolve_network(spec: str, params_name: str | None = None, **overrides):
             raise DirectcollError(f"preset {preset.name!r} has no topology in its source data "
                                   f"({preset.source}); give a topology spec instead") from None
         topology = parse(preset.topologies[0])
-        notes.append(f"{preset.name}: {topology.spec} -- {preset.source}")
+        notes.append(f"{preset.name}: {topology.spec} -- {preset.source_of('topologies')}")
         if params_name is None and preset.link_bandwidth is not None:
             params_name = preset.name
     params = network_params(params_name)
