@@ -95,13 +95,13 @@ def format_size(n: float) -> str:
 
 
 def format_time(seconds: float) -> str:
-    """``1.5 ms``: a time in seconds as three significant digits in s, ms, us or ns.
+    """``1.5 ms``: a time in seconds as three significant digits in s, ms, µs or ns.
 
     Args:
-        seconds: a time in seconds (>= 0; anything below 1 us is shown in ns).
+        seconds: a time in seconds (>= 0; anything below 1 µs is shown in ns).
 
     Returns:
-        The text, in the largest of s, ms, us that ``seconds`` reaches, else ns.
+        The text, in the largest of s, ms, µs that ``seconds`` reaches, else ns.
 
     Raises:
         Nothing: pure formatting of a number.
@@ -111,7 +111,7 @@ def format_time(seconds: float) -> str:
     >>> format_time(1.5e-3), format_time(2e-9)
     ('1.5 ms', '2 ns')
     """
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if seconds >= f:
             return f"{seconds / f:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"

@@ -12,10 +12,8 @@ SystemExit: 2
 
 from __future__ import annotations
 
-import sys
-
 from directcoll.cli.options import check_output
-from directcoll.cli.output import ProgressBar, print_json
+from directcoll.cli.output import ProgressBar, print_json, table_console
 from directcoll.units import parse_bandwidth, parse_duration, parse_sizes
 
 
@@ -80,7 +78,6 @@ def cmd_find_topology(args) -> int:
                     "bound": {"t_l_steps": bound_t_l, "t_b_m_over_b": bound_t_b},
                     "bases": result.bases, "candidates": result.candidates, "schedule": schedule_file})
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Pareto frontier, N = {args.nodes}, d = {args.degree}: allreduce 2(α T_L + T_B M/B) with "
@@ -94,7 +91,7 @@ def cmd_find_topology(args) -> int:
                       f"{row['time_s'] * 1e6:.1f} µs", row["construction"],
                       *([f"{row['alltoall_mcf']:.3e}"] if mcf else []))
     table.add_row("theoretical bound", f"{bound_t_l}α", f"{bound_t_b:.4f}", "", "Moore bound, (N-1)/N")
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = table_console(table)
     console.print(table)
     console.print(f"{result.bases} base topologies, {result.candidates} candidates considered"
                   + (f"; best schedule written to {schedule_file}" if schedule_file else ""))

@@ -18,7 +18,7 @@ import sys
 
 from directcoll.cli.build import DEFAULT_TOPOLOGY
 from directcoll.cli.options import check_output, positive_size
-from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_json, print_table
+from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_json, print_table, table_console
 from directcoll.errors import DirectcollError
 
 DEFAULT_SIZES = "32B..512MiB"
@@ -105,13 +105,19 @@ def cmd_compare(args) -> int:
 
 
 
+#: the marks of variants in the compare table (lower case: the families' letters are capitals), and their names
+VARIANT_MARKS = {"latency": "lat", "bandwidth": "bw", "hamiltonian": "ham", "bidirectional": "bi",
+                 "unidirectional": "uni", "r=0": "bw", "timestepped": "ts"}
+VARIANT_NAMES = {"latency": "latency-optimal", "bandwidth": "bandwidth-optimal", "hamiltonian": "Hamiltonian rings",
+                 "bidirectional": "bidirectional ring", "unidirectional": "unidirectional ring",
+                 "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF"}
+
 #: one-letter labels of the all-to-all families (plot.letter's first-letter fallback would give direct and dor
 #: both "D")
 ALLTOALL_LETTERS = {"direct": "P", "dor": "O", "ewsp": "E", "sssp": "S", "ilp-disjoint": "I", "mcf": "M"}
 
 
 def _print_comparison(cmp, notes) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from directcoll.reports.plot import letter as plot_letter
@@ -128,8 +134,7 @@ def _print_comparison(cmp, notes) -> None:
     gain = cmp.gain(reference) if reference else None
     others = cmp.best_other(reference) if gain is not None else None
     names = SHORT_FAMILY
-    short = {"latency": "L", "bandwidth": "B", "hamiltonian": "H", "bidirectional": "bi", "unidirectional": "u",
-             "r=0": "B", "timestepped": "ts"}
+    short = VARIANT_MARKS
     from rich import box
 
     table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
@@ -158,7 +163,7 @@ def _print_comparison(cmp, notes) -> None:
         if gain is not None:
             row.append(f"{gain[j] * 100:+.0f}% {letter(others[j])}")
         table.add_row(*row)
-    console = Console()
+    console = table_console(table)
     console.print(table)
     gain_note = (f" {reference} gain = {reference}'s goodput over the best other (letter) - 1." if gain is not None
                  else "")
@@ -166,10 +171,15 @@ def _print_comparison(cmp, notes) -> None:
     if alltoall:
         console.print(_alltoall_note(cmp, letter) + gain_note + peak)
     else:
-        console.print("Each cell: goodput of the algorithm's best variant (L latency-, B bandwidth-optimal; r=k "
-                      "generalized allreduce with k distribution steps removed; P=k double binary tree with k chunks "
-                      "per half; H/bi/u Hamiltonian/bidirectional/unidirectional rings). best = the fastest."
-                      + gain_note + peak)
+        families = ", ".join(f"{letter(f)} {f}" for f in fams)
+        shown = sorted({v for _, variants in fams.values() for v in variants if v in VARIANT_MARKS})
+        legend: dict[str, str] = {}
+        for v in shown:  # one meaning per mark (r=0 is the generalized allreduce's bandwidth-optimal variant)
+            legend.setdefault(VARIANT_MARKS[v], VARIANT_NAMES[v])
+        marks = "; ".join(f"{m} {name}" for m, name in legend.items())
+        console.print(f"Each cell: goodput of the family's best variant ({marks}; r=k generalized allreduce with "
+                      f"k distribution steps removed; P=k double binary tree with k chunks per half). Families: "
+                      f"{families}. best = the fastest." + gain_note + peak)
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
     for s in cmp.skipped:
@@ -364,7 +374,6 @@ def cmd_run(args) -> int:
         print_json(data)
         return 0
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules), this machine",
@@ -386,7 +395,7 @@ def cmd_run(args) -> int:
                       format_time(row["time_s"]), gbps(row["goodput_Bps"]),
                       "yes" if row["correct"] else "[red]NO[/red]", format_time(native) if native else "-",
                       f"{row['time_s'] / native:.2f}x" if native else "-")
-    console = Console()
+    console = table_console(table)
     console.print(table)
     if rounded:
         console.print(f"* sizes run as whole float64 elements, a multiple of the ranks: {', '.join(rounded)}")

@@ -53,6 +53,34 @@ def _json_default(x):
 
 
 
+def table_console(*tables):
+    """A rich Console on stdout as wide as the widest of ``tables`` needs, and at least the terminal's width.
+
+    A table never wraps or truncates a cell, piped or not: piped output (rich assumes 80 columns, or ``$COLUMNS``)
+    gets the tables' natural width; a narrower terminal folds the long lines instead of squeezing the cells.
+
+    Returns:
+        A ``rich.console.Console`` writing to stdout.
+
+    Raises:
+        Nothing: measures the tables.
+
+    Source: issue #18 ("tables that read well anywhere"); rich's ``Measurement`` of a renderable.
+
+    >>> from rich.table import Table
+    >>> t = Table("size", "a very long column heading that would not fit in sixty columns, not at all")
+    >>> table_console(t).width >= 80
+    True
+    """
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console()
+    need = max((Measurement.get(console, console.options.update(width=10_000), t).maximum for t in tables),
+               default=0)
+    return Console(width=max(console.width, need)) if need > console.width else console
+
+
 def print_table(title: str, rows: list[tuple[str, object]]) -> None:
     """Print ``rows`` (key, value) as a two-column rich table titled ``title`` on stdout (floats to 4 digits).
 
@@ -61,7 +89,6 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
 
     Source: DESIGN.md, "Engines, runtimes and scale" (human output; ``--json`` for machines).
     """
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, show_header=False, title_justify="left")
@@ -69,7 +96,7 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
     table.add_column()
     for key, value in rows:
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
-    Console().print(table)
+    table_console(table).print(table)
 
 
 
