@@ -142,13 +142,14 @@ def test_a_stopped_or_killed_rank_ends_the_run_in_time_with_one_line(sig, says, 
                                        (signal.SIGKILL, r"rank 1 (was killed \(signal 9, Killed\)|died) at ")])
 def test_a_rank_stopped_or_killed_in_the_native_collective_ends_the_run_in_time(sig, says, timings):
     # the MPI library's own collective (timed for the comparison) has the deadline too: MPI_Allreduce had none.
-    # 2 MiB x 500 repetitions keep it busy for a few hundred ms (256 KiB x 300 lasted 23 ms: under load the job
-    # could end before the test saw rank 1 in it)
+    # 5000 repetitions keep it busy for about a second (300 lasted 23 ms: under load the job could end before the
+    # test saw rank 1 in it); 256 KiB as before (a rank killed inside a larger rendezvous transfer makes the other
+    # fail at once, which under load can race the launcher's first look)
     after, total, proc, seen = _fault(sig, lambda s: s.state == WAITING and s.what == "MPI Iallreduce" and s.rep >= 1,
-                                      ("--sizes", "2MiB", "--repeat", "500"))
+                                      ("--sizes", "256KiB", "--repeat", "5000"))
     timings(f"run with rank 1 {signal.Signals(sig).name} in MPI_Iallreduce: end {after:.2f} s after the signal", total)
     line = _one_line(proc.stderr)
-    where = r"MPI Iallreduce \(native allreduce of 2MiB\) \(repetition \d+ of 500\)"
+    where = r"MPI Iallreduce \(native allreduce of 256KiB\) \(repetition \d+ of 5000\)"
     assert proc.returncode == 2 and re.search(says + where, line), line
     assert after < TIMEOUT + 5, (after, line)
     _no_process_left(seen)

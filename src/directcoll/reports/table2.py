@@ -9,8 +9,8 @@ Source: Swing (De Sensi et al., NSDI'24) Table 2, Sec. 2.3 (deficiencies Lambda,
 Sec. 4.1 (Xi of Swing-B); docs/cost.md.
 
 >>> rows = table2(dims=(2,), side=4, extra=())
->>> [r.algorithm for r in rows][-1], rows[-1].measured[:2]
-('swing (B)', (np.float64(2.0), 1.0))
+>>> [r.algorithm for r in rows][-1], [float(x) for x in rows[-1].measured[:2]]
+('swing (B)', [2.0, 1.0])
 """
 
 from __future__ import annotations
