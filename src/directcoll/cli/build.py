@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from directcoll.cli.options import check_output, count, positive_size
-from directcoll.cli.output import ProgressBar, print_json, print_table
+from directcoll.cli.output import Heartbeat, ProgressBar, print_json, print_table
 from directcoll.errors import DirectcollError
 
 DEFAULT_TOPOLOGY = "torus:8x8"
@@ -70,6 +70,8 @@ def cmd_topology_describe(args) -> int:
         topology = parse(args.spec)
     out = describe(topology).to_dict()
     out["moore_bound_diameter"] = topology_moore_bound(topology)
+    if topology.params.get("description"):  # a network file: where its link values come from
+        out["source"] = topology.params["description"]
     if getattr(args, "alltoall", False):
         out.update(_alltoall_fields(topology, args))
     elif any(getattr(args, k, None) is not None for k in ("host_bandwidth", "method", "max_iterations", "target_gap")):
@@ -169,7 +171,10 @@ def _alltoall_fields(topology, args) -> dict:
 
         limits = {k: v for k, v in (("rel_gap", args.target_gap), ("max_iterations", args.max_iterations))
                   if v is not None}
-        b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth, **limits)
+        with Heartbeat(f"bracketing the all-to-all MCF of {topology.spec}") as beat:
+            b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth,
+                                     progress=lambda it, cap, gap: beat(f"iteration {it}/{cap}, gap {gap:.2%}"),
+                                     **limits)
         if not b.converged:
             print(f"directcoll: warning: the bracket did not converge: gap {b.gap:.2%} after {b.iterations} "
                   f"iterations, target {b.rel_gap:.2%} (raise --max-iterations or --target-gap)", file=sys.stderr)
@@ -179,7 +184,8 @@ def _alltoall_fields(topology, args) -> dict:
                 "alltoall_mcf_max_iterations": b.max_iterations, "alltoall_capacity_bound": bound}
     if args.max_iterations is not None or args.target_gap is not None:
         raise DirectcollError("--max-iterations and --target-gap apply to --method bracket only")
-    result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
+    with Heartbeat(f"solving the all-to-all MCF of {topology.spec} (method {args.method or 'auto'})"):
+        result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
     fields = {"alltoall_mcf": result.value, "alltoall_mcf_method": result.method,
               "alltoall_capacity_bound": bound,
               "alltoall_reference_bandwidth_bytes_per_s": result.reference_bandwidth,

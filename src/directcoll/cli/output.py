@@ -137,6 +137,65 @@ class ProgressBar:
 
 
 
+class Heartbeat:
+    """A sign of life on standard error for work that may take more than two seconds.
+
+    ``with Heartbeat("solving the all-to-all LP") as beat:`` prints nothing if the block ends within ``after``
+    seconds; otherwise a line ``directcoll: solving the all-to-all LP ... 2 s`` and then one every ``every``
+    seconds (rewritten in place on a terminal). ``beat(text)`` sets a detail shown after the label (an
+    iteration, a gap). Standard output is untouched.
+
+    Raises:
+        Nothing: a daemon thread that only writes to standard error.
+
+    Source: issue #18 ("sign of life on anything over two seconds"); DESIGN.md, "Engines, runtimes and scale"
+    (progress on standard error).
+
+    >>> with Heartbeat("nothing slow", after=60) as beat:
+    ...     beat("step 1")
+    """
+
+    def __init__(self, label: str, *, after: float = 2.0, every: float = 10.0) -> None:
+        import threading
+
+        self.label, self.after, self.every = label, after, every
+        self.detail = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._shown = False
+
+    def __call__(self, detail: str) -> None:
+        self.detail = detail
+
+    def _line(self, elapsed: float) -> str:
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"directcoll: {self.label} ... {elapsed:.0f} s{detail}"
+
+    def _run(self) -> None:
+        import time
+
+        t0 = time.monotonic()
+        tty = sys.stderr.isatty()
+        wait = self.after
+        while not self._stop.wait(wait):
+            line = self._line(time.monotonic() - t0)
+            sys.stderr.write(f"\r\033[K{line}" if tty else f"{line}\n")
+            sys.stderr.flush()
+            self._shown = True
+            wait = 1.0 if tty else self.every
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        if self._shown and sys.stderr.isatty():
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
 def noop(*_args) -> None:
     """Accept anything and do nothing (a progress callback when no bar is shown). Raises: Nothing.
     Source: DESIGN.md, "Engines, runtimes and scale".
