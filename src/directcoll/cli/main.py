@@ -42,6 +42,8 @@ from directcoll.cli.network import (
     cmd_simulate,
 )
 from directcoll.cli.options import Parser, bandwidth, count, duration, per_byte, size_option
+from directcoll.cli.show import add_show_commands
+from directcoll.cli.topology_io import cmd_topology_export
 from directcoll.errors import DirectcollError
 
 #: table2 builds side^4 tori: 16^4 = 65,536 ranks is the largest it measures
@@ -116,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     fams = topo_sub.add_parser("families", help="list the topology families, aliases and operators of spec strings")
     fams.add_argument("--json", action="store_true", help="machine-readable output")
     fams.set_defaults(func=cmd_topology_families)
+    tex = topo_sub.add_parser("export", help="write a topology to a network file (GraphML, edge list, JSON) that "
+                                             "file:PATH reads back")
+    tex.add_argument("spec", help="topology spec, e.g. torus:8x8, or file:PATH")
+    tex.add_argument("-o", "--output", required=True, help="file to write: .graphml, .edges or .json")
+    tex.add_argument("--format", choices=["graphml", "edges", "json"], help="format (default: from the suffix)")
+    tex.add_argument("--json", action="store_true", help="machine-readable output")
+    tex.set_defaults(func=cmd_topology_export)
 
     sched = sub.add_parser("schedule", help="build a schedule file")
     sched.add_argument("algorithm", help="algorithm name (see `directcoll algorithms`)")
@@ -281,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     algs = sub.add_parser("algorithms", help="list every algorithm with the collectives and topologies it serves")
     algs.add_argument("--json", action="store_true", help="machine-readable output")
     algs.set_defaults(func=cmd_algorithms)
+    add_show_commands(sub)
     for command in (*sub.choices.values(), *topo_sub.choices.values()):
         if command is not topo:
             _add_memory_budget(command, argparse.SUPPRESS)

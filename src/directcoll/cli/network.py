@@ -209,8 +209,9 @@ def cmd_simulate(args) -> int:
     """``directcoll simulate FILE --size SIZE``: time one schedule file on its topology (or ``--topology``) with the
     step model (per-step breakdown: most loaded link, hops, time) or the flow model (per-step end times).
 
-    Output: a summary line and a per-step table; ``--json``: {time_s, model, size, steps, algorithm, collective,
-    topology, routing, params, goodput_Bps}.
+    Output: a summary line and a per-step table (the step model's busiest link as ``u->v``, with coordinates on
+    grids); ``--json``: {time_s, model, size, steps, algorithm, collective, topology, routing, params,
+    goodput_Bps}, the step model's steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``).
 
     Returns:
         0.
@@ -263,7 +264,11 @@ def cmd_simulate(args) -> int:
                "max_link_utilisation": float(res.link_utilisation.max(initial=0.0))}
     else:
         sim = simulate(schedule, topology, params, args.routing)
+        from directcoll.reports.steps import link_label
+
         out = {"time_s": float(sim.time(size)), "model": "step", "size": size, "steps": sim.breakdown(size)}
+        for row in out["steps"]:  # the busiest link as u->v ((0,1)->(0,2) on grids) beside its id
+            row["max_link_name"] = link_label(topology, row["max_link"])
     out.update({"algorithm": schedule.algorithm, "collective": schedule.collective.value, "topology": topology.spec,
                 "routing": args.routing, "params": params.to_dict(), "goodput_Bps": size / out["time_s"]})
     if args.json:
@@ -273,8 +278,8 @@ def cmd_simulate(args) -> int:
           f"{args.routing} routing, {args.model} model): {format_time(out['time_s'])}, goodput "
           f"{out['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
     if args.model == "step":
-        rows = [(f"step {r['step']}", f"max link {r['bytes_max_link']:.4g} B, {r['hops_max']:.0f} hops, "
-                 f"{format_time(r['time_s'])}") for r in out["steps"]]
+        rows = [(f"step {r['step']}", f"max link {r['max_link_name']}: {r['bytes_max_link']:.4g} B, "
+                 f"{r['hops_max']:.0f} hops, {format_time(r['time_s'])}") for r in out["steps"]]
         print_table("per step", rows)
     return 0
 

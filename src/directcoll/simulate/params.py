@@ -238,10 +238,14 @@ def params_from_file(path) -> NetworkParams:
 def resolve_network(spec: str, params_name: str | None = None, **overrides):
     """The topology and network parameters of ``spec``, a topology spec or a system preset name (whose first
     published topology is used, and whose parameters are the default when it gives them), with ``overrides``
-    (:meth:`NetworkParams.with_` keywords; None leaves a value).
+    (:meth:`NetworkParams.with_` keywords; None leaves a value). A network file's per-link bandwidths and
+    latencies (``file:PATH``, :mod:`directcoll.topology.files`) are kept: the preset's link bandwidth (latency)
+    applies only where the file gives no link one, and the ``link_bandwidth`` / ``link_latency`` overrides
+    replace them.
 
     Returns:
-        (Topology, NetworkParams, notes): notes are one line per source used, for a report's footer.
+        (Topology, NetworkParams, notes): notes are one line per source used, for a report's footer (a network
+        file adds its description: where its link values come from).
 
     Raises:
         SpecError: ``spec`` is neither a topology spec nor a preset (the message lists the presets).
@@ -263,11 +267,14 @@ def resolve_network(spec: str, params_name: str | None = None, **overrides):
     from directcoll.catalog.presets import get_preset, preset_names
     from directcoll.errors import SpecError
     from directcoll.topology import parse
+    from directcoll.topology.files import is_file_spec
 
     notes = []
     try:
         topology = parse(spec)
     except SpecError as exc:
+        if is_file_spec(spec):  # a network file's error is about the file, not a preset name
+            raise
         try:
             preset = get_preset(spec)
         except DirectcollError:
@@ -281,6 +288,11 @@ def resolve_network(spec: str, params_name: str | None = None, **overrides):
             params_name = preset.name
     params = network_params(params_name)
     notes.append(f"parameters {params.name}: {params.source}")
+    per_link = topology.params.get("per_link", ())  # a network file's own per-link values win over a preset's
+    if per_link:
+        params = replace(params, **{f"link_{name}": None for name in per_link})
+    if topology.params.get("description"):
+        notes.append(topology.params["description"])
     return topology, params.with_(**overrides), notes
 
 

@@ -12,6 +12,9 @@ around them (docs/expansions.md)::
                                                        nodes): random cables / compute nodes removed (failures)
     family   := KIND[:ARGS]                            a family of FAMILIES or ALIASES
 
+A whole spec may also be ``file:PATH``, a network file (:mod:`directcoll.topology.files`); its path is taken
+as written (case and spaces kept) and operators do not take it.
+
 e.g. ``line^3(circulant:16:3,4)``, ``power(product(ring:4:uni,ring:8:uni),2)``,
 ``punctured(torus:4x4,links=2,seed=1)`` (:func:`directcoll.topology.operators.punctured`). Family arguments may
 contain commas (circulant offsets, twisted-torus twists): inside an operator, a comma not followed by a letter
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from directcoll.errors import SpecError
 from directcoll.topology import operators as ops
 from directcoll.topology.families.random_graphs import MAX_SEED
+from directcoll.topology.files import FILE_PREFIX, file_path, is_file_spec
 from directcoll.topology.sizes import MAX_NODES, show
 
 #: Largest number any spec field may hold (a signed 64-bit integer: numpy's int64 and rustworkx's seeds).
@@ -198,6 +202,9 @@ class _Parser:
         if trailing_int and cuts and self.s[end: end + 1] == ")" and DIGITS.fullmatch(self.s[cuts[-1] + 1: end]):
             end = cuts[-1]
         text = self.s[start:end]
+        if text.startswith(FILE_PREFIX):
+            raise SpecError(f"topology spec {show(self.original)}: a file:PATH spec stands alone; accepted: "
+                            "operators around families only (write the expanded network to a file instead)")
         if not text:
             raise self.fail("a topology spec (a family such as ring:8, or an operator such as line(...))")
         self.i = end
@@ -285,5 +292,7 @@ def parse_tree(spec: str) -> SpecNode:
     if not isinstance(spec, str):
         raise SpecError(f"a topology spec is a string such as 'torus:8x8', got {type(spec).__name__} "
                         f"{show(repr(spec))}")
+    if is_file_spec(spec):  # a network file: the path is kept as given (case, spaces)
+        return SpecNode("family", FILE_PREFIX + file_path(spec))
     return _Parser(spec).parse()
 

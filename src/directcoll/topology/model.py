@@ -263,6 +263,61 @@ class Topology:
         links = np.asarray(links, dtype=np.int64)
         return self.translate(links // k, by) * k + links % k
 
+    # -- networkx ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_networkx(cls, graph, *, bandwidth: str = "bandwidth", latency: str = "latency",
+                      spec: str | None = None) -> Topology:
+        """The topology of a networkx graph: every node a compute node unless its ``switch`` attribute is true, an
+        undirected edge a link each way, a directed edge one link, parallel edges parallel links; the edge
+        attributes named ``bandwidth`` (a number of bit/s or text with its unit, "100Gbps") and ``latency`` (a
+        number of seconds or text, "500ns") give each link's values, 400 Gb/s and 100 ns where absent. Nodes
+        are numbered compute nodes first, by value when all are integers, else in the graph's node order
+        (:mod:`directcoll.topology.linktable`).
+
+        Returns:
+            a Topology of kind ``networkx`` (bandwidths in bytes/s, latencies in s), its spec ``spec`` (default
+            ``networkx:NAME``, which names it but does not rebuild it: write it with
+            :func:`~directcoll.topology.files.write_network` and use ``file:PATH`` for that).
+
+        Raises:
+            SpecError: a bad bandwidth, latency or switch value or a self-loop (naming the edge), no links.
+            TopologyError: not a networkx graph, or compute nodes that cannot all reach each other.
+            ResourceError: over the memory budget.
+
+        Source: docs/topology.md, "Your own network".
+
+        >>> import networkx as nx
+        >>> g = nx.cycle_graph(4)
+        >>> g.edges[0, 1]["bandwidth"] = "100Gbps"
+        >>> t = Topology.from_networkx(g)
+        >>> t.num_links, t.link_bandwidth[:2].tolist()
+        (8, [12500000000.0, 12500000000.0])
+        """
+        from directcoll.topology.linktable import table_of_networkx
+
+        name = getattr(graph, "name", "")
+        fields = table_of_networkx(graph, bandwidth, latency).fields(DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY)
+        return cls(spec or (f"networkx:{name}" if name else "networkx"), "networkx", **fields)
+
+    def to_networkx(self):
+        """A networkx MultiDiGraph of this topology: nodes ``0..num_nodes-1`` (attribute ``switch``), one edge per
+        directed link keyed by its link id, with ``bandwidth`` (bit/s) and ``latency`` (s) as floats;
+        :meth:`from_networkx` reads it back with the same links in the same order.
+
+        Raises:
+            MissingDependencyError: networkx is not installed (``pip install 'directcoll[networkx]'``).
+            ResourceError: over the memory budget.
+
+        Source: docs/topology.md, "Your own network".
+
+        >>> from directcoll.topology.families import ring
+        >>> ring(4).to_networkx().number_of_edges()
+        8
+        """
+        from directcoll.topology.linktable import to_networkx
+
+        return to_networkx(self)
+
     def describe_short(self) -> str:
         """One line for messages: ``"<spec> (N ranks, L directed links)"``.
 

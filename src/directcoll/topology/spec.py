@@ -19,6 +19,7 @@ from __future__ import annotations
 from directcoll.errors import SpecError
 from directcoll.resources import check_memory
 from directcoll.topology import operators as ops
+from directcoll.topology.files import FILE_PREFIX, file_size, read_network
 from directcoll.topology.grammar import OPERATORS, SpecNode, parse_tree
 from directcoll.topology.model import Topology
 from directcoll.topology.sizes import Size, check_caps, count, operator_size, show
@@ -26,7 +27,9 @@ from directcoll.topology.table import read_family
 
 
 def _size(node: SpecNode) -> Size:
-    if node.op == "family":
+    if node.op == "family" and node.text.startswith(FILE_PREFIX):
+        size = file_size(node.text[len(FILE_PREFIX):])
+    elif node.op == "family":
         fn, args, kwargs = read_family(node.text)
         size = fn.size(*args, **kwargs)
     else:
@@ -88,7 +91,10 @@ def check_spec(spec) -> Size:
     """
     node = spec if isinstance(spec, SpecNode) else parse_tree(spec)
     size = _size(node)
-    check_memory(f"topology {show(node)} ({count(size.nodes)} nodes, {count(size.links)} links)", size.nbytes)
+    if node.op == "family" and node.text.startswith(FILE_PREFIX):  # sized from its bytes: reading it is the cost
+        check_memory(f"reading {node.text}", size.nbytes)
+    else:
+        check_memory(f"topology {show(node)} ({count(size.nodes)} nodes, {count(size.links)} links)", size.nbytes)
     return size
 
 
@@ -135,6 +141,8 @@ def _build(node: SpecNode, **link_params) -> Topology:
 
 
 def _family(text: str, **link_params) -> Topology:
+    if text.startswith(FILE_PREFIX):
+        return read_network(text[len(FILE_PREFIX):], **link_params)
     fn, args, kwargs = read_family(text)
     try:
         return fn(*args, **kwargs, **link_params)
@@ -152,16 +160,18 @@ def parse(spec: str, **link_params) -> Topology:
     Args:
         spec: ``KIND:ARGS`` as listed in :data:`~directcoll.topology.table.FAMILIES` or
             :data:`~directcoll.topology.table.ALIASES` (e.g. ``torus:64x64``), or operators around them
-            (:mod:`directcoll.topology.grammar`), e.g. ``line^3(circulant:16:3,4)``. A Topology is returned
-            unchanged.
-        **link_params: ``link_bandwidth`` (bytes/s) and ``link_latency`` (s) passed to the generators.
+            (:mod:`directcoll.topology.grammar`), e.g. ``line^3(circulant:16:3,4)``, or ``file:PATH`` of a
+            network file (:mod:`directcoll.topology.files`). A Topology is returned unchanged.
+        **link_params: ``link_bandwidth`` (bytes/s) and ``link_latency`` (s) passed to the generators (for a
+            network file: the values of links the file gives none).
 
     Raises:
         SpecError: an unknown family (with the closest names), malformed arguments or operators, a number
             outside its field's range, or a topology over :data:`~directcoll.topology.sizes.MAX_NODES` nodes;
             the message names the spec, the field and what is accepted.
         ResourceError: building it would need more memory than the budget (:func:`check_spec`).
-        TopologyError: an operator refuses its input (e.g. degree expansion of a non-regular graph).
+        TopologyError: an operator refuses its input (e.g. degree expansion of a non-regular graph), or a network
+            file's compute nodes cannot all reach each other (a malformed file is a SpecError naming its line).
 
     Returns:
         the :class:`~directcoll.topology.model.Topology` (bandwidths in bytes/s, latencies in s).
