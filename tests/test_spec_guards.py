@@ -375,3 +375,18 @@ def test_bfb_distance_matrix_is_sized_before_rustworkx_allocates_it(tmp_path):
                         "-o", str(tmp_path / "s.json"))
     assert out.returncode == 2 and "distance matrix of genkautz:4:100000" in out.stderr, out.stderr[-2000:]
     assert len(out.stderr.strip().splitlines()) == 1 and out.stdout == "" and seconds < 10
+
+
+def test_a_ring_pattern_is_sized_by_its_distinct_steps_not_its_2n_steps():
+    # compare builds ring and bucket as step patterns (a few distinct steps): torus:128x128 was refused for the
+    # 64 GiB a materialised 2(N - 1)-step ring would need
+    from directcoll.errors import ResourceError
+    from directcoll.registry import check_build_memory
+    from directcoll.resources import memory_budget_override
+    from directcoll.topology import parse
+
+    topo = parse("torus:128x128")
+    with memory_budget_override("1GiB"):
+        check_build_memory("ring", topo, pattern=True)
+        with pytest.raises(ResourceError, match="ring"):
+            check_build_memory("ring", topo)

@@ -295,11 +295,12 @@ def _steps(name: str, topology: Topology, n: float) -> float:
 
 
 def estimate_bytes(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
-                   ports: int | None = None) -> float:
-    """A lower-bound estimate of the memory ``build_pattern(name, topology, collective, variant=...)`` needs
+                   ports: int | None = None, *, pattern: bool = False) -> float:
+    """A lower-bound estimate of the memory ``build(name, topology, collective, variant=...)`` needs
     (a float, never overflowing): N ranks x steps (:func:`_steps`) x ports transfers of :data:`BYTES_PER_TRANSFER`,
     N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
-    pieces per rank (:data:`QUADRATIC`) when N is not a power of two.
+    pieces per rank (:data:`QUADRATIC`) when N is not a power of two. With ``pattern`` (``build_pattern``), an
+    algorithm with a pattern builder of its own (ring, bucket) holds only its distinct steps, two per dimension.
 
     Returns:
         Bytes, a float.
@@ -314,10 +315,14 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     >>> from directcoll.topology import parse
     >>> estimate_bytes("ring", parse("torus:4x4"))  # 16 ranks x 30 steps x 128 B
     61440.0
+    >>> estimate_bytes("ring", parse("torus:4x4"), pattern=True)  # 16 ranks x 4 distinct steps x 128 B
+    8192.0
     """
     alg = get(name)
     n = float(topology.num_compute)
     steps = _steps(alg.name, topology, n)
+    if pattern and alg.pattern is not None:
+        steps = min(steps, 2.0 * max(1, len(topology.shape or ())))
     nbytes = n * steps * float(ports or 1) * BYTES_PER_TRANSFER
     if Collective.parse(collective) is Collective.ALLTOALL:
         nbytes = max(nbytes, n * n * BYTES_PER_TRANSFER)
@@ -328,8 +333,9 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
 
 
 def check_build_memory(name: str, topology: Topology, collective="allreduce", variant: str | None = None,
-                       ports: int | None = None) -> None:
-    """Refuse building ``name`` on ``topology`` when :func:`estimate_bytes` is over the memory budget.
+                       ports: int | None = None, *, pattern: bool = False) -> None:
+    """Refuse building ``name`` on ``topology`` (its step pattern, with ``pattern``) when :func:`estimate_bytes`
+    is over the memory budget.
 
     Returns:
         None when it fits.
@@ -348,7 +354,7 @@ def check_build_memory(name: str, topology: Topology, collective="allreduce", va
 
     label = f"{get(name).name}{f' ({variant})' if variant else ''} {Collective.parse(collective).value} on " \
             f"{topology.spec} ({topology.num_compute:,} ranks)"
-    check_memory(label, estimate_bytes(name, topology, collective, variant, ports))
+    check_memory(label, estimate_bytes(name, topology, collective, variant, ports, pattern=pattern))
 
 
 def build_pattern(name: str, topology, collective="allreduce", *, variant: str | None = None,
@@ -369,7 +375,7 @@ def build_pattern(name: str, topology, collective="allreduce", *, variant: str |
     4
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
-    check_build_memory(alg.name, topo, coll, variant, ports)
+    check_build_memory(alg.name, topo, coll, variant, ports, pattern=True)
     if alg.pattern is None:
         return pattern_of(build(name, topo, coll, variant=variant, ports=ports, **options))
     pattern = alg.pattern(topo, coll, variant=variant, ports=ports)

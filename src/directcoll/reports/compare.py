@@ -395,7 +395,7 @@ def _check_memory_up_front(topology: Topology, coll: Collective, contenders) -> 
 
     for _family, name, variant, *_extra in contenders:
         try:
-            check_build_memory(name, topology, coll, variant)
+            check_build_memory(name, topology, coll, variant, pattern=True)  # compare builds step patterns
         except UnsupportedShapeError:
             continue  # an unknown name: skipped with its reason below
 
