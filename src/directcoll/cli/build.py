@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from directcoll.cli.options import check_output, count, positive_size
+from directcoll.cli.options import bandwidth, check_output, count, one_size, preset_spec
 from directcoll.cli.output import Heartbeat, ProgressBar, print_json, print_table
 from directcoll.errors import DirectcollError
 
@@ -61,13 +61,9 @@ def cmd_topology_describe(args) -> int:
     from directcoll.cost.bounds import topology_moore_bound
     from directcoll.topology import describe, parse
 
-    link_bandwidth = getattr(args, "link_bandwidth", None)
-    if link_bandwidth is not None:
-        from directcoll.units import parse_bandwidth
-
-        topology = parse(args.spec, link_bandwidth=parse_bandwidth(link_bandwidth))
-    else:
-        topology = parse(args.spec)
+    link_bandwidth = getattr(args, "link_bandwidth", None)  # bytes/s, read by the parser
+    spec = preset_spec(args.spec)
+    topology = parse(spec) if link_bandwidth is None else parse(spec, link_bandwidth=link_bandwidth)
     out = describe(topology).to_dict()
     out["moore_bound_diameter"] = topology_moore_bound(topology)
     if topology.params.get("description"):  # a network file: where its link values come from
@@ -138,9 +134,10 @@ def add_alltoall_options(p) -> None:
                                                            "before --target-gap")
     p.add_argument("--target-gap", type=_fraction, help="bracket only: stop at this relative gap (upper - lower) / "
                                                        "lower, e.g. 0.001 or 0.1%% (default 0.1%%)")
-    p.add_argument("--link-bandwidth", help="bandwidth of every link, e.g. 25Gbps (default: the topology's)")
-    p.add_argument("--host-bandwidth", help="host <-> NIC bandwidth, e.g. 100Gbps: models the host-to-NIC "
-                                            "bottleneck (Basu et al. Fig. 2)")
+    p.add_argument("--link-bandwidth", type=bandwidth, help="override: link bandwidth with its unit, e.g. 400Gbps "
+                                                            "or 50GB/s (a bare number is refused)")
+    p.add_argument("--host-bandwidth", type=bandwidth, help="host <-> NIC bandwidth, e.g. 100Gbps or 12.5GB/s: "
+                                                            "models the host-to-NIC bottleneck (Basu et al. Fig. 2)")
 
 
 def _fraction(text: str) -> float:
@@ -204,7 +201,7 @@ def cmd_schedule(args) -> int:
     it (:func:`directcoll.schedule.io.save`; ``.npz`` or JSON by the file's suffix).
 
     ``--steps`` / ``--group`` choose the generalized allreduce's r and group (``--steps auto``: the fastest r at
-    ``--size`` under ``--params``, eq. 37's choice printed on stderr beside it); ``--method`` is mcf's variant.
+    ``--sizes`` under ``--params``, eq. 37's choice printed on stderr beside it); ``--method`` is mcf's variant.
 
     Output: ``wrote FILE: ...`` or, with ``--json``, {file, algorithm, collective, ranks, steps, transfers, nblocks,
     meta, seconds}.
@@ -233,6 +230,7 @@ def cmd_schedule(args) -> int:
 
     t0 = time.perf_counter()
     check_output(args.output, "-o")
+    args.spec = preset_spec(args.spec)
     options = _generalized_options(args)
     method = getattr(args, "method", None)  # mcf: --method timestepped|path|extp is the variant
     if method is not None and args.variant not in (None, method):
@@ -254,7 +252,7 @@ def cmd_schedule(args) -> int:
 
 def _generalized_options(args) -> dict:
     """--steps / --group for the generalized allreduce: a step count, or "auto" = the r whose schedule the step
-    model times fastest at --size on the topology with --params (eq. 37's choice is printed beside it)."""
+    model times fastest at --sizes on the topology with --params (eq. 37's choice is printed beside it)."""
     if args.steps is None and args.group is None:
         return {}
     from directcoll.registry import get
@@ -280,7 +278,7 @@ def _generalized_options(args) -> dict:
     from directcoll.simulate import network_params, simulate
 
     params = network_params("kolmakov-cluster" if args.params is None else args.params)
-    size = positive_size("1MiB" if args.size is None else args.size, "--size")
+    size = one_size(args.sizes or "1MiB", "schedule --steps auto")
     times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, group=options["group"]),
                             topology, params).time(size)) for r in range(top + 1)]
     r = int(np.argmin(times))
@@ -327,18 +325,18 @@ def cmd_verify(args) -> int:
 
 def cmd_cost(args) -> int:
     """``directcoll cost [FILE]``: steps, bytes per rank, deficiencies (Lambda, Psi, Xi), T_L / T_B and, with
-    ``--size``, an alpha-beta-gamma time of a schedule file, or of a schedule built with ``--algorithm`` /
+    ``--sizes``, an alpha-beta-gamma time of a schedule file, or of a schedule built with ``--algorithm`` /
     ``--topology`` (default swing allreduce on torus:8x8).
 
     Output: a table, or with ``--json`` :meth:`CostReport.to_dict <directcoll.cost.analytic.CostReport.to_dict>`
     plus ``size_bytes``, ``time_s``, ``goodput_bytes_per_s``, ``alpha_s``, ``gamma_s_per_byte`` when ``--size``
-    is given.
+    is given (one size).
 
     Returns:
         0.
 
     Raises:
-        DirectcollError: a file that records no topology and no ``--topology``, or a bad ``--size``.
+        DirectcollError: a file that records no topology and no ``--topology``, or more than one size.
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, UnsupportedShapeError, ResourceError: from
             loading, building or analysing the schedule.
 
@@ -363,16 +361,17 @@ def cmd_cost(args) -> int:
         spec = args.topology or schedule.meta.get("topology")
         if not spec:
             raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
+        spec = preset_spec(spec)
     else:
-        spec = args.topology or DEFAULT_TOPOLOGY
+        spec = preset_spec(args.topology or DEFAULT_TOPOLOGY)
         schedule = build(args.algorithm or DEFAULT_ALGORITHM, spec, args.collective, variant=args.variant,
                          ports=args.ports)
     topology = parse(spec)
     report = analyze(schedule, topology)
     out = report.to_dict()
     params = CostParams(alpha=args.alpha, gamma=args.gamma)
-    if args.size is not None:
-        size = positive_size(args.size, "--size")
+    if args.sizes is not None:
+        size = one_size(args.sizes, "cost")
         out["size_bytes"] = size
         out["time_s"] = float(report.time(size, params))
         out["goodput_bytes_per_s"] = size / out["time_s"]
@@ -381,7 +380,7 @@ def cmd_cost(args) -> int:
         print_json(out)
         return 0
     rows = [(k, v) for k, v in out.items() if k not in ("time_s", "goodput_bytes_per_s")]
-    if args.size is not None:
+    if args.sizes is not None:
         rows.append(("time (alpha-beta-gamma, no contention)", format_time(out["time_s"])))
         rows.append(("goodput (GB/s)", out["goodput_bytes_per_s"] / 1e9))
     print_table(f"cost of {report.algorithm} {report.collective} on {spec}", rows)

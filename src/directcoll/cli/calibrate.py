@@ -4,7 +4,7 @@ Source: docs/simulation.md, "Calibration" (:func:`directcoll.simulate.calibrate.
 scipy.optimize.least_squares' trust region reflective method, on relative residuals).
 
 >>> from directcoll.cli.main import main
->>> main(["calibrate", "no/such/file.csv", "--topology", "ring:4"])  # the error goes to stderr
+>>> main(["calibrate", "no/such/file.csv", "ring:4"])  # the error goes to stderr
 2
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from directcoll.cli.options import check_output
+from directcoll.cli.options import check_output, network_spec
 from directcoll.cli.output import print_json, print_table
 from directcoll.errors import DirectcollError
 
@@ -23,7 +23,7 @@ _OVERRIDES = {"alpha": "--alpha", "per_hop_latency": "--per-hop-latency", "link_
 
 
 def cmd_calibrate(args) -> int:
-    """``directcoll calibrate MEASUREMENTS --topology SPEC``: fit ``--fit`` (default alpha, link_bandwidth,
+    """``directcoll calibrate MEASUREMENTS SPEC``: fit ``--fit`` (default alpha, link_bandwidth,
     per_hop_latency, gamma) by least squares on relative residuals so that the step model reproduces the measured
     times (:func:`directcoll.simulate.calibrate.calibrate_file`); ``-o FILE.json`` writes the parameters for
     ``--params FILE.json`` anywhere. Values not fitted come from ``--params`` and the override options (default:
@@ -37,8 +37,8 @@ def cmd_calibrate(args) -> int:
         0 (also for a poor fit: the warning says so).
 
     Raises:
-        DirectcollError: a bad measurement file (naming its line), ranks that differ from the topology's compute
-            nodes, an unknown ``--fit`` name, an override of a fitted parameter, an unwritable ``-o``; the CLI
+        DirectcollError: no SPEC, a bad measurement file (naming its line), ranks that differ from the topology's
+            compute nodes, an unknown ``--fit`` name, an override of a fitted parameter, an unwritable ``-o``; the CLI
             turns it into one line and exit status 2.
         SpecError, TopologyError, ResourceError, UnsupportedShapeError: from the topology or an algorithm.
 
@@ -49,7 +49,7 @@ def cmd_calibrate(args) -> int:
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = os.path.join(tmp, "t.csv")
     ...     _ = open(path, "w").write("algorithm,ranks,bytes,seconds\\nring,4,8,2e-6\\nring,4,1048576,3e-4\\n")
-    ...     main(["calibrate", path, "--topology", "ring:4", "--fit", "alpha,link_bandwidth", "--json"])
+    ...     main(["calibrate", path, "ring:4", "--fit", "alpha,link_bandwidth", "--json"])
     ... # doctest: +ELLIPSIS
     {
       "params": {
@@ -60,6 +60,10 @@ def cmd_calibrate(args) -> int:
     from directcoll.simulate.calibrate import calibrate_file, parse_fit
 
     check_output(args.output, "-o")
+    spec = network_spec(args)
+    if spec is None:
+        raise DirectcollError("calibrate needs the network the measurements ran on: directcoll calibrate "
+                              "MEASUREMENTS SPEC, e.g. torus:4x4 or a system preset")
     fit = parse_fit(args.fit)
     for name, option in _OVERRIDES.items():
         if name in fit and getattr(args, name) is not None:
@@ -68,7 +72,7 @@ def cmd_calibrate(args) -> int:
     overrides = {"alpha": args.alpha, "per_hop_latency": args.per_hop_latency, "link_bandwidth": args.link_bandwidth,
                  "link_latency": args.link_latency, "gamma": args.gamma, "forwarding": args.forwarding,
                  "packet_size": args.packet_size}
-    topology, params, _notes = resolve_network(args.topology, args.params)
+    topology, params, _notes = resolve_network(spec, args.params)
     base = (params if args.params is not None else NetworkParams()).with_(**overrides)
     cal = calibrate_file(args.measurements, topology, fmt=args.format, ranks=args.ranks, algorithm=args.algorithm,
                          fit=fit, routing=args.routing, base=base)

@@ -12,15 +12,14 @@ SystemExit: 2
 
 from __future__ import annotations
 
-from directcoll.cli.options import check_output
+from directcoll.cli.options import check_output, read_sizes
 from directcoll.cli.output import ProgressBar, print_json, table_console
-from directcoll.units import parse_bandwidth, parse_duration, parse_sizes
 
 
 def cmd_find_topology(args) -> int:
     """``directcoll find-topology --nodes N --degree d``: the Pareto frontier of (T_L, T_B) over base topologies and
     their expansions (:func:`directcoll.synthesis.finder.find_topology`) and the best one for the allreduce
-    time 2 (alpha T_L + T_B M/B) summed over ``--size``; ``--alltoall`` adds each frontier entry's MCF value;
+    time 2 (alpha T_L + T_B M/B) summed over ``--sizes``; ``--alltoall`` adds each frontier entry's MCF value;
     ``-o`` writes the best topology's schedule.
 
     Output: a table with the theoretical bound, or with ``--json`` {nodes, degree, alpha_s, bandwidth_Bps, sizes,
@@ -30,7 +29,8 @@ def cmd_find_topology(args) -> int:
         0.
 
     Raises:
-        DirectcollError: a bad ``--alpha``, ``--bandwidth``, ``--size`` or an unwritable ``-o``.
+        DirectcollError: bad ``--sizes`` or an unwritable ``-o`` (a bad ``--alpha`` or ``--bandwidth`` is a usage
+            error of the parser).
         ResourceError: a search or MCF over the budget. SolverError: a BFB or MCF LP failed.
         UnsupportedShapeError, TopologyError: building the best topology's schedule.
 
@@ -48,9 +48,8 @@ def cmd_find_topology(args) -> int:
     from directcoll.synthesis.finder import find_topology, theoretical_bound
 
     check_output(args.output, "-o")
-    alpha = parse_duration(args.alpha, "--alpha")
-    bandwidth = parse_bandwidth(args.bandwidth)
-    sizes = parse_sizes(args.size)
+    alpha, bandwidth = args.alpha, args.bandwidth  # s and bytes/s, read by the parser
+    sizes = read_sizes(args.sizes)
     with ProgressBar(1, "bases and expansions", enabled=not args.json) as bar:
         result = find_topology(args.nodes, args.degree, alpha=alpha, m_over_b=[m / bandwidth for m in sizes],
                                bidirectional_only=args.bidirectional,
@@ -81,7 +80,7 @@ def cmd_find_topology(args) -> int:
     from rich.table import Table
 
     table = Table(title=f"Pareto frontier, N = {args.nodes}, d = {args.degree}: allreduce 2(α T_L + T_B M/B) with "
-                        f"α = {alpha * 1e6:g} µs, B = {bandwidth * 8 / 1e9:g} Gb/s, M = {args.size}",
+                        f"α = {alpha * 1e6:g} µs, B = {bandwidth * 8 / 1e9:g} Gb/s, M = {sizes.text}",
                   title_justify="left")
     for col in ("topology", "T_L", "T_B (M/B)", "allreduce", "construction", *(["all-to-all f"] if mcf else [])):
         table.add_column(col, justify="left" if col in ("topology", "construction") else "right")

@@ -30,10 +30,12 @@ from directcoll.cli.build import (
     cmd_verify,
 )
 from directcoll.cli.calibrate import cmd_calibrate
+from directcoll.cli.discover import add_discovery_commands
 from directcoll.cli.find import cmd_find_topology
 from directcoll.cli.network import (
     DEFAULT_PACKET_SIZES,
     DEFAULT_RUN_ALGORITHMS,
+    DEFAULT_RUN_TOPOLOGY,
     DEFAULT_SIZES,
     cmd_compare,
     cmd_export,
@@ -41,7 +43,21 @@ from directcoll.cli.network import (
     cmd_run,
     cmd_simulate,
 )
-from directcoll.cli.options import Parser, bandwidth, count, duration, per_byte, size_option
+from directcoll.cli.options import (
+    SIZES_FORMS,
+    TOPOLOGY_OVERRIDE_HELP,
+    USE_SPEC,
+    Deprecated,
+    Parser,
+    add_deprecated_size,
+    add_output_options,
+    bandwidth,
+    count,
+    duration,
+    per_byte,
+    print_notes,
+    size_option,
+)
 from directcoll.cli.show import add_show_commands
 from directcoll.cli.topology_io import cmd_topology_export
 from directcoll.errors import DirectcollError
@@ -50,11 +66,18 @@ from directcoll.errors import DirectcollError
 TABLE2_MAX_SIDE = 16
 
 
+#: the one meaning of --variant in every command
+VARIANT_HELP = "algorithm variant, e.g. latency or bandwidth (see `directcoll algorithms`)"
+#: the one meaning of the positional network of commands that take one
+SPEC_HELP = ("the network: a topology spec such as torus:8x8, file:PATH, or a system preset such as trn1 (see "
+             "`directcoll help specs`)")
+
+
 def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collective", default="allreduce",
                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
                    help="collective to build (default: allreduce)")
-    p.add_argument("--variant", help="algorithm variant, e.g. latency or bandwidth (see `directcoll algorithms`)")
+    p.add_argument("--variant", help=VARIANT_HELP)
     p.add_argument("--ports", type=count(1), help="concurrent collectives / ports to use, >= 1 (default: the "
                                                   "algorithm's)")
 
@@ -131,14 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("spec", help="topology spec, e.g. torus:8x8")
     _add_build_options(sched)
     sched.add_argument("--steps", help="generalized only: number of steps (ceil(log2 P) .. 2 ceil(log2 P)) or "
-                                       "'auto' (the fastest at --size with --params, default kolmakov-cluster)")
+                                       "'auto' (the fastest at --sizes with --params, default kolmakov-cluster)")
     sched.add_argument("--group", choices=["cyclic", "xor"], help="generalized only: the group T_P (default cyclic)")
-    sched.add_argument("--size", help="vector size for --steps auto (default 1MiB)")
+    sched.add_argument("--sizes", help="vector size for --steps auto, one size (default 1MiB)")
+    add_deprecated_size(sched)
     sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")
     sched.add_argument("--method", choices=["timestepped", "path", "extp"],
                        help="mcf only (--collective alltoall): tsMCF steps, pMCF paths or MCF-extP widest paths")
     sched.add_argument("-o", "--output", required=True, help="output file (.json, or .npz for large schedules)")
-    sched.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(sched)
     sched.set_defaults(func=cmd_schedule)
 
     ver = sub.add_parser("verify", help="execute a schedule exactly and check its collective")
@@ -152,16 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
                                       f"(default: {DEFAULT_ALGORITHM} allreduce on {DEFAULT_TOPOLOGY}).")
     cost.add_argument("file", nargs="?", help="schedule file; omit to build one")
     cost.add_argument("--algorithm", help=f"algorithm to build when no file is given (default {DEFAULT_ALGORITHM})")
-    cost.add_argument("--topology", help="topology spec (default: the one recorded in the file, or "
-                                         f"{DEFAULT_TOPOLOGY})")
+    cost.add_argument("--topology", help=f"{TOPOLOGY_OVERRIDE_HELP}; without a file, the network to build on "
+                                         f"(default {DEFAULT_TOPOLOGY})")
     _add_build_options(cost)
-    cost.add_argument("--size", help="vector size for the time estimate, e.g. 64MiB")
+    cost.add_argument("--sizes", help="vector size for the time estimate, one size such as 64MiB")
+    add_deprecated_size(cost)
     cost.add_argument("--alpha", type=duration, default=400e-9, help="time per step, e.g. 400ns or 1us; a bare "
                                                                      "number is seconds (default 400ns: one hop of "
                                                                      "the Swing SST setup)")
     cost.add_argument("--gamma", type=per_byte, default=0.0, help="time per byte reduced, e.g. 0.2ns or 0.2ns/B; a "
                                                                   "bare number is seconds per byte (default 0)")
-    cost.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(cost)
     cost.set_defaults(func=cmd_cost)
 
     cmp = sub.add_parser("compare", help="which algorithm wins on a network at each size (the main job)",
@@ -170,50 +195,57 @@ def build_parser() -> argparse.ArgumentParser:
                                      "topologies) or MCF schedules (all-to-all, with the MCF bound) over the best "
                                      "other algorithm. Default: allreduce on "
                                      f"{DEFAULT_TOPOLOGY}, {DEFAULT_SIZES}, swing-sst parameters.")
-    cmp.add_argument("spec", nargs="?", help=f"topology spec or system preset (trn1, tpu-v4-cube, ...); "
-                                              f"default {DEFAULT_TOPOLOGY}")
+    cmp.add_argument("spec", nargs="?", help=f"{SPEC_HELP}; default {DEFAULT_TOPOLOGY}")
     cmp.add_argument("--collective", default="allreduce",
-                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"])
-    cmp.add_argument("--sizes", help=f"{DEFAULT_SIZES} (powers of two; the default, {DEFAULT_PACKET_SIZES} with "
-                                     "--model packet), a list 1KiB,1MiB, or a workload name such as swing_sweep")
+                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
+                     help="collective to compare (default: allreduce)")
+    cmp.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_SIZES}; {DEFAULT_PACKET_SIZES} with --model "
+                                     "packet)")
     cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "
                                           "swing, recursive-doubling, ring, bucket, generalized, and bfb up to "
                                           "1024 ranks; on direct-connect topologies: bfb, ring, shifted-ring, "
                                           "double-binary-tree, recursive-doubling, generalized)")
+    cmp.add_argument("--variant", help=VARIANT_HELP + "; keeps only that variant of each family that has it")
     _add_network_options(cmp)
     cmp.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="step: congestion-aware step model (default); flow: max-min fair flows, slower; packet: "
                           "ns-3 packet-level engine, slowest (needs libns3-dev)")
     cmp.add_argument("--plot", help="write the goodput / gain figure to this PNG")
-    cmp.add_argument("--json", action="store_true", help="machine-readable output")
-    cmp.add_argument("--csv", action="store_true", help="CSV rows (algorithm, variant, size, time, goodput)")
+    cmp.add_argument("-o", "--output", help="also write the results to this file: .json the --json document, .csv "
+                                            "the --csv rows (stdout keeps the table)")
+    add_output_options(cmp, csv="CSV rows (algorithm, variant, size, time, goodput)")
     cmp.set_defaults(func=cmd_compare)
 
     sim = sub.add_parser("simulate", help="time one schedule file with a per-step breakdown")
     sim.add_argument("file", help="schedule file (.json or .npz)")
-    sim.add_argument("--size", required=True, help="vector size, e.g. 64MiB")
-    sim.add_argument("--topology", help="topology spec (default: the one recorded in the file)")
+    sim.add_argument("--sizes", help="vector size, one size such as 64MiB (required)")
+    add_deprecated_size(sim)
+    sim.add_argument("--topology", help=TOPOLOGY_OVERRIDE_HELP)
     _add_network_options(sim)
     sim.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="simulation model: step (default), flow, or packet (ns-3; needs libns3-dev)")
-    sim.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(sim, csv="CSV rows, one per step (the step model's busiest link, or the flow and packet "
+                                "models' step end times)")
     sim.set_defaults(func=cmd_simulate)
 
     rn = sub.add_parser("run", help="run schedules on real MPI ranks and compare with the MPI library",
                         description="Launch ranks through mpiexec on this machine (or --hostfile / --mpiexec for an "
                                     "allocation), time our schedules and the MPI library's own collective, and "
                                     "check that the results agree.")
+    rn.add_argument("spec", nargs="?", help=f"{SPEC_HELP}: the network the schedules are built for (default "
+                                             f"{DEFAULT_RUN_TOPOLOGY})")
+    rn.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
     rn.add_argument("--ranks", type=int, help="number of ranks (default: the topology's nodes)")
-    rn.add_argument("--topology", default="torus:2x4", help="topology the schedules are built for (default torus:2x4)")
     rn.add_argument("--algorithm", "--algorithms", dest="algorithms", default=DEFAULT_RUN_ALGORITHMS,
                     help=f"comma list of NAME or NAME:VARIANT (default {DEFAULT_RUN_ALGORITHMS})")
     rn.add_argument("--collective", default="allreduce",
                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
                          "and its sizes are each rank's send buffer")
-    rn.add_argument("--size", "--sizes", dest="sizes", default="8B,64KiB,1MiB",
-                    help="sizes, e.g. 64MiB or 8B..1MiB; each runs as float64 elements, a multiple of the ranks (at "
-                         "least one per rank), and the table shows the bytes run where they differ")
+    rn.add_argument("--sizes", default="8B,64KiB,1MiB",
+                    help=f"{SIZES_FORMS} (default 8B,64KiB,1MiB); each runs as float64 elements, a multiple of the "
+                         "ranks (at least one per rank), and the table shows the bytes run where they differ")
+    add_deprecated_size(rn)
     rn.add_argument("--repeat", type=int, default=3, help="timed repetitions per size, at least 1 (after one warm-up)")
     rn.add_argument("--timeout", type=float, default=30.0,
                     help="seconds a rank waits for any step or collective before failing (default 30); the job is "
@@ -222,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also time the MPI library's own collective (default on)")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
     rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
-    rn.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(rn)
     rn.set_defaults(func=cmd_run)
 
     ex = sub.add_parser("export", help="export a schedule to a runtime format (MSCCL XML)")
@@ -248,7 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "osu_alltoall). All measurements must be on the topology's ranks: pass one "
                                      "file per topology. -o writes a file for --params FILE.json.")
     cal.add_argument("measurements", help="CSV or OSU output file")
-    cal.add_argument("--topology", required=True, help="topology spec or system preset the measurements ran on")
+    cal.add_argument("spec", nargs="?", help=f"{SPEC_HELP}: the network the measurements ran on (required)")
+    cal.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
     cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, per_hop_latency, gamma "
                                    "(default all four)")
     cal.add_argument("--format", choices=["csv", "osu"], help="input format (default: detected, OSU output starts "
@@ -258,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "algorithm (default rabenseifner)")
     _add_network_options(cal)
     cal.add_argument("-o", "--output", help="write the fitted parameters to this JSON file (for --params FILE)")
-    cal.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(cal)
     cal.set_defaults(func=cmd_calibrate)
 
     fnd = sub.add_parser("find-topology", help="Pareto frontier of direct-connect topologies for N nodes, degree d",
@@ -267,17 +300,21 @@ def build_parser() -> argparse.ArgumentParser:
                                      "Sec. 5.4), keep the Pareto frontier and name the best one for the workload.")
     fnd.add_argument("--nodes", type=count(2), required=True, help="number of nodes N, 2 to 2^20")
     fnd.add_argument("--degree", type=count(1), required=True, help="links out of every node, d >= 1")
-    fnd.add_argument("--alpha", default="10us", help="per-step latency α (default 10us, the paper's Table 4)")
-    fnd.add_argument("--bandwidth", default="100Gbps", help="node bandwidth B = d x link bandwidth (default 100Gbps)")
-    fnd.add_argument("--size", default="1MiB", help="allreduce size M, a list or a workload name (default 1MiB, as "
-                                                    "Table 4); the best topology minimises the summed time")
+    fnd.add_argument("--alpha", type=duration, default="10us", help="per-step latency α, a time such as 10us or "
+                                                                    "400ns (default 10us, the paper's Table 4)")
+    fnd.add_argument("--bandwidth", type=bandwidth, default="100Gbps",
+                     help="node bandwidth B = d x link bandwidth, e.g. 100Gbps or 12.5GB/s (default 100Gbps)")
+    fnd.add_argument("--sizes", default="1MiB",
+                     help=f"allreduce sizes M, {SIZES_FORMS} (default 1MiB, as Table 4); the best topology minimises "
+                          "the summed time")
+    add_deprecated_size(fnd)
     fnd.add_argument("--bidirectional", action="store_true", help="only topologies whose links come in pairs")
     fnd.add_argument("--alltoall", action="store_true", help="also the all-to-all MCF value of every frontier "
                                                              "entry (LP (3); slow for large non-Cayley graphs)")
     fnd.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"],
                      help="collective of the schedule written by -o (default allreduce)")
     fnd.add_argument("-o", "--output", help="write the best topology's schedule to this file (.json or .npz)")
-    fnd.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(fnd)
     fnd.set_defaults(func=cmd_find_topology)
 
     t2 = sub.add_parser("table2", help="regenerate Table 2 of the Swing paper (deficiencies, paper vs measured)")
@@ -291,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     algs.add_argument("--json", action="store_true", help="machine-readable output")
     algs.set_defaults(func=cmd_algorithms)
     add_show_commands(sub)
+    add_discovery_commands(sub)
     for command in (*sub.choices.values(), *topo_sub.choices.values()):
         if command is not topo:
             _add_memory_budget(command, argparse.SUPPRESS)
@@ -313,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     that failed (verify, run), 2 a bad input or request (one line on stderr: ``directcoll: error: ...``).
 
     Output contract: the result on stdout (``--json``: one JSON document, ``--csv``: CSV rows), everything else
-    (progress bars, warnings, errors) on stderr.
+    (progress bars, warnings, errors, and after the run the deprecation notes of old spellings) on stderr.
 
     Returns:
         The exit status, an int in {0, 1, 2}.
@@ -344,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         budget = getattr(args, "memory_budget", None)
         with memory_budget_override(budget) if budget is not None else nullcontext():
-            return args.func(args)
+            status = args.func(args)
+        print_notes(args)  # after the run: an error stays one line on stderr
+        return status
     except DirectcollError as exc:
         print(f"directcoll: error: {_one_line(str(exc)) if args.func is not cmd_run else exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ raised as :class:`~directcoll.errors.DirectcollError` for :func:`directcoll.cli.
 Source: DESIGN.md, "Cost and simulation" and "Engines, runtimes and scale".
 
 >>> from directcoll.cli.main import main
->>> main(["simulate", "no/such/file.json", "--size", "1MiB"])  # the error goes to stderr
+>>> main(["simulate", "no/such/file.json", "--sizes", "1MiB"])  # the error goes to stderr
 2
 """
 
@@ -17,7 +17,7 @@ import json
 import sys
 
 from directcoll.cli.build import DEFAULT_TOPOLOGY
-from directcoll.cli.options import check_output, positive_size
+from directcoll.cli.options import check_output, network_spec, one_size, preset_spec, read_sizes
 from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_json, print_table, table_console
 from directcoll.errors import DirectcollError
 
@@ -25,6 +25,8 @@ DEFAULT_SIZES = "32B..512MiB"
 #: the packet model simulates every packet: its default sweep stops where one size takes seconds on torus:4x4
 DEFAULT_PACKET_SIZES = "32B..4MiB"
 
+#: the network ``directcoll run`` builds its schedules for unless given SPEC
+DEFAULT_RUN_TOPOLOGY = "torus:2x4"
 DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
 DEFAULT_RUN_ALLTOALL = "direct"
 
@@ -46,14 +48,17 @@ def cmd_compare(args) -> int:
 
     Output: a table with notes and skipped contenders; ``--json``: :meth:`Comparison.to_dict
     <directcoll.reports.compare.Comparison.to_dict>` plus ``notes``; ``--csv``: one row per algorithm, variant and
-    size (time in s, goodput in bytes/s); ``--plot FILE`` also writes the figure.
+    size (time in s, goodput in bytes/s); ``--plot FILE`` also writes the figure; ``-o FILE.json`` / ``-o
+    FILE.csv`` also writes the JSON document or the CSV rows to FILE (the format from the suffix). ``--variant
+    NAME`` keeps, of every family that has variant NAME, only that variant (the others are timed as they are).
 
     Returns:
         0.
 
     Raises:
-        DirectcollError: bad sizes, an ``--algorithms`` list naming nothing, an unwritable ``--plot``, no algorithm
-            serving the network, or bad network options.
+        DirectcollError: bad sizes, an ``--algorithms`` list naming nothing, a ``--variant`` no contender has (the
+            message lists the accepted ones), an unwritable ``--plot`` or ``-o`` or one with another suffix than
+            .json or .csv, no algorithm serving the network, or bad network options.
         UnsupportedShapeError: an unknown algorithm in ``--algorithms``.
         SpecError, TopologyError, ResourceError, SolverError: from the network or a contender.
 
@@ -69,11 +74,11 @@ def cmd_compare(args) -> int:
     """
     from directcoll.reports.compare import compare
     from directcoll.reports.contenders import default_contenders, family_contenders
-    from directcoll.units import parse_sizes
 
     check_output(args.plot, "--plot")
+    output_format = _output_format(args.output)
     topology, params, notes = _resolve_network(args.spec, args.params, args)
-    sizes = parse_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
+    sizes = read_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
     contenders = default_contenders(topology, args.collective)
     if args.algorithms:
         wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
@@ -84,6 +89,8 @@ def cmd_compare(args) -> int:
         for w in wanted:
             if not any(w in (c[0], c[1]) for c in defaults):
                 contenders += family_contenders(w, topology, args.collective)
+    if args.variant:
+        contenders = _only_variant(contenders, args.variant)
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
@@ -92,6 +99,12 @@ def cmd_compare(args) -> int:
         from directcoll.reports.plot import plot_comparison
 
         plot_comparison(cmp, args.plot)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8", newline="") as f:
+            if output_format == "json":
+                print_json({**cmp.to_dict(), "notes": notes}, file=f)
+            else:
+                f.write(cmp.to_csv())
     if args.json:
         print_json({**cmp.to_dict(), "notes": notes})
         return 0
@@ -101,7 +114,31 @@ def cmd_compare(args) -> int:
     _print_comparison(cmp, notes)
     if args.plot:
         print(f"plot written to {args.plot}")
+    if args.output:
+        print(f"results written to {args.output} ({output_format.upper()})")
     return 0
+
+
+def _output_format(path: str | None) -> str | None:
+    """json or csv, the format of ``compare -o`` from its suffix (None: no -o); refuses others before any work."""
+    if path is None:
+        return None
+    check_output(path, "-o")
+    fmt = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if fmt not in ("json", "csv"):
+        raise DirectcollError(f"-o {path!r}: cannot tell the format from the suffix; give a file ending in .json "
+                              "(the --json document) or .csv (the --csv rows)")
+    return fmt
+
+
+def _only_variant(contenders: list[tuple], variant: str) -> list[tuple]:
+    """Of every family with variant ``variant``, keep only that variant (families without it stay as they are)."""
+    offered = sorted({str(c[2]) for c in contenders if c[2] is not None})
+    if variant not in offered:
+        raise DirectcollError(f"--variant {variant!r}: no contender has that variant; accepted: "
+                              f"{', '.join(offered) or 'none (these algorithms have no variants)'}")
+    having = {c[0] for c in contenders if c[2] == variant}
+    return [c for c in contenders if c[0] not in having or c[2] == variant]
 
 
 
@@ -206,19 +243,20 @@ def _alltoall_note(cmp, letter) -> str:
 
 
 def cmd_simulate(args) -> int:
-    """``directcoll simulate FILE --size SIZE``: time one schedule file on its topology (or ``--topology``) with the
+    """``directcoll simulate FILE --sizes SIZE``: time one schedule file on its topology (or ``--topology``) with the
     step model (per-step breakdown: most loaded link, hops, time) or the flow model (per-step end times).
 
     Output: a summary line and a per-step table (the step model's busiest link as ``u->v``, with coordinates on
     grids); ``--json``: {time_s, model, size, steps, algorithm, collective, topology, routing, params,
-    goodput_Bps}, the step model's steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``).
+    goodput_Bps}, the step model's steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``); ``--csv``:
+    the steps as rows.
 
     Returns:
         0.
 
     Raises:
-        DirectcollError: a bad ``--size``, a file that records no topology and no ``--topology``, bad network
-            options.
+        DirectcollError: no ``--sizes``, more than one size, a file that records no topology and no ``--topology``,
+            bad network options.
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule or
             building and simulating on the network.
 
@@ -230,7 +268,7 @@ def cmd_simulate(args) -> int:
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = os.path.join(tmp, "ring.json")
     ...     main(["schedule", "ring", "ring:4", "-o", path, "--json"]) and None  # doctest: +ELLIPSIS
-    ...     main(["simulate", path, "--size", "1MiB", "--json"])  # doctest: +ELLIPSIS
+    ...     main(["simulate", path, "--sizes", "1MiB", "--json"])  # doctest: +ELLIPSIS
     {
     ...
     {
@@ -242,7 +280,9 @@ def cmd_simulate(args) -> int:
     from directcoll.simulate import simulate
     from directcoll.units import format_time
 
-    size = positive_size(args.size, "--size")
+    if args.sizes is None:
+        raise DirectcollError("simulate needs the vector size: give --sizes SIZE, e.g. --sizes 64MiB")
+    size = one_size(args.sizes, "simulate")
     schedule = load(args.file)
     spec = args.topology or schedule.meta.get("topology")
     if not spec:
@@ -274,7 +314,10 @@ def cmd_simulate(args) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{schedule.algorithm} {schedule.collective.value} of {args.size} on {topology.spec} ({params.name}, "
+    if args.csv:
+        _steps_csv(out["steps"])
+        return 0
+    print(f"{schedule.algorithm} {schedule.collective.value} of {args.sizes} on {topology.spec} ({params.name}, "
           f"{args.routing} routing, {args.model} model): {format_time(out['time_s'])}, goodput "
           f"{out['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
     if args.model == "step":
@@ -282,6 +325,17 @@ def cmd_simulate(args) -> int:
                  f"{r['hops_max']:.0f} hops, {format_time(r['time_s'])}") for r in out["steps"]]
         print_table("per step", rows)
     return 0
+
+
+def _steps_csv(steps: list[dict]) -> None:
+    """The per-step rows of ``simulate --csv``: every scalar field of the steps, in their order."""
+    import csv
+
+    columns = [k for k, v in steps[0].items() if not isinstance(v, list | dict)] if steps else ["step"]
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+    for row in steps:
+        writer.writerow([row.get(c, "") for c in columns])
 
 
 
@@ -306,7 +360,7 @@ def _run_algorithms(text: str, collective: str) -> None:
 
 
 def cmd_run(args) -> int:
-    """``directcoll run``: launch ranks through mpiexec (:func:`directcoll.runtime.launch.run_job`, worker
+    """``directcoll run [SPEC]``: launch ranks through mpiexec (:func:`directcoll.runtime.launch.run_job`, worker
     :mod:`directcoll.runtime.worker`), time our schedules and the MPI library's own collective, and check that the
     results agree.
 
@@ -319,7 +373,7 @@ def cmd_run(args) -> int:
     Raises:
         DirectcollError: bad ``--ranks``, ``--repeat``, ``--timeout``, sizes or ``--algorithms``; a job that fails,
             hangs or ends without results (the message names the rank and what it printed).
-        SpecError: a bad ``--topology``. UnsupportedShapeError: an unknown algorithm.
+        SpecError: a bad SPEC. UnsupportedShapeError: an unknown algorithm.
         ResourceError: the ranks would not fit this machine's memory budget.
 
     Source: docs/runtime.md; DESIGN.md, "Engines, runtimes and scale" (runtime); MPI 4.1 standard, Ch. 6 (the
@@ -337,22 +391,22 @@ def cmd_run(args) -> int:
     from directcoll.runtime import require_mpi
     from directcoll.runtime.launch import RANK_PROCESS_BYTES, run_job
     from directcoll.topology import parse
-    from directcoll.units import format_size, format_time, parse_sizes
+    from directcoll.units import format_size, format_time
 
     if args.ranks is not None and args.ranks < 1:
         raise DirectcollError(f"--ranks {args.ranks}: a run needs at least 1 rank (default: one per compute node "
-                              "of --topology)")
+                              "of SPEC)")
     if args.repeat < 1:
         raise DirectcollError(f"--repeat {args.repeat}: give at least 1 timed repetition (after one warm-up)")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise DirectcollError(f"--timeout {args.timeout:g}: give a positive number of seconds a rank waits for a "
                               "step (default 30)")
-    topology = parse(args.topology)
+    topology = parse(preset_spec(network_spec(args, DEFAULT_RUN_TOPOLOGY)))
     ranks = topology.num_compute if args.ranks is None else args.ranks
     if ranks != topology.num_compute:
         raise DirectcollError(f"--ranks {ranks} does not match {topology.spec}, which has {topology.num_compute} "
                               "compute nodes (one rank per node)")
-    sizes = parse_sizes(args.sizes)  # refuse bad sizes before launching anything
+    sizes = read_sizes(args.sizes)  # refuse bad sizes before launching anything
     algorithms = args.algorithms
     if args.collective == "alltoall" and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
@@ -366,7 +420,7 @@ def cmd_run(args) -> int:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
                "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
-               "--collective", args.collective, "--sizes", args.sizes, "--repeat", str(args.repeat),
+               "--collective", args.collective, "--sizes", sizes.text, "--repeat", str(args.repeat),
                "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp,
                *(["--native"] if args.compare_native else [])]
         run_job(cmd, status_dir=tmp, nranks=ranks, timeout=args.timeout)

@@ -1,4 +1,7 @@
-"""Argument types and checks of the command line: counts with a minimum, times with units, writable outputs.
+"""Argument types and checks of the command line: counts with a minimum, times with units, writable outputs,
+and the shared grammar of every command (issue #18): ``--json`` / ``--csv`` mutually exclusive
+(:func:`add_output_options`), one ``--sizes`` list syntax (:func:`read_sizes`), old spellings kept one release with a
+note on stderr (:class:`Deprecated`).
 
 Every bad value ends in one line: argparse types raise :class:`argparse.ArgumentTypeError` (reported by
 :class:`Parser` as ``directcoll COMMAND: error: argument --ports: ...``), the checks run inside a command raise
@@ -18,7 +21,7 @@ import sys
 from pathlib import Path
 
 from directcoll.errors import DirectcollError
-from directcoll.units import parse_bandwidth, parse_duration, parse_size
+from directcoll.units import parse_bandwidth, parse_duration, parse_size, parse_sizes
 
 
 class Parser(argparse.ArgumentParser):
@@ -46,6 +49,8 @@ class Parser(argparse.ArgumentParser):
         ...
         SystemExit: 2
         """
+        if "not allowed with argument" in message:  # a mutually exclusive group: --json with --csv
+            message += "; they each print the whole result, give one of them"
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -186,3 +191,224 @@ def _pseudo_filesystem(folder: Path) -> bool:
         return False
     resolved = folder.resolve()
     return any(resolved == Path(root) or Path(root) in resolved.parents for root in ("/proc", "/sys"))
+
+
+class Sizes(list):
+    """Sizes in bytes (a list of ints) that remember the text they were read from (``.text``), for titles and for
+    passing on to the MPI ranks.
+
+    Raises:
+        Nothing: a list with one more attribute.
+
+    Source: issue #18 ("one size flag with one list syntax"); :func:`directcoll.units.parse_sizes`.
+
+    >>> s = read_sizes("1KiB,1MiB"); s, s.text
+    ([1024, 1048576], '1KiB,1MiB')
+    """
+
+    text: str = ""
+
+
+#: the help of ``--sizes`` wherever it takes a list (commands that take one size say so in theirs)
+SIZES_FORMS = "a size (4096, 32B, 64KiB, 1MB), a range 32B..512MiB (powers of two), a list 1KiB,1MiB or a workload name"
+
+
+def read_sizes(text: str, option: str = "--sizes") -> Sizes:
+    """The sizes of ``--sizes`` in every command: one size, a list or a range, or a workload name, as
+    :func:`directcoll.units.parse_sizes` reads them (``4096``, ``32B``, ``64KiB``, ``1MB``, ``32B..512MiB``,
+    ``1KiB,1MiB``, ``swing_sweep``). Read by the command, not the parser, so that a bad value is an error of the
+    command (``directcoll: error: --sizes: ...``, status 2, also from :func:`directcoll.cli.main.main`).
+
+    Returns:
+        A :class:`Sizes` list of positive sizes in bytes, with ``.text`` the text given.
+
+    Raises:
+        DirectcollError: anything parse_sizes refuses, the message starting with ``option``.
+        ResourceError: more sizes than :data:`directcoll.units.MAX_SIZES`.
+
+    Source: issue #18 ("one size flag with one list syntax"); :func:`directcoll.units.parse_sizes`.
+
+    >>> read_sizes("32B..128B")
+    [32, 64, 128]
+    """
+    from directcoll.errors import ResourceError
+
+    try:
+        out = Sizes(parse_sizes(text))
+    except ResourceError as exc:
+        raise ResourceError(f"{option}: {exc}") from None
+    except DirectcollError as exc:
+        raise DirectcollError(f"{option}: {exc}") from None
+    out.text = str(text)
+    return out
+
+
+def one_size(text: str, command: str, option: str = "--sizes") -> int:
+    """The one size of ``text`` (``--sizes`` of a command that times or counts one vector size).
+
+    Returns:
+        The size in bytes, an int >= 1.
+
+    Raises:
+        DirectcollError: sizes :func:`read_sizes` refuses, or more than one size, naming the command and what to
+            do instead.
+
+    Source: issue #18 ("one size flag with one list syntax": commands that take one size refuse a list with one
+    clear line).
+
+    >>> one_size("64KiB", "simulate")
+    65536
+    >>> one_size("1KiB,1MiB", "simulate")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: --sizes '1KiB,1MiB' gives 2 sizes; simulate takes one size, ...
+    """
+    values = read_sizes(text, option)
+    if len(values) != 1:
+        raise DirectcollError(f"{option} {text!r} gives {len(values)} sizes; {command} takes one size, such as "
+                              "64MiB (run it once per size, or use `directcoll compare` for a sweep)")
+    return int(values[0])
+
+
+def add_output_options(p: argparse.ArgumentParser, csv: str | None = None,
+                       json: str = "machine-readable output") -> None:
+    """Add ``--json`` (and ``--csv`` when ``csv`` gives its help) to the parser ``p`` as a mutually exclusive
+    group: each prints the whole result as one document on stdout, so asking for both is a usage error.
+
+    Returns:
+        None.
+
+    Raises:
+        Nothing: adds arguments (parsing ``--json --csv`` exits with status 2 and one line).
+
+    Source: issue #18 ("--variant, -o, --json, --csv wherever they make sense, mutually exclusive where they
+    are"); DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract).
+
+    >>> p = Parser(prog="demo"); add_output_options(p, csv="CSV rows")
+    >>> p.parse_args(["--csv"])
+    Namespace(json=False, csv=True)
+    """
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help=json)
+    if csv is not None:
+        group.add_argument("--csv", action="store_true", help=csv)
+
+
+#: the note an old spelling prints on stderr, with ``{option}`` and what to use instead
+DEPRECATION_NOTE = "directcoll: note: {option} is deprecated, {use}; it will be removed in the next release"
+
+
+class Deprecated(argparse.Action):
+    """An argparse action for an old spelling kept for one release: stores the value like ``store`` and adds
+    :data:`DEPRECATION_NOTE` to the namespace's ``deprecation_notes``, which :func:`print_notes` writes on stderr
+    once the command has run (never stdout: ``--json`` and ``--csv`` stay one document; and an error stays one
+    line). Give ``use=`` (what to write instead) to ``add_argument``.
+
+    Raises:
+        Nothing: stores the value and the note.
+
+    Source: issue #18 ("Old spellings keep working with a deprecation note for one release").
+
+    >>> p = Parser(prog="demo"); _ = p.add_argument("--size", dest="sizes", action=Deprecated, use="use --sizes")
+    >>> args = p.parse_args(["--size", "1KiB"]); args.sizes, args.deprecation_notes[0][:29]
+    ('1KiB', 'directcoll: note: --size is d')
+    """
+
+    def __init__(self, option_strings, dest, use: str = "", **kwargs):
+        self.use = use
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        note = DEPRECATION_NOTE.format(option=option_string, use=self.use)
+        notes = getattr(namespace, "deprecation_notes", None) or []
+        if note not in notes:
+            notes.append(note)
+        namespace.deprecation_notes = notes
+        setattr(namespace, self.dest, values)
+
+
+def print_notes(args) -> None:
+    """Write the deprecation notes of the parsed ``args`` (:class:`Deprecated`) on stderr, one line each.
+
+    Returns:
+        None.
+
+    Raises:
+        Nothing: writes to stderr.
+
+    Source: issue #18 (old spellings keep working with a deprecation note).
+
+    >>> print_notes(argparse.Namespace())  # no old spelling used: nothing
+    """
+    for note in getattr(args, "deprecation_notes", None) or []:
+        print(note, file=sys.stderr)
+
+
+#: what the deprecated ``--topology`` of commands that take the network as a positional says to do instead
+USE_SPEC = "give the network as the positional SPEC"
+#: the one meaning of ``--topology`` where it remains: the override of the network a schedule FILE records
+TOPOLOGY_OVERRIDE_HELP = ("the network SPEC, overriding the one recorded in the schedule file (a topology spec, "
+                          "file:PATH or a system preset; see `directcoll help specs`)")
+
+
+def add_deprecated_size(p: argparse.ArgumentParser) -> None:
+    """Add the old ``--size`` spelling of ``--sizes`` to ``p`` (hidden from ``--help``; same type and dest, a
+    deprecation note on stderr).
+
+    Returns:
+        None.
+
+    Raises:
+        Nothing: adds an argument.
+
+    Source: issue #18 ("one size flag"; old spellings keep working for one release).
+    """
+    p.add_argument("--size", dest="sizes", action=Deprecated, use="use --sizes", help=argparse.SUPPRESS)
+
+
+def preset_spec(spec: str | None) -> str | None:
+    """The topology spec of ``spec``: itself, or for the name of a system preset its first published topology,
+    so that a preset goes wherever a spec does (as :func:`directcoll.simulate.resolve_network` reads it for
+    ``compare`` and ``simulate``).
+
+    Returns:
+        A spec string (None for None).
+
+    Raises:
+        DirectcollError: a preset whose source gives no topology.
+
+    Source: issue #18 ("the same spec or file everywhere"); :mod:`directcoll.catalog.presets`.
+
+    >>> preset_spec("trn1"), preset_spec("torus:4x4")
+    ('torus:4x4', 'torus:4x4')
+    """
+    from directcoll.catalog.presets import get_preset, preset_names
+
+    if spec is None or str(spec).strip().lower().replace("_", "-") not in preset_names():
+        return spec
+    preset = get_preset(spec)
+    if not preset.topologies:
+        raise DirectcollError(f"preset {preset.name!r} has no topology in its source data ({preset.source}); give a "
+                              "topology spec instead")
+    return preset.topologies[0]
+
+
+def network_spec(args, default: str | None = None) -> str | None:
+    """The network of a command that takes it as the positional SPEC, or from the deprecated ``--topology``.
+
+    Returns:
+        The spec text, or ``default`` when neither is given.
+
+    Raises:
+        DirectcollError: both given and different.
+
+    Source: issue #18 ("the network is positional and the same spec or file everywhere").
+
+    >>> network_spec(argparse.Namespace(spec=None, topology="ring:4"))
+    'ring:4'
+    """
+    spec, old = getattr(args, "spec", None), getattr(args, "topology", None)
+    if spec is not None and old is not None and spec != old:
+        raise DirectcollError(f"the network is given twice, as SPEC {spec!r} and --topology {old!r}; give it once, "
+                              "as SPEC")
+    return spec if spec is not None else old if old is not None else default

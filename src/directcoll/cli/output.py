@@ -19,8 +19,9 @@ SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling":
 
 
 
-def print_json(obj) -> None:
-    """Print ``obj`` as indented JSON on stdout (numpy numbers and arrays, tuples as lists).
+def print_json(obj, file=None) -> None:
+    """Print ``obj`` as indented JSON on stdout, or on the open text ``file`` (numpy numbers and arrays, tuples as
+    lists).
 
     Raises:
         Nothing of ours: an object JSON cannot hold raises TypeError.
@@ -35,7 +36,7 @@ def print_json(obj) -> None:
       ]
     }
     """
-    print(json.dumps(obj, indent=2, default=_json_default))
+    print(json.dumps(obj, indent=2, default=_json_default), file=file)
 
 
 

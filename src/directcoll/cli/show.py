@@ -19,11 +19,19 @@ import argparse
 import csv
 import sys
 
-from directcoll.cli.options import check_output, count, positive_size
+from directcoll.cli.options import (
+    TOPOLOGY_OVERRIDE_HELP,
+    add_deprecated_size,
+    add_output_options,
+    check_output,
+    count,
+    one_size,
+    preset_spec,
+)
 from directcoll.cli.output import print_json
 from directcoll.errors import DirectcollError
 
-#: the vector size ``show`` and ``draw`` count bytes for unless given ``--size``
+#: the vector size ``show`` and ``draw`` count bytes for unless given ``--sizes``
 DEFAULT_SIZE = "1MiB"
 
 
@@ -45,8 +53,7 @@ def add_show_commands(sub) -> None:
                                       "bytes, hops, pieces, route).")
     _common(show)
     show.add_argument("--step", type=count(0), help="the step whose transfers to list (0 is the first)")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
-    show.add_argument("--csv", action="store_true", help="CSV rows (one per step, or per transfer with --step)")
+    add_output_options(show, csv="CSV rows (one per step, or per transfer with --step)")
     show.set_defaults(func=cmd_show)
 
     draw = sub.add_parser("draw", help="draw a schedule's steps on the network (PNG, PDF or SVG)",
@@ -61,31 +68,32 @@ def add_show_commands(sub) -> None:
                                                                      "suffix, else png)")
     draw.add_argument("--columns", type=count(1, 16), help="panels per row (default 1 to 4, by the panels)")
     draw.add_argument("--title", help="the picture's title (default: algorithm, collective, topology, size)")
-    draw.add_argument("--json", action="store_true", help="machine-readable output")
+    add_output_options(draw)
     draw.set_defaults(func=cmd_draw)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="schedule file (.json or .npz)")
-    p.add_argument("--topology", help="topology spec (default: the one recorded in the file)")
-    p.add_argument("--size", help=f"vector size the bytes are counted for, e.g. 64MiB (default {DEFAULT_SIZE}; "
-                                  "all-to-all: one rank's send buffer)")
+    p.add_argument("--topology", help=TOPOLOGY_OVERRIDE_HELP)
+    p.add_argument("--sizes", help=f"vector size the bytes are counted for, one size such as 64MiB "
+                                               f"(default {DEFAULT_SIZE}; all-to-all: one rank's send buffer)")
+    add_deprecated_size(p)
     p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
                    help="adaptive: split over all minimal paths (default); dor: dimension order")
 
 
 def _load(args):
-    """(schedule, topology, size in bytes) of the command's file, ``--topology`` and ``--size``."""
+    """(schedule, topology, size in bytes) of the command's file, ``--topology`` and ``--sizes``."""
     from directcoll.reports.steps import check_ranks
     from directcoll.schedule import load
     from directcoll.topology import parse
 
-    size = positive_size(args.size or DEFAULT_SIZE, "--size")
+    size = one_size(args.sizes or DEFAULT_SIZE, args.command)
     schedule = load(args.file)
     spec = args.topology or schedule.meta.get("topology")
     if not spec:
         raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
-    topology = parse(spec)
+    topology = parse(preset_spec(spec))
     check_ranks(schedule, topology)
     return schedule, topology, size
 
@@ -98,7 +106,7 @@ def _header(schedule, topology, size: int, args) -> dict:
 
 def cmd_show(args) -> int:
     """``directcoll show FILE [--step K]``: a schedule's steps on its topology (the file's, or ``--topology``) at a
-    vector of ``--size`` bytes (default 1MiB).
+    vector of ``--sizes`` bytes (one size, default 1MiB).
 
     Without ``--step``: one line per step (:func:`directcoll.reports.steps.step_overview`: transfers, bytes, the
     busiest link as ``u->v`` and its bytes, how many links tie with it, the longest route in hops). With ``--step
@@ -114,7 +122,7 @@ def cmd_show(args) -> int:
         0.
 
     Raises:
-        DirectcollError: a bad ``--size``, ``--json`` with ``--csv``, a file that records no topology and no
+        DirectcollError: more than one size, a file that records no topology and no
             ``--topology``, ``--step`` out of range.
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule,
             building the topology (or one whose compute nodes are not the schedule's ranks) and routing.
@@ -138,8 +146,6 @@ def cmd_show(args) -> int:
     from directcoll.reports.steps import link_label, step_overview, step_view, transfer_rows
     from directcoll.units import format_size
 
-    if args.json and args.csv:
-        raise DirectcollError("--json and --csv each print the whole result; give one of them")
     schedule, topology, size = _load(args)
     head = _header(schedule, topology, size, args)
     if args.step is None:
@@ -246,7 +252,7 @@ def parse_steps(text: str, num_steps: int) -> list[int]:
 def cmd_draw(args) -> int:
     """``directcoll draw FILE -o steps.png``: draw steps of a schedule on its topology (the file's, or
     ``--topology``), one panel per step (:func:`directcoll.reports.draw.draw_steps`): transfers as arrows, every
-    directed link coloured by the bytes it carries at ``--size`` (default 1MiB), the busiest link outlined.
+    directed link coloured by the bytes it carries at ``--sizes`` (one size, default 1MiB), the busiest link outlined.
 
     Output: ``wrote FILE: ...``; ``--json``: {file, format, steps, algorithm, collective, topology, ranks,
     num_steps, size, routing}.
@@ -255,7 +261,7 @@ def cmd_draw(args) -> int:
         0.
 
     Raises:
-        DirectcollError: an unwritable ``-o``, a bad ``--size`` or ``--steps`` (a step out of range), a file that
+        DirectcollError: an unwritable ``-o``, more than one size, a bad ``--steps`` (a step out of range), a file that
             records no topology and no ``--topology``, more than 256 compute nodes or 64 panels.
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule,
             building the topology (or one whose compute nodes are not the schedule's ranks) and routing.

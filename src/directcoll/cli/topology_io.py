@@ -8,7 +8,7 @@ Source: docs/topology.md, "Your own network".
 
 from __future__ import annotations
 
-from directcoll.cli.options import check_output
+from directcoll.cli.options import check_output, preset_spec
 from directcoll.cli.output import print_json
 
 
@@ -43,7 +43,7 @@ def cmd_topology_export(args) -> int:
 
     fmt = file_format(args.output, args.format)
     check_output(args.output, "-o")
-    topology = parse(args.spec)
+    topology = parse(preset_spec(args.spec))
     write_network(topology, args.output, fmt)
     info = {"file": args.output, "format": fmt, "spec": topology.spec, "nodes": topology.num_compute,
             "switches": topology.num_nodes - topology.num_compute, "links": topology.num_links}
