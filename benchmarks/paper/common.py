@@ -48,6 +48,7 @@ def write_claims(figure: str, title: str, claims: list[Claim], *, method: str, n
         notes: anything a reader must know to trust the table (scale reductions, readings of the paper).
     """
     RESULTS.mkdir(parents=True, exist_ok=True)
+    claims = [Claim(c.claim, c.paper, c.ours, None if c.holds is None else bool(c.holds)) for c in claims]  # np.bool_
     marks = {True: "yes", False: "**no**", None: "n/a"}
     lines = [f"## {title}", "", method.strip(), ""]
     png = image_path(figure)

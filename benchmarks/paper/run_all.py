@@ -29,8 +29,11 @@ def scripts() -> list[Path]:
 
 
 def _natural(stem: str) -> tuple:
-    digits = "".join(c for c in stem.split("fig")[-1] if c.isdigit())
-    return (int(digits) if digits else 0, stem)
+    """swing_fig12_14 sorts as figure 12: the first number after "fig"."""
+    import re
+
+    first = re.match(r"\d+", stem.split("fig")[-1])
+    return (int(first.group()) if first else 0, stem)
 
 
 def gather(out: Path, timings: dict[str, float]) -> None:
