@@ -9,12 +9,20 @@ The memory budget is, in order: the value set by :func:`memory_budget_override` 
 the environment variable ``DIRECTCOLL_MEMORY_BUDGET`` (a size such as ``16GiB``), or
 :data:`DEFAULT_FRACTION` of the memory the kernel reports available (``MemAvailable`` in ``/proc/meminfo``).
 Estimates are of the dominant arrays only (a lower bound on the real peak), so the default leaves headroom.
+
+Artifacts built on first use (the ns-3 driver, libdirectcoll) are cached here too: :func:`cache_dir` says where,
+:func:`cached_build` builds one once per key, under a lock.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 
 from directcoll.errors import DirectcollError, ResourceError
 
@@ -189,3 +197,63 @@ def check_work(what: str, amount: float, limit: float, unit: str) -> None:
     """
     if amount > limit:
         raise ResourceError(f"{what} needs {amount:,.0f} {unit}, over the limit of {limit:,.0f} {unit}")
+
+
+# -- artifacts built on first use (the ns-3 driver, libdirectcoll) -------------------------------------------------
+def cache_dir() -> Path:
+    """Where artifacts built on first use are kept: ``$DIRECTCOLL_CACHE``, else ``$XDG_CACHE_HOME/directcoll``,
+    else ``~/.cache/directcoll``.
+
+    Returns:
+        A :class:`~pathlib.Path` (not created here).
+
+    Raises:
+        Nothing: reads the environment.
+
+    Source: the XDG Base Directory specification; DESIGN.md, "Engines, runtimes and scale" (built on first use).
+
+    >>> import os
+    >>> os.environ["DIRECTCOLL_CACHE"] = "/tmp/dc-cache"; str(cache_dir())
+    '/tmp/dc-cache'
+    >>> del os.environ["DIRECTCOLL_CACHE"]
+    """
+    if os.environ.get("DIRECTCOLL_CACHE"):
+        return Path(os.environ["DIRECTCOLL_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "directcoll"
+
+
+def cached_build(name: str, key: bytes, build: Callable[[Path, Path], None], suffix: str = "") -> Path:
+    """The artifact ``name-HASH`` + ``suffix`` (e.g. ``.so``) under :func:`cache_dir`, where HASH is a digest of
+    ``key`` (the sources, the compiler and whatever else the artifact depends on): built by ``build(tmp, out)``
+    the first time (``tmp`` a scratch folder, ``out`` the file to write), under a file lock so that concurrent
+    processes build it once, and moved into place atomically.
+
+    Returns:
+        The artifact's path.
+
+    Raises:
+        whatever ``build`` raises (the cache is left without the artifact); OSError: the cache is not writable.
+
+    Source: DESIGN.md, "Engines, runtimes and scale" (artifacts built on first use, cached by a hash of what they
+    depend on).
+
+    >>> import os, tempfile
+    >>> os.environ["DIRECTCOLL_CACHE"] = tempfile.mkdtemp()
+    >>> path = cached_build("hello", b"v1", lambda tmp, out: out.write_text("hi"))
+    >>> path.read_text(), path.name.startswith("hello-")
+    ('hi', True)
+    >>> del os.environ["DIRECTCOLL_CACHE"]
+    """
+    target = cache_dir() / f"{name}-{hashlib.sha256(key).hexdigest()[:16]}{suffix}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same artifact
+        if target.exists():
+            return target
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            out = Path(tmp) / "artifact"
+            build(Path(tmp), out)
+            os.replace(out, target)
+    return target

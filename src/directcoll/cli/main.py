@@ -32,6 +32,7 @@ from directcoll.cli.build import (
 from directcoll.cli.calibrate import cmd_calibrate
 from directcoll.cli.discover import add_discovery_commands
 from directcoll.cli.find import cmd_find_topology
+from directcoll.cli.native import add_native_parser
 from directcoll.cli.network import (
     DEFAULT_PACKET_SIZES,
     DEFAULT_RUN_ALGORITHMS,
@@ -329,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     algs.set_defaults(func=cmd_algorithms)
     add_show_commands(sub)
     add_discovery_commands(sub)
+    add_native_parser(sub, lambda p: _add_memory_budget(p, argparse.SUPPRESS))
     for command in (*sub.choices.values(), *topo_sub.choices.values()):
         if command is not topo:
             _add_memory_budget(command, argparse.SUPPRESS)

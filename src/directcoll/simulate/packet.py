@@ -22,9 +22,6 @@ the next router once its header has arrived). ``host_injection`` is refused: the
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -35,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from directcoll.errors import DirectcollError, MissingDependencyError, ResourceError, TopologyError
+from directcoll.resources import cached_build
 from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
@@ -88,14 +86,6 @@ class PacketResult:
 
 
 # -- the driver -----------------------------------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """Where built drivers are kept: ``$DIRECTCOLL_CACHE``, else ``$XDG_CACHE_HOME/directcoll``, else
-    ``~/.cache/directcoll``. Raises: Nothing. Source: the XDG Base Directory specification."""
-    if os.environ.get("DIRECTCOLL_CACHE"):
-        return Path(os.environ["DIRECTCOLL_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "directcoll"
-
-
 def _ns3_flags() -> list[str]:
     if shutil.which("pkg-config") is None or shutil.which("g++") is None:
         raise MissingDependencyError(INSTALL_HINT)
@@ -107,7 +97,8 @@ def _ns3_flags() -> list[str]:
 
 def driver() -> Path:
     """The packet engine's executable, built on first use with ``g++ -std=c++17 -O2`` against ns-3 and cached
-    under :func:`cache_dir`, keyed by a hash of the source, the compiler and the ns-3 link flags.
+    under :func:`directcoll.resources.cache_dir` (:func:`~directcoll.resources.cached_build`), keyed by a hash of
+    the source, the compiler and the ns-3 link flags.
 
     Returns:
         the path of the executable.
@@ -121,26 +112,17 @@ def driver() -> Path:
     source = resources.files("directcoll.simulate").joinpath("ns3/driver.cc").read_bytes()
     flags = _ns3_flags()
     compiler = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    key = hashlib.sha256(source + " ".join(flags + compiler).encode()).hexdigest()[:16]
-    target = cache_dir() / f"ns3-driver-{key}"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same driver
-        if target.exists():
-            return target
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            src = Path(tmp) / "driver.cc"
-            src.write_bytes(source)
-            out = Path(tmp) / "driver"
-            build = subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out),
-                                    str(src), *flags], capture_output=True, text=True)
-            if build.returncode != 0:
-                tail = "\n".join(build.stderr.strip().splitlines()[-15:])
-                raise DirectcollError(f"building the ns-3 packet engine failed:\n{tail}")
-            os.replace(out, target)
-    return target
+
+    def build(tmp: Path, out: Path) -> None:
+        src = tmp / "driver.cc"
+        src.write_bytes(source)
+        run = subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(src),
+                              *flags], capture_output=True, text=True)
+        if run.returncode != 0:
+            tail = "\n".join(run.stderr.strip().splitlines()[-15:])
+            raise DirectcollError(f"building the ns-3 packet engine failed:\n{tail}")
+
+    return cached_build("ns3-driver", source + " ".join(flags + compiler).encode(), build)
 
 
 def available() -> bool:

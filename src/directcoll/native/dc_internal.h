@@ -1,0 +1,117 @@
+/* libdirectcoll: declarations shared by its sources (docs/runtime.md, "The native runtime").
+ *
+ * The library is built by directcoll.runtime.native against the MPI that mpicc names; dc_build.h, generated at
+ * build time, records that MPI's library version string (DC_BUILT_MPI_VERSION) for the run-time ABI check.
+ */
+#ifndef DC_INTERNAL_H
+#define DC_INTERNAL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the program format (docs/runtime.md, "Program files") ---------------------------------------------------- */
+#define DC_MAGIC "DCPROG\r\n"
+#define DC_FORMAT_VERSION 1u
+enum dc_collective { DC_ALLREDUCE = 0, DC_REDUCE_SCATTER = 1, DC_ALLGATHER = 2, DC_ALLTOALL = 3 };
+enum { DC_COPY = 0, DC_REDUCE = 1 };
+
+typedef struct dc_program {
+    unsigned char *data;   /* the whole file, validated */
+    size_t size;
+    uint32_t collective, nranks, nblocks, nscratch, nsteps;
+    int64_t denominator;
+    char *name;            /* the algorithm, for the debug log */
+    const unsigned char *owner;      /* nblocks u32 (reduce-scatter / allgather), else NULL */
+    const unsigned char *rank_offsets; /* nranks + 1 u64 */
+    uint64_t checksum;     /* FNV-1a 64 of the file before its trailer */
+} dc_program;
+
+/* Load and validate a program file; on failure NULL and a message in err. */
+dc_program *dc_program_load(const char *path, char *err, size_t errlen);
+void dc_program_free(dc_program *p);
+
+/* Element offset of every block boundary of the work buffer for a vector of count elements (nblocks + nscratch + 1
+ * entries), exactly as directcoll.runtime.program.boundaries rounds them. */
+void dc_boundaries(const dc_program *p, int64_t count, int64_t *bounds);
+/* Element offset of block coordinate x (a numerator over the denominator), as program._elements rounds it. */
+int64_t dc_element(const dc_program *p, const int64_t *bounds, int64_t x);
+
+/* ---- sets of disjoint element intervals [v[2i], v[2i+1]), sorted (dc_ivset.c) ---------------------------------- */
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+} dc_ivset;
+int dc_iv_add(dc_ivset *s, int64_t lo, int64_t hi);
+/* Call part(arg, a, b, inside) for the consecutive parts of [lo, hi) inside (1) and outside (0) the set, in order. */
+int dc_iv_walk(const dc_ivset *s, int64_t lo, int64_t hi, int (*part)(void *, int64_t, int64_t, int), void *arg);
+void dc_iv_free(dc_ivset *s);
+
+/* ---- a compiled plan: one program for one (count, datatype) on one rank --------------------------------------- */
+typedef struct dc_seg {      /* a run of elements: region 0 = the user's buffer, 1 = the scratch blocks, 2 = sendbuf */
+    int region;
+    int64_t off, len;
+} dc_seg;
+
+typedef struct dc_msg {
+    int peer, op;            /* op: DC_COPY or DC_REDUCE (receives and local operations) */
+    int direct;              /* sent from / received into the user's or scratch buffer without staging */
+    int region;              /* the region of a direct message */
+    MPI_Datatype type;       /* derived type of a direct message of several runs, else MPI_DATATYPE_NULL */
+    int64_t off;             /* a direct message of one run: its first element in its region */
+    int64_t len;             /* elements in the message */
+    int64_t stage;           /* staged: where its elements lie in the staging buffer */
+    size_t nsrc, ndst;
+    dc_seg *src, *dst;       /* the runs read (sends, local) and written (receives, local), in message order */
+} dc_msg;
+
+typedef struct dc_step {
+    size_t nsend, nrecv, nlocal, ninit;
+    dc_msg *send, *recv, *local;
+    dc_seg *init;            /* from_send: cells reduced into before recvbuf held them, copied from sendbuf first */
+} dc_step;
+
+typedef struct dc_plan {
+    struct dc_plan *next;
+    const dc_program *program;
+    int from_send;           /* an allreduce not in place: reads sendbuf (region 2) until recvbuf is written */
+    size_t nfinal;
+    dc_seg *final;           /* from_send: cells no step writes, copied from sendbuf at the end */
+    int64_t count;
+    MPI_Datatype datatype;
+    MPI_Aint extent;
+    int64_t scratch_elems, stage_elems;
+    char *scratch, *stage;
+    char *work;              /* reduce-scatter: the copy of sendbuf the schedule works in (count elements) */
+    MPI_Request *reqs;       /* room for the most messages of a step */
+    size_t nsteps;
+    dc_step *steps;
+} dc_plan;
+
+/* Build the plan of program p for rank on count elements of datatype; NULL and a message in err on failure. */
+dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
+                       int from_send, char *err, size_t errlen);
+void dc_plan_free(dc_plan *plan);
+
+/* ---- reductions ----------------------------------------------------------------------------------------------- */
+typedef void (*dc_reduce_fn)(void *restrict inout, const void *restrict in, size_t n);
+/* The kernel of op on datatype, or NULL with the reason (not predefined, not defined by MPI for the type). */
+dc_reduce_fn dc_reduction(MPI_Op op, MPI_Datatype datatype, const char **why);
+/* Whether datatype is a predefined basic type the executor serves; its name either way ("derived" if none). */
+int dc_known_type(MPI_Datatype datatype, const char **name);
+const char *dc_op_name(MPI_Op op);
+
+/* ---- the tuning table (a minimal JSON reader) ----------------------------------------------------------------- */
+typedef struct dc_entry {
+    uint32_t collective;
+    int ranks;
+    double min_bytes, max_bytes;   /* inclusive; max < 0: unbounded */
+    char *path;
+    dc_program *program;           /* NULL when it failed to load (error holds why) */
+    char error[256];
+} dc_entry;
+
+/* Parse the tuning table at path; on failure -1 and a message in err. Paths are resolved against its folder. */
+int dc_table_load(const char *path, dc_entry **entries, size_t *n, char *err, size_t errlen);
+
+#endif

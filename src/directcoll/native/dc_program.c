@@ -1,0 +1,543 @@
+/* libdirectcoll: program files (docs/runtime.md, "Program files") and plans (a program for one count and datatype).
+ *
+ * A program file is count-independent: piece ends are block coordinates (numerators over the denominator). A plan
+ * rounds them to element offsets for one count exactly as directcoll.runtime.program.boundaries / _elements do
+ * (the same double-precision expressions), so pieces that share an end share it in elements and tile every block
+ * for any count, 0 included.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dc_internal.h"
+
+/* ---- reading little-endian fields with bounds checks ----------------------------------------------------------- */
+typedef struct {
+    const unsigned char *p, *end;
+    int ok;
+} cursor;
+
+static uint64_t get_le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static uint64_t rd(cursor *c, int n) {
+    if (!c->ok || c->end - c->p < n) {
+        c->ok = 0;
+        return 0;
+    }
+    uint64_t v = get_le(c->p, n);
+    c->p += n;
+    return v;
+}
+static uint32_t rd32(cursor *c) { return (uint32_t)rd(c, 4); }
+static int64_t rd64(cursor *c) { return (int64_t)rd(c, 8); }
+
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+#define FAIL(...)                                        \
+    do {                                                 \
+        snprintf(err, errlen, __VA_ARGS__);              \
+        goto fail;                                       \
+    } while (0)
+
+/* Check one rank's section: it parses to its end, peers and ops are valid, coordinates lie in the work buffer. */
+static int check_rank(const dc_program *p, uint32_t r, char *err, size_t errlen) {
+    cursor c = {p->data + get_le(p->rank_offsets + 8 * r, 8), p->data + get_le(p->rank_offsets + 8 * (r + 1), 8), 1};
+    const int64_t top = (int64_t)(p->nblocks + p->nscratch) * p->denominator;
+    for (uint32_t t = 0; t < p->nsteps; t++) {
+        uint32_t n[3] = {rd32(&c), rd32(&c), rd32(&c)};
+        for (int kind = 0; kind < 3; kind++) {
+            for (uint32_t m = 0; m < n[kind] && c.ok; m++) {
+                uint32_t peer = kind < 2 ? rd32(&c) : r;
+                uint32_t op = kind > 0 ? rd32(&c) : 0;
+                uint32_t np = rd32(&c);
+                if (!c.ok || peer >= p->nranks || (kind < 2 && peer == r) || op > 1 ||
+                    (uint64_t)(c.end - c.p) / (kind ? 24u : 16u) < np)
+                    FAIL("rank %u, step %u: a bad message (peer %u, op %u, %u pieces)", r, t, peer, op, np);
+                for (uint32_t i = 0; i < np; i++) {
+                    int64_t a = rd64(&c), b = rd64(&c), d = kind ? rd64(&c) : a;
+                    if (a < 0 || b < a || b > top || d < 0 || d > top - (b - a))
+                        FAIL("rank %u, step %u: a piece [%lld, %lld) -> %lld outside the work buffer", r, t,
+                             (long long)a, (long long)b, (long long)d);
+                }
+            }
+        }
+        if (!c.ok) FAIL("rank %u: its section ends in step %u", r, t);
+    }
+    if (c.p != c.end) FAIL("rank %u: %lld bytes left over after its steps", r, (long long)(c.end - c.p));
+    return 0;
+fail:
+    return -1;
+}
+
+dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
+    dc_program *p = calloc(1, sizeof *p);
+    FILE *f = fopen(path, "rb");
+    if (!p || !f) FAIL("cannot open the program %s", path);
+    if (fseek(f, 0, SEEK_END) != 0) FAIL("cannot read the program %s", path);
+    long size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) FAIL("cannot read the program %s", path);
+    p->size = (size_t)size;
+    p->data = malloc(p->size ? p->size : 1);
+    if (!p->data || fread(p->data, 1, p->size, f) != p->size) FAIL("cannot read the program %s", path);
+    fclose(f);
+    f = NULL;
+    if (p->size < 52 || memcmp(p->data, DC_MAGIC, 8) != 0) FAIL("%s is not a directcoll program file", path);
+    if (get_le(p->data + p->size - 8, 8) != fnv1a(p->data, p->size - 8))
+        FAIL("%s: checksum mismatch (a truncated or modified file)", path);
+    p->checksum = get_le(p->data + p->size - 8, 8);
+    cursor c = {p->data + 8, p->data + p->size - 8, 1};
+    uint32_t version = rd32(&c);
+    if (version != DC_FORMAT_VERSION)
+        FAIL("%s: program format version %u; this library reads version %u", path, version, DC_FORMAT_VERSION);
+    p->collective = rd32(&c);
+    p->nranks = rd32(&c);
+    p->nblocks = rd32(&c);
+    p->nscratch = rd32(&c);
+    p->nsteps = rd32(&c);
+    p->denominator = rd64(&c);
+    uint32_t name_len = rd32(&c);
+    if (!c.ok || p->collective > DC_ALLTOALL || p->nranks < 1 || p->nblocks < 1 || p->denominator < 1 ||
+        p->nblocks > INT32_MAX || p->nscratch > INT32_MAX ||
+        p->denominator > INT64_MAX / ((int64_t)p->nblocks + p->nscratch) / 2 || (uint64_t)(c.end - c.p) < name_len)
+        FAIL("%s: a bad header", path);
+    p->name = malloc(name_len + 1u);
+    if (!p->name) FAIL("out of memory");
+    memcpy(p->name, c.p, name_len);
+    p->name[name_len] = '\0';
+    c.p += name_len;
+    if (p->collective == DC_REDUCE_SCATTER || p->collective == DC_ALLGATHER) {
+        if ((uint64_t)(c.end - c.p) / 4 < p->nblocks) FAIL("%s: a bad header", path);
+        p->owner = c.p;
+        for (uint32_t b = 0; b < p->nblocks; b++)
+            if (get_le(p->owner + 4 * b, 4) >= p->nranks) FAIL("%s: block %u has no valid owner", path, b);
+        c.p += 4 * (size_t)p->nblocks;
+    }
+    if ((uint64_t)(c.end - c.p) / 8 <= p->nranks) FAIL("%s: a bad header", path);
+    p->rank_offsets = c.p;
+    c.p += 8 * ((size_t)p->nranks + 1);
+    uint64_t prev = (uint64_t)(c.p - p->data);
+    for (uint32_t r = 0; r <= p->nranks; r++) {
+        uint64_t at = get_le(p->rank_offsets + 8 * r, 8);
+        if (at < prev || at > p->size - 8 || (r == 0 && at != prev) || (r == p->nranks && at != p->size - 8))
+            FAIL("%s: bad rank section offsets", path);
+        prev = at;
+    }
+    for (uint32_t r = 0; r < p->nranks; r++) {
+        char why[200];
+        if (check_rank(p, r, why, sizeof why) != 0) FAIL("%s: %s", path, why);
+    }
+    return p;
+fail:
+    if (f) fclose(f);
+    dc_program_free(p);
+    return NULL;
+}
+
+void dc_program_free(dc_program *p) {
+    if (!p) return;
+    free(p->data);
+    free(p->name);
+    free(p);
+}
+
+/* ---- rounding block coordinates to elements (the twin of runtime/program.py) --------------------------------- */
+static int64_t round_half_up(double v) { return (int64_t)floor(v + 0.5); }
+
+void dc_boundaries(const dc_program *p, int64_t count, int64_t *bounds) {
+    const int64_t nb = p->nblocks, ns = p->nscratch;
+    if (p->owner == NULL) {
+        for (int64_t i = 0; i <= nb; i++) bounds[i] = round_half_up((double)(i * count) / (double)nb);
+    } else {  /* every rank's blocks add up to its MPI block of count / N elements */
+        const int64_t per = count / p->nranks;
+        int64_t *mine = calloc(p->nranks, sizeof *mine), *nth = malloc((size_t)nb * sizeof *nth);
+        if (!mine || !nth) abort();
+        for (int64_t b = 0; b < nb; b++) nth[b] = mine[get_le(p->owner + 4 * b, 4)]++;
+        bounds[0] = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            double m = (double)mine[get_le(p->owner + 4 * b, 4)];
+            int64_t lo = round_half_up((double)(nth[b] * per) / m), hi = round_half_up((double)((nth[b] + 1) * per) / m);
+            bounds[b + 1] = bounds[b] + (hi - lo);
+        }
+        free(mine);
+        free(nth);
+    }
+    for (int64_t j = 0; j < ns; j++) {  /* scratch blocks have the sizes of the first data blocks, cyclically */
+        int64_t k = j % nb;
+        bounds[nb + j + 1] = bounds[nb + j] + (bounds[k + 1] - bounds[k]);
+    }
+}
+
+int64_t dc_element(const dc_program *p, const int64_t *bounds, int64_t x) {
+    const int64_t den = p->denominator, last = (int64_t)p->nblocks + p->nscratch - 1;
+    int64_t block = x / den < last ? x / den : last;
+    double frac = (double)(x - block * den) / (double)den;
+    double scaled = frac * (double)(bounds[block + 1] - bounds[block]);
+    return bounds[block] + round_half_up(scaled);
+}
+
+/* ---- plans ---------------------------------------------------------------------------------------------------- */
+typedef struct {
+    dc_seg *v;
+    size_t n, cap;
+} segvec;
+
+static int push(segvec *s, int region, int64_t off, int64_t len) {
+    if (len <= 0) return 0;
+    if (s->n && s->v[s->n - 1].region == region && s->v[s->n - 1].off + s->v[s->n - 1].len == off) {
+        s->v[s->n - 1].len += len;  /* contiguous with the previous run */
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 4;
+        dc_seg *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (dc_seg){region, off, len};
+    return 0;
+}
+
+/* Where the work buffer's data lies in the user's buffer: data block b ([bounds[b], bounds[b+1]) of the work
+ * buffer) starts at user element ustart[b] (NULL: the identity, allreduce). Reduce-scatter and allgather keep
+ * rank r's blocks, in block order, in its MPI block [r count / N, (r + 1) count / N) (runtime/program.mpi_order). */
+typedef struct {
+    int64_t count, nblocks;
+    const int64_t *bounds, *ustart;
+} layout;
+
+/* the work-buffer run [a, a + len) as runs of the user's buffer (region 0) and of the scratch blocks (region 1) */
+static int push_work(segvec *s, const layout *L, int64_t a, int64_t len) {
+    int64_t split = a < L->count ? (a + len < L->count ? a + len : L->count) : a;
+    if (L->ustart == NULL) {
+        if (push(s, 0, a, split - a) != 0) return -1;
+    } else if (split > a) {
+        int64_t lo = 0, hi = L->nblocks;  /* the block holding a: the last b with bounds[b] <= a */
+        while (hi - lo > 1) {
+            int64_t mid = (lo + hi) / 2;
+            if (L->bounds[mid] <= a) lo = mid;
+            else hi = mid;
+        }
+        for (int64_t x = a, b = lo; x < split; b++) {
+            int64_t end = L->bounds[b + 1] < split ? L->bounds[b + 1] : split;
+            if (end > x && push(s, 0, L->ustart[b] + (x - L->bounds[b]), end - x) != 0) return -1;
+            x = end > x ? end : x;
+        }
+    }
+    return push(s, 1, (split > L->count ? split : L->count) - L->count, a + len - split);
+}
+
+static int one_region(const segvec *s) {
+    for (size_t i = 1; i < s->n; i++)
+        if (s->v[i].region != s->v[0].region) return 0;
+    return 1;
+}
+
+typedef struct {
+    int region;
+    int64_t lo, hi, reach;  /* reach: the largest hi of the spans of its region up to it (in sorted order) */
+} span;
+
+static int span_cmp(const void *x, const void *y) {
+    const span *a = x, *b = y;
+    if (a->region != b->region) return a->region - b->region;
+    return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+static void sort_spans(span *sp, size_t n) {
+    if (n == 0) return;
+    qsort(sp, n, sizeof *sp, span_cmp);
+    for (size_t i = 0; i < n; i++)
+        sp[i].reach = i && sp[i - 1].region == sp[i].region && sp[i - 1].reach > sp[i].hi ? sp[i - 1].reach : sp[i].hi;
+}
+
+/* whether a run overlaps any of the sorted spans (the runs the step's in-place sends read) */
+static int overlaps(const span *sp, size_t n, const dc_seg *g) {
+    size_t lo = 0, hi = n;  /* the first span at or after (g's region, g's end) */
+    span key = {g->region, g->off + g->len, 0, 0};
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (span_cmp(&sp[mid], &key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && sp[lo - 1].region == g->region && sp[lo - 1].reach > g->off;
+}
+
+/* Make a message direct where it can be: one run (sent at its offset) or several (a derived datatype). */
+static int make_direct(dc_msg *m, const dc_seg *runs, size_t nseg, MPI_Datatype datatype, MPI_Aint extent) {
+    m->direct = 1;
+    m->region = runs[0].region;
+    if (nseg == 1) {
+        m->off = runs[0].off;
+        return 0;
+    }
+    int *lens = malloc(nseg * sizeof *lens);
+    MPI_Aint *displs = malloc(nseg * sizeof *displs);
+    int rc = -1;
+    if (lens && displs) {
+        for (size_t i = 0; i < nseg; i++) {
+            lens[i] = (int)runs[i].len;
+            displs[i] = (MPI_Aint)runs[i].off * extent;
+        }
+        if (PMPI_Type_create_hindexed((int)nseg, lens, displs, datatype, &m->type) == MPI_SUCCESS &&
+            PMPI_Type_commit(&m->type) == MPI_SUCCESS)
+            rc = 0;
+    }
+    free(lens);
+    free(displs);
+    return rc;
+}
+
+/* ---- reading sendbuf until recvbuf is written (from_send) ----------------------------------------------------- */
+typedef struct {
+    segvec *out;
+    const dc_ivset *also;  /* minus_part: a second set the part must also lie outside of */
+} walker;
+
+/* a read of recvbuf: the parts already written there, the others from sendbuf (region 2) */
+static int read_part(void *arg, int64_t a, int64_t b, int inside) {
+    return push(((walker *)arg)->out, inside ? 0 : 2, a, b - a);
+}
+
+static int split_reads(segvec *src, const dc_ivset *written) {
+    segvec out = {0};
+    walker w = {&out, NULL};
+    for (size_t i = 0; i < src->n; i++) {
+        const dc_seg *g = &src->v[i];
+        if ((g->region != 0 ? push(&out, g->region, g->off, g->len) : dc_iv_walk(written, g->off, g->off + g->len,
+                                                                                  read_part, &w)) != 0) {
+            free(out.v);
+            return -1;
+        }
+    }
+    free(src->v);
+    *src = out;
+    return 0;
+}
+
+/* the parts outside one set and then outside w->also */
+static int outside_part(void *arg, int64_t a, int64_t b, int inside) {
+    walker *w = arg;
+    if (inside) return 0;
+    if (w->also) {
+        walker inner = {w->out, NULL};
+        return dc_iv_walk(w->also, a, b, outside_part, &inner);
+    }
+    return push(w->out, 0, a, b - a);
+}
+
+dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
+                       int from_send, char *err, size_t errlen) {
+    const size_t nbound = (size_t)p->nblocks + p->nscratch + 1;
+    int64_t *bounds = malloc(nbound * sizeof *bounds), *ustart = NULL;
+    dc_plan *plan = calloc(1, sizeof *plan);
+    span *reads = NULL;
+    size_t nreads = 0, reads_cap = 0;
+    dc_ivset written = {0}, copied = {0}, reduced = {0};  /* from_send: recvbuf's cells written so far, this step */
+    if (!bounds || !plan) FAIL("out of memory");
+    plan->from_send = from_send;
+    if (p->owner && count % p->nranks) FAIL("%lld elements do not split into %u MPI blocks", (long long)count,
+                                            p->nranks);
+    dc_boundaries(p, count, bounds);
+    plan->program = p;
+    plan->count = count;
+    plan->datatype = datatype;
+    plan->extent = extent;
+    plan->scratch_elems = bounds[nbound - 1] - count;
+    if (p->owner) {  /* rank r's blocks fill its MPI block in block order */
+        ustart = malloc((size_t)p->nblocks * sizeof *ustart);
+        int64_t *next = calloc(p->nranks, sizeof *next);
+        if (!ustart || !next) {
+            free(next);
+            FAIL("out of memory");
+        }
+        for (uint32_t b = 0; b < p->nblocks; b++) {
+            uint32_t r = (uint32_t)get_le(p->owner + 4 * b, 4);
+            ustart[b] = (int64_t)r * (count / p->nranks) + next[r];
+            next[r] += bounds[b + 1] - bounds[b];
+        }
+        free(next);
+    }
+    const layout L = {count, p->nblocks, bounds, ustart};
+    plan->nsteps = p->nsteps;
+    plan->steps = calloc(p->nsteps ? p->nsteps : 1, sizeof *plan->steps);
+    if (!plan->steps) FAIL("out of memory");
+    cursor c = {p->data + get_le(p->rank_offsets + 8 * (uint32_t)rank, 8), p->data + p->size, 1};
+    for (uint32_t t = 0; t < p->nsteps; t++) {
+        dc_step *st = &plan->steps[t];
+        uint32_t n[3] = {rd32(&c), rd32(&c), rd32(&c)};
+        dc_msg *lists[3];
+        for (int kind = 0; kind < 3; kind++) {
+            lists[kind] = calloc(n[kind] ? n[kind] : 1, sizeof(dc_msg));
+            if (!lists[kind]) FAIL("out of memory");
+        }
+        st->send = lists[0];
+        st->recv = lists[1];
+        st->local = lists[2];
+        int64_t stage = 0;
+        nreads = 0;
+        for (int kind = 0; kind < 3; kind++) {
+            size_t *kept = kind == 0 ? &st->nsend : kind == 1 ? &st->nrecv : &st->nlocal;
+            for (uint32_t i = 0; i < n[kind]; i++) {
+                dc_msg *m = &lists[kind][*kept];
+                m->peer = kind < 2 ? (int)rd32(&c) : rank;
+                m->op = kind > 0 ? (int)rd32(&c) : DC_COPY;
+                if (m->op == DC_REDUCE && p->collective == DC_ALLGATHER) FAIL("an allgather program that reduces");
+                m->type = MPI_DATATYPE_NULL;
+                uint32_t np = rd32(&c);
+                segvec src = {0}, dst = {0};
+                for (uint32_t j = 0; j < np; j++) {
+                    int64_t xa = rd64(&c), xb = rd64(&c), xd = kind ? rd64(&c) : 0;
+                    int64_t a = dc_element(p, bounds, xa), b = dc_element(p, bounds, xb);
+                    if (b <= a) continue;
+                    m->len += b - a;
+                    if ((kind != 1 && push_work(&src, &L, a, b - a) != 0) ||
+                        (kind && push_work(&dst, &L, dc_element(p, bounds, xd), b - a) != 0)) {
+                        free(src.v);
+                        free(dst.v);
+                        FAIL("out of memory");
+                    }
+                }
+                if (m->len == 0) {  /* empty at this count on both ends: no message */
+                    free(src.v);
+                    free(dst.v);
+                    memset(m, 0, sizeof *m);
+                    continue;
+                }
+                if (from_send && kind != 1 && split_reads(&src, &written) != 0) {
+                    free(dst.v);
+                    FAIL("out of memory");
+                }
+                m->src = src.v;
+                m->nsrc = src.n;
+                m->dst = dst.v;
+                m->ndst = dst.n;
+                (*kept)++;
+                for (size_t g = 0; from_send && g < dst.n; g++)
+                    if (dst.v[g].region == 0 &&
+                        dc_iv_add(m->op == DC_COPY ? &copied : &reduced, dst.v[g].off, dst.v[g].off + dst.v[g].len))
+                        FAIL("out of memory");
+                if (m->len > INT_MAX) FAIL("a message of %lld elements (more than an int counts)", (long long)m->len);
+                if (kind == 0 && one_region(&src)) {  /* an in-place send: what it reads must not change */
+                    if (make_direct(m, src.v, src.n, datatype, extent) != 0) FAIL("cannot build a derived datatype");
+                    for (size_t s = 0; s < src.n; s++) {
+                        if (nreads == reads_cap) {
+                            reads_cap = reads_cap ? 2 * reads_cap : 16;
+                            span *v = realloc(reads, reads_cap * sizeof *v);
+                            if (!v) FAIL("out of memory");
+                            reads = v;
+                        }
+                        reads[nreads++] = (span){src.v[s].region, src.v[s].off, src.v[s].off + src.v[s].len, 0};
+                    }
+                } else if (kind != 1) {  /* packed sends and local operations go through the staging buffer */
+                    m->stage = stage;
+                    stage += m->len;
+                }  /* receives are decided below, once every in-place send of the step is known */
+            }
+        }
+        sort_spans(reads, nreads);
+        for (size_t i = 0; i < st->nrecv; i++) {  /* a copy lands in place unless it overwrites what is sent */
+            dc_msg *m = &st->recv[i];
+            segvec dst = {m->dst, m->ndst, m->ndst};
+            int direct = m->op == DC_COPY && one_region(&dst);
+            for (size_t s = 0; direct && s < m->ndst; s++)
+                direct = !overlaps(reads, m->ndst ? nreads : 0, &m->dst[s]);
+            if (direct) {
+                if (make_direct(m, m->dst, m->ndst, datatype, extent) != 0) FAIL("cannot build a derived datatype");
+            } else {
+                m->stage = stage;
+                stage += m->len;
+            }
+        }
+        if (stage > plan->stage_elems) plan->stage_elems = stage;
+        if (from_send) {  /* reductions into cells recvbuf does not hold yet (and no copy fills): from sendbuf */
+            segvec init = {0};
+            walker w = {&init, &copied};
+            for (size_t i = 0; i < reduced.n; i++)
+                if (dc_iv_walk(&written, reduced.v[2 * i], reduced.v[2 * i + 1], outside_part, &w) != 0) {
+                    free(init.v);
+                    FAIL("out of memory");
+                }
+            st->init = init.v;
+            st->ninit = init.n;
+            for (size_t i = 0; i < copied.n + reduced.n; i++) {
+                const int64_t *v = i < copied.n ? copied.v + 2 * i : reduced.v + 2 * (i - copied.n);
+                if (dc_iv_add(&written, v[0], v[1]) != 0) FAIL("out of memory");
+            }
+            copied.n = reduced.n = 0;
+        }
+    }
+    if (from_send) {  /* cells no step writes keep sendbuf's values */
+        segvec final = {0};
+        walker w = {&final, NULL};
+        if (dc_iv_walk(&written, 0, count, outside_part, &w) != 0) {
+            free(final.v);
+            FAIL("out of memory");
+        }
+        plan->final = final.v;
+        plan->nfinal = final.n;
+    }
+    if (!c.ok) FAIL("the program ended early");
+    size_t most = 1;
+    for (size_t t = 0; t < plan->nsteps; t++)
+        if (plan->steps[t].nsend + plan->steps[t].nrecv > most) most = plan->steps[t].nsend + plan->steps[t].nrecv;
+    plan->reqs = malloc(most * sizeof *plan->reqs);
+    if (!plan->reqs) FAIL("out of memory");
+    plan->scratch = malloc((size_t)(plan->scratch_elems ? plan->scratch_elems : 1) * (size_t)extent);
+    plan->stage = malloc((size_t)(plan->stage_elems ? plan->stage_elems : 1) * (size_t)extent);
+    if (!plan->scratch || !plan->stage) FAIL("out of memory for %lld scratch and %lld staging elements",
+                                             (long long)plan->scratch_elems, (long long)plan->stage_elems);
+    if (p->collective == DC_REDUCE_SCATTER && !(plan->work = malloc((size_t)(count ? count : 1) * (size_t)extent)))
+        FAIL("out of memory for a work copy of %lld elements", (long long)count);
+    free(bounds);
+    free(ustart);
+    free(reads);
+    dc_iv_free(&written);
+    dc_iv_free(&copied);
+    dc_iv_free(&reduced);
+    return plan;
+fail:
+    free(bounds);
+    free(ustart);
+    free(reads);
+    dc_iv_free(&written);
+    dc_iv_free(&copied);
+    dc_iv_free(&reduced);
+    dc_plan_free(plan);
+    return NULL;
+}
+
+void dc_plan_free(dc_plan *plan) {
+    if (!plan) return;
+    for (size_t t = 0; plan->steps && t < plan->nsteps; t++) {
+        dc_step *st = &plan->steps[t];
+        dc_msg *lists[3] = {st->send, st->recv, st->local};
+        size_t n[3] = {st->nsend, st->nrecv, st->nlocal};
+        for (int k = 0; k < 3; k++) {
+            for (size_t i = 0; lists[k] && i < n[k]; i++) {
+                if (lists[k][i].type != MPI_DATATYPE_NULL) PMPI_Type_free(&lists[k][i].type);
+                free(lists[k][i].src);
+                free(lists[k][i].dst);
+            }
+            free(lists[k]);
+        }
+        free(st->init);
+    }
+    free(plan->final);
+    free(plan->steps);
+    free(plan->scratch);
+    free(plan->stage);
+    free(plan->reqs);
+    free(plan->work);
+    free(plan);
+}

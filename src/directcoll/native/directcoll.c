@@ -1,0 +1,416 @@
+/* libdirectcoll: verified directcoll schedules inside unmodified MPI programs, through the PMPI profiling interface
+ * (docs/runtime.md, "The native runtime"; MPI 4.1 standard, Ch. 15, "The MPI Profiling Interface").
+ *
+ *   LD_PRELOAD=$(directcoll native lib) DIRECTCOLL_SCHEDULES=tuning.json mpiexec -n 4 ./app
+ *
+ * MPI_Allreduce runs the program the tuning table names for the communicator's size and the call's bytes; every
+ * other call falls through to PMPI_Allreduce: user-defined ops, derived or unsupported datatypes,
+ * intercommunicators, sizes no entry covers. DIRECTCOLL_DEBUG=1 logs one line per call to stderr.
+ *
+ * State: one configuration, read once (pthread_once) and never written again; everything per communicator lives in
+ * an attribute of that communicator (MPI_Comm_create_keyval): a private duplicate for our messages, and the plans
+ * compiled for each (program, count, datatype) it ran, most recently used first.
+ *
+ * ABI: the library is compiled with the mpi.h of the MPI it was built for and records that MPI's library version
+ * string (dc_build.h); at first use it compares it with MPI_Get_library_version of the MPI it runs on and refuses
+ * (everything falls through, one line on stderr) when they differ.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dc_build.h"
+#include "dc_internal.h"
+
+#define DC_EXPORT __attribute__((visibility("default")))
+#define MAX_PLANS 8
+
+typedef struct {
+    int enabled;              /* 0: every call falls through, for `reason` */
+    int debug;
+    char reason[600];
+    dc_entry *entries;
+    size_t nentries;
+    int keyval;
+} dc_config;
+
+static dc_config config;      /* written once, by init_config under config_once */
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static atomic_int config_done;
+
+typedef struct {
+    MPI_Comm comm;            /* our private duplicate of the user's communicator */
+    int rank, size, usable;
+    char reason[300];
+    dc_plan *plans;           /* most recently used first, at most MAX_PLANS */
+} comm_state;
+
+static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    comm_state *s = value;
+    while (s->plans) {
+        dc_plan *next = s->plans->next;
+        dc_plan_free(s->plans);
+        s->plans = next;
+    }
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (s->comm != MPI_COMM_NULL && !finalized) PMPI_Comm_free(&s->comm);
+    free(s);
+    return MPI_SUCCESS;
+}
+
+static void init_config(void) {
+    const char *debug = getenv("DIRECTCOLL_DEBUG");
+    config.debug = debug && debug[0] && strcmp(debug, "0") != 0;
+    config.keyval = MPI_KEYVAL_INVALID;
+    char running[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
+    int len = 0;
+    PMPI_Get_library_version(running, &len);
+    running[len < 0 ? 0 : len > MPI_MAX_LIBRARY_VERSION_STRING ? MPI_MAX_LIBRARY_VERSION_STRING : len] = '\0';
+    const char *path = getenv("DIRECTCOLL_SCHEDULES");
+    if (strcmp(running, DC_BUILT_MPI_VERSION) != 0) {
+        int nb = (int)strcspn(DC_BUILT_MPI_VERSION, "\n"), nr = (int)strcspn(running, "\n");  /* first lines */
+        snprintf(config.reason, sizeof config.reason, "libdirectcoll was built for another MPI library (%.*s) than "
+                 "the one running (%.*s); rebuild it against this MPI: `directcoll native lib` (with MPICC naming its "
+                 "mpicc)", nb < 150 ? nb : 150, DC_BUILT_MPI_VERSION, nr < 150 ? nr : 150, running);
+        fprintf(stderr, "directcoll: refusing to run: %s; every collective falls through to the MPI library\n",
+                config.reason);
+    } else if (!path || !path[0]) {
+        snprintf(config.reason, sizeof config.reason, "DIRECTCOLL_SCHEDULES is not set");
+    } else if (dc_table_load(path, &config.entries, &config.nentries, config.reason, sizeof config.reason) != 0) {
+        fprintf(stderr, "directcoll: %s; every collective falls through to the MPI library\n", config.reason);
+    } else if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &config.keyval, NULL) != MPI_SUCCESS) {
+        snprintf(config.reason, sizeof config.reason, "cannot create an attribute key");
+    } else {
+        config.enabled = 1;
+        for (size_t i = 0; i < config.nentries; i++) {
+            dc_entry *e = &config.entries[i];
+            e->program = dc_program_load(e->path, e->error, sizeof e->error);
+            if (e->program && (e->program->collective != e->collective || (int)e->program->nranks != e->ranks)) {
+                const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
+                snprintf(e->error, sizeof e->error, "%s holds a program of %s for %u ranks; its table entry says %s "
+                         "on %d ranks", e->path, names[e->program->collective], e->program->nranks, names[e->collective],
+                         e->ranks);
+                dc_program_free(e->program);
+                e->program = NULL;
+            }
+            if (!e->program) fprintf(stderr, "directcoll: %s; calls it covers fall through\n", e->error);
+        }
+    }
+    atomic_store(&config_done, 1);
+}
+
+/* The state of comm, made on its first served call (collective: every rank makes the same decision to get here).
+ * The ranks agree that each loaded the same programs for this size, else the communicator falls through. */
+static comm_state *state_of(MPI_Comm comm, int size) {
+    comm_state *s = NULL;
+    int found = 0;
+    if (PMPI_Comm_get_attr(comm, config.keyval, &s, &found) == MPI_SUCCESS && found) return s;
+    s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->comm = MPI_COMM_NULL;
+    s->size = size;
+    PMPI_Comm_rank(comm, &s->rank);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < config.nentries; i++) {
+        const dc_entry *e = &config.entries[i];
+        if (e->ranks != size) continue;
+        h = (h ^ (e->program ? e->program->checksum : 0)) * 1099511628211ull;
+    }
+    unsigned long long mine[2] = {h, ~h}, all[2] = {0, 0};
+    if (PMPI_Comm_dup(comm, &s->comm) != MPI_SUCCESS ||
+        PMPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, s->comm) != MPI_SUCCESS) {
+        snprintf(s->reason, sizeof s->reason, "cannot set up a private communicator");
+    } else if (all[0] != mine[0] || all[1] != mine[1]) {
+        snprintf(s->reason, sizeof s->reason, "the ranks did not load the same programs for %d ranks "
+                 "(DIRECTCOLL_SCHEDULES or a program file differs between them)", size);
+    } else {
+        s->usable = 1;
+    }
+    PMPI_Comm_set_attr(comm, config.keyval, s);
+    return s;
+}
+
+/* the first entry of the table for this collective, size and byte count */
+static const dc_entry *select_entry(uint32_t collective, int size, double bytes) {
+    for (size_t i = 0; i < config.nentries; i++) {
+        const dc_entry *e = &config.entries[i];
+        if (e->collective == collective && e->ranks == size && bytes >= e->min_bytes &&
+            (e->max_bytes < 0 || bytes <= e->max_bytes))
+            return e;
+    }
+    return NULL;
+}
+
+/* the plan of program p for (count, datatype), built on first use and cached, most recently used first */
+static dc_plan *plan_of(comm_state *s, const dc_program *p, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
+                        int from_send, char *err, size_t errlen) {
+    dc_plan **link = &s->plans;
+    size_t depth = 0;
+    for (dc_plan *q = s->plans; q; link = &q->next, q = q->next, depth++) {
+        if (q->program == p && q->count == count && q->datatype == datatype && q->from_send == from_send) {
+            *link = q->next;  /* move it to the front */
+            q->next = s->plans;
+            s->plans = q;
+            return q;
+        }
+    }
+    dc_plan *plan = dc_plan_build(p, s->rank, count, datatype, extent, from_send, err, errlen);
+    if (!plan) return NULL;
+    plan->next = s->plans;
+    s->plans = plan;
+    if (depth + 1 > MAX_PLANS) {  /* drop the least recently used */
+        dc_plan *q = s->plans;
+        while (q->next && q->next->next) q = q->next;
+        dc_plan_free(q->next);
+        q->next = NULL;
+    }
+    return plan;
+}
+
+static void gather(char *to, const dc_seg *runs, size_t n, char *const base[3], MPI_Aint extent) {
+    for (size_t i = 0; i < n; i++) {
+        memcpy(to, base[runs[i].region] + runs[i].off * extent, (size_t)(runs[i].len * extent));
+        to += runs[i].len * extent;
+    }
+}
+
+static void scatter(const char *from, const dc_seg *runs, size_t n, char *const base[3], MPI_Aint extent, int op,
+                    dc_reduce_fn fn) {
+    for (size_t i = 0; i < n; i++) {
+        char *to = base[runs[i].region] + runs[i].off * extent;
+        if (op == DC_COPY) memcpy(to, from, (size_t)(runs[i].len * extent));
+        else fn(to, from, (size_t)runs[i].len);
+        from += runs[i].len * extent;
+    }
+}
+
+static int post(const dc_msg *m, int sending, char *const base[3], char *stage, MPI_Datatype datatype,
+                MPI_Aint extent, int tag, MPI_Comm comm, MPI_Request *req) {
+    void *buf;
+    int n;
+    MPI_Datatype type = datatype;
+    if (!m->direct) {
+        buf = stage + m->stage * extent;
+        n = (int)m->len;
+    } else if (m->type != MPI_DATATYPE_NULL) {
+        buf = base[m->region];
+        n = 1;
+        type = m->type;
+    } else {
+        buf = base[m->region] + m->off * extent;
+        n = (int)m->len;
+    }
+    return sending ? PMPI_Isend(buf, n, type, m->peer, tag, comm, req)
+                   : PMPI_Irecv(buf, n, type, m->peer, tag, comm, req);
+}
+
+/* copy runs of the user's vector from sendbuf (base[2]) to buf (base[0]) */
+static void from_sendbuf(const dc_seg *runs, size_t n, char *const base[3], MPI_Aint extent) {
+    for (size_t i = 0; i < n; i++)
+        memcpy(base[0] + runs[i].off * extent, base[2] + runs[i].off * extent, (size_t)(runs[i].len * extent));
+}
+
+/* Run a plan on buf (the user's vector, count elements; with from_send, recvbuf, and sendbuf holds the input):
+ * per step, pack what is staged, post the receives and the sends, wait, then apply copies and then reductions
+ * (the IR's bulk-synchronous semantics). */
+static int execute(const comm_state *s, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn) {
+    char *const base[3] = {buf, plan->scratch, (char *)(uintptr_t)sendbuf};  /* region 2 is only read */
+    const MPI_Aint x = plan->extent;
+    for (size_t t = 0; t < plan->nsteps; t++) {
+        const dc_step *st = &plan->steps[t];
+        for (size_t i = 0; i < st->nsend; i++)
+            if (!st->send[i].direct) gather(plan->stage + st->send[i].stage * x, st->send[i].src, st->send[i].nsrc,
+                                            base, x);
+        for (size_t i = 0; i < st->nlocal; i++)
+            gather(plan->stage + st->local[i].stage * x, st->local[i].src, st->local[i].nsrc, base, x);
+        int nreq = 0, rc = MPI_SUCCESS, tag = (int)(t & 0x7fff);
+        for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++)
+            rc = post(&st->recv[i], 0, base, plan->stage, plan->datatype, x, tag, s->comm, &plan->reqs[nreq++]);
+        for (size_t i = 0; i < st->nsend && rc == MPI_SUCCESS; i++)
+            rc = post(&st->send[i], 1, base, plan->stage, plan->datatype, x, tag, s->comm, &plan->reqs[nreq++]);
+        if (rc == MPI_SUCCESS) rc = PMPI_Waitall(nreq, plan->reqs, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return rc;
+        from_sendbuf(st->init, st->ninit, base, x);
+        for (int op = DC_COPY; op <= DC_REDUCE; op++) {  /* copies land before reductions */
+            for (size_t i = 0; i < st->nrecv; i++) {
+                const dc_msg *m = &st->recv[i];
+                if (!m->direct && m->op == op) scatter(plan->stage + m->stage * x, m->dst, m->ndst, base, x, op, fn);
+            }
+            for (size_t i = 0; i < st->nlocal; i++) {
+                const dc_msg *m = &st->local[i];
+                if (m->op == op) scatter(plan->stage + m->stage * x, m->dst, m->ndst, base, x, op, fn);
+            }
+        }
+    }
+    from_sendbuf(plan->final, plan->nfinal, base, x);
+    return MPI_SUCCESS;
+}
+
+/* One call's decision: served (why NULL, with its entry, state and plan) or fallen through (why says why). */
+typedef struct {
+    const char *coll, *opname, *why;
+    char buf[300];
+    int size, rank, count;
+    long long bytes;
+    MPI_Aint extent;
+    MPI_Datatype datatype;
+    const dc_entry *entry;
+    comm_state *state;
+    dc_plan *plan;
+} call;
+
+static void log_call(const call *c) {
+    if (!config.debug) return;
+    const char *tname = NULL;
+    dc_known_type(c->datatype, &tname);
+    char what[200];
+    snprintf(what, sizeof what, "%s(count=%d, %s%s%s) on %d ranks, %lld bytes", c->coll, c->count, tname,
+             c->opname ? ", " : "", c->opname ? c->opname : "", c->size, c->bytes);
+    if (c->why)
+        fprintf(stderr, "directcoll: rank %d: %s: fell through: %s\n", c->rank, what, c->why);
+    else
+        fprintf(stderr, "directcoll: rank %d: %s: served by %s (%s)\n", c->rank, what, c->entry->program->name,
+                c->entry->path);
+}
+
+/* Start a call: the checks every collective shares, up to the communicator's size and the datatype's size. */
+static void begin(call *c, const char *coll, MPI_Comm comm, int count, MPI_Datatype datatype, const char *opname) {
+    pthread_once(&config_once, init_config);
+    memset(c, 0, sizeof *c);
+    c->coll = coll;
+    c->opname = opname;
+    c->count = count;
+    c->datatype = datatype;
+    c->rank = -1;
+    c->bytes = -1;
+    int inter = 0, tsize = 0;
+    MPI_Aint lb = 0;
+    if (!config.enabled) c->why = config.reason;
+    else if (comm == MPI_COMM_NULL) c->why = "MPI_COMM_NULL";
+    else if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) c->why = "an intercommunicator";
+    else if (count < 0) c->why = "a negative count";
+    if (comm != MPI_COMM_NULL && (!c->why || config.debug)) {  /* of an intercommunicator: its local group */
+        PMPI_Comm_size(comm, &c->size);
+        PMPI_Comm_rank(comm, &c->rank);
+    }
+    if (PMPI_Type_size(datatype, &tsize) == MPI_SUCCESS) c->bytes = (long long)count * tsize;
+    PMPI_Type_get_extent(datatype, &lb, &c->extent);
+}
+
+/* Finish the decision for a vector of `total` elements (bytes: the whole vector): entry, state and plan. */
+static void choose(call *c, uint32_t collective, MPI_Comm comm, int64_t total, long long bytes, int from_send) {
+    c->bytes = bytes;
+    if (c->why) return;
+    if ((c->entry = select_entry(collective, c->size, (double)bytes)) == NULL) {
+        const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
+        snprintf(c->buf, sizeof c->buf, "no table entry covers an %s on %d ranks of %lld bytes", names[collective],
+                 c->size, bytes);
+        c->why = c->buf;
+    } else if (!c->entry->program) {
+        c->why = c->entry->error;
+    } else if ((c->state = state_of(comm, c->size)) == NULL || !c->state->usable) {
+        c->why = c->state ? c->state->reason : "out of memory";
+    } else if ((c->plan = plan_of(c->state, c->entry->program, total, c->datatype, c->extent, from_send, c->buf,
+                                  sizeof c->buf)) == NULL) {
+        c->why = c->buf;
+    }
+}
+
+DC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                            MPI_Comm comm) {
+    call c;
+    begin(&c, "MPI_Allreduce", comm, count, datatype, dc_op_name(op));
+    dc_reduce_fn fn = NULL;
+    if (!c.why && (fn = dc_reduction(op, datatype, &c.why)) == NULL) { /* c.why is set */ }
+    else if (!c.why && sendbuf == recvbuf && count > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    const int from_send = sendbuf != MPI_IN_PLACE;  /* read sendbuf until recvbuf is written: no up-front copy */
+    choose(&c, DC_ALLREDUCE, comm, count, c.bytes, from_send);
+    log_call(&c);
+    if (c.why) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return execute(c.state, c.plan, recvbuf, from_send ? sendbuf : NULL, fn);
+}
+
+/* MPI_Reduce_scatter_block: the schedule works in a copy of sendbuf (in recvbuf itself with MPI_IN_PLACE), whose
+ * element order is MPI's; then this rank's block moves to the start of recvbuf. */
+DC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                       MPI_Op op, MPI_Comm comm) {
+    call c;
+    begin(&c, "MPI_Reduce_scatter_block", comm, recvcount, datatype, dc_op_name(op));
+    dc_reduce_fn fn = NULL;
+    if (!c.why && (fn = dc_reduction(op, datatype, &c.why)) == NULL) { /* c.why is set */ }
+    else if (!c.why && sendbuf == recvbuf && recvcount > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    int64_t total = (int64_t)recvcount * c.size;
+    choose(&c, DC_REDUCE_SCATTER, comm, total, c.bytes * c.size, 0);
+    log_call(&c);
+    if (c.why) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    char *work = sendbuf == MPI_IN_PLACE ? recvbuf : c.plan->work;
+    if (sendbuf != MPI_IN_PLACE && total > 0) memcpy(work, sendbuf, (size_t)total * (size_t)c.extent);
+    int rc = execute(c.state, c.plan, work, NULL, fn);
+    if (rc == MPI_SUCCESS && recvcount > 0)
+        memmove(recvbuf, work + (size_t)c.rank * (size_t)recvcount * (size_t)c.extent,
+                (size_t)recvcount * (size_t)c.extent);
+    return rc;
+}
+
+/* MPI_Allgather: the schedule works in recvbuf in place (its blocks at their MPI offsets), after this rank's
+ * sendbuf is copied into its block. Copies only: any predefined basic datatype the reductions know. */
+DC_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm) {
+    call c;
+    const char *tname = NULL;
+    begin(&c, "MPI_Allgather", comm, recvcount, recvtype, NULL);
+    if (c.why) { /* set */ }
+    else if (!dc_known_type(recvtype, &tname)) c.why = "a derived, non-contiguous or unsupported datatype";
+    else if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount))
+        c.why = "sendcount and sendtype differ from recvcount and recvtype";
+    else if (sendbuf == recvbuf && recvcount > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    int64_t total = (int64_t)recvcount * c.size;
+    choose(&c, DC_ALLGATHER, comm, total, c.bytes * c.size, 0);
+    log_call(&c);
+    if (c.why) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (sendbuf != MPI_IN_PLACE && recvcount > 0)
+        memcpy((char *)recvbuf + (size_t)c.rank * (size_t)recvcount * (size_t)c.extent, sendbuf,
+               (size_t)recvcount * (size_t)c.extent);
+    return execute(c.state, c.plan, recvbuf, NULL, NULL);
+}
+
+DC_EXPORT int MPI_Finalize(void) {
+    if (atomic_load(&config_done) && config.keyval != MPI_KEYVAL_INVALID) {
+        MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_SELF};
+        for (int i = 0; i < 2; i++) {
+            void *value = NULL;
+            int found = 0;
+            if (PMPI_Comm_get_attr(comms[i], config.keyval, &value, &found) == MPI_SUCCESS && found)
+                PMPI_Comm_delete_attr(comms[i], config.keyval);
+        }
+    }
+    return PMPI_Finalize();
+}
+
+/* For tests: the element offsets of block coordinates xs[0..n) of the program at path for count elements, as a
+ * plan rounds them (0), or -1 when the program does not load. */
+DC_EXPORT int directcoll_element_offsets(const char *path, int64_t count, const int64_t *xs, int64_t n, int64_t *out) {
+    char err[300];
+    dc_program *p = dc_program_load(path, err, sizeof err);
+    if (!p) return -1;
+    int64_t *bounds = malloc(((size_t)p->nblocks + p->nscratch + 1) * sizeof *bounds);
+    if (!bounds) {
+        dc_program_free(p);
+        return -1;
+    }
+    dc_boundaries(p, count, bounds);
+    for (int64_t i = 0; i < n; i++) out[i] = dc_element(p, bounds, xs[i]);
+    free(bounds);
+    dc_program_free(p);
+    return 0;
+}
+
+/* The MPI library version string the library was built against (the ABI check compares it at run time). */
+DC_EXPORT const char *directcoll_built_mpi_version(void) { return DC_BUILT_MPI_VERSION; }

@@ -1,0 +1,303 @@
+"""The native runtime (issue #15 items 1-3): libdirectcoll built against the mpich wheel's mpicc, program files,
+and MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather of an unmodified C program
+(tests/native/collective_check.c) served under LD_PRELOAD against the PMPI_ calls: every predefined basic datatype x
+op MPI defines on it, counts 0, 1, fewer than the ranks, not divisible, large; in place and not; the fall-throughs
+with their DEBUG lines; the ABI refusal; ASan + UBSan.
+
+2 ranks run the whole matrix; 3 and 4 ranks (oversubscribed on small machines, where MPICH's busy polling makes
+large messages slow) run int, double, float and uint8 on smaller counts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from directcoll.cli.main import main
+from directcoll.errors import DirectcollError, MissingDependencyError
+from directcoll.runtime import native
+from directcoll.runtime.program import _elements, boundaries
+from directcoll.schedule import load
+from directcoll.schedule.ir import ScheduleBuilder
+
+HERE = Path(__file__).resolve().parent
+
+try:
+    MPICC = native.find_mpicc()
+except MissingDependencyError as exc:  # pragma: no cover - the test extra installs the mpich wheel
+    MPICC, WHY = None, str(exc)
+else:
+    WHY = ""
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(MPICC[0]) if MPICC else None) or shutil.which("mpiexec")
+pytestmark = pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")
+
+#: (algorithm, topology spec, extra schedule options) per rank count
+SCHEDULES = {
+    2: [("swing", "ring:2", []), ("ring", "ring:2", []), ("recursive-doubling", "ring:2", [])],
+    3: [("swing", "ring:3", []), ("ring", "ring:3", []), ("recursive-doubling", "ring:3", []),
+        ("generalized", "ring:3", ["--variant", "latency"])],  # scratch blocks, local reductions, shifted pieces
+    4: [("swing", "torus:4", []), ("ring", "ring:4", []), ("recursive-doubling", "ring:4", []),
+        ("bfb", "torus:2x2", [])],  # fractional pieces (denominator 4)
+}
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A private cache (the library is built here, once) and the compiled checker."""
+    root = tmp_path_factory.mktemp("native")
+    old = os.environ.get("DIRECTCOLL_CACHE")
+    os.environ["DIRECTCOLL_CACHE"] = str(root / "cache")
+    lib = native.library_path()
+    checker = root / "collective_check"
+    subprocess.run([*MPICC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(checker),
+                    str(HERE / "native" / "collective_check.c"), "-lm"], check=True)
+    yield root, lib, checker
+    if old is None:
+        os.environ.pop("DIRECTCOLL_CACHE", None)
+    else:
+        os.environ["DIRECTCOLL_CACHE"] = old
+
+
+def _program(root: Path, algorithm: str, spec: str, extra: list[str]) -> Path:
+    sched = root / f"{algorithm}-{spec.replace(':', '_')}{''.join(extra).replace('-', '_')}.json"
+    prog = sched.with_suffix(".dcp")
+    if not prog.exists():
+        assert main(["schedule", algorithm, spec, "-o", str(sched), *extra]) == 0
+        assert main(["native", "compile", str(sched), "-o", str(prog)]) == 0
+    return prog
+
+
+def _table(root: Path, name: str, entries: list[dict]) -> Path:
+    path = root / name
+    path.write_text(json.dumps({"entries": entries}))
+    return path
+
+
+def _run(lib, checker, ranks: int, table, args: list[str], preload=None, extra_env=None, timeout=240,
+         collective="allreduce"):
+    env = {**os.environ, "LD_PRELOAD": preload or str(lib), "DIRECTCOLL_DEBUG": "1"}
+    if table is not None:
+        env["DIRECTCOLL_SCHEDULES"] = str(table)
+    env.update(extra_env or {})
+    return subprocess.run([MPIEXEC, "-n", str(ranks), str(checker), collective, *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def test_library_is_built_once_and_cached(work, capsys):
+    _, lib, _ = work
+    assert lib.is_file() and lib.name.endswith(".so") and lib.parent == Path(os.environ["DIRECTCOLL_CACHE"])
+    assert native.library_path() == lib  # cached: same key, same file
+    assert main(["native", "lib"]) == 0
+    assert capsys.readouterr().out.strip() == str(lib)
+    version = ctypes.CDLL(str(lib)).directcoll_built_mpi_version
+    version.restype = ctypes.c_char_p
+    assert version().decode() == native.mpi_identity()[1]
+
+
+def test_mpicc_names_the_mpi_to_build_against(work, monkeypatch):
+    _, lib, _ = work
+    monkeypatch.setenv("MPICC", MPICC[0])  # the same wrapper, named: the same cache entry
+    assert native.library_path() == lib
+
+
+def test_a_bad_mpicc_is_one_clear_error(monkeypatch, capsys):
+    monkeypatch.setenv("MPICC", "/no/such/mpicc")
+    with pytest.raises(MissingDependencyError, match="MPICC"):
+        native.find_mpicc()
+    assert main(["native", "lib"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_program_files_round_trip_and_refuse_damage(tmp_path, capsys):
+    prog = _program(tmp_path, "swing", "ring:3", [])
+    info = native.program_info(prog.read_bytes())
+    assert (info["version"], info["collective"], info["ranks"], info["name"]) == (1, "allreduce", 3, "swing:bandwidth")
+    blob = bytearray(prog.read_bytes())
+    blob[60] ^= 1
+    with pytest.raises(DirectcollError, match="checksum"):
+        native.program_info(bytes(blob))
+    assert main(["schedule", "direct", "ring:3", "--collective", "alltoall", "-o", str(tmp_path / "a.json")]) == 0
+    assert main(["native", "compile", str(tmp_path / "a.json"), "-o", str(tmp_path / "a.dcp")]) == 2
+    assert "all-to-all" in capsys.readouterr().err
+
+
+def test_the_library_rounds_piece_ends_exactly_as_the_python_programs(work):
+    """Every piece end and destination, for counts 0..40 and a large one, on a fractional and a scratch schedule."""
+    root, lib, _ = work
+    offsets = ctypes.CDLL(str(lib)).directcoll_element_offsets
+    offsets.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+    for algorithm, spec, extra in [("bfb", "torus:2x2", []), ("generalized", "ring:3", ["--variant", "latency"]),
+                                   ("swing", "ring:3", []), ("swing", "torus:4", ["--collective", "reduce_scatter"]),
+                                   ("bfb", "torus:2x2", ["--collective", "allgather"])]:
+        prog = _program(root, algorithm, spec, extra)
+        s = load(prog.with_suffix(".json"))
+        xs = np.ascontiguousarray(np.concatenate([s.piece_start, s.piece_stop, s.piece_start + s.shift]),
+                                  dtype=np.int64)
+        step = 1 if s.owner is None else s.nranks  # reduce-scatter and allgather: N equal MPI blocks
+        for count in [*range(0, 41 * step, step), 100003 * step]:
+            out = np.empty_like(xs)
+            assert offsets(str(prog).encode(), count, xs.ctypes.data, len(xs), out.ctypes.data) == 0
+            assert np.array_equal(out, _elements(s, boundaries(s, count), xs)), (algorithm, count)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_allreduce_matches_the_mpi_library(work, ranks):
+    root, lib, checker = work
+    runs = ([["all", "0", "1", "7", "1001"], ["quick", "100003"]] if ranks == 2 else
+            [["quick", "0", "1", str(ranks - 1), "7", "1001"]])  # a loaded machine makes large ones slow
+    for (algorithm, spec, extra), args in ((s, a) for s in SCHEDULES[ranks] for a in runs):
+        prog = _program(root, algorithm, spec, extra)
+        table = _table(root, f"t{ranks}.json", [{"collective": "allreduce", "ranks": ranks, "min_bytes": 0,
+                                                 "max_bytes": None, "program": prog.name}])
+        run = _run(lib, checker, ranks, table, args)
+        assert run.returncode == 0, (algorithm, run.stdout, run.stderr[-3000:])
+        cases = int(run.stdout.split()[1])
+        assert "0 failures" in run.stdout and cases > 0
+        lines = run.stderr.splitlines()
+        served = [line for line in lines if ": served by " in line]
+        assert len(served) == cases * ranks, (algorithm, [line for line in lines if "served" not in line][:5])
+        assert served[0].endswith(f"{prog.name})") and not [line for line in lines if "fell through" in line]
+
+
+def test_one_rank_no_steps(work):
+    """No step writes recvbuf: not in place, every cell comes from sendbuf at the end."""
+    root, lib, checker = work
+    native.write_program(ScheduleBuilder("allreduce", 1, 1).build(meta={"algorithm": "none"}), root / "one.dcp")
+    table = _table(root, "one.json", [{"collective": "allreduce", "ranks": 1, "program": "one.dcp"}])
+    run = _run(lib, checker, 1, table, ["all", "0", "1", "7", "1001"])
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    assert run.stderr.count("served by none") == int(run.stdout.split()[1])
+
+
+#: reduce-scatter and allgather: Swing with its permuted block owners, BFB with fractional pieces, the ring
+OWNED = {2: [("swing", "ring:2", [])], 3: [("ring", "ring:3", []), ("generalized", "ring:3", [])],
+         4: [("swing", "torus:4", []), ("bfb", "torus:2x2", [])]}
+
+
+@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_reduce_scatter_and_allgather_match_the_mpi_library(work, ranks, collective):
+    root, lib, checker = work
+    runs = [["all", "0", "1", "7", "333"], ["quick", "30011"]] if ranks == 2 else [["quick", "0", "1", "2", "7", "333"]]
+    for (algorithm, spec, extra), args in ((s, a) for s in OWNED[ranks] for a in runs):
+        prog = _program(root, algorithm, spec, [*extra, "--collective", collective])
+        table = _table(root, f"{collective}{ranks}.json", [{"collective": collective, "ranks": ranks,
+                                                           "program": prog.name}])
+        name = "reduce_scatter_block" if collective == "reduce_scatter" else collective
+        run = _run(lib, checker, ranks, table, args, collective=name)
+        assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, run.stdout, run.stderr[-3000:])
+        served = [line for line in run.stderr.splitlines() if ": served by " in line]
+        assert len(served) == int(run.stdout.split()[1]) * ranks and "fell through" not in run.stderr
+
+
+def test_several_communicators_each_with_its_own_state(work):
+    """MPI_COMM_WORLD, a duplicate and two halves interleaved (each its size's program, plans cached per
+    communicator), an intercommunicator (falls through), communicators freed in between."""
+    root, lib, checker = work
+    table = _table(root, "comms.json", [
+        {"collective": "allreduce", "ranks": 2, "program": str(_program(root, "swing", "ring:2", []))},
+        {"collective": "allreduce", "ranks": 4, "program": str(_program(root, "bfb", "torus:2x2", []))}])
+    run = _run(lib, checker, 4, table, ["comms", "0", "5", "1001"])
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    lines = run.stderr.splitlines()
+    assert len([line for line in lines if "on 4 ranks" in line and "served by bfb" in line]) == 4 * 24
+    assert len([line for line in lines if "on 2 ranks" in line and "served by swing" in line]) == 4 * 12
+    assert len([line for line in lines if "on 2 ranks, 4 bytes: fell through: an intercommunicator" in line]) == 4
+
+
+def test_what_the_schedules_cannot_serve_falls_through(work):
+    root, lib, checker = work
+    prog = _program(root, "swing", "ring:2", [])
+    table = _table(root, "small.json", [{"collective": "allreduce", "ranks": 2, "max_bytes": 64,
+                                         "program": str(prog)}])
+    run = _run(lib, checker, 2, table, ["fallthrough", "10"])
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr
+    assert run.stderr.count("fell through: a user-defined or non-reduction op") == 4  # allreduce, reduce-scatter
+    assert run.stderr.count("fell through: a derived, non-contiguous or unsupported datatype") == 6
+    assert "MPI_Allreduce(count=64, MPI_CHAR, MPI_MAX) on 2 ranks, 64 bytes: fell through" in run.stderr
+    assert "MPI_Reduce_scatter_block(count=10, MPI_INT, a user-defined or other op) on 2 ranks, 80 bytes" in run.stderr
+    assert "MPI_Allgather(count=1, a derived or unsupported type) on 2 ranks, 16 bytes: fell through" in run.stderr
+    run = _run(lib, checker, 2, table, ["quick", "16", "17"])  # 64 bytes of int served, 68 not
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr
+    assert "MPI_Allreduce(count=16, MPI_INT, MPI_SUM) on 2 ranks, 64 bytes: served by swing:bandwidth" in run.stderr
+    assert ("MPI_Allreduce(count=17, MPI_INT, MPI_SUM) on 2 ranks, 68 bytes: fell through: no table entry covers an "
+            "allreduce on 2 ranks of 68 bytes") in run.stderr
+    run = _run(lib, checker, 3, table, ["quick", "5"])  # no entry for 3 ranks
+    assert run.returncode == 0 and "served by" not in run.stderr and "no table entry covers" in run.stderr
+    run = _run(lib, checker, 2, None, ["quick", "5"], extra_env={"DIRECTCOLL_SCHEDULES": ""})
+    assert run.returncode == 0 and "fell through: DIRECTCOLL_SCHEDULES is not set" in run.stderr
+
+
+def test_broken_tables_and_programs_fall_through_with_one_line(work):
+    root, lib, checker = work
+    bad = root / "bad.json"
+    bad.write_text('{"entries": [{"collective": "allreduce", "ranks": 2')
+    run = _run(lib, checker, 2, bad, ["quick", "5"], extra_env={"DIRECTCOLL_DEBUG": "0"})
+    assert run.returncode == 0 and "0 failures" in run.stdout
+    assert run.stderr.count("bad.json") == 2 and "falls through" in run.stderr  # one line per rank
+    damaged = root / "damaged.dcp"
+    damaged.write_bytes(_program(root, "ring", "ring:2", []).read_bytes()[:-3])
+    table = _table(root, "damaged.json", [{"collective": "allreduce", "ranks": 2, "program": "damaged.dcp"}])
+    run = _run(lib, checker, 2, table, ["quick", "5"])
+    assert run.returncode == 0 and "0 failures" in run.stdout and "served by" not in run.stderr
+    assert "checksum mismatch" in run.stderr
+    table = _table(root, "wrong.json", [{"collective": "allgather", "ranks": 2,
+                                         "program": str(_program(root, "ring", "ring:2", []))}])
+    run = _run(lib, checker, 2, table, ["quick", "5"], collective="allgather")
+    assert run.returncode == 0 and "0 failures" in run.stdout and "served by" not in run.stderr
+    assert "holds a program of allreduce for 2 ranks; its table entry says allgather on 2 ranks" in run.stderr
+
+
+def test_a_library_built_for_another_mpi_refuses(work):
+    root, _, checker = work
+    show, _version = native.mpi_identity()
+    other = native.build_library(root / "libother.so", identity=(show, "Another MPI 9.9"))
+    table = _table(root, "t2.json", [{"collective": "allreduce", "ranks": 2,
+                                      "program": str(_program(root, "ring", "ring:2", []))}])
+    run = _run(None, checker, 2, table, ["quick", "5"], preload=str(other), extra_env={"DIRECTCOLL_DEBUG": "0"})
+    assert run.returncode == 0 and "0 failures" in run.stdout  # everything fell through to MPICH
+    refusals = [line for line in run.stderr.splitlines() if "refusing to run" in line]
+    assert len(refusals) == 2 and "Another MPI 9.9" in refusals[0]  # once per rank
+
+
+def test_under_address_and_undefined_behaviour_sanitizers(work):
+    """ASan must come first in LD_PRELOAD; leaks are checked too (LeakSanitizer at exit)."""
+    root, _, checker = work
+    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(asan) or not os.path.exists(asan):
+        pytest.skip("gcc has no libasan.so")
+    try:
+        lib = native.build_library(root / "libdirectcoll-asan.so", extra_flags=(
+            "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"))
+    except DirectcollError as exc:
+        pytest.skip(f"the sanitizer build failed: {exc}")
+    for ranks, algorithm, spec, extra in [(2, "swing", "ring:2", []), (3, "generalized", "ring:3", ["--variant",
+                                                                                                 "latency"])]:
+        prog = _program(root, algorithm, spec, extra)
+        table = _table(root, "asan.json", [{"collective": "allreduce", "ranks": ranks, "program": str(prog)}])
+        args = ["all", "0", "1", "7", "1001"] if ranks == 2 else ["quick", "0", "1", "2", "7"]
+        run = _run(None, checker, ranks, table, args, preload=f"{asan}:{lib}",
+                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"})
+        assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+        assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
+    for collective in ("reduce_scatter", "allgather"):
+        prog = _program(root, "swing", "torus:4", ["--collective", collective])
+        table = _table(root, "asan.json", [{"collective": collective, "ranks": 4, "program": str(prog)}])
+        run = _run(None, checker, 4, table, ["quick", "0", "1", "7"], preload=f"{asan}:{lib}",
+                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"},
+                   collective="reduce_scatter_block" if collective == "reduce_scatter" else collective)
+        assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    table = _table(root, "asan.json", [
+        {"collective": "allreduce", "ranks": 2, "program": str(_program(root, "swing", "ring:2", []))},
+        {"collective": "allreduce", "ranks": 4, "program": str(_program(root, "bfb", "torus:2x2", []))}])
+    run = _run(None, checker, 4, table, ["comms", "0", "5"], preload=f"{asan}:{lib}",
+               extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"})
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
