@@ -43,6 +43,8 @@ class Algorithm:
         build: the builder; pattern: an optional step-pattern builder equal to ``pattern_of(build(...))``.
         collectives, variants: what it implements.
         topologies, summary: one line each, for ``directcoll algorithms`` (the summary cites the paper).
+        order, order_shapes: where its reductions keep rank order (non-commutative operators; :func:`order_preserving`,
+            :func:`order_table`), a predicate of the topology and the same in words; None: commutative only.
 
     Raises:
         Nothing: a frozen record; its ``build`` raises what its module documents.
@@ -63,13 +65,46 @@ class Algorithm:
     #: optional ``pattern(topology, collective, *, variant, ports) -> StepPattern`` for algorithms whose full
     #: schedule is too large to time (ring, bucket); must equal pattern_of(build(...)).
     pattern: Callable[..., StepPattern] | None = None
+    #: ``order(topology) -> bool``: whether its allreduce and reduce-scatter reduce in rank order 0..N-1 on that
+    #: topology (so a non-commutative operator is correct; :mod:`directcoll.verify.order`); None: commutative
+    #: operators only, except N <= 2. Checked against the verifier by tests/test_order.py.
+    order: Callable[[Topology], bool] | None = None
+    #: the shapes on which ``order`` holds, in words (the table of docs/algorithms.md)
+    order_shapes: str = ""
 
     def to_dict(self) -> dict:
         """The entry as a JSON-serializable dict (builders left out). Raises: Nothing.
         Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
         """
         return {"name": self.name, "collectives": list(self.collectives), "variants": list(self.variants),
-                "topologies": self.topologies, "summary": self.summary, "aliases": list(self.aliases)}
+                "topologies": self.topologies, "summary": self.summary, "aliases": list(self.aliases),
+                "order_preserving": self.order_shapes or "N <= 2"}
+
+
+def _pow2(n: int) -> bool:
+    return n >= 1 and not n & (n - 1)
+
+
+def _rd_order(topology: Topology) -> bool:
+    """Recursive doubling keeps rank order on a 1D grid of 2^k or 2^k + 1 ranks: the butterfly pairs adjacent rank
+    ranges, and the one extra rank of 2^k + 1 folds into its neighbour 2^k - 1 (with more, a folds into a - (d - 2^k),
+    not adjacent)."""
+    n = topology.num_compute
+    return len(topology.shape or ()) == 1 and (_pow2(n) or _pow2(n - 1))
+
+
+def _dbt_order(topology: Topology) -> bool:
+    """The double binary tree keeps rank order (in-order trees) when N is a power of two."""
+    return _pow2(topology.num_compute)
+
+
+def _bfb_order(topology: Topology) -> bool:
+    """BFB's breadth-first trees keep rank order on a line (a 1D mesh) and on a 3-ring (every rank a neighbour)."""
+    shape = topology.shape or ()
+    return len(shape) == 1 and (not topology.wraps or topology.num_compute <= 3)
+
+
+_RD_SHAPES = "1D grids (ring, torus:N, mesh:N) of 2^k or 2^k + 1 ranks"
 
 
 #: Every algorithm by name, in the order listed.
@@ -117,6 +152,8 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="recursive-doubling",
+        order=_rd_order,
+        order_shapes=_RD_SHAPES,
         build=recursive_doubling.recursive_doubling,
         collectives=("allreduce", "reduce_scatter", "allgather"),
         variants=recursive_doubling.VARIANTS,
@@ -126,6 +163,8 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="rabenseifner",
+        order=_rd_order,
+        order_shapes=_RD_SHAPES,
         build=recursive_doubling._rabenseifner,
         collectives=("allreduce", "reduce_scatter", "allgather"),
         variants=("bandwidth",),
@@ -142,6 +181,8 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="double-binary-tree",
+        order=_dbt_order,
+        order_shapes="N a power of two",
         build=tree.build_double_binary_tree,
         collectives=("allreduce",),
         variants=tree.VARIANTS,
@@ -205,6 +246,8 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="bfb",
+        order=_bfb_order,
+        order_shapes="a line (mesh:N) or a ring of 3",
         build=bfb.build_bfb,
         collectives=("allgather", "reduce_scatter", "allreduce"),
         variants=bfb.VARIANTS,
@@ -253,6 +296,57 @@ def get(name: str) -> Algorithm:
         if key == alg.name or key in alg.aliases:
             return alg
     raise UnsupportedShapeError(f"unknown algorithm {name!r}; available: {', '.join(sorted(ALGORITHMS))}")
+
+
+def order_preserving(name: str, topology, collective="allreduce") -> bool:
+    """Whether algorithm ``name``'s ``collective`` on ``topology`` reduces in rank order 0..N-1, so that a
+    non-commutative operator is correct (the registry's ``order`` metadata; allgather and all-to-all do not reduce).
+
+    Returns:
+        True or False.
+
+    Raises:
+        UnsupportedShapeError: an unknown algorithm. SpecError: an unparseable spec. ScheduleError: a bad collective.
+
+    Source: MPI 4.1 standard, Sec. 6.9.1 (rank order); :mod:`directcoll.verify.order` (what the metadata records).
+
+    >>> order_preserving("rabenseifner", "ring:8"), order_preserving("swing", "torus:4x4")
+    (True, False)
+    """
+    alg = get(name)
+    topo: Topology = parse(topology) if not isinstance(topology, Topology) else topology
+    if Collective.parse(collective) in (Collective.ALLGATHER, Collective.ALLTOALL) or topo.num_compute <= 2:
+        return True
+    return alg.order is not None and bool(alg.order(topo))
+
+
+def order_table() -> str:
+    """The Markdown table of docs/algorithms.md: algorithm x collective x operators (commutative only |
+    order-preserving) x where order is kept x shapes served, from the metadata.
+
+    Returns:
+        The table, one line per (algorithm, collective), ending with a newline.
+
+    Raises:
+        Nothing: reads :data:`ALGORITHMS`.
+
+    Source: MPI 4.1 standard, Sec. 6.9.1; issue #17 (the table of docs/algorithms.md).
+
+    >>> order_table().splitlines()[2].split(" | ")[:4]
+    ['| ring', 'allreduce', 'commutative only', 'N <= 2']
+    """
+    lines = ["| algorithm | collective | operators | order kept on | shapes served |", "|---|---|---|---|---|"]
+    for alg in ALGORITHMS.values():
+        served = alg.topologies.replace("|", "/")
+        for coll in alg.collectives:
+            if coll in ("allgather", "alltoall"):
+                ops, kept = "any (no reduction)", "any"
+            elif alg.order is None:
+                ops, kept = "commutative only", "N <= 2"
+            else:
+                ops, kept = "order-preserving", f"{alg.order_shapes}; N <= 2"
+            lines.append(f"| {alg.name} | {coll} | {ops} | {kept} | {served} |")
+    return "\n".join(lines) + "\n"
 
 
 def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm, Topology, Collective]:

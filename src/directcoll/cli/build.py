@@ -294,10 +294,12 @@ def cmd_verify(args) -> int:
     """``directcoll verify FILE``: execute a schedule file exactly (:func:`directcoll.verify.verify`).
 
     Output: ``OK: ...`` or ``FAILED: ...: step, rank, interval, expected, found, reason``; with ``--json``
-    :meth:`VerifyResult.to_dict <directcoll.verify.exact.VerifyResult.to_dict>`.
+    :meth:`VerifyResult.to_dict <directcoll.verify.exact.VerifyResult.to_dict>`. With ``--order``, the OK line
+    ends with ``; order-preserving (...)`` or ``; not order-preserving: step, rank, interval: why``
+    (:func:`directcoll.verify.order.check_order`).
 
     Returns:
-        0 when the schedule implements its collective, 1 when it does not.
+        0 when the schedule implements its collective (in rank order, with ``--order``), 1 when it does not.
 
     Raises:
         ScheduleFormatError, ScheduleError, ResourceError: an unreadable file or a state over the budget.
@@ -314,12 +316,12 @@ def cmd_verify(args) -> int:
     schedule = load(args.file)
     big = not args.json and schedule.num_transfers > 50_000
     with ProgressBar(schedule.num_steps, "verifying", enabled=big) as tick:
-        result = verify(schedule, seed=args.seed, on_step=tick)
+        result = verify(schedule, seed=args.seed, on_step=tick, order=getattr(args, "order", False))
     if args.json:
         print_json(result.to_dict())
     else:
         print(result.summary())
-    return 0 if result.ok else 1
+    return 0 if result.ok and (result.order is None or result.order.preserving) else 1
 
 
 
@@ -329,8 +331,11 @@ def cmd_cost(args) -> int:
     ``--topology`` (default swing allreduce on torus:8x8).
 
     Output: a table, or with ``--json`` :meth:`CostReport.to_dict <directcoll.cost.analytic.CostReport.to_dict>`
-    plus ``size_bytes``, ``time_s``, ``goodput_bytes_per_s``, ``alpha_s``, ``gamma_s_per_byte`` when ``--size``
-    is given (one size).
+    plus ``size_bytes``, ``time_s``, ``eq1_time_s`` (the Swing paper's Eq. 1,
+    :func:`directcoll.cost.swing_model.eq1_time`), ``goodput_bytes_per_s``, ``alpha_s``, ``gamma_s_per_byte`` when
+    ``--size`` is given (one size); for Swing-B on a torus of power-of-two sides also
+    ``congestion_deficiency_closed_form`` (Sec. 4.1-4.2, exact) and ``congestion_deficiency_eq3`` (the paper's
+    Eq. 3 estimate) beside the measured ``congestion_deficiency``.
 
     Returns:
         0.
@@ -340,8 +345,8 @@ def cmd_cost(args) -> int:
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, UnsupportedShapeError, ResourceError: from
             loading, building or analysing the schedule.
 
-    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2, Eq. (1) (Lambda, Psi, Xi); Zhao et al. (NSDI'25) Sec. 3.2
-    (T_L, T_B).
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2, Eq. (1) (Lambda, Psi, Xi, the time) and Sec. 4.2, Eq. (3);
+    Zhao et al. (NSDI'25) Sec. 3.2 (T_L, T_B).
 
     >>> from directcoll.cli.main import main
     >>> main(["cost", "--algorithm", "ring", "--topology", "ring:4", "--json"])  # doctest: +ELLIPSIS
@@ -370,18 +375,28 @@ def cmd_cost(args) -> int:
     report = analyze(schedule, topology)
     out = report.to_dict()
     params = CostParams(alpha=args.alpha, gamma=args.gamma)
+    swing_b = report.algorithm == "swing" and schedule.meta.get("variant") == "bandwidth"
+    if swing_b and topology.kind == "torus" and all(d & (d - 1) == 0 for d in topology.shape):
+        from directcoll.cost.swing_model import swing_xi, swing_xi_eq3
+
+        out["congestion_deficiency_closed_form"] = swing_xi(topology.shape)
+        out["congestion_deficiency_eq3"] = swing_xi_eq3(topology.shape)
     if args.sizes is not None:
+        from directcoll.cost.swing_model import eq1_time
+
         size = one_size(args.sizes, "cost")
         out["size_bytes"] = size
         out["time_s"] = float(report.time(size, params))
+        out["eq1_time_s"] = eq1_time(report, size, alpha=params.alpha)
         out["goodput_bytes_per_s"] = size / out["time_s"]
         out["alpha_s"], out["gamma_s_per_byte"] = params.alpha, params.gamma
     if args.json:
         print_json(out)
         return 0
-    rows = [(k, v) for k, v in out.items() if k not in ("time_s", "goodput_bytes_per_s")]
+    rows = [(k, v) for k, v in out.items() if k not in ("time_s", "eq1_time_s", "goodput_bytes_per_s")]
     if args.sizes is not None:
         rows.append(("time (alpha-beta-gamma, no contention)", format_time(out["time_s"])))
+        rows.append(("time (Swing Eq. 1: log2(p) alpha Lambda + n/D beta Psi Xi)", format_time(out["eq1_time_s"])))
         rows.append(("goodput (GB/s)", out["goodput_bytes_per_s"] / 1e9))
     print_table(f"cost of {report.algorithm} {report.collective} on {spec}", rows)
     return 0

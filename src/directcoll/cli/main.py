@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("file", help="schedule file (.json or .npz)")
     ver.add_argument("--seed", type=count(0), default=0, help="seed of the random 64-bit words, >= 0 (default 0)")
     ver.add_argument("--json", action="store_true", help="machine-readable output")
+    ver.add_argument("--order", action="store_true",
+                     help="also check the reductions run in rank order 0..N-1 (non-commutative operators); "
+                          "exit 1 when they do not")
     ver.set_defaults(func=cmd_verify)
 
     cost = sub.add_parser("cost", help="steps, bytes, deficiencies, T_L / T_B and an alpha-beta-gamma time",

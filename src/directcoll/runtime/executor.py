@@ -44,6 +44,7 @@ Two ranks in threads, exchanging through queues:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -58,8 +59,39 @@ DTYPES = (np.float32, np.float64, np.int32, np.int64)
 Exchange = Callable[[int, list[tuple[int, np.ndarray]], list[tuple[int, np.ndarray]]], None]
 
 
+@dataclass(frozen=True)
+class UserOp:
+    """A user's associative reduction: ``fn(left, right)`` returns left o right elementwise (numpy arrays of one
+    length). A non-commutative one (``commutative=False``) runs only on schedules that reduce in rank order
+    (:func:`directcoll.verify.order.check_order`), each reduction with its operands in that order.
+
+    Raises:
+        Nothing: a record; :func:`check` refuses a non-commutative one on a schedule that cannot keep order.
+
+    Source: MPI 4.1 standard, Sec. 6.9.5 (user-defined operations, ``commute``) and Sec. 6.9.1 (rank order).
+
+    >>> UserOp(np.subtract).fn(np.array([5]), np.array([2])).tolist()
+    [3]
+    """
+
+    fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    commutative: bool = False
+    name: str = "a user-defined op"
+
+
+@lru_cache(maxsize=32)
+def order_of(schedule: Schedule):
+    """(:class:`~directcoll.verify.order.OrderResult`, bool per piece: received operand first) of ``schedule``.
+    Cached. Raises: what :func:`~directcoll.verify.order.check_order` raises.
+    Source: MPI 4.1 standard, Sec. 6.9.1; docs/verification.md, "Reduction order".
+    """
+    from directcoll.verify.order import check_order, operand_order
+
+    return check_order(schedule), operand_order(schedule)
+
+
 @lru_cache(maxsize=64)
-def programs(schedule: Schedule, count: int) -> tuple[list[RankProgram], np.ndarray | None]:
+def programs(schedule: Schedule, count: int, ordered: bool = False) -> tuple[list[RankProgram], np.ndarray | None]:
     """The per-rank programs of ``schedule`` for ``count`` elements and, for reduce-scatter and allgather, the
     work-buffer -> MPI-order permutation (:func:`~directcoll.runtime.program.mpi_order`). Cached.
 
@@ -75,16 +107,22 @@ def programs(schedule: Schedule, count: int) -> tuple[list[RankProgram], np.ndar
     >>> programs(ring_allgather(range(2)), 4)[1].tolist()
     [0, 1, 2, 3]
     """
+    first = order_of(schedule)[1] if ordered and schedule.collective is not Collective.ALLTOALL else None
     if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL):
-        return compile_programs(schedule, count), None
-    return compile_programs(schedule, count), mpi_order(schedule, count)
+        return compile_programs(schedule, count, first), None
+    return compile_programs(schedule, count, first), mpi_order(schedule, count)
+
+
+def _ordered(op) -> bool:
+    """Whether ``op`` needs each reduction's operands in rank order (a non-commutative :class:`UserOp`)."""
+    return isinstance(op, UserOp) and not op.commutative
 
 
 def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: str = "sum",
           group: str = "communicator") -> None:
-    """Refuse an unknown op, a schedule of another collective or rank count, or buffers that do not share one
-    supported dtype (``dtypes``: the numpy dtypes of the buffers). ``group`` names the engine's rank set in the
-    message.
+    """Refuse an unknown op, a non-commutative :class:`UserOp` on a schedule that does not reduce in rank order, a
+    schedule of another collective or rank count, or buffers that do not share one supported dtype (``dtypes``: the
+    numpy dtypes of the buffers). ``group`` names the engine's rank set in the message.
 
     Raises:
         DirectcollError: what is wrong and what would be accepted.
@@ -98,7 +136,15 @@ def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: s
     ...
     directcoll.errors.DirectcollError: the schedule is for 1 ranks; the communicator has 2
     """
-    if op not in OPS:
+    if isinstance(op, UserOp):
+        if not op.commutative and collective in (Collective.ALLREDUCE, Collective.REDUCE_SCATTER):
+            order = order_of(schedule)[0]
+            if not order.preserving:
+                raise DirectcollError(
+                    f"{op.name} is not commutative and this {schedule.algorithm} {schedule.collective.value} on "
+                    f"{schedule.nranks} ranks does not reduce in rank order ({order.summary()}); use an "
+                    "order-preserving schedule (docs/algorithms.md) or a commutative op")
+    elif op not in OPS:
         raise DirectcollError(f"unknown op {op!r}; accepted: {', '.join(OPS)}")
     if schedule.collective is not collective:
         raise DirectcollError(f"the schedule is a {schedule.collective.value}, not a {collective.value}")
@@ -138,7 +184,7 @@ def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
     check(schedule, nranks, Collective.ALLREDUCE, (send.dtype, recv.dtype), op, group)
     if send.size != recv.size:
         raise DirectcollError(f"allreduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
-    program = programs(schedule, send.size)[0][rank]
+    program = programs(schedule, send.size, _ordered(op))[0][rank]
     work = np.empty(program.work_length, dtype=send.dtype)
     work[: send.size] = send
     run(program, work, op, exchange)
@@ -170,7 +216,7 @@ def reduce_scatter(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, ra
     if send.size != recv.size * nranks:
         raise DirectcollError(f"{what}: sendbuf must hold N x recvbuf = {recv.size * nranks} "
                               f"elements, has {send.size}")
-    (progs, order) = programs(schedule, send.size)
+    (progs, order) = programs(schedule, send.size, _ordered(op))
     program = progs[rank]
     work = np.empty(program.work_length, dtype=send.dtype)
     work[: send.size] = send[order]  # work element i is MPI element order[i]
@@ -261,7 +307,8 @@ def _gather(work: np.ndarray, ranges: np.ndarray) -> np.ndarray:
 def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> None:
     """Execute ``program`` on ``work`` (data then scratch), step by step: read everything sent and copied
     locally (the state at the end of the previous step), exchange the messages, then apply copies, then
-    reductions with ``op`` — the IR's bulk-synchronous semantics.
+    reductions with ``op`` (a name of :data:`OPS` or a :class:`UserOp`; op code 2 puts the received operand on the
+    left) — the IR's bulk-synchronous semantics.
 
     Returns:
         None; ``work`` (1-D, the program's ``work_length`` elements) is updated in place.
@@ -280,7 +327,8 @@ def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> 
     >>> work.tolist()
     [0.0, 1.0, 2.0]
     """
-    reduce = OPS[op]
+    user = op.fn if isinstance(op, UserOp) else None
+    reduce = OPS[op] if user is None else None
     for t, step in enumerate(program.steps):
         sends = [(peer, _gather(work, ranges)) for peer, ranges in step.sends]
         local = [_gather(work, ranges) for ranges, _, _ in step.local]
@@ -294,11 +342,15 @@ def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> 
                 pos = 0
                 for (a, b), d, o in zip(ranges, dst, ops, strict=True):
                     n = b - a
-                    if o == reducing:
-                        if reducing:
-                            reduce(work[d:d + n], data[pos:pos + n], out=work[d:d + n])
+                    if min(o, 1) == reducing:
+                        own, got = work[d:d + n], data[pos:pos + n]
+                        left, right = (got, own) if o == 2 else (own, got)  # 2: the received operand first
+                        if not reducing:
+                            work[d:d + n] = got
+                        elif user is None:
+                            reduce(left, right, out=own)
                         else:
-                            work[d:d + n] = data[pos:pos + n]
+                            work[d:d + n] = user(left, right)
                     pos += n
 
 

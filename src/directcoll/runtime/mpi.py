@@ -10,7 +10,10 @@ mpi4py methods take and return None as they do:
   ``MPI.Datatype``: the bytes of ``buf`` read as that type), of float32, float64, int32 or int64 elements, one type
   for both buffers;
 - ``MPI.IN_PLACE`` as ``sendbuf`` wherever MPI accepts it (all four collectives), with MPI's meaning;
-- ``op``: ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX`` or ``MPI.MIN`` (:data:`OPS`).
+- ``op``: ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX`` or ``MPI.MIN`` (:data:`OPS`), or a user-defined ``MPI.Op.Create(fn,
+  commute)`` for allreduce and reduce-scatter, applied with ``Reduce_local``; a non-commutative one
+  (``commute=False``) only on a schedule that reduces in rank order (docs/algorithms.md; refused with one line
+  elsewhere), each reduction then taking its operands in rank order.
 
 The functions take the communicator first (``allreduce(comm, ...)`` is ``MPI.Comm.Allreduce(comm, ...)``, the
 method unbound) rather than wrapping it in a class: the schedule is an argument of every call anyway (it depends on
@@ -24,7 +27,8 @@ deadline. Compiled programs are cached per (schedule, element count). An all-to-
 relay blocks through other ranks but never reduces.
 
 A schedule's reductions combine every contribution exactly once (that is what the verifier proves), so any
-commutative and associative op gives MPI's result: exactly for integers, up to reassociation for floats.
+commutative and associative op gives MPI's result: exactly for integers, up to reassociation for floats; a
+non-commutative one needs a schedule whose reductions also run in rank order (``directcoll verify --order``).
 The checks, buffer layout and step loop are shared with the torch.distributed executor
 (:mod:`directcoll.runtime.executor`); this module only reads the arguments and moves the messages.
 
@@ -38,6 +42,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -175,16 +180,29 @@ def reduce_value(comm, value, op=MPI.SUM, *, timeout: float | None, what: str = 
     return type(value)(out[0]) if not isinstance(value, bool) else bool(out[0])
 
 
+def _reduce_local(op, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """left o right with a user-defined MPI.Op: MPI_Reduce_local(inbuf, inoutbuf) sets inoutbuf = inbuf o inoutbuf."""
+    out = np.array(right, copy=True)
+    op.Reduce_local(np.ascontiguousarray(left), out)
+    return out
+
+
 # -- the arguments, as mpi4py reads them --------------------------------------------------------------------------
 
 
-def _op(op) -> str:
-    """The executor's name ("sum", ...) of the MPI.Op ``op``."""
+def _op(op) -> str | executor.UserOp:
+    """The executor's name ("sum", ...) of the MPI.Op ``op``, or for a user-defined one (``MPI.Op.Create(fn,
+    commute)``) an :class:`~directcoll.runtime.executor.UserOp` applying it with ``Reduce_local`` (a non-commutative
+    one runs only on a schedule that reduces in rank order: the executor refuses it elsewhere)."""
     if isinstance(op, MPI.Op):
         for name, known in OPS.items():
             if op == known:
                 return name.lower()
-        what = next((f"MPI.{n}" for n in _MPI_OP_NAMES if op == getattr(MPI, n)), "a user-defined MPI.Op")
+        builtin = next((f"MPI.{n}" for n in _MPI_OP_NAMES if op == getattr(MPI, n)), None)
+        if builtin is None:
+            return executor.UserOp(partial(_reduce_local, op), commutative=bool(op.is_commutative),
+                                   name="the user-defined MPI.Op" + ("" if op.is_commutative else " (commute=False)"))
+        what = builtin
     else:
         what = f"{op!r} (a {type(op).__name__}, not an MPI.Op)"
     raise DirectcollError(f"op {what} is not supported: give {', '.join('MPI.' + n for n in OPS)} (a schedule "
@@ -289,7 +307,7 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
         sendbuf: m elements (a buffer or buffer specification, see the module), or ``MPI.IN_PLACE``: the input is
             then recvbuf's m elements, replaced by the result.
         recvbuf: m elements of sendbuf's type, written in place; it must not overlap sendbuf.
-        op: ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX`` or ``MPI.MIN``.
+        op: ``MPI.SUM``, ``MPI.PROD``, ``MPI.MAX``, ``MPI.MIN`` or a user-defined ``MPI.Op`` (the module).
         schedule: an allreduce schedule for N ranks (``directcoll.registry.build(name, topology)``); any m.
         timeout: seconds every step may take (None: no deadline).
         progress: a :class:`~directcoll.runtime.progress.Progress` told of every step (``directcoll run``), or
@@ -298,7 +316,8 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
     Raises:
         DirectcollError: a schedule of another collective or rank count; buffers of different sizes or types, of
             a type other than float32, float64, int32, int64, not contiguous, overlapping, or a read-only
-            recvbuf; an op other than those four — all checked before any message is sent.
+            recvbuf; another built-in op, or a non-commutative user op on a schedule that does not reduce in rank
+            order — all checked before any message is sent.
         DeadlineError: a step not finished within ``timeout`` seconds (names the rank, the step and the peers).
 
     Example (``mpiexec -n 4 python3 script.py``)::

@@ -40,7 +40,8 @@ class StepProgram:
     Attributes:
         sends: (peer, ranges read int64 (k, 2)) per message sent.
         recvs: (peer, ranges of the message int64 (k, 2), destination starts int64 (k,), op per range int (k,):
-            0 copy / 1 reduce) per message received.
+            0 copy / 1 reduce (own operand on the left) / 2 reduce (received operand on the left; only compiled for
+            non-commutative operators)) per message received.
         local: (source ranges (k, 2), destination starts (k,), ops (k,)) per local copy or reduction.
 
     Raises:
@@ -139,11 +140,13 @@ def _elements(schedule: Schedule, bounds: np.ndarray, x: np.ndarray) -> np.ndarr
     return bounds[block] + np.floor(frac * width + 0.5).astype(np.int64)
 
 
-def compile_programs(schedule: Schedule, count: int) -> list[RankProgram]:
+def compile_programs(schedule: Schedule, count: int, received_first: np.ndarray | None = None) -> list[RankProgram]:
     """Compile ``schedule`` for a vector of ``count`` elements into one program per rank.
 
     ``count`` is the length of the full vector, or for all-to-all of one rank's sendbuf (``vector_blocks``);
-    all-to-all is compiled by :func:`compile_alltoall`.
+    all-to-all is compiled by :func:`compile_alltoall`. ``received_first`` (bool per piece, from
+    :func:`directcoll.verify.order.operand_order`) marks the reductions whose received operand goes on the left
+    (op code 2), for non-commutative operators.
 
     Raises:
         DirectcollError: count < 1 (all-to-all: count not a multiple of N).
@@ -175,6 +178,8 @@ def compile_programs(schedule: Schedule, count: int) -> list[RankProgram]:
         ranges = np.stack([start[a:b][keep], stop[a:b][keep]], axis=1)
         dst_starts = dest[a:b][keep]
         ops = np.full(len(ranges), int(s.op[i]))
+        if received_first is not None and s.op[i]:
+            ops = ops + received_first[a:b][keep]  # 2: reduce with the received operand on the left
         step = int(s.step[i])
         src, dst = int(s.src[i]), int(s.dst[i])
         if src == dst:

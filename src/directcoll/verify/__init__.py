@@ -8,5 +8,6 @@ True
 """
 
 from directcoll.verify.exact import Failure, VerifyResult, verify
+from directcoll.verify.order import OrderResult, check_order, operand_order
 
-__all__ = ["Failure", "VerifyResult", "verify"]
+__all__ = ["Failure", "OrderResult", "VerifyResult", "check_order", "operand_order", "verify"]

@@ -19,16 +19,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from directcoll.errors import ScheduleError
 from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, alltoall_endpoints
+from directcoll.verify.state import MAX_STATE_BYTES, check_state
+from directcoll.verify.state import Segments as _Segments
+from directcoll.verify.state import chunks as _chunks
+from directcoll.verify.state import flat_indices as _flat_indices
 
-#: Refuse to allocate more state than this (N x segments x 8 bytes).
-MAX_STATE_BYTES = 12 * 2**30
+if TYPE_CHECKING:
+    from directcoll.verify.order import OrderResult
+
+__all__ = ["MAX_STATE_BYTES", "Failure", "VerifyResult", "verify"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class VerifyResult:
         ranks, steps, transfers: N, the number of steps and of transfers.
         segments: the elementary segments per rank the verifier executed on.
         failure: the first :class:`Failure`, or None when ``ok``.
+        order: with ``verify(..., order=True)``, the :class:`~directcoll.verify.order.OrderResult` (rank order of
+            the reductions, for non-commutative operators); else None.
 
     Raises:
         Nothing: a record built by :func:`verify`.
@@ -96,6 +103,7 @@ class VerifyResult:
     transfers: int
     segments: int
     failure: Failure | None
+    order: OrderResult | None = None  # with verify(..., order=True)
 
     def to_dict(self) -> dict:
         """The result as a JSON-serializable dict (the failure's interval as a list). Raises: Nothing.
@@ -120,49 +128,8 @@ class VerifyResult:
         """
         head = (f"{self.algorithm} {self.collective} on {self.ranks} ranks, {self.steps} steps, "
                 f"{self.transfers} transfers")
-        return f"OK: {head}" if self.ok else f"FAILED: {head}: {self.failure}"
-
-
-class _Segments:
-    """Elementary segments of a schedule and every piece's segment range."""
-
-    def __init__(self, s: Schedule) -> None:
-        total = s.nblocks + s.nscratch
-        if s.piece_shift is not None:
-            # displaced pieces must cut source and destination alike: use every unit of the coordinate
-            self.bounds = np.arange(total * s.denominator + 1, dtype=np.int64)
-        else:
-            blocks = np.arange(total + 1, dtype=np.int64) * s.denominator
-            self.bounds = np.unique(np.concatenate([blocks, s.piece_start, s.piece_stop]))
-        self.lo = np.searchsorted(self.bounds, s.piece_start)
-        self.hi = np.searchsorted(self.bounds, s.piece_stop)
-        self.dst_lo = np.searchsorted(self.bounds, s.piece_start + s.shift)
-        self.dst_hi = np.searchsorted(self.bounds, s.piece_stop + s.shift)
-        self.count = len(self.bounds) - 1
-        self.block = self.bounds[:-1] // s.denominator
-        self.data = int(np.searchsorted(self.bounds, s.nblocks * s.denominator))  # data segments come first
-        self.den = s.denominator
-
-    def interval(self, seg: int) -> tuple[str, str]:
-        return (str(Fraction(int(self.bounds[seg]), self.den)), str(Fraction(int(self.bounds[seg + 1]), self.den)))
-
-
-def _flat_indices(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray, nseg: int) -> np.ndarray:
-    """Flat indices rank*nseg + seg for every segment of every piece, concatenated."""
-    lengths = hi - lo
-    starts = rank * nseg + lo
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(starts - offsets, lengths) + np.arange(lengths.sum())
-
-
-def _chunks(lengths: np.ndarray, limit: int) -> list[tuple[int, int]]:
-    """Split consecutive pieces into runs whose total length stays near ``limit``."""
-    if not len(lengths):
-        return []
-    cum = np.cumsum(lengths)
-    cuts = np.searchsorted(cum, np.arange(limit, cum[-1], limit), side="right")
-    edges = np.unique(np.concatenate([[0], cuts, [len(lengths)]]))
-    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+        tail = "" if self.order is None or not self.ok else f"; {self.order.summary()}"
+        return f"OK: {head}{tail}" if self.ok else f"FAILED: {head}: {self.failure}"
 
 
 def _overlaps(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -181,14 +148,16 @@ def _overlaps(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
-           on_step: Callable[[int, int], None] | None = None) -> VerifyResult:
-    """Execute ``schedule`` exactly and check it implements its collective.
+           on_step: Callable[[int, int], None] | None = None, order: bool = False) -> VerifyResult:
+    """Execute ``schedule`` exactly and check it implements its collective (and, with ``order``, in rank order).
 
     Args:
         schedule: any schedule of the IR.
         seed: seed of the random words (results do not depend on it except with probability 2^-64).
         chunk_elements: bound on the index arrays built at once (memory, not semantics).
         on_step: called as on_step(steps done, total steps) after every step (progress bars).
+        order: when the sums are right, also execute it on rank intervals
+            (:func:`directcoll.verify.order.check_order`) and record whether it reduces in rank order.
 
     Returns:
         VerifyResult with ``ok`` and, when not ok, the first failure: the step that introduced it, the
@@ -279,6 +248,11 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
     checked = seg_dest if s.collective is Collective.ALLTOALL else seg_owner
     failure = _first_mismatch(s, state[:, : seg.data], expected, checked)
     if failure is None:
+        if order:
+            from directcoll.verify.order import check_order  # a second pass, on rank intervals
+
+            del state, flat, expected
+            return VerifyResult(True, **result, failure=None, order=check_order(s, chunk_elements=chunk_elements))
         return VerifyResult(True, **result, failure=None)
     rank, cell = failure
     step, reason = _diagnose(s, seg, rank, cell) if s.piece_shift is None else _last_write(s, seg, rank, cell)
@@ -287,12 +261,8 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
 
 
 def _check_state(what: str, n: int, nseg: int) -> None:
-    """Refuse a verifier state of N x ``nseg`` 64-bit words over :data:`MAX_STATE_BYTES` or the memory budget."""
-    nbytes = 8.0 * n * nseg
-    if nbytes > MAX_STATE_BYTES:
-        raise ScheduleError(f"verify: {n} ranks x {nseg} segments needs {nbytes / 2**30:.1f} GiB of "
-                            f"state; the limit is {MAX_STATE_BYTES / 2**30:.0f} GiB")
-    check_memory(what, nbytes + 8.0 * nseg)  # the state and the expected words
+    """:func:`~directcoll.verify.state.check_state` against this module's :data:`MAX_STATE_BYTES`."""
+    check_state(what, n, nseg, MAX_STATE_BYTES)
 
 
 def _first_mismatch(s: Schedule, state, expected, seg_owner) -> tuple[int, int] | None:
