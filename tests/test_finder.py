@@ -114,3 +114,84 @@ def test_cli_alltoall_column(capsys):
     data = json.loads(capsys.readouterr().out)
     for row in data["frontier"]:
         assert 0 < row["alltoall_mcf"] <= capacity_bound(parse(row["spec"])) + 1e-12
+
+
+# -- issue #16 item 3: large N, spec round-trip, all-to-all tie-breaker --------------------------------------------
+
+_LARGE: dict = {}
+
+
+def _large(nodes, degree):
+    """find_topology at a large N, computed once per module (each takes a few seconds)."""
+    if (nodes, degree) not in _LARGE:
+        _LARGE[nodes, degree] = find_topology(nodes, degree)
+    return _LARGE[nodes, degree]
+
+
+def test_prime_n_over_1024_finds_generalized_kautz():
+    """N = 2003 (prime, over the old 1,024-node base limit), d = 4: Pi_{4,2003} and the circulant are bases."""
+    specs = {c.spec for c in _large(2003, 4).frontier}
+    assert "genkautz:4:2003" in specs and any(s.startswith("circulant:2003:") for s in specs)
+
+
+@pytest.mark.parametrize(("degree", "t_l"), [(2, 11), (8, 4)])
+def test_n2000_reaches_generalized_kautz_latency(degree, t_l):
+    """N = 2000: the lowest T_L is genkautz:d:2000's (11 steps at d = 2, 4 at d = 8), not 32 / 6."""
+    result = _large(2000, degree)
+    _pareto_efficient(result.frontier)
+    assert min(c.t_l_steps for c in result.frontier) <= t_l
+    assert result.deferred_solved < result.deferred  # the bounds skipped most deferred bases' LPs
+
+
+@pytest.mark.parametrize(("nodes", "degree"), [(2000, 2), (2000, 8), (2003, 4), (64, 4), (72, 3)])
+def test_frontier_specs_round_trip(nodes, degree):
+    """Every frontier spec parses back to a topology with N nodes and degree d, and to the same spec."""
+    for c in (_large(nodes, degree) if nodes > 1000 else find_topology(nodes, degree)).frontier:
+        topo = parse(c.spec)
+        assert topo.spec == c.spec and topo.num_compute == nodes and int(topo.out_degree.max()) == degree, c.spec
+
+
+def test_product_factors_with_commas_are_not_split():
+    """A product of products keeps factors such as circulant:8:1,3:uni whole (the N = 1500 spec bug)."""
+    from directcoll.synthesis.finder import Candidate, _factors
+
+    inner = Candidate("product(circulant:8:1,3:uni,ring:5:uni)", 40, 3, 7, 0.975, True, False, False,
+                      "Cartesian product", factors=("circulant:8:1,3:uni", "ring:5:uni"))
+    assert _factors(inner) == ("circulant:8:1,3:uni", "ring:5:uni")
+    parse(f"line(product({','.join(_factors(inner) + ('ring:3:uni',))}))")
+
+
+def test_generalized_kautz_bound_is_below_the_lp():
+    """bfb_cost_bound: the diameter exactly and T_B never above the LP's (it prunes deferred bases)."""
+    from directcoll.synthesis.bfb import bfb_cost
+    from directcoll.synthesis.finder_bounds import bfb_cost_bound
+
+    for spec in ("genkautz:3:40", "genkautz:5:72", "kautz:2:4", "line(bipartite:3)", "petersen"):
+        t_l, t_b = bfb_cost(parse(spec))
+        low_l, low_b = bfb_cost_bound(parse(spec))
+        assert low_l == t_l and low_b <= float(t_b) + 1e-9, spec
+
+
+@pytest.mark.parametrize(("nodes", "degree"), [(20, 2), (20, 3), (20, 4)])
+def test_alltoall_breaks_ties(nodes, degree):
+    """Among equal (T_L, T_B) points the frontier keeps the best all-to-all (LP (3) at this size)."""
+    from directcoll.synthesis.mcf.link import alltoall_mcf
+
+    result = find_topology(nodes, degree)
+    assert result.ties
+    for chosen, others in result.ties.items():
+        value = {s: float(alltoall_mcf(parse(s)).value) for s in (chosen, *others)}
+        assert value[chosen] >= max(value.values()) - 1e-9, value
+    plain = {(c.t_l_steps, round(c.t_b_m_over_b, 9)) for c in find_topology(nodes, degree, tie_break=False).frontier}
+    assert plain == {(c.t_l_steps, round(c.t_b_m_over_b, 9)) for c in result.frontier}
+
+
+@pytest.mark.parametrize(("nodes", "degree"), [(60, 4), (96, 3)])
+def test_bounds_first_keeps_the_frontier(monkeypatch, nodes, degree):
+    """Skipping deferred bases' LPs by their bounds changes no frontier point (against solving them all)."""
+    import directcoll.synthesis.finder as finder
+
+    pruned = {(c.t_l_steps, round(c.t_b_m_over_b, 9)) for c in find_topology(nodes, degree, tie_break=False).frontier}
+    monkeypatch.setattr(finder, "EAGER_BASE_NODES", 10**9)
+    full = {(c.t_l_steps, round(c.t_b_m_over_b, 9)) for c in find_topology(nodes, degree, tie_break=False).frontier}
+    assert pruned == full

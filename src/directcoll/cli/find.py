@@ -23,7 +23,8 @@ def cmd_find_topology(args) -> int:
     ``-o`` writes the best topology's schedule.
 
     Output: a table with the theoretical bound, or with ``--json`` {nodes, degree, alpha_s, bandwidth_Bps, sizes,
-    frontier (each with time_s), best, bound {t_l_steps, t_b_m_over_b}, bases, candidates, schedule}.
+    frontier (each with time_s), best, bound {t_l_steps, t_b_m_over_b}, bases, candidates, skipped_bases (bases too
+    large for their LPs), ties (frontier spec -> equal (T_L, T_B) specs it was chosen over), schedule}.
 
     Returns:
         0.
@@ -45,7 +46,7 @@ def cmd_find_topology(args) -> int:
     ...
     0
     """
-    from directcoll.synthesis.finder import find_topology, theoretical_bound
+    from directcoll.synthesis.finder import MAX_BASE_NODES, find_topology, theoretical_bound
 
     check_output(args.output, "-o")
     alpha, bandwidth = args.alpha, args.bandwidth  # s and bytes/s, read by the parser
@@ -75,7 +76,8 @@ def cmd_find_topology(args) -> int:
         print_json({"nodes": args.nodes, "degree": args.degree, "alpha_s": alpha, "bandwidth_Bps": bandwidth,
                     "sizes": sizes, "frontier": frontier, "best": result.best.spec,
                     "bound": {"t_l_steps": bound_t_l, "t_b_m_over_b": bound_t_b},
-                    "bases": result.bases, "candidates": result.candidates, "schedule": schedule_file})
+                    "bases": result.bases, "candidates": result.candidates, "skipped_bases": result.skipped,
+                    "ties": result.ties, "schedule": schedule_file})
         return 0
     from rich.table import Table
 
@@ -94,4 +96,7 @@ def cmd_find_topology(args) -> int:
     console.print(table)
     console.print(f"{result.bases} base topologies, {result.candidates} candidates considered"
                   + (f"; best schedule written to {schedule_file}" if schedule_file else ""))
+    if result.skipped:
+        console.print(f"not evaluated (non-Cayley bases over {MAX_BASE_NODES:,} nodes, no BFB LPs): "
+                      + ", ".join(result.skipped))
     return 0

@@ -6,8 +6,13 @@ topologies with N nodes and degree d, built bottom-up from base topologies and e
    circulants, the minimum-diameter unidirectional 2-offset circulants (exhaustive search, at most
    :data:`MAX_UNI_CIRCULANT` nodes), generalized Kautz (App. F.2, Def. 16) and Kautz digraphs, and the
    distance-regular graphs of :mod:`directcoll.topology.families` (App. F.3). Every base whose size divides N
-   and whose degree is at most d gets its BFB allgather LPs solved (:func:`directcoll.synthesis.bfb.bfb_cost`):
-   T_L = its diameter, T_B its LP value (eq. (2)), both exact.
+   and whose degree is at most d is costed exactly: T_L = its diameter, T_B its BFB LP value (eq. (2),
+   :func:`directcoll.synthesis.bfb.bfb_cost`); rings and Theorem 22 circulants over :data:`EAGER_BASE_NODES`
+   nodes in closed form (BW-optimal, App. F.1, F.4). **Bounds first:** a non-Cayley base over
+   :data:`EAGER_BASE_NODES` nodes (generalized Kautz, Kautz, ...) gets its LPs solved only if a lower bound
+   (the Moore-bound diameter, then :func:`directcoll.synthesis.finder_bounds.bfb_cost_bound`) of it or of its
+   expansions is not strictly dominated at (N, d) by a candidate already found; over :data:`MAX_BASE_NODES` it
+   is skipped and listed in :attr:`FinderResult.skipped`.
 2. **Expansions**, predicted by the theorems without building anything (:mod:`directcoll.cost.expansions`, the
    formulas behind :func:`directcoll.synthesis.expansion_predictions.predict`):
    line graph L (Theorem 10: T_L + 1, T_B + 1/N, exact for BFB bases with out-degree > 1), degree expansion
@@ -18,7 +23,10 @@ topologies with N nodes and degree d, built bottom-up from base topologies and e
    and the degree at most d is applied; at every (size, degree) only Pareto-efficient candidates are kept
    (a candidate is dropped only when another is at least as good in both T_L and T_B and can be expanded in
    the same ways). At (N, d) the frontier is returned, with the best topology for a workload of sizes:
-   allreduce time 2 (α T_L + T_B M / B) summed over the sizes (Table 4's 2(T_L + T_B) column).
+   allreduce time 2 (α T_L + T_B M / B) summed over the sizes (Table 4's 2(T_L + T_B) column). Of frontier
+   candidates with equal (T_L, T_B) the best in all-to-all is kept
+   (:func:`directcoll.synthesis.finder_bounds.alltoall_key`: capacity bound, then LP (3) up to
+   :data:`directcoll.synthesis.finder_bounds.MAX_TIE_LP_NODES` nodes, then the shortest spec).
 
 T_B is in units of M/B with B = d x link bandwidth, as everywhere in this project (Sec. 3.2).
 
@@ -37,12 +45,19 @@ from directcoll.cost import expansions as ex
 from directcoll.cost.bounds import moore_bound_diameter
 from directcoll.errors import DirectcollError, TopologyError
 from directcoll.synthesis.bfb import bfb_cost
+from directcoll.synthesis.finder_bounds import alltoall_key, bfb_cost_bound, closed_form_cost
 from directcoll.topology.spec import parse
 
-#: largest base topology whose BFB LPs the finder solves (larger ones only come from expansions)
-MAX_BASE_NODES = 1024
+#: largest non-Cayley base topology whose BFB LPs the finder solves (rings and Theorem 22 circulants come in closed
+#: form at any size, other Cayley bases by one node's LPs; larger non-Cayley bases are skipped and counted)
+MAX_BASE_NODES = 4096
+#: non-Cayley bases above this size are deferred: bounded first (:mod:`directcoll.synthesis.finder_bounds`), their
+#: LPs solved only if the bound could reach the frontier
+EAGER_BASE_NODES = 16
 #: largest unidirectional 2-offset circulant base (its offsets are found by exhaustive search)
 MAX_UNI_CIRCULANT = 64
+#: most candidates with equal (T_L, T_B) kept at (N, d) for the all-to-all tie-breaker
+MAX_TIED = 8
 #: largest target N: the bases are enumerated over N's divisors and the expansions up to N (N = 2^20 takes about a
 #: minute and 400 MB; N = 10^8 ran out of 23 GB)
 MAX_NODES = 2**20
@@ -82,6 +97,7 @@ class Candidate:
     bidirectional: bool
     construction: str = "base"
     regular: bool = True
+    factors: tuple[str, ...] = ()  # a product's factor specs (they may contain commas: circulant:8:1,3:uni)
 
     def allreduce_time(self, alpha: float, m_over_b: float) -> float:
         """2 (α T_L + T_B M/B) in seconds: reduce-scatter then allgather (Table 4's 2(T_L + T_B) column).
@@ -131,6 +147,11 @@ class FinderResult:
         candidates: how many candidates (bases and expansions) were considered in all.
         times: spec -> workload time in seconds (the allreduce time summed over the sizes) of every frontier
             entry.
+        skipped: non-Cayley bases over :data:`MAX_BASE_NODES` nodes, not evaluated (their BFB LPs need the
+            all-pairs distances; e.g. ``genkautz:4:100000``).
+        deferred, deferred_solved: non-Cayley bases over :data:`EAGER_BASE_NODES` nodes, bounded first, and how
+            many of them could reach the frontier and had their BFB LPs solved.
+        ties: frontier spec -> the specs with equal (T_L, T_B) it was chosen over (all-to-all tie-breaker).
 
     Raises:
         Nothing: a plain dataclass; fields are not checked.
@@ -145,6 +166,10 @@ class FinderResult:
     bases: int  # base topologies evaluated
     candidates: int  # candidates considered in all
     times: dict[str, float] = field(default_factory=dict)  # spec -> workload time (s) of frontier entries
+    skipped: list[str] = field(default_factory=list)  # non-Cayley bases over MAX_BASE_NODES, not evaluated
+    deferred: int = 0  # non-Cayley bases over EAGER_BASE_NODES, bounded first
+    deferred_solved: int = 0  # of those, how many needed their BFB LPs
+    ties: dict[str, list[str]] = field(default_factory=dict)  # frontier spec -> tied specs it was chosen over
 
 
 def min_diameter_unidirectional_circulant(n: int) -> tuple[int, int]:
@@ -233,7 +258,7 @@ def base_specs(n_target: int, d_max: int) -> Iterable[tuple[str, bool]]:
             a, b = min_diameter_unidirectional_circulant(n)
             yield f"circulant:{n}:{a},{b}:uni", True
         for k in range(2, d_max + 1):  # generalized Kautz: any n > k
-            if n > k + 1 and n <= MAX_BASE_NODES:
+            if n > k + 1:
                 yield f"genkautz:{k}:{n}", False
         for q in range(3, n + 1):  # Hamming H(a, q), degree a (q - 1)
             a, size = 1, q
@@ -255,12 +280,12 @@ def base_specs(n_target: int, d_max: int) -> Iterable[tuple[str, bool]]:
             yield f"bipartite_minus_matching:{m}", True
 
 
-def _evaluate_base(spec: str, reverse_symmetric: bool) -> Candidate | None:
-    topo = parse(spec)
+def _evaluate_base(spec: str, reverse_symmetric: bool, topo=None, cost: tuple[int, float] | None = None
+                   ) -> Candidate | None:
+    """The base's candidate with its exact BFB cost (or ``cost`` where given: a closed form or a bound)."""
+    topo = parse(spec) if topo is None else topo
     degrees = topo.out_degree[: topo.num_compute]
-    if topo.num_compute > MAX_BASE_NODES:
-        return None
-    t_l, t_b = bfb_cost(topo)
+    t_l, t_b = bfb_cost(topo) if cost is None else cost
     t_b = float(t_b)
     n, d = topo.num_compute, int(degrees.max())
     optimal = bool(abs(t_b - (n - 1) / n) <= 1e-9)
@@ -278,8 +303,21 @@ def _dominates(a: Candidate, b: Candidate) -> bool:
             and (a.bidirectional or not b.bidirectional))
 
 
-def _add(pool: dict[tuple[int, int], list[Candidate]], c: Candidate) -> bool:
+def _add(pool: dict[tuple[int, int], list[Candidate]], c: Candidate, target=None) -> bool:
+    """Add c unless dominated; at the ``target`` (N, d) equal (T_L, T_B) points are all kept (the all-to-all
+    tie-breaker chooses among them), up to :data:`MAX_TIED` each."""
     here = pool.setdefault((c.nodes, c.degree), [])
+    if (c.nodes, c.degree) == target:
+        def beats(a, b):
+            return (a.t_l_steps <= b.t_l_steps and a.t_b_m_over_b <= b.t_b_m_over_b + 1e-12
+                    and (a.bidirectional or not b.bidirectional)
+                    and (a.t_l_steps < b.t_l_steps or a.t_b_m_over_b < b.t_b_m_over_b - 1e-12
+                         or (a.bidirectional and not b.bidirectional) or a.spec == b.spec))
+        same = [o for o in here if o.t_l_steps == c.t_l_steps and abs(o.t_b_m_over_b - c.t_b_m_over_b) <= 1e-12]
+        if any(beats(o, c) for o in here) or len(same) >= MAX_TIED:
+            return False
+        here[:] = [o for o in here if not beats(c, o)] + [c]
+        return True
     if any(_dominates(o, c) for o in here):
         return False
     here[:] = [o for o in here if not _dominates(c, o)] + [c]
@@ -320,7 +358,7 @@ def _expansions(c: Candidate, pool, n_target: int, d_max: int) -> Iterable[Candi
                 factors = tuple(sorted(_factors(c) + _factors(o)))
                 yield Candidate(f"product({','.join(factors)})", p.nodes, p.degree, p.t_l, float(p.t_b), True,
                                 c.reverse_symmetric and o.reverse_symmetric, c.bidirectional and o.bidirectional,
-                                "Cartesian product")
+                                "Cartesian product", factors=factors)
 
 
 def _line_of(c: Candidate) -> str:
@@ -333,25 +371,15 @@ def _line_of(c: Candidate) -> str:
 
 
 def _factors(c: Candidate) -> tuple[str, ...]:
-    """The factors of a product candidate (products are flattened: G x (H x K) = product(G,H,K))."""
-    if c.construction == "Cartesian product":
-        return tuple(_split_top_level(c.spec[len("product("):-1]))
+    """The factors of a product candidate (products are flattened: G x (H x K) = product(G,H,K)); kept as a tuple,
+    never split from the spec text (a factor such as ``circulant:8:1,3:uni`` contains a comma)."""
+    if c.construction == "Cartesian product" and c.factors:
+        return c.factors
     return (c.spec,)
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return parts + [text[start:]]
-
-
 def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: Iterable[float] = (8e-5,),
-                  bidirectional_only: bool = False,
+                  bidirectional_only: bool = False, tie_break: bool = True,
                   progress: Callable[[int, int, str], None] | None = None) -> FinderResult:
     """Search bases x expansions for N = ``nodes``, d = ``degree`` (Zhao et al. Sec. 5.4).
 
@@ -362,6 +390,8 @@ def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: It
         m_over_b: the workload, one M/B in seconds per collective (M the vector size, B = d x link bandwidth);
             Table 4 uses 1 MB / 100 Gb/s = 80 µs.
         bidirectional_only: keep only topologies whose links all come in opposite pairs (the paper's testbed).
+        tie_break: among equal (T_L, T_B) candidates pick the best in all-to-all (capacity bound, then LP (3) up
+            to :data:`directcoll.synthesis.finder_bounds.MAX_TIE_LP_NODES` nodes); else the shortest spec.
         progress: callable(done, total, label).
 
     Returns:
@@ -391,44 +421,109 @@ def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: It
     sizes = [float(m) for m in m_over_b]
     report = progress or (lambda *_: None)
     specs = list(dict.fromkeys(base_specs(nodes, degree)))
+    target = (nodes, degree)
     pool: dict[tuple[int, int], list[Candidate]] = {}
+    deferred, skipped = [], []
     for i, (spec, rev) in enumerate(specs):
         report(i, len(specs) + 1, spec)
         try:
-            base = _evaluate_base(spec, rev)
+            topo = parse(spec)
+            n = topo.num_compute
+            if n > MAX_BASE_NODES and not topo.is_cayley:
+                skipped.append(spec)
+            elif n > EAGER_BASE_NODES and not topo.is_cayley:
+                deferred.append((spec, rev, topo))
+            else:
+                cost = closed_form_cost(spec, topo) if n > EAGER_BASE_NODES else None
+                _add(pool, _evaluate_base(spec, rev, topo, cost), target)
         except TopologyError:
             continue
-        if base is not None:
-            _add(pool, base)
-    considered = sum(len(v) for v in pool.values())
     report(len(specs), len(specs) + 1, "expansions")
-    changed = True
+    considered = len(specs) + _closure(pool, nodes, degree, target)
+    deferred.sort(key=lambda item: (-item[2].num_compute, -int(item[2].out_degree.max()), item[0]))
+    evaluated = 0
+    for spec, rev, topo in deferred:  # bounds first: the LPs only where the bound could reach the frontier
+        d_base = int(topo.out_degree.max())
+        optimistic = Candidate(topo.spec, topo.num_compute, d_base,
+                               int(moore_bound_diameter(topo.num_compute, d_base, True)),
+                               (topo.num_compute - 1) / topo.num_compute, False, rev, False, regular=True)
+        alone = topo.num_compute == nodes or d_base >= degree  # no room for a product partner
+        if alone and not _could_reach(optimistic, pool, nodes, degree, bidirectional_only):
+            continue
+        t_l, t_b_low = bfb_cost_bound(topo)
+        bound = _evaluate_base(spec, rev, topo, (t_l, t_b_low))
+        if not bound.bw_optimal_bfb and not _could_reach(bound, pool, nodes, degree, bidirectional_only):
+            continue
+        evaluated += 1
+        _add(pool, _evaluate_base(spec, rev, topo), target)
+        considered += _closure(pool, nodes, degree, target)
+    report(len(specs) + 1, len(specs) + 1, "done")
+    final = [c for c in pool.get(target, []) if c.bidirectional or not bidirectional_only]
+    if not final:
+        raise DirectcollError(f"find-topology: no base topology and expansion reaches N={nodes}, d={degree}"
+                              + (" with bidirectional links" if bidirectional_only else ""))
+    frontier, ties = _pareto(final, tie_break)
+    times = {c.spec: sum(c.allreduce_time(alpha, m) for m in sizes) for c in frontier}
+    best = min(frontier, key=lambda c: times[c.spec])
+    return FinderResult(nodes, degree, frontier, best, len(specs), considered, times, skipped=skipped,
+                        deferred=len(deferred), deferred_solved=evaluated, ties=ties)
+
+
+def _closure(pool, nodes: int, degree: int, target) -> int:
+    """Apply every expansion until nothing new is Pareto-efficient; the number of candidates considered."""
+    considered, changed = 0, True
     while changed:  # sizes only grow, so this ends; a few rounds in practice
         changed = False
         for key in sorted(pool):
             for c in list(pool.get(key, [])):
                 for new in _expansions(c, pool, nodes, degree):
                     considered += 1
-                    changed |= _add(pool, new)
-    report(len(specs) + 1, len(specs) + 1, "done")
-    final = [c for c in pool.get((nodes, degree), []) if c.bidirectional or not bidirectional_only]
-    if not final:
-        raise DirectcollError(f"find-topology: no base topology and expansion reaches N={nodes}, d={degree}"
-                              + (" with bidirectional links" if bidirectional_only else ""))
-    frontier = sorted(_pareto(final), key=lambda c: (c.t_l_steps, c.t_b_m_over_b, len(c.spec)))
-    times = {c.spec: sum(c.allreduce_time(alpha, m) for m in sizes) for c in frontier}
-    best = min(frontier, key=lambda c: times[c.spec])
-    return FinderResult(nodes, degree, frontier, best, len(specs), considered, times)
+                    changed |= _add(pool, new, target)
+    return considered
 
 
-def _pareto(cands: list[Candidate]) -> list[Candidate]:
-    """Pareto-efficient in (T_L, T_B) only; of equal pairs the shortest spec."""
-    out = []
-    for c in sorted(cands, key=lambda c: (c.t_l_steps, c.t_b_m_over_b, len(c.spec), c.spec)):
-        if out and c.t_b_m_over_b >= out[-1].t_b_m_over_b - 1e-12:
+def _could_reach(low: Candidate, pool, nodes: int, degree: int, bidirectional_only: bool) -> bool:
+    """Could a base whose cost is at least ``low``'s, or one of its expansions, be on the frontier at (N, d)?
+
+    Theorems 10-12 and App. A.6 are monotone in the base's T_L and T_B, so the expansions of ``low`` (alone:
+    it is not a product factor unless BW-optimal, which the caller checks) bound those of the real base from
+    below; each must be strictly dominated by a candidate already at (N, d) for the answer to be no.
+    """
+    mini: dict[tuple[int, int], list[Candidate]] = {}
+    _add(mini, low, (nodes, degree))
+    _closure(mini, nodes, degree, (nodes, degree))
+    known = [c for c in pool.get((nodes, degree), []) if c.bidirectional or not bidirectional_only]
+    for c in mini.get((nodes, degree), []):
+        if bidirectional_only and not c.bidirectional:
             continue
-        out.append(c)
-    return out
+        if not any(k.t_l_steps <= c.t_l_steps and k.t_b_m_over_b <= c.t_b_m_over_b + 1e-12
+                   and (k.t_l_steps < c.t_l_steps or k.t_b_m_over_b < c.t_b_m_over_b - 1e-12) for k in known):
+            return True
+    return False
+
+
+def _pareto(cands: list[Candidate], tie_break: bool = True) -> tuple[list[Candidate], dict[str, list[str]]]:
+    """Pareto-efficient in (T_L, T_B), by increasing T_L; of equal pairs the best in all-to-all
+    (:func:`directcoll.synthesis.finder_bounds.alltoall_key`: capacity bound, then LP (3) where affordable; then
+    the shortest spec), or the shortest spec without ``tie_break``. Also returns chosen spec -> the tied specs."""
+    cands = sorted(cands, key=lambda c: (c.t_l_steps, c.t_b_m_over_b, len(c.spec), c.spec))
+    groups: list[list[Candidate]] = []
+    for c in cands:
+        if groups and abs(c.t_l_steps - groups[-1][0].t_l_steps) == 0 \
+                and abs(c.t_b_m_over_b - groups[-1][0].t_b_m_over_b) <= 1e-12:
+            groups[-1].append(c)
+        elif not groups or c.t_b_m_over_b < groups[-1][0].t_b_m_over_b - 1e-12:
+            groups.append([c])
+    out, ties = [], {}
+    for group in groups:
+        group = group[:MAX_TIED]
+        if len(group) > 1 and tie_break:
+            key = alltoall_key([c.spec for c in group])
+            group.sort(key=lambda c: (-key[c.spec][0], len(c.spec), c.spec))
+        out.append(group[0])
+        if len(group) > 1:
+            ties[group[0].spec] = [c.spec for c in group[1:]]
+    return out, ties
 
 
 def theoretical_bound(nodes: int, degree: int, *, directed: bool = True) -> tuple[int, float]:
