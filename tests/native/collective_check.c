@@ -1,4 +1,5 @@
-/* An unmodified MPI program for tests/test_native.py: MPI_Allreduce, MPI_Reduce_scatter_block or MPI_Allgather
+/* An unmodified MPI program for tests/test_native.py: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather or
+ * MPI_Alltoall
  * (served by libdirectcoll under LD_PRELOAD, or not) against the PMPI_ call (the MPI library itself) on every
  * predefined basic datatype x every predefined reduction MPI defines on it (allgather: copies) x the counts given x
  * in place and not; integers bitwise, floating point within reassociation tolerance; elements past the result
@@ -12,7 +13,8 @@
  *                                                    datatype, MPI_Reduce_scatter_block), MPI_CHAR, an allgather
  *                                                    received as a derived datatype
  *
- * COLLECTIVE: allreduce, reduce_scatter_block or allgather. Prints "checked N cases, F failures" on rank 0; exit
+ * COLLECTIVE: allreduce, reduce_scatter_block, allgather or alltoall (COUNT: per destination; copies, like
+ * allgather, once per datatype). Prints "checked N cases, F failures" on rank 0; exit
  * status 1 on any failure.
  */
 #include <complex.h>
@@ -113,7 +115,7 @@ static long differs(const tinfo *t, int size, const char *got, const char *want,
     return -1;
 }
 
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER };
+enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_ALLTOALL };
 
 static int check(int coll, const tinfo *t, MPI_Op op, const char *opname, int count, int in_place, MPI_Comm comm) {
     int size = 0, rank, nranks;
@@ -142,9 +144,12 @@ static int check(int coll, const tinfo *t, MPI_Op op, const char *opname, int co
     } else if (coll == C_REDUCE_SCATTER) {
         rc = MPI_Reduce_scatter_block(sb, got, count, t->type, op, comm);
         PMPI_Reduce_scatter_block(send, want, count, t->type, op, comm);
-    } else {
+    } else if (coll == C_ALLGATHER) {
         rc = MPI_Allgather(sb, count, t->type, got, count, t->type, comm);
         PMPI_Allgather(send, count, t->type, want, count, t->type, comm);
+    } else {
+        rc = MPI_Alltoall(sb, count, t->type, got, count, t->type, comm);
+        PMPI_Alltoall(send, count, t->type, want, count, t->type, comm);
     }
     long bad = rc != MPI_SUCCESS ? 0 : differs(t, size, got, want, (int)nresult);
     int guard = memcmp(got + nrecv * z, ref + nrecv * z, (size_t)GUARD * z) != 0;
@@ -172,7 +177,9 @@ int main(int argc, char **argv) {
     const char *mode = argc > 2 ? argv[2] : "quick";
     int coll = strcmp(collective, "reduce_scatter_block") == 0 ? C_REDUCE_SCATTER
                : strcmp(collective, "allgather") == 0      ? C_ALLGATHER
+               : strcmp(collective, "alltoall") == 0       ? C_ALLTOALL
                                                            : C_ALLREDUCE;
+    const int copies = coll == C_ALLGATHER || coll == C_ALLTOALL;  /* no op: each datatype once */
     const tinfo types[] = {
         {MPI_INT, "MPI_INT", K_INT, G_INT, 0}, {MPI_DOUBLE, "MPI_DOUBLE", K_FLOAT, G_FLOAT, 1e-12},
         {MPI_FLOAT, "MPI_FLOAT", K_FLOAT, G_FLOAT, 1e-5}, {MPI_UINT8_T, "MPI_UINT8_T", K_INT, G_INT, 0},
@@ -224,7 +231,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; i++) failures += b[i] != nranks * (rank * count + i) + nranks * (nranks - 1) / 2;
         MPI_Allgather(a, 2, MPI_INT, b, 1, pair, MPI_COMM_WORLD);  /* received as a derived datatype */
         for (int r = 0; r < nranks; r++) failures += b[2 * r] != r || b[2 * r + 1] != r + 1;
-        cases = 5;
+        MPI_Alltoall(a, 2, MPI_INT, b, 1, pair, MPI_COMM_WORLD);  /* received as a derived datatype */
+        for (int r = 0; r < nranks; r++) failures += b[2 * r] != r + 2 * rank || b[2 * r + 1] != r + 2 * rank + 1;
+        cases = 6;
         MPI_Op_free(&mine);
         MPI_Type_free(&pair);
         free(a);
@@ -255,10 +264,10 @@ int main(int argc, char **argv) {
         size_t ntypes = strcmp(mode, "all") == 0 ? sizeof types / sizeof types[0] : 4;
         for (size_t ti = 0; ti < ntypes; ti++) {
             for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-                if (coll == C_ALLGATHER ? k > 0 : !(opgroups[k] & types[ti].group)) continue;  /* allgather: once */
+                if (copies ? k > 0 : !(opgroups[k] & types[ti].group)) continue;  /* copies: once */
                 for (int a = 3; a < argc; a++) {
                     for (int in_place = 0; in_place < 2; in_place++) {
-                        failures += check(coll, &types[ti], ops[k], coll == C_ALLGATHER ? "copy" : opnames[k],
+                        failures += check(coll, &types[ti], ops[k], copies ? "copy" : opnames[k],
                                           atoi(argv[a]), in_place, MPI_COMM_WORLD);
                         cases++;
                     }

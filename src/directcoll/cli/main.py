@@ -61,6 +61,7 @@ from directcoll.cli.options import (
 )
 from directcoll.cli.show import add_show_commands
 from directcoll.cli.topology_io import cmd_topology_export
+from directcoll.cli.tune import add_tune_parsers
 from directcoll.errors import DirectcollError
 
 #: table2 builds side^4 tori: 16^4 = 65,536 ranks is the largest it measures
@@ -334,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_show_commands(sub)
     add_discovery_commands(sub)
     add_native_parser(sub, lambda p: _add_memory_budget(p, argparse.SUPPRESS))
+    add_tune_parsers(sub, SPEC_HELP)
     for command in (*sub.choices.values(), *topo_sub.choices.values()):
         if command is not topo:
             _add_memory_budget(command, argparse.SUPPRESS)

@@ -41,7 +41,8 @@ def add_native_parser(sub, add_budget) -> None:
     lib.add_argument("--json", action="store_true", help="machine-readable output (path, mpicc, MPI version)")
     lib.set_defaults(func=cmd_native_lib)
     comp = nat_sub.add_parser("compile", help="write a schedule file as a native program file (verified first)")
-    comp.add_argument("file", help="schedule file (.json or .npz): allreduce, reduce_scatter or allgather")
+    comp.add_argument("file", help="schedule file (.json or .npz): allreduce, reduce_scatter, allgather or "
+                                           "alltoall")
     comp.add_argument("-o", "--output", required=True, help="program file to write, e.g. swing8.dcp")
     comp.add_argument("--json", action="store_true", help="machine-readable output")
     comp.set_defaults(func=cmd_native_compile)
@@ -86,8 +87,8 @@ def cmd_native_compile(args) -> int:
         0.
 
     Raises:
-        DirectcollError: an unwritable ``-o``, an all-to-all schedule; ScheduleFormatError, ScheduleError: an
-            unreadable schedule file or one that fails verification. The CLI turns them into exit status 2.
+        DirectcollError: an unwritable ``-o``; ScheduleFormatError, ScheduleError: an unreadable schedule file or
+            one that fails verification. The CLI turns them into exit status 2.
 
     Source: docs/runtime.md, "Program files".
 

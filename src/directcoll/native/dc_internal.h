@@ -48,7 +48,8 @@ int dc_iv_walk(const dc_ivset *s, int64_t lo, int64_t hi, int (*part)(void *, in
 void dc_iv_free(dc_ivset *s);
 
 /* ---- a compiled plan: one program for one (count, datatype) on one rank --------------------------------------- */
-typedef struct dc_seg {      /* a run of elements: region 0 = the user's buffer, 1 = the scratch blocks, 2 = sendbuf */
+typedef struct dc_seg {      /* a run of elements: region 0 = the user's buffer, 1 = the scratch blocks, 2 = sendbuf
+                                (all-to-all: recvbuf, its relayed and scratch blocks, sendbuf) */
     int region;
     int64_t off, len;
 } dc_seg;
@@ -82,7 +83,8 @@ typedef struct dc_plan {
     MPI_Aint extent;
     int64_t scratch_elems, stage_elems;
     char *scratch, *stage;
-    char *work;              /* reduce-scatter: the copy of sendbuf the schedule works in (count elements) */
+    char *work;              /* reduce-scatter: the copy of sendbuf the schedule works in; all-to-all with
+                                MPI_IN_PLACE: the copy of recvbuf it sends from (count elements) */
     MPI_Request *reqs;       /* room for the most messages of a step */
     size_t nsteps;
     dc_step *steps;
@@ -92,6 +94,22 @@ typedef struct dc_plan {
 dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
                        int from_send, char *err, size_t errlen);
 void dc_plan_free(dc_plan *plan);
+
+/* ---- the all-to-all layout (dc_alltoall.c; runtime/program.py, compile_alltoall) ------------------------------ */
+typedef struct dc_a2a {
+    int rank;
+    int64_t n, k, m, count;  /* N ranks, k blocks per pair, m = count / N elements per pair, count: one sendbuf */
+    int64_t nblocks, nall;   /* N^2 k data blocks; data and scratch blocks */
+    const int64_t *bounds;   /* dc_boundaries */
+    int64_t *roff;           /* per block outside the rank's send and receive parts: its offset in the scratch
+                                region (blocks it relays, scratch blocks, in block order); -1 if never touched */
+} dc_a2a;
+/* Walk the rank's section and lay out the blocks outside its send and receive parts that it touches (a->roff,
+ * allocated here); the scratch region's length in elements, or -1 when out of memory. */
+int64_t dc_a2a_layout(const dc_program *p, dc_a2a *a);
+/* Where coordinate element x lies on the rank: region (0 recvbuf, 1 scratch, 2 sendbuf) and offset; returns the
+ * end of its block (the coordinate element where the next run starts). */
+int64_t dc_a2a_place(const dc_a2a *a, int64_t x, int *region, int64_t *off);
 
 /* ---- reductions ----------------------------------------------------------------------------------------------- */
 typedef void (*dc_reduce_fn)(void *restrict inout, const void *restrict in, size_t n);

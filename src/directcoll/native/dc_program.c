@@ -110,6 +110,8 @@ dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
         p->nblocks > INT32_MAX || p->nscratch > INT32_MAX ||
         p->denominator > INT64_MAX / ((int64_t)p->nblocks + p->nscratch) / 2 || (uint64_t)(c.end - c.p) < name_len)
         FAIL("%s: a bad header", path);
+    if (p->collective == DC_ALLTOALL && p->nblocks % (p->nranks * p->nranks) != 0)
+        FAIL("%s: an all-to-all program of %u blocks for %u ranks (not k N^2)", path, p->nblocks, p->nranks);
     p->name = malloc(name_len + 1u);
     if (!p->name) FAIL("out of memory");
     memcpy(p->name, c.p, name_len);
@@ -155,7 +157,15 @@ static int64_t round_half_up(double v) { return (int64_t)floor(v + 0.5); }
 
 void dc_boundaries(const dc_program *p, int64_t count, int64_t *bounds) {
     const int64_t nb = p->nblocks, ns = p->nscratch;
-    if (p->owner == NULL) {
+    if (p->collective == DC_ALLTOALL) {  /* count: one rank's sendbuf; every pair's k blocks split its m elements */
+        const int64_t n = p->nranks, k = nb / (n * n), m = count / n;
+        bounds[0] = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t j = b % k;
+            bounds[b + 1] = bounds[b] + round_half_up((double)((j + 1) * m) / (double)k) -
+                            round_half_up((double)(j * m) / (double)k);
+        }
+    } else if (p->owner == NULL) {
         for (int64_t i = 0; i <= nb; i++) bounds[i] = round_half_up((double)(i * count) / (double)nb);
     } else {  /* every rank's blocks add up to its MPI block of count / N elements */
         const int64_t per = count / p->nranks;
@@ -214,7 +224,21 @@ static int push(segvec *s, int region, int64_t off, int64_t len) {
 typedef struct {
     int64_t count, nblocks;
     const int64_t *bounds, *ustart;
+    const dc_a2a *a2a;       /* all-to-all: its layout (dc_alltoall.c), else NULL */
 } layout;
+
+/* an all-to-all run [a, a + len) of the coordinate as runs of the sendbuf (region 2), the recvbuf (region 0) and
+ * the scratch region (1), cut at block boundaries */
+static int push_a2a(segvec *s, const dc_a2a *A, int64_t a, int64_t len) {
+    for (int64_t x = a, end = a + len; x < end;) {
+        int region = 0;
+        int64_t off = 0, stop = dc_a2a_place(A, x, &region, &off);
+        stop = stop < end ? stop : end;
+        if (stop <= x || push(s, region, off, stop - x) != 0) return -1;
+        x = stop;
+    }
+    return 0;
+}
 
 /* the work-buffer run [a, a + len) as runs of the user's buffer (region 0) and of the scratch blocks (region 1) */
 static int push_work(segvec *s, const layout *L, int64_t a, int64_t len) {
@@ -336,17 +360,23 @@ static int outside_part(void *arg, int64_t a, int64_t b, int inside) {
     return push(w->out, 0, a, b - a);
 }
 
+static int push_any(segvec *s, const layout *L, int64_t a, int64_t len) {
+    return L->a2a ? push_a2a(s, L->a2a, a, len) : push_work(s, L, a, len);
+}
+
 dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
                        int from_send, char *err, size_t errlen) {
     const size_t nbound = (size_t)p->nblocks + p->nscratch + 1;
     int64_t *bounds = malloc(nbound * sizeof *bounds), *ustart = NULL;
+    const int a2a = p->collective == DC_ALLTOALL;
+    dc_a2a A = {0};
     dc_plan *plan = calloc(1, sizeof *plan);
     span *reads = NULL;
     size_t nreads = 0, reads_cap = 0;
     dc_ivset written = {0}, copied = {0}, reduced = {0};  /* from_send: recvbuf's cells written so far, this step */
     if (!bounds || !plan) FAIL("out of memory");
     plan->from_send = from_send;
-    if (p->owner && count % p->nranks) FAIL("%lld elements do not split into %u MPI blocks", (long long)count,
+    if ((p->owner || a2a) && count % p->nranks) FAIL("%lld elements do not split into %u MPI blocks", (long long)count,
                                             p->nranks);
     dc_boundaries(p, count, bounds);
     plan->program = p;
@@ -368,7 +398,13 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
         }
         free(next);
     }
-    const layout L = {count, p->nblocks, bounds, ustart};
+    if (a2a) {
+        if (from_send) FAIL("an all-to-all plan reads its sendbuf as a region of its own");
+        A = (dc_a2a){rank, p->nranks, p->nblocks / ((int64_t)p->nranks * p->nranks), count / p->nranks, count,
+                     p->nblocks, (int64_t)nbound - 1, bounds, NULL};
+        if ((plan->scratch_elems = dc_a2a_layout(p, &A)) < 0) FAIL("out of memory");
+    }
+    const layout L = {count, p->nblocks, bounds, ustart, a2a ? &A : NULL};
     plan->nsteps = p->nsteps;
     plan->steps = calloc(p->nsteps ? p->nsteps : 1, sizeof *plan->steps);
     if (!plan->steps) FAIL("out of memory");
@@ -392,7 +428,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                 dc_msg *m = &lists[kind][*kept];
                 m->peer = kind < 2 ? (int)rd32(&c) : rank;
                 m->op = kind > 0 ? (int)rd32(&c) : DC_COPY;
-                if (m->op == DC_REDUCE && p->collective == DC_ALLGATHER) FAIL("an allgather program that reduces");
+                if (m->op == DC_REDUCE && (p->collective == DC_ALLGATHER || a2a)) FAIL("a copying program that reduces");
                 m->type = MPI_DATATYPE_NULL;
                 uint32_t np = rd32(&c);
                 segvec src = {0}, dst = {0};
@@ -401,8 +437,8 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                     int64_t a = dc_element(p, bounds, xa), b = dc_element(p, bounds, xb);
                     if (b <= a) continue;
                     m->len += b - a;
-                    if ((kind != 1 && push_work(&src, &L, a, b - a) != 0) ||
-                        (kind && push_work(&dst, &L, dc_element(p, bounds, xd), b - a) != 0)) {
+                    if ((kind != 1 && push_any(&src, &L, a, b - a) != 0) ||
+                        (kind && push_any(&dst, &L, dc_element(p, bounds, xd), b - a) != 0)) {
                         free(src.v);
                         free(dst.v);
                         FAIL("out of memory");
@@ -413,6 +449,13 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                     free(dst.v);
                     memset(m, 0, sizeof *m);
                     continue;
+                }
+                for (size_t g = 0; g < dst.n; g++) {
+                    if (dst.v[g].region == 2) {  /* the sendbuf is the user's, read only */
+                        free(src.v);
+                        free(dst.v);
+                        FAIL("an all-to-all program that writes into a rank's own send part");
+                    }
                 }
                 if (from_send && kind != 1 && split_reads(&src, &written) != 0) {
                     free(dst.v);
@@ -487,6 +530,11 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
         plan->final = final.v;
         plan->nfinal = final.n;
     }
+    if (a2a && count > 0) {  /* the diagonal pair (rank, rank): from sendbuf to recvbuf, same offset */
+        if (!(plan->final = malloc(sizeof *plan->final))) FAIL("out of memory");
+        plan->final[0] = (dc_seg){0, (int64_t)rank * A.m, A.m};
+        plan->nfinal = 1;
+    }
     if (!c.ok) FAIL("the program ended early");
     size_t most = 1;
     for (size_t t = 0; t < plan->nsteps; t++)
@@ -497,10 +545,12 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     plan->stage = malloc((size_t)(plan->stage_elems ? plan->stage_elems : 1) * (size_t)extent);
     if (!plan->scratch || !plan->stage) FAIL("out of memory for %lld scratch and %lld staging elements",
                                              (long long)plan->scratch_elems, (long long)plan->stage_elems);
-    if (p->collective == DC_REDUCE_SCATTER && !(plan->work = malloc((size_t)(count ? count : 1) * (size_t)extent)))
+    if ((p->collective == DC_REDUCE_SCATTER || a2a) &&
+        !(plan->work = malloc((size_t)(count ? count : 1) * (size_t)extent)))
         FAIL("out of memory for a work copy of %lld elements", (long long)count);
     free(bounds);
     free(ustart);
+    free(A.roff);
     free(reads);
     dc_iv_free(&written);
     dc_iv_free(&copied);
@@ -509,6 +559,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
 fail:
     free(bounds);
     free(ustart);
+    free(A.roff);
     free(reads);
     dc_iv_free(&written);
     dc_iv_free(&copied);

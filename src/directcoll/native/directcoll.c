@@ -3,8 +3,8 @@
  *
  *   LD_PRELOAD=$(directcoll native lib) DIRECTCOLL_SCHEDULES=tuning.json mpiexec -n 4 ./app
  *
- * MPI_Allreduce runs the program the tuning table names for the communicator's size and the call's bytes; every
- * other call falls through to PMPI_Allreduce: user-defined ops, derived or unsupported datatypes,
+ * MPI_Allreduce (and MPI_Reduce_scatter_block, MPI_Allgather, MPI_Alltoall) runs the program the tuning table names
+ * for the communicator's size and the call's bytes; every other call falls through to the PMPI_ call: user-defined ops, derived or unsupported datatypes,
  * intercommunicators, sizes no entry covers. DIRECTCOLL_DEBUG=1 logs one line per call to stderr.
  *
  * State: one configuration, read once (pthread_once) and never written again; everything per communicator lives in
@@ -379,6 +379,31 @@ DC_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
         memcpy((char *)recvbuf + (size_t)c.rank * (size_t)recvcount * (size_t)c.extent, sendbuf,
                (size_t)recvcount * (size_t)c.extent);
     return execute(c.state, c.plan, recvbuf, NULL, NULL);
+}
+
+/* MPI_Alltoall: the schedule reads sendbuf (its send part; with MPI_IN_PLACE a copy of recvbuf kept in the plan),
+ * writes recvbuf (its receive part) and relays through the plan's scratch; its own block is copied at the end.
+ * Copies only: any predefined basic datatype the reductions know. Bytes: one rank's send buffer. */
+DC_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm) {
+    call c;
+    const char *tname = NULL;
+    begin(&c, "MPI_Alltoall", comm, recvcount, recvtype, NULL);
+    if (c.why) { /* set */ }
+    else if (!dc_known_type(recvtype, &tname)) c.why = "a derived, non-contiguous or unsupported datatype";
+    else if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount))
+        c.why = "sendcount and sendtype differ from recvcount and recvtype";
+    else if (sendbuf == recvbuf && recvcount > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    int64_t total = (int64_t)recvcount * c.size;
+    choose(&c, DC_ALLTOALL, comm, total, c.bytes * c.size, 0);
+    log_call(&c);
+    if (c.why) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    const void *from = sendbuf;
+    if (sendbuf == MPI_IN_PLACE) {
+        if (total > 0) memcpy(c.plan->work, recvbuf, (size_t)total * (size_t)c.extent);
+        from = c.plan->work;
+    }
+    return execute(c.state, c.plan, recvbuf, from, NULL);
 }
 
 DC_EXPORT int MPI_Finalize(void) {

@@ -1,0 +1,419 @@
+"""Tuning tables for libdirectcoll (``DIRECTCOLL_SCHEDULES``) and the OSU-style benchmark that measures them.
+
+:func:`model_table` writes the step model's winner per size (:func:`directcoll.reports.compare.compare` with the
+default contenders), each compiled as a program file next to the table; :func:`measured_table` runs every
+candidate through the library on real ranks against the MPI library's own collective in the same runs
+(:func:`run_bench`) and keeps the fastest per size, leaving the sizes where the MPI library wins to it (no entry:
+the call falls through), so the table is never slower than the MPI library on the machine it was measured on.
+
+Byte ranges: a winner at size s_i covers the bytes from just above the geometric midpoint sqrt(s_(i-1) s_i) of
+it and the size below (0 for the smallest size) up to the geometric midpoint sqrt(s_i s_(i+1)) with the size
+above, rounded down (no upper bound for the largest size); consecutive sizes with the same winner merge into one
+entry.
+
+Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 items 4 and 7.
+
+>>> byte_ranges([8, 1024, 1 << 20])
+[(0, 90), (91, 32768), (32769, None)]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from directcoll.errors import DirectcollError, ScheduleError, UnsupportedShapeError
+from directcoll.resources import cached_build
+from directcoll.runtime.native import find_mpicc, library_path, mpi_identity, write_program
+from directcoll.schedule.ir import Collective
+
+#: the collectives libdirectcoll serves (the tuning table's collective names)
+SERVED = ("allreduce", "reduce_scatter", "allgather", "alltoall")
+#: seconds of each timed round of the benchmark (5 rounds per size and side)
+ROUND_SECONDS = 0.2
+
+
+def byte_ranges(sizes) -> list[tuple[int, int | None]]:
+    """The inclusive byte range each of ``sizes`` (ascending) covers in a table: from just above the geometric
+    midpoint with the size below (0 for the first) to the geometric midpoint with the size above, rounded down
+    (None, unbounded, for the last).
+
+    Returns:
+        A list of (min_bytes, max_bytes or None), one per size, contiguous and disjoint.
+
+    Raises:
+        DirectcollError: sizes not positive and strictly ascending.
+
+    Source: docs/runtime.md, "Tuning and benchmarks" (the byte-range rule).
+
+    >>> byte_ranges([64])
+    [(0, None)]
+    """
+    sizes = [float(s) for s in sizes]
+    if not sizes or any(s <= 0 for s in sizes) or any(b <= a for a, b in zip(sizes, sizes[1:], strict=False)):
+        raise DirectcollError(f"tuning sizes must be positive and ascending, got {sizes}")
+    tops = [math.floor(math.sqrt(a * b)) for a, b in zip(sizes, sizes[1:], strict=False)]
+    return [(0 if i == 0 else tops[i - 1] + 1, tops[i] if i < len(tops) else None) for i in range(len(sizes))]
+
+
+def table_entries(collective: str, ranks: int, sizes, winners: list[str | None]) -> list[dict]:
+    """Table entries of ``winners`` (a program file name per size, None where the MPI library wins): one entry per
+    run of consecutive sizes with the same program, its bytes from :func:`byte_ranges`; none where None.
+
+    Returns:
+        A list of {collective, ranks, min_bytes, max_bytes, program} dicts.
+
+    Raises:
+        DirectcollError: bad sizes (:func:`byte_ranges`) or not one winner per size.
+
+    Source: docs/runtime.md, "Tuning and benchmarks".
+
+    >>> [(e["min_bytes"], e["max_bytes"], e["program"]) for e in table_entries("allreduce", 2, [8, 64, 4096],
+    ...                                                                       ["a.dcp", "a.dcp", None])]
+    [(0, 512, 'a.dcp')]
+    """
+    ranges = byte_ranges(sizes)
+    if len(winners) != len(ranges):
+        raise DirectcollError(f"{len(winners)} winners for {len(ranges)} sizes")
+    out: list[dict] = []
+    for i, (program, (lo, hi)) in enumerate(zip(winners, ranges, strict=True)):
+        if program is None:
+            continue
+        if out and winners[i - 1] == program:
+            out[-1]["max_bytes"] = hi
+        else:
+            out.append({"collective": collective, "ranks": ranks, "min_bytes": lo, "max_bytes": hi,
+                        "program": program})
+    return out
+
+
+def _program_name(stem: str, algorithm: str, variant: str) -> str:
+    label = f"{algorithm}-{variant}" if variant else algorithm
+    return f"{stem}-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in label) + ".dcp"
+
+
+def _build(topology, collective: str, contender: tuple):
+    from directcoll.registry import build
+
+    _family, name, variant, *extra = contender
+    return build(name, topology, collective, variant=variant, **(extra[0] if extra else {}))
+
+
+def _label(contender: tuple) -> str | None:
+    options = contender[3] if len(contender) > 3 else {}
+    return (f"r={options['r']}" if "r" in options else f"P={options['chunks']}" if "chunks" in options else None)
+
+
+def _contender_of(entry, contenders: list[tuple]) -> tuple | None:
+    """The contender tuple of a :class:`~directcoll.reports.compare.Entry` (compare labels built options r=k, P=k
+    and a variant None by the variant the schedule records)."""
+    mine = [c for c in contenders if c[1] == entry.algorithm]
+    for c in mine:
+        if _label(c) == entry.variant or (_label(c) is None and c[2] == entry.variant):
+            return c
+    return next((c for c in mine if _label(c) is None and c[2] is None), None)
+
+
+def _check(topology, collective: str, ranks: int | None) -> tuple[str, int]:
+    coll = Collective.parse(collective).value
+    if coll not in SERVED:
+        raise DirectcollError(f"libdirectcoll serves {', '.join(SERVED)}, not {coll}")
+    n = topology.num_compute
+    if ranks is not None and ranks != n:
+        raise DirectcollError(f"--ranks {ranks}: {topology.spec} has {n} ranks; give a network of {ranks} ranks")
+    return coll, n
+
+
+def model_table(topology, output, *, collective: str = "allreduce", sizes=None, params=None, ranks=None,
+                routing: str = "adaptive") -> dict:
+    """Write the tuning table ``output`` (JSON) of the step model's winner per size on ``topology``, each winner
+    compiled (verified) as a program file next to it (``STEM-ALGORITHM-VARIANT.dcp``); a winner that cannot be
+    compiled gives way to the next fastest.
+
+    Args:
+        topology: the network (its compute nodes are the ranks); output: the table's path.
+        collective: allreduce, reduce_scatter or allgather; sizes: bytes (default 8 B, 1 KiB, ... 64 MiB);
+        params: :class:`~directcoll.simulate.params.NetworkParams`; ranks: must equal the topology's ranks.
+
+    Returns:
+        The table written: {directcoll_tuning, source "model", network, collective, ranks, sizes, winners,
+        entries}.
+
+    Raises:
+        DirectcollError: an all-to-all collective, ``ranks`` other than the topology's, bad sizes, no contender
+            that compiles; what :func:`~directcoll.reports.compare.compare` raises.
+
+    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4.
+
+    >>> import os, tempfile
+    >>> from directcoll.topology import parse
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     t = model_table(parse("ring:4"), os.path.join(tmp, "t.json"), sizes=[8, 1 << 26])
+    ...     sorted(os.listdir(tmp))[-1], t["entries"][0]["min_bytes"], t["entries"][-1]["max_bytes"]
+    ('t.json', 0, None)
+    """
+    from directcoll.reports.compare import compare
+    from directcoll.reports.contenders import default_contenders
+
+    coll, n = _check(topology, collective, ranks)
+    sizes = sorted({int(s) for s in (sizes if sizes is not None else [8 << (3 * k) for k in range(9)])})
+    byte_ranges(sizes)
+    output = Path(output)
+    contenders = default_contenders(topology, coll)
+    cmp = compare(topology, coll, sizes, params, routing, contenders=contenders)
+    compiled: dict[tuple, str | None] = {}
+    winners = []
+    for j in range(len(sizes)):
+        for entry in sorted(cmp.entries, key=lambda e: e.times[j]):
+            c = _contender_of(entry, contenders)
+            if c is None:
+                continue
+            key = (c[1], c[2], tuple(sorted((c[3] if len(c) > 3 else {}).items())))
+            if key not in compiled:
+                name = _program_name(output.stem, entry.algorithm, entry.variant)
+                try:
+                    write_program(_build(topology, coll, c), output.parent / name)
+                    compiled[key] = name
+                except (ScheduleError, UnsupportedShapeError):
+                    compiled[key] = None
+            if compiled[key]:
+                winners.append(compiled[key])
+                break
+        else:
+            raise DirectcollError(f"no contender on {topology.spec} compiles into a program at {sizes[j]} bytes")
+    table = {"directcoll_tuning": 1, "source": "model", "network": topology.spec, "collective": coll, "ranks": n,
+             "sizes": sizes, "winners": winners, "entries": table_entries(coll, n, sizes, winners)}
+    output.write_text(json.dumps(table, indent=1) + "\n")
+    return table
+
+
+# -- the benchmark ---------------------------------------------------------------------------------------------
+def bench_path(mpicc: list[str] | None = None) -> Path:
+    """The benchmark program ``directcoll_bench`` (``directcoll/native/directcoll_bench.c``), built with the MPI
+    compiler wrapper on first use and cached like the library.
+
+    Returns:
+        The executable's path.
+
+    Raises:
+        MissingDependencyError: no MPI compiler wrapper; DirectcollError: the build failed.
+
+    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 7.
+    """
+    mpicc = mpicc or find_mpicc()
+    source = resources.files("directcoll").joinpath("native", "directcoll_bench.c").read_bytes()
+    show, version = mpi_identity(mpicc)
+
+    def build(tmp: Path, out: Path) -> None:
+        (tmp / "directcoll_bench.c").write_bytes(source)
+        cmd = [*mpicc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+               str(tmp / "directcoll_bench.c")]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise DirectcollError("building directcoll_bench failed:\n" + "\n".join(done.stderr.splitlines()[-15:]))
+
+    return cached_build("directcoll-bench", source + (show + version).encode(), build)
+
+
+def find_mpiexec(mpicc: list[str] | None = None) -> str:
+    """``mpiexec`` beside the MPI compiler wrapper (the same MPI), else on ``PATH``.
+
+    Returns:
+        Its path.
+
+    Raises:
+        MissingDependencyError: none found.
+
+    Source: docs/runtime.md, "Tuning and benchmarks".
+    """
+    from directcoll.errors import MissingDependencyError
+    from directcoll.runtime.native import INSTALL_HINT
+
+    mpicc = mpicc or find_mpicc()
+    exe = shutil.which("mpiexec", path=os.path.dirname(mpicc[0])) or shutil.which("mpiexec")
+    if not exe:
+        raise MissingDependencyError(f"no mpiexec beside {mpicc[0]} or on PATH; {INSTALL_HINT}")
+    return exe
+
+
+def parse_bench(text: str) -> dict[int, tuple[float, float | None]]:
+    """The rows of :func:`run_bench`'s output: size -> (first latency column, second or None), in seconds.
+
+    Returns:
+        A dict of int -> (float, float or None).
+
+    Raises:
+        DirectcollError: a row that is not numbers.
+
+    Source: the OSU micro-benchmarks' output format.
+
+    >>> parse_bench("# OSU MPI Allreduce Latency Test\\n# Size  Avg Latency(us)  directcoll(us)\\n8  0.25  1.5\\n")
+    {8: (2.5e-07, 1.5e-06)}
+    """
+    out = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or line.lstrip().startswith("#"):
+            continue
+        try:
+            values = [float(f) * 1e-6 for f in fields[1:3]]
+            out[int(fields[0])] = (values[0], values[1] if len(values) > 1 else None)
+        except (ValueError, IndexError) as exc:
+            raise DirectcollError(f"directcoll_bench printed {line!r}, not 'SIZE LATENCY_US ...'") from exc
+    return out
+
+
+def check_table(path, *, collective: str | None = None, ranks: int | None = None) -> list[dict]:
+    """Check the tuning table at ``path`` as libdirectcoll will read it: a list of entries or an object with
+    ``entries``, each program readable (:func:`~directcoll.runtime.native.program_info`, relative to the table's
+    folder) and of its entry's collective and ranks; with ``collective`` and ``ranks``, at least one entry for them.
+
+    Returns:
+        The entries.
+
+    Raises:
+        DirectcollError: an unreadable table, or an entry the library would skip (so its calls would fall through
+            and a benchmark would time the MPI library twice), naming it.
+
+    Source: docs/runtime.md, "The native runtime" (the tuning table).
+
+    >>> check_table("no/such/table.json")
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: cannot read the tuning table 'no/such/table.json': No such file or directory
+    """
+    from directcoll.runtime.native import program_info
+
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise DirectcollError(f"cannot read the tuning table {str(path)!r}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise DirectcollError(f"the tuning table {str(path)!r} is not JSON: {exc}") from exc
+    entries = doc.get("entries") if isinstance(doc, dict) else doc
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise DirectcollError(f"the tuning table {str(path)!r} is not a list of entries (or an object with one)")
+    for i, e in enumerate(entries):
+        program = path.parent / str(e.get("program", ""))
+        try:
+            info = program_info(program.read_bytes())
+        except (OSError, DirectcollError) as exc:
+            raise DirectcollError(f"{path} entry {i}: program {str(program)!r}: {getattr(exc, 'strerror', None) or exc}"
+                                  ) from exc
+        if (info["collective"], info["ranks"]) != (e.get("collective"), e.get("ranks")):
+            raise DirectcollError(f"{path} entry {i}: {program} holds a {info['collective']} program for "
+                                  f"{info['ranks']} ranks, the entry says {e.get('collective')} on {e.get('ranks')}")
+    if collective is not None and not any(e.get("collective") == collective and e.get("ranks") == ranks
+                                          for e in entries):
+        raise DirectcollError(f"the tuning table {str(path)!r} has no entry for {collective} on {ranks} ranks")
+    return entries
+
+
+def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "both", table=None,
+              round_seconds: float = ROUND_SECONDS, timeout: float = 1800.0) -> str:
+    """Run ``directcoll_bench`` on ``ranks`` ranks of this machine (``mpiexec -n``) at ``sizes`` (bytes, as OSU
+    prints them), under ``LD_PRELOAD`` of libdirectcoll with the tuning table ``table`` when given.
+
+    Returns:
+        Its output in the OSU micro-benchmarks' format (with ``impl="both"``: the MPI library's "Avg Latency(us)"
+        and a "directcoll(us)" column, from the same run).
+
+    Raises:
+        MissingDependencyError: no MPI; DirectcollError: a bad ``impl``, a table :func:`check_table` refuses, or
+            the run failed (its last lines).
+
+    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 7.
+    """
+    if impl not in ("native", "ours", "both"):
+        raise DirectcollError(f"impl must be native, ours or both, got {impl!r}")
+    mpicc = find_mpicc()
+    cmd = [find_mpiexec(mpicc), "-n", str(int(ranks)), str(bench_path(mpicc)), Collective.parse(collective).value,
+           impl, repr(float(round_seconds)), *[str(int(s)) for s in sizes]]
+    env = {k: v for k, v in os.environ.items() if k not in ("DIRECTCOLL_SCHEDULES", "DIRECTCOLL_DEBUG")}
+    if table is not None and impl != "native":
+        check_table(table, collective=Collective.parse(collective).value, ranks=int(ranks))
+    if table is not None:
+        env["LD_PRELOAD"] = str(library_path(mpicc))
+        env["DIRECTCOLL_SCHEDULES"] = str(Path(table).resolve())
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as exc:
+        raise DirectcollError(f"directcoll_bench on {ranks} ranks ran past {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        raise DirectcollError(f"directcoll_bench on {ranks} ranks failed (status {done.returncode}):\n"
+                              + "\n".join((done.stderr or done.stdout).strip().splitlines()[-10:]))
+    return done.stdout
+
+
+def measured_table(topology, output, *, collective: str = "allreduce", sizes=None, ranks=None,
+                   round_seconds: float = ROUND_SECONDS, progress=None) -> dict:
+    """Write the tuning table ``output`` from measurements: every default contender that compiles is run through
+    libdirectcoll on the topology's ranks of this machine with the MPI library's own collective in the same run
+    (:func:`run_bench`, one run per candidate); per size the fastest wins, and where the MPI library is fastest
+    (its best time over the runs) there is no entry, so the call falls through to it.
+
+    Returns:
+        The table written, as :func:`model_table`'s with source "measured", ``winners`` None where the MPI library
+        won, and ``times``: {candidate program or "mpi": seconds per size}.
+
+    Raises:
+        What :func:`model_table` and :func:`run_bench` raise.
+
+    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4 (``--measure``).
+    """
+    from directcoll.reports.contenders import default_contenders
+
+    coll, n = _check(topology, collective, ranks)
+    sizes = sorted({int(s) for s in (sizes if sizes is not None else [8 << (3 * k) for k in range(9)])})
+    byte_ranges(sizes)
+    output = Path(output)
+    times: dict[str, list[float]] = {"mpi": [math.inf] * len(sizes)}
+    with tempfile.TemporaryDirectory(prefix="directcoll-tune-") as tmp:
+        candidates = []
+        for c in default_contenders(topology, coll):
+            try:
+                sched = _build(topology, coll, c)
+                name = _program_name(output.stem, sched.algorithm, _label(c) or sched.meta.get("variant") or "")
+                write_program(sched, Path(tmp) / name)
+            except (ScheduleError, UnsupportedShapeError):
+                continue
+            if name not in times:
+                candidates.append(name)
+                times[name] = [math.inf] * len(sizes)
+        for i, name in enumerate(candidates):
+            if progress:
+                progress(i, len(candidates), name)
+            table = Path(tmp) / "one.json"
+            table.write_text(json.dumps([{"collective": coll, "ranks": n, "program": name}]))
+            per = n if coll in ("allgather", "alltoall") else 1  # the bench takes OSU's sizes: per rank there
+            rows = parse_bench(run_bench(n, [max(1, s // per) for s in sizes], collective=coll, table=table,
+                                         round_seconds=round_seconds))
+            for j, (mpi, ours) in enumerate(_rows_in_order(rows, len(sizes))):
+                times["mpi"][j] = min(times["mpi"][j], mpi)
+                times[name][j] = ours if ours is not None else math.inf
+        winners = []
+        for j in range(len(sizes)):
+            best = min(times, key=lambda k: times[k][j])
+            winners.append(None if best == "mpi" else best)
+        for name in set(w for w in winners if w):
+            shutil.copyfile(Path(tmp) / name, output.parent / name)
+    table = {"directcoll_tuning": 1, "source": "measured", "network": topology.spec, "collective": coll, "ranks": n,
+             "sizes": sizes, "winners": winners,
+             "times": {k: [None if math.isinf(t) else t for t in v] for k, v in times.items()},
+             "entries": table_entries(coll, n, sizes, winners)}
+    output.write_text(json.dumps(table, indent=1) + "\n")
+    return table
+
+
+def _rows_in_order(rows: dict, count: int) -> list[tuple[float, float | None]]:
+    """The bench's rows in size order (it prints the bytes it ran, which may round the sizes asked for)."""
+    if len(rows) != count:
+        raise DirectcollError(f"directcoll_bench printed {len(rows)} rows for {count} sizes")
+    return [rows[k] for k in sorted(rows)]
