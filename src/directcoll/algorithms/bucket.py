@@ -196,6 +196,15 @@ def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str |
     steps: list[tuple] = []
     keys: dict[tuple, int] = {}
     rs_sequence = []
+    neighbour: dict[tuple[int, int], np.ndarray] = {}  # (dim, direction) -> every rank's neighbour there
+
+    def step_to(dim: int, direction: int) -> np.ndarray:
+        if (dim, direction) not in neighbour:
+            nbr = coords.copy()
+            nbr[:, dim] = (nbr[:, dim] + direction) % shape[dim]
+            neighbour[dim, direction] = np.ravel_multi_index(tuple(nbr.T), shape)
+        return neighbour[dim, direction]
+
     for k in range(ndim):
         for t in range(dmax - 1):
             active = tuple(i for i, (c, _) in enumerate(instances) if shape[(c + k) % ndim] - 1 > t)
@@ -204,10 +213,8 @@ def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str |
                 for i in active:
                     c, direction = instances[i]
                     dims = [(c + j) % ndim for j in range(k + 1)]
-                    nbr = coords.copy()
-                    nbr[:, dims[-1]] = (nbr[:, dims[-1]] + direction) % shape[dims[-1]]
                     src.append(np.arange(n))
-                    dst.append(np.ravel_multi_index(tuple(nbr.T), shape))
+                    dst.append(step_to(dims[-1], direction))
                     size.append(np.full(n, part / np.prod([shape[w] for w in dims])))
                 keys[(k, active)] = len(steps)
                 empty = np.zeros(0, dtype=np.int64)

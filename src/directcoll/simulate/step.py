@@ -30,7 +30,7 @@ from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import route_entries
+from directcoll.topology.routing import RouteEntries, route_entries, route_pattern, uniform_offsets
 
 
 @dataclass(frozen=True)
@@ -253,17 +253,22 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
             np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
     bw, lat = link_values(topology, params)
-    entries = route_entries(topology, src, dst, routing, routes)
+    if params.host_injection:  # the network term is the slower of the links and the host's injection
+        sent = np.bincount(src, weights=size, minlength=n) / params.host_injection
+        recv = np.bincount(dst, weights=size, minlength=n) / params.host_injection
+    uniform = _uniform(topology, src, dst, size, reduce, bw, lat, routing) if routes is None and net.all() else None
+    if uniform is not None:  # one transfer per class stands for all (docs/simulation.md, "Symmetry")
+        src, dst, size, reduce, entries, loads = uniform
+    else:
+        entries = route_entries(topology, src, dst, routing, routes)
+        loads = entries.loads(size, topology.num_links)
     idx, link, share = entries.transfer, entries.link, entries.share
-    loads = entries.loads(size, topology.num_links)
     ratio = loads / bw
     starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
     slope = np.maximum.reduceat(ratio[link], starts)
     hops = np.add.reduceat(share, starts)
     latency = params.alpha + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
-    if params.host_injection:  # the network term is the slower of the links and the host's injection
-        sent = np.bincount(src, weights=size, minlength=n) / params.host_injection
-        recv = np.bincount(dst, weights=size, minlength=n) / params.host_injection
+    if params.host_injection:
         slope = np.maximum(slope, np.maximum(sent[src], recv[dst]))
     terms = None
     header, saf = params.packet_header, params.forwarding == "store-and-forward"
@@ -282,6 +287,31 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     rows = np.unique(np.column_stack([latency, slope, terms]), axis=0)   # symmetric steps: a few classes
     packets = PacketTerms(*(rows[:, j] for j in range(2, 6)), params.packet_size)
     return StepLines(rows[:, 0], rows[:, 1], float(loads[top]), top, float(hops.max()), packets)
+
+
+def _uniform(topology: Topology, src, dst, size, reduce, bw, lat, routing: str):
+    """A translation-invariant step on a Cayley topology whose links' bandwidths and latencies repeat at every
+    node (:func:`~directcoll.topology.routing.uniform_offsets`): one representative transfer 0 -> o_j per class
+    j, its route with every link folded onto node 0's link of the same port (which carries the same load, by
+    symmetry), and the link loads (node 0's links; the others are translates). None when not invariant."""
+    offsets = uniform_offsets(topology, src, dst)
+    v, k = topology.num_nodes, len(topology.port_offsets) if topology.is_cayley else 0
+    if offsets is None or topology.num_links != v * k:
+        return None
+    c = len(offsets)
+    size, reduce = size.reshape(c, v), reduce.reshape(c, v)
+    if not ((size == size[:, :1]).all() and (reduce == reduce[:, :1]).all()):
+        return None
+    if not ((bw.reshape(v, k) == bw[:k]).all() and (lat.reshape(v, k) == lat[:k]).all()):
+        return None
+    routes = [route_pattern(topology, 0, int(o), routing) for o in offsets]
+    count = np.array([len(pl) for pl, _ in routes], dtype=np.int64)
+    link = np.concatenate([pl % k for pl, _ in routes])
+    share = np.concatenate([ps for _, ps in routes])
+    transfer = np.repeat(np.arange(c, dtype=np.int64), count)
+    entries = RouteEntries(transfer, link, share)
+    return (np.zeros(c, dtype=np.int64), offsets, size[:, 0].copy(), reduce[:, 0].copy(), entries,
+            entries.loads(size[:, 0], topology.num_links))
 
 
 def simulate(schedule: Schedule | StepPattern, topology: Topology, params: NetworkParams | None = None,

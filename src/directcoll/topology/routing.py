@@ -22,9 +22,11 @@ Two views of the same routing, both columnar (no Python object per transfer):
   accumulation), one BFS per source instead of two per pair.
 
 On Cayley topologies (tori, rings, hypercubes, HyperX) the pattern of s -> t depends on t - s only, so one
-pattern per distinct offset is computed and translated to every source. The cost is (transfers x links in the
-pattern): 65,536 transfers along one dimension of a 128x128 torus route in 0.2 s, but antipodal transfers,
-whose minimal paths fill a whole 64x64 box, take tens of seconds.
+pattern per distinct offset is computed (from node 0's BFS alone: distances and path counts to t are node 0's
+to t - v) and translated to every source; on a HammingMesh one pattern per pair moved to board 0 is computed and
+moved to the source's board (:mod:`directcoll.topology.symmetry`; docs/simulation.md, "Symmetry"). The cost
+is (transfers x links in the pattern): 65,536 transfers along one dimension of a 128x128 torus route in 0.2 s,
+but antipodal transfers, whose minimal paths fill a whole 64x64 box, take tens of seconds.
 
 Source: DESIGN.md, "Cost and simulation" (minimal paths split evenly, dimension order as an option);
 docs/topology.md, "Metrics and routing"; Swing (De Sensi et al., NSDI'24) Sec. 2.2 and Sec. 6, "Routing Impact"
@@ -42,6 +44,7 @@ from directcoll.errors import TopologyError
 from directcoll.resources import check_memory
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import bfs_distances, check_bfs_work, path_counts, shortest_path_dag
+from directcoll.topology.symmetry import board_shifts
 
 #: Routing modes a transfer without an explicit route can be routed by.
 ROUTINGS = ("adaptive", "dor")
@@ -159,10 +162,48 @@ def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarra
     return links, np.ones(len(links))
 
 
+@lru_cache(maxsize=8)
+def _origin(topo: Topology):
+    """Cayley topologies: (distances from node 0, shortest-path counts from node 0, coordinates of every node),
+    or None when the node and link layout is not the translation-invariant one (then routes run their BFS)."""
+    v, k = topo.num_nodes, len(topo.port_offsets)
+    if topo.num_compute != v or topo.num_links != v * k or \
+            not np.array_equal(topo.link_src, np.repeat(np.arange(v, dtype=np.int64), k)):
+        return None
+    dist = bfs_distances(topo, [0])[0]
+    if (dist < 0).any():
+        return None
+    return dist, path_counts(topo, dist), topo.coords(np.arange(v))
+
+
+def _cayley_minimal_route(topo: Topology, dst: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`minimal_route` from node 0 on a Cayley topology without a BFS: the distance from v to ``dst`` and
+    the number of shortest paths between them are node 0's to ``dst - v`` (translation), so the links
+    (u, v) with d(0, u) + 1 + d(v, dst) = d(0, dst) and their shares sigma(u) sigma(dst - v) / sigma(dst) follow
+    from one BFS of node 0 (the same numbers :func:`minimal_route` computes, links in increasing order)."""
+    origin = _origin(topo)
+    if origin is None:
+        return None
+    dist, sigma, coords = origin
+    back = topo.node_at(coords[dst] - coords)           # dst - v for every node v
+    to_dst, total = dist[back], dist[dst]
+    cand = np.flatnonzero(dist + to_dst == total)        # nodes on a shortest path 0 -> dst
+    k = len(topo.port_offsets)
+    links = (cand[:, None] * k + np.arange(k)).ravel()
+    u, w = topo.link_src[links], topo.link_dst[links]
+    on = dist[u] + 1 + to_dst[w] == total
+    links, u, w = links[on], u[on], w[on]
+    return links.astype(np.int64), sigma[u] * sigma[back[w]] / sigma[dst]
+
+
 @lru_cache(maxsize=65536)
 def _route_cached(topo: Topology, src: int, dst: int, routing: str) -> tuple[np.ndarray, np.ndarray]:
     if routing == "dor":
         return dor_route(topo, src, dst)
+    if src == 0 and dst != 0 and topo.is_cayley and 0 <= dst < topo.num_nodes:
+        fast = _cayley_minimal_route(topo, dst)
+        if fast is not None:
+            return fast
     return minimal_route(topo, src, dst)
 
 
@@ -235,25 +276,109 @@ def _explicit(offsets, links, num_links: int, spec: str) -> RouteEntries:
     return RouteEntries(np.repeat(np.arange(len(counts)), counts), links, np.ones(len(links)))
 
 
+@lru_cache(maxsize=8)
+def _grid(topo: Topology) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
+    """Cayley topologies: (coordinates (V, D) of every node, the shape, the row-major strides), for translations
+    digit by digit without unravelling node ids again."""
+    shape = tuple(int(d) for d in topo.shape)
+    strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+    return topo.coords(np.arange(topo.num_compute)), shape, strides
+
+
+def _cayley_offset(topo: Topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """``topo.offset(src, dst)`` (the node id of dst - src), from the cached coordinates."""
+    coords, shape, strides = _grid(topo)
+    for nodes in (src, dst):
+        if len(nodes) and (nodes.min() < 0 or nodes.max() >= len(coords)):
+            raise TopologyError(f"{topo.spec}: compute node out of range 0..{len(coords) - 1}")
+    out = np.zeros(len(src), dtype=np.int64)
+    for d, (n, stride) in enumerate(zip(shape, strides, strict=True)):
+        out += (coords[dst, d] - coords[src, d]) % n * stride
+    return out
+
+
+def _cayley_translate_links(topo: Topology, pattern: np.ndarray, by: np.ndarray) -> np.ndarray:
+    """``topo.translate_links(pattern[None, :], by[:, None])`` (G, k), from the cached coordinates."""
+    coords, shape, strides = _grid(topo)
+    k = len(topo.port_offsets)
+    node, port = pattern // k, pattern % k
+    out = np.zeros((len(by), len(pattern)), dtype=np.int64)
+    for d, (n, stride) in enumerate(zip(shape, strides, strict=True)):
+        digit = coords[by, d][:, None] + coords[node, d][None, :]
+        digit[digit >= n] -= n
+        out += digit * (stride * k)
+    out += port[None, :]
+    return out
+
+
+def uniform_offsets(topo: Topology, src, dst) -> np.ndarray | None:
+    """The offsets of a translation-invariant set of transfers on a Cayley topology, or None.
+
+    The transfers are translation-invariant in the layout checked here when they are c blocks of V (the number
+    of nodes): in block j, every node s sends once, to ``s + o_j`` (in any order). Then every transfer of block j
+    is a translate of 0 -> o_j, and (routing being translation-invariant) the load of link ``u*K + p`` is the
+    same for every node u: one route per block gives the whole step (:func:`directcoll.simulate.step.step_lines`).
+
+    Returns:
+        int64 (c,): the offsets o_j (node ids of the group element), or None when the topology is not Cayley or
+        the transfers are not in that layout.
+
+    Raises:
+        Nothing: any other input gets None.
+
+    Source: docs/simulation.md, "Symmetry"; docs/topology.md, "Metrics and routing" (translation-invariant
+    routing of Cayley topologies).
+
+    >>> from directcoll.topology import parse
+    >>> r = np.arange(4)
+    >>> uniform_offsets(parse("ring:4"), np.r_[r, r], np.r_[(r + 1) % 4, (r + 3) % 4]).tolist()
+    [1, 3]
+    >>> uniform_offsets(parse("ring:4"), r, r ^ 1) is None
+    True
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    v = topo.num_nodes
+    if not topo.is_cayley or topo.num_compute != v or not len(src) or len(src) % v or len(dst) != len(src):
+        return None
+    blocks = len(src) // v
+    if src.min() < 0 or src.max() >= v or dst.min() < 0 or dst.max() >= v:
+        return None
+    block_of = np.repeat(np.arange(blocks, dtype=np.int64), v)
+    if not (np.bincount(block_of * v + src, minlength=blocks * v) == 1).all():  # every node once per block
+        return None
+    off = _cayley_offset(topo, src, dst).reshape(blocks, v)
+    if not (off == off[:, :1]).all():
+        return None
+    return off[:, 0].copy()
+
+
 def _groups(topo: Topology, src: np.ndarray, dst: np.ndarray, routing: str):
     """Transfers sharing one route pattern: Cayley topologies group by offset (the pattern from node 0),
-    others by (src, dst) pair. Yields (transfers (G,), pattern links (k,), pattern shares (k,))."""
+    HammingMeshes by the pair moved to board 0 (:mod:`directcoll.topology.symmetry`), others by (src, dst) pair.
+    Yields (transfers (G,), pattern links (k,), pattern shares (k,))."""
+    v = topo.num_nodes
     if topo.is_cayley:
-        off = topo.offset(src, dst)
-        for o in np.unique(off):
-            yield (np.flatnonzero(off == o), *route_pattern(topo, 0, int(o), routing))
+        src, dst = np.zeros_like(src), _cayley_offset(topo, src, dst)
     else:
-        v = topo.num_nodes
-        uniq, inverse = np.unique(src * v + dst, return_inverse=True)
-        for j, key in enumerate(uniq):
-            yield (np.flatnonzero(inverse == j), *route_pattern(topo, int(key // v), int(key % v), routing))
+        shifts = board_shifts(topo) if routing == "adaptive" else None
+        if shifts is not None:
+            board = shifts.board(src)
+            src, dst = shifts.move_nodes(src, board, sign=-1), shifts.move_nodes(dst, board, sign=-1)
+    uniq, inverse = np.unique(src * v + dst, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")  # transfers of one group together, in increasing order
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    for j, key in enumerate(uniq):
+        yield (order[bounds[j]: bounds[j + 1]], *route_pattern(topo, int(key // v), int(key % v), routing))
 
 
-def _placed(topo: Topology, src: np.ndarray, sel: np.ndarray, pattern: np.ndarray) -> np.ndarray:
+def _placed(topo: Topology, src: np.ndarray, sel: np.ndarray, pattern: np.ndarray, routing: str) -> np.ndarray:
     """(G * k,) the links of a group's pattern for each of its transfers, transfer-major (Cayley topologies:
-    translated from node 0 to each transfer's source)."""
+    translated from node 0 to each transfer's source; HammingMeshes: moved from board 0 to the source's board)."""
     if topo.is_cayley:
-        return topo.translate_links(pattern[None, :], src[sel][:, None]).ravel()
+        return _cayley_translate_links(topo, pattern, src[sel]).ravel()
+    shifts = board_shifts(topo) if routing == "adaptive" else None
+    if shifts is not None:
+        return shifts.move_links(pattern[None, :], shifts.board(src[sel])[:, None]).ravel()
     return np.tile(pattern, len(sel))
 
 
@@ -291,14 +416,19 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
             raise TopologyError("a transfer with an explicit route table has an empty route")
         return _explicit(*routes, topo.num_links, topo.spec)
     _check_routing(routing)
-    idx, link, share = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
-    for sel, pl, ps in _groups(topo, src, dst, routing):
-        idx.append(np.repeat(sel, len(pl)))
-        link.append(_placed(topo, src, sel, pl))
-        share.append(np.tile(ps, len(sel)))
-    idx = np.concatenate(idx)
-    order = np.argsort(idx, kind="stable")
-    return RouteEntries(idx[order], np.concatenate(link)[order], np.concatenate(share)[order])
+    groups = list(_groups(topo, src, dst, routing))
+    count = np.zeros(len(src), dtype=np.int64)
+    for sel, pl, _ in groups:
+        count[sel] = len(pl)
+    start = np.r_[0, np.cumsum(count)]
+    # entries (transfer, link, share: 24 B) plus one group's positions and placed links while filling them
+    check_memory(f"route entries of {len(src):,} transfers on {topo.spec}", 40.0 * float(start[-1]))
+    link, share = np.empty(start[-1], dtype=np.int64), np.empty(start[-1])
+    for sel, pl, ps in groups:  # every group's entries go straight to their transfers' places (no sort)
+        pos = (start[sel][:, None] + np.arange(len(pl))).ravel()
+        link[pos] = _placed(topo, src, sel, pl, routing)
+        share[pos] = np.tile(ps, len(sel))
+    return RouteEntries(np.repeat(np.arange(len(src), dtype=np.int64), count), link, share)
 
 
 def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", routes=None) -> np.ndarray:
@@ -361,7 +491,7 @@ def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", r
         check_memory(f"link loads of {len(sel):,} transfers over {len(pl):,} links each on {topo.spec}",
                      32.0 * float(len(sel)) * float(len(pl)))
         weights = (amount[sel][:, None] * ps[None, :]).ravel()
-        loads += np.bincount(_placed(topo, src, sel, pl), weights=weights, minlength=num_links)
+        loads += np.bincount(_placed(topo, src, sel, pl, routing), weights=weights, minlength=num_links)
     return loads
 
 
