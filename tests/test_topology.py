@@ -463,3 +463,16 @@ def test_all_pairs_of_small_torus_load_every_link_equally():
     loads = link_loads(topo, pairs[:, 0], pairs[:, 1], 1.0)
     assert np.allclose(loads, loads[0])
     assert loads.sum() == pytest.approx(describe(topo).average_distance * 16 * 15)
+
+
+def test_coords_of_a_multidimensional_array_are_right_past_8192_nodes():
+    # numpy 2.4's unravel_index is wrong past the 8,192nd element of a 2D input; coords must not inherit it
+    import numpy as np
+
+    from directcoll.topology import parse
+
+    t = parse("torus:24x23x24")
+    nodes = np.arange(t.num_compute)
+    assert (t.coords(nodes[:, None])[:, 0] == t.coords(nodes)).all()
+    tails = np.array([1, 552, 24])
+    assert (t.offset(tails[None, :], nodes[:, None])[8193] == t.offset(tails, 8193)).all()

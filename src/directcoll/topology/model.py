@@ -194,7 +194,10 @@ class Topology:
         nodes = np.asarray(nodes, dtype=np.int64)
         if nodes.size and (nodes.min() < 0 or nodes.max() >= self.num_compute):
             raise TopologyError(f"{self.spec}: compute node out of range 0..{self.num_compute - 1}")
-        return np.stack(np.unravel_index(nodes, shape), axis=-1).astype(np.int64)
+        # unravel a flat copy: numpy 2.4's unravel_index returns wrong coordinates past the 8,192nd element of
+        # a multi-dimensional input (an iterator-buffer bug; torus:24x23x24's BFB broke on it)
+        flat = np.unravel_index(nodes.ravel(), shape)
+        return np.stack(flat, axis=-1).astype(np.int64).reshape(*nodes.shape, len(shape))
 
     def node_at(self, coords) -> np.ndarray:
         """Compute node ids of grid coordinates (..., D); coordinates wrap modulo the shape.
