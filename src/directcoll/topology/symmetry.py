@@ -37,8 +37,8 @@ class BoardShifts:
 
     >>> from directcoll.topology import parse
     >>> g = board_shifts(parse("hammingmesh:2x2:2x2"))
-    >>> g.board([0, 3, 13]).tolist(), g.move_nodes([0, 16], [3, 3]).tolist()
-    [[0, 1, 3], [10, 18]]
+    >>> g.board([0, 3, 13]).tolist(), g.move_nodes([0, 16], [3, 3]).tolist()  # node 13 is at (3, 1): board 2
+    ([0, 1, 2], [10, 18])
     """
 
     def __init__(self, topo: Topology) -> None:
