@@ -359,18 +359,24 @@ DC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
     return rc;
 }
 
+/* Why a copy-only collective (allgather, alltoall) cannot be served, if it cannot: sets c->why (unless set). */
+static void check_copy_args(call *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype, const void *recvbuf,
+                            int recvcount, MPI_Datatype recvtype) {
+    const char *tname = NULL;
+    if (c->why) return;
+    if (!dc_known_type(recvtype, &tname)) c->why = "a derived, non-contiguous or unsupported datatype";
+    else if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount))
+        c->why = "sendcount and sendtype differ from recvcount and recvtype";
+    else if (sendbuf == recvbuf && recvcount > 0) c->why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+}
+
 /* MPI_Allgather: the schedule works in recvbuf in place (its blocks at their MPI offsets), after this rank's
  * sendbuf is copied into its block. Copies only: any predefined basic datatype the reductions know. */
 DC_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm) {
     call c;
-    const char *tname = NULL;
     begin(&c, "MPI_Allgather", comm, recvcount, recvtype, NULL);
-    if (c.why) { /* set */ }
-    else if (!dc_known_type(recvtype, &tname)) c.why = "a derived, non-contiguous or unsupported datatype";
-    else if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount))
-        c.why = "sendcount and sendtype differ from recvcount and recvtype";
-    else if (sendbuf == recvbuf && recvcount > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    check_copy_args(&c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
     int64_t total = (int64_t)recvcount * c.size;
     choose(&c, DC_ALLGATHER, comm, total, c.bytes * c.size, 0);
     log_call(&c);
@@ -387,13 +393,8 @@ DC_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 DC_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm) {
     call c;
-    const char *tname = NULL;
     begin(&c, "MPI_Alltoall", comm, recvcount, recvtype, NULL);
-    if (c.why) { /* set */ }
-    else if (!dc_known_type(recvtype, &tname)) c.why = "a derived, non-contiguous or unsupported datatype";
-    else if (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount))
-        c.why = "sendcount and sendtype differ from recvcount and recvtype";
-    else if (sendbuf == recvbuf && recvcount > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    check_copy_args(&c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
     int64_t total = (int64_t)recvcount * c.size;
     choose(&c, DC_ALLTOALL, comm, total, c.bytes * c.size, 0);
     log_call(&c);
