@@ -243,7 +243,8 @@ def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) ->
     """One line: which rank made the job fail and where it was, from the ranks' statuses, the state of their
     processes and MPICH's report of a bad termination in ``log``.
 
-    Checked in order: a rank that died (the first seen gone, or the one MPICH names), a stopped rank, a rank another
+    Checked in order: a rank that died (the first seen gone, or the one MPICH names; when several ended between two
+    looks and MPICH names none, all of them, blaming none), a stopped rank, a rank another
     one waited on in vain, a rank that reported a failure, a hang nobody reported, else the launcher's status and
     the last line of its log.
 
@@ -272,10 +273,17 @@ def diagnose(watch: _Watch, log: str, returncode: int | None, timeout: float) ->
         how = dict(terminations).get(first[0], "died")
         return f"rank {first[0]} {how} at {where(first[0])}"
     for rank, how in terminations:
+        if len(first) > 1 and how.startswith("was killed (signal 9"):
+            continue  # MPICH kills the others with SIGKILL too: among ranks that ended together it names no culprit
         if known[rank].state not in (FAILED, DONE) and (not first or rank in first):
             return f"rank {rank} {how} at {where(rank)}"
-    for rank in first or sorted(watch.gone - watch.stopped):
-        return f"rank {rank} died at {where(rank)}"
+    gone = first or sorted(watch.gone - watch.stopped)
+    if len(gone) == 1:
+        return f"rank {gone[0]} died at {where(gone[0])}"
+    if gone:  # they ended between two looks and MPICH named none of them: which one died first is unknown
+        ranks = ", ".join(str(r) for r in gone[:4]) + (f", ... ({len(gone)} ranks)" if len(gone) > 4 else "")
+        return (f"ranks {ranks} ended together, one of them first (MPICH then ends the others; the launcher saw "
+                f"none alone): " + "; ".join(f"rank {r} at {where(r)}" for r in gone[:4]))
     failed = [s for s in known.values() if s.state == FAILED]
     waited = {}  # rank -> (the rank that gave up waiting on it)
     for s in failed:
