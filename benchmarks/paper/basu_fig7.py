@@ -2,9 +2,9 @@
 degree 4 as N grows: the original link MCF against the decomposed one (master LP + N child LPs + widest-path
 extraction, MCF-extP), and ILP-disjoint.
 
-Run: python3 benchmarks/paper/basu_fig7.py [--full] [--missing] [--workers K]   (2-4 minutes on 2 cores; --full
-adds MCF-original at N = 30, the paper's decomposition at N = 150 and N = 500, 1000 with automorphisms, about 30
-minutes more; --missing measures only what the JSON lacks)
+Run: python3 benchmarks/paper/basu_fig7.py [--full] [--missing] [--solver S] [--workers K]
+(3-5 minutes on 2 shared cores; --full adds MCF-original at N = 30, the paper's decomposition at N = 150 and
+N = 500, 1000 with automorphisms, about 30 minutes more; --missing measures only what the JSON lacks)
 
 Every point is the wall time of one directcoll call on ``genkautz:4:N`` (HiGHS, ``solver="auto"``):
 - MCF-original: ``mcf_extp(topo, method="pair")``: the per-pair link LP (eq. 1-5, N(N-1) commodities x E links,

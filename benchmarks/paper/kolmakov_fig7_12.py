@@ -1,7 +1,7 @@
 """Kolmakov & Zhang, Figs. 7-12 (Sec. 10): the generalized allreduce against OpenMPI, recursive halving and recursive
 doubling on their 10 GbE cluster, P = 127 (Figs. 7-10) and P = 2..127 at m = 425 B and 9 KiB (Figs. 11, 12).
 
-Run: python3 benchmarks/paper/kolmakov_fig7_12.py   (about 1 minute on 2 cores)
+Run: python3 benchmarks/paper/kolmakov_fig7_12.py   (20-50 s on 2 shared cores)
 
 The paper's figures are measurements on a real cluster (8 machines x 20 cores, 10 GbE switch, ranks shuffled);
 its text keeps only what they show, not the axes. Our numbers are a model of that cluster, not a measurement:
@@ -179,7 +179,7 @@ def main() -> None:
     jump = small["openmpi"][i1] / small["openmpi"][i0]
     claims.append(Claim("Fig. 7: OpenMPI degrades at 10 KB (switch from recursive doubling to ring)",
                         "degradation at 10 KB", f"x{jump:.1f} from 9,999 B to 10,000 B (ring "
-                        f"{fmt_ms(small['ring'][i1])} vs RD {fmt_ms(small['rd'][i1])})", jump > 1))
+                        f"{fmt_ms(small['ring'][i1])} vs RD {fmt_ms(small['rd'][i1])})", bool(jump > 1)))
     worst = float(np.min(np.minimum(small["openmpi"], small["rh"]) / small["eq37"]))
     claims.append(Claim("Fig. 7: proposed (r from eq. 37) beats OpenMPI and RH at every small size",
                         "better everywhere", f"min over 8 B - 64 KiB of min(OpenMPI, RH) / proposed = {worst:.3f}",

@@ -1,7 +1,7 @@
 """Zhao et al., Fig. 18 (App. F.2): T_B / T_B* of the generalized Kautz graph Pi(d, N) up to N = 2000 for
 d = 2, 4, 8, 16, and its T_L against the Moore bound (Theorem 21).
 
-Run: python3 benchmarks/paper/zhao_fig18.py [--full]   (about 3 minutes on 2 cores; --full: every N, hours)
+Run: python3 benchmarks/paper/zhao_fig18.py [--full]   (1-4 minutes on 2 shared cores; --full: every N, hours)
 
 T_L and T_B are those of the BFB allgather schedule, from its LPs without building it
 (``directcoll.synthesis.bfb.bfb_cost`` on ``genkautz:d:N``): T_L = the diameter, T_B = eq. (2) of LP (1), in units
