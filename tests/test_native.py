@@ -29,6 +29,24 @@ from directcoll.schedule.ir import ScheduleBuilder
 
 HERE = Path(__file__).resolve().parent
 
+
+def native_workdir(root: Path, mpicc: list[str]):
+    """Build the library in a private cache under ``root`` and compile the checker; yield (root, library,
+    checker) and restore ``$DIRECTCOLL_CACHE`` after (shared by the native tests' module fixtures)."""
+    old = os.environ.get("DIRECTCOLL_CACHE")
+    os.environ["DIRECTCOLL_CACHE"] = str(root / "cache")
+    try:
+        lib = native.library_path()
+        checker = root / "collective_check"
+        subprocess.run([*mpicc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(checker),
+                        str(HERE / "native" / "collective_check.c"), "-lm"], check=True)
+        yield root, lib, checker
+    finally:
+        if old is None:
+            os.environ.pop("DIRECTCOLL_CACHE", None)
+        else:
+            os.environ["DIRECTCOLL_CACHE"] = old
+
 try:
     MPICC = native.find_mpicc()
 except MissingDependencyError as exc:  # pragma: no cover - the test extra installs the mpich wheel
@@ -51,18 +69,7 @@ SCHEDULES = {
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     """A private cache (the library is built here, once) and the compiled checker."""
-    root = tmp_path_factory.mktemp("native")
-    old = os.environ.get("DIRECTCOLL_CACHE")
-    os.environ["DIRECTCOLL_CACHE"] = str(root / "cache")
-    lib = native.library_path()
-    checker = root / "collective_check"
-    subprocess.run([*MPICC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(checker),
-                    str(HERE / "native" / "collective_check.c"), "-lm"], check=True)
-    yield root, lib, checker
-    if old is None:
-        os.environ.pop("DIRECTCOLL_CACHE", None)
-    else:
-        os.environ["DIRECTCOLL_CACHE"] = old
+    yield from native_workdir(tmp_path_factory.mktemp("native"), MPICC)
 
 
 def _program(root: Path, algorithm: str, spec: str, extra: list[str]) -> Path:

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_native import native_workdir
 
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError, MissingDependencyError
@@ -35,18 +36,7 @@ def work(tmp_path_factory):
     """A private cache (library and bench built here, once) and the compiled checker."""
     if MPICC is None or MPIEXEC is None:
         pytest.skip(f"no MPI compiler wrapper or mpiexec: {WHY}")
-    root = tmp_path_factory.mktemp("tune")
-    old = os.environ.get("DIRECTCOLL_CACHE")
-    os.environ["DIRECTCOLL_CACHE"] = str(root / "cache")
-    lib = native.library_path()
-    checker = root / "collective_check"
-    subprocess.run([*MPICC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(checker),
-                    str(HERE / "native" / "collective_check.c"), "-lm"], check=True)
-    yield root, lib, checker
-    if old is None:
-        os.environ.pop("DIRECTCOLL_CACHE", None)
-    else:
-        os.environ["DIRECTCOLL_CACHE"] = old
+    yield from native_workdir(tmp_path_factory.mktemp("tune"), MPICC)
 
 
 def _check(lib, checker, ranks, table, args, collective="allreduce"):
