@@ -60,6 +60,7 @@ from directcoll.cli.options import (
     size_option,
 )
 from directcoll.cli.show import add_show_commands
+from directcoll.cli.sweep import add_sweep_parser
 from directcoll.cli.topology_io import cmd_topology_export
 from directcoll.cli.tune import add_tune_parsers
 from directcoll.errors import DirectcollError
@@ -336,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_discovery_commands(sub)
     add_native_parser(sub, lambda p: _add_memory_budget(p, argparse.SUPPRESS))
     add_tune_parsers(sub, SPEC_HELP)
+    add_sweep_parser(sub)
     for command in (*sub.choices.values(), *topo_sub.choices.values()):
         if command is not topo:
             _add_memory_budget(command, argparse.SUPPRESS)

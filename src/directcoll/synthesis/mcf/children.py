@@ -25,7 +25,7 @@ def _child_init(num_nodes, num_compute, link_src, link_dst, solver, options) -> 
                         solver=solver, options=options)
 
 
-def _child(task):
+def _child(task, state=None):
     """Per-destination flows of one source: min total flow within the master's flow (eq. 10-14).
 
     All of a child's commodities leave the same source, so eq. 10-14 is a single-commodity min-cost flow in
@@ -43,7 +43,7 @@ def _child(task):
     from scipy.sparse.linalg import splu
 
     s, links, flow, value = task
-    st = _CHILD_STATE
+    st = _CHILD_STATE if state is None else state
     n, v = st["num_compute"], st["num_nodes"]
     dests = np.r_[np.arange(s), np.arange(s + 1, n)]
     cap = flow / value
@@ -75,7 +75,18 @@ def _child(task):
     return s, dests[c], links[j], per_dest[j, c] * value, how
 
 
-def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers, sources=None):
+def child_task(init, task):
+    """One child LP (:func:`_child`) with its network state ``init`` passed along instead of a pool's
+    initializer: the function :func:`solve_children` hands to a ``map`` (a module-level function of picklable
+    arguments, so Dask or any executor can ship it). Raises: as :func:`solve_children`. Source: Basu et al.
+    (HPDC'24) Sec. 3.1.2, eq. 10-14.
+    """
+    num_nodes, num_compute, link_src, link_dst, solver, options = init
+    return _child(task, dict(num_nodes=num_nodes, num_compute=num_compute, link_src=link_src, link_dst=link_dst,
+                             solver=solver, options=options))
+
+
+def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, workers, sources=None, map=None):
     """Basu eq. 10-14: split every source's aggregated flow into per-destination flows of ``value`` each, one
     child LP per source, in a process pool.
 
@@ -86,6 +97,10 @@ def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, 
         solver, options: as :func:`~directcoll.synthesis.mcf.formulations.solve_lp`.
         workers: processes (None: all cores; 1 runs inline).
         sources: the sources to split (default all compute nodes).
+        map: None (default: ``workers`` decides), or a callable ``map(fn, tasks)`` returning ``fn(task)`` for every
+            task in order, e.g. one that runs them on a Dask cluster (:mod:`directcoll.sweep`); ``fn`` is
+            :func:`child_task` bound to the network by :func:`functools.partial`, picklable. ``workers`` is then
+            not used. Every child LP is the same LP whichever runs it, so the result is the same.
 
     Returns:
         (source, dest, link, value, hows): per-(s, d) flows, int64, int64, int64, float64 (K',), and how every
@@ -104,7 +119,11 @@ def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, 
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers < 1:
         raise UnsupportedShapeError(f"workers must be >= 1, got {workers}")
-    if workers == 1:
+    if map is not None:
+        from functools import partial
+
+        results = list(map(partial(child_task, init), tasks))
+    elif workers == 1:
         saved = dict(_CHILD_STATE)
         try:
             _child_init(*init)

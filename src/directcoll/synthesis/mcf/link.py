@@ -231,7 +231,7 @@ class McfResult:
 
 def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_forwarding: bool = False,
                  reference_bandwidth=None, commodities: str = "source", solver: str = "auto",
-                 workers: int | None = None, highs_options: dict | None = None) -> McfResult:
+                 workers: int | None = None, highs_options: dict | None = None, map=None) -> McfResult:
     """Maximum concurrent all-to-all flow F and the flows achieving it (Basu et al. Sec. 3.1, eq. 1-14).
 
     Args:
@@ -252,6 +252,8 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
             optimal basis.
         workers: processes for the child LPs of ``decomposed`` (default ``os.cpu_count()``; 1 runs inline).
         highs_options: extra HiGHS options (name -> value) for every solve.
+        map: ``decomposed`` only: a callable ``map(fn, tasks)`` that solves the child LPs instead of the process
+            pool (e.g. on a Dask cluster; :func:`~directcoll.synthesis.mcf.children.solve_children`); same result.
 
     Returns:
         :class:`McfResult`: F (``value``) in units of the reference capacity, per-source flows
@@ -364,7 +366,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
 
     t2 = time.perf_counter()
     sources = None if orbits is None else orbits.reps
-    csrc, cdst, clink, cval, hows = solve_children(net, flows, value, solver, highs_options, workers, sources)
+    csrc, cdst, clink, cval, hows = solve_children(net, flows, value, solver, highs_options, workers, sources, map)
     if orbits is not None:
         csrc, cdst, clink, cval = move_children(orbits, csrc, cdst, clink, cval)
     seconds["children"] = time.perf_counter() - t2
