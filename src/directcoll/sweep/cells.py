@@ -83,6 +83,14 @@ def run_cell(kind: str, params: dict, budget: int | None = None, children_map: C
             :class:`~directcoll.errors.DirectcollError` (a bug) propagates.
 
     Source: docs/sweep.md, "Columns" and "Refused cells".
+
+    >>> rows, error, retry, _ = run_cell("alltoall", {"topology": "torus:3x3", "method": "auto", "solver": "auto",
+    ...                                               "host_bandwidth": None, "nic_forwarding": False})
+    >>> error, rows[0]["method_used"], round(1 / rows[0]["f_lower"], 9)
+    (None, 'symmetric', 3.0)
+    >>> run_cell("alltoall", {"topology": "xpander:12:4:0", "method": "auto", "solver": "auto",
+    ...                       "host_bandwidth": None, "nic_forwarding": False})[1]  # doctest: +ELLIPSIS
+    'SpecError: xpander:12:4:0: a lift of K_5 has a multiple of d + 1 = 5 nodes...'
     """
     from contextlib import nullcontext
 

@@ -153,6 +153,15 @@ def run_sweep(sweep: Sweep, output, *, serial: bool = False, scheduler: str | No
             :class:`~directcoll.errors.DirectcollError` (a bug) stops the sweep, finished parts kept.
 
     Source: docs/sweep.md, "Running" and "Resuming".
+
+    >>> import tempfile, os
+    >>> from directcoll.sweep.plan import plan_sweep
+    >>> sweep = plan_sweep({"kind": "alltoall", "topology": ["ring:4", "hypercube:3"]})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     r = run_sweep(sweep, os.path.join(tmp, "r.parquet"), serial=True)
+    ...     again = run_sweep(sweep, os.path.join(tmp, "r.parquet"), serial=True)
+    >>> (r.cells, r.computed, r.rows), (again.computed, again.reused)
+    ((2, 2, 2), (0, 2))
     """
     from directcoll.resources import memory_budget
 
@@ -204,7 +213,7 @@ def _run_on_dask(todo: list[Cell], scheduler: str | None, workers: int | None, b
     try:
         if scheduler:
             try:
-                client = distributed.Client(scheduler, timeout="20s")
+                client = distributed.Client(scheduler, timeout="10s")
             except (OSError, TimeoutError) as exc:
                 raise DirectcollError(f"--scheduler {scheduler!r}: no Dask scheduler answers there ({exc})") from None
         else:
@@ -217,6 +226,12 @@ def _run_on_dask(todo: list[Cell], scheduler: str | None, workers: int | None, b
             try:
                 for future in distributed.as_completed(futures):
                     finish(futures[future], future.result())
+            except distributed.KilledWorker as exc:  # the nanny ended it: over the worker's memory limit
+                client.cancel(list(futures))
+                cell = next((c for f, c in futures.items() if f.key == exc.task), None)
+                raise DirectcollError(f"sweep cell {cell.label if cell else exc.task} ended its Dask worker more "
+                                      "than once (over the worker's memory limit?); finished cells are kept, a "
+                                      "rerun starts from them (fewer --workers give each more memory)") from None
             except BaseException:
                 client.cancel(list(futures))
                 raise

@@ -13,8 +13,8 @@ A sweep file is TOML (read with :mod:`tomllib`) with a ``kind`` and that kind's 
 A key marked *axis* takes one value or a list; the cells are the Cartesian product of the axes in the order the
 table :data:`KEYS` lists them (the first varies slowest). Every value is read (units, specs, choices) before
 anything runs, and a bad file is refused in one line naming the file and the key. A cell's key is the SHA-256 of
-its kind, its parameters (defaults filled in, quantities in s and bytes) and the directcoll version: what
-:mod:`directcoll.sweep.store` files its results under.
+its kind, its parameters (defaults filled in, quantities in s and bytes; the contents of the files it reads) and
+the directcoll version: what :mod:`directcoll.sweep.store` files its results under.
 
 Source: docs/sweep.md, "The file" and "Cells and keys"; issue #16 item 4.
 
@@ -75,7 +75,8 @@ class Cell:
         Source: docs/sweep.md."""
         shown = [k for k in self.params.get("_axes", ()) if k != "topology"]
         first = [self.params["topology"]] if "topology" in self.params else []
-        return " ".join([self.kind, *first, *(f"{k}={self.params[k]}" for k in shown)])
+        value = {k: f"{v:g}" if isinstance(v, float) else v for k, v in self.params.items()}
+        return " ".join([self.kind, *first, *(f"{k}={value[k]}" for k in shown)])
 
 
 @dataclass(frozen=True)
@@ -332,17 +333,52 @@ def plan_sweep(doc: dict, where: str = "sweep") -> Sweep:
             values[key] = axes[key] = [read(where, key, v) for v in raw]
         else:
             values[key] = [read(where, key, raw)]
-    cells, seen = [], set()
+    cells, seen, digests = [], set(), {}
     for combo in itertools.product(*values.values()):
         params = dict(zip(values, combo, strict=True))
         if kind == "alltoall":
             params = _fill_template(params, where)
+        inputs = _input_files(params, digests)
+        if inputs:
+            params["inputs"] = inputs
         params["_axes"] = tuple(k for k in axes if k in params)
         key = cell_key(kind, params)
         if key not in seen:
             seen.add(key)
             cells.append(Cell(len(cells), kind, params, key))
     return Sweep(kind, where, axes, cells)
+
+
+def _input_files(params: dict, digests: dict) -> dict:
+    """path -> SHA-256 of every file a cell reads (a ``--params FILE.json``, the ``file:PATH`` leaves of its
+    topology), so that a cell's key changes with the files' contents; {} for a cell that reads none."""
+    from directcoll.topology.files import file_path, is_file_spec
+
+    paths = []
+    if isinstance(params.get("params"), str) and params["params"].lower().endswith(".json"):
+        paths.append(params["params"])
+    spec = params.get("topology")
+    if isinstance(spec, str) and "file:" in spec.lower():
+        from directcoll.topology.grammar import parse_tree
+
+        try:
+            stack = [parse_tree(spec)]
+        except SpecError:
+            stack = []
+        while stack:
+            node = stack.pop()
+            if node.op == "family" and is_file_spec(node.text):
+                paths.append(file_path(node.text))
+            stack.extend(node.children)
+    out = {}
+    for path in sorted(set(paths)):
+        if path not in digests:
+            try:
+                digests[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            except OSError:
+                digests[path] = None  # the cell reports the missing file
+        out[path] = digests[path]
+    return out
 
 
 def _fill_template(params: dict, where: str) -> dict:

@@ -50,6 +50,16 @@ class Store:
         MissingDependencyError: pyarrow is not installed (the ``sweep`` extra).
 
     Source: docs/sweep.md, "Resuming".
+
+    >>> import tempfile, os
+    >>> from directcoll.sweep.plan import plan_sweep
+    >>> cell = plan_sweep({"kind": "alltoall", "topology": "ring:4"}).cells[0]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     store = Store(os.path.join(tmp, "r.parquet"), "alltoall")
+    ...     before = store.finished()
+    ...     store.write(cell.key, "alltoall", [{"topology": "ring:4", "f_lower": 0.5}], None, 0.1)
+    ...     before, store.finished() == {cell.key}, store.assemble([cell])
+    (set(), True, (1, 0))
     """
 
     def __init__(self, output, kind: str) -> None:

@@ -75,12 +75,10 @@ def _child(task, state=None):
     return s, dests[c], links[j], per_dest[j, c] * value, how
 
 
-def child_task(init, task):
+def _child_task(init, task):
     """One child LP (:func:`_child`) with its network state ``init`` passed along instead of a pool's
-    initializer: the function :func:`solve_children` hands to a ``map`` (a module-level function of picklable
-    arguments, so Dask or any executor can ship it). Raises: as :func:`solve_children`. Source: Basu et al.
-    (HPDC'24) Sec. 3.1.2, eq. 10-14.
-    """
+    initializer: what :func:`solve_children` hands to a ``map`` (a module-level function of picklable arguments,
+    so Dask or any executor can ship it)."""
     num_nodes, num_compute, link_src, link_dst, solver, options = init
     return _child(task, dict(num_nodes=num_nodes, num_compute=num_compute, link_src=link_src, link_dst=link_dst,
                              solver=solver, options=options))
@@ -98,9 +96,9 @@ def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, 
         workers: processes (None: all cores; 1 runs inline).
         sources: the sources to split (default all compute nodes).
         map: None (default: ``workers`` decides), or a callable ``map(fn, tasks)`` returning ``fn(task)`` for every
-            task in order, e.g. one that runs them on a Dask cluster (:mod:`directcoll.sweep`); ``fn`` is
-            :func:`child_task` bound to the network by :func:`functools.partial`, picklable. ``workers`` is then
-            not used. Every child LP is the same LP whichever runs it, so the result is the same.
+            task in order, e.g. one that runs them on a Dask cluster (:mod:`directcoll.sweep`); ``fn`` is the
+            module's ``_child_task`` bound to the network by :func:`functools.partial`, picklable. ``workers`` is
+            then not used. Every child LP is the same LP whichever runs it, so the result is the same.
 
     Returns:
         (source, dest, link, value, hows): per-(s, d) flows, int64, int64, int64, float64 (K',), and how every
@@ -122,7 +120,7 @@ def solve_children(net: FlowNetwork, flows, value: float, solver: str, options, 
     if map is not None:
         from functools import partial
 
-        results = list(map(partial(child_task, init), tasks))
+        results = list(map(partial(_child_task, init), tasks))
     elif workers == 1:
         saved = dict(_CHILD_STATE)
         try:
