@@ -147,6 +147,8 @@ def test_over_the_budget_is_refused_before_any_cell(tmp_path):
     with memory_budget_override("1MiB"), pytest.raises(ResourceError, match="sweep cell 1 .*genkautz:4:30"):
         run_sweep(sweep, tmp_path / "r.parquet", serial=True)
     assert not (tmp_path / "r.parquet.parts").exists()
+    with pytest.raises(ResourceError, match="sweep cell 1 .*over the limit of 1,048,576 nodes"):
+        run_sweep(plan_sweep({**FINDER, "nodes": [8, 2**21], "degree": 2}), tmp_path / "r.parquet", serial=True)
 
 
 def test_without_dask_one_line_names_the_extra(tmp_path, monkeypatch):

@@ -106,10 +106,20 @@ def estimate_cell(cell: Cell) -> float | None:
     return nbytes
 
 
-def _check_budget(cells: list[Cell], share: int) -> None:
-    from directcoll.resources import check_memory, memory_budget_override
+def _check_budget(cells: list[Cell], share: int | None) -> None:
+    """Refuse the first cell over its share of the memory budget (None: the workers check their own), or over the
+    finder's node limit (a limit of the library, not of the budget: refused here rather than retried forever)."""
+    from contextlib import nullcontext
 
-    with memory_budget_override(share):
+    from directcoll.resources import check_memory, check_work, memory_budget_override
+    from directcoll.synthesis.finder import MAX_NODES
+
+    for cell in cells:
+        if cell.kind == "find-topology":
+            check_work(f"sweep cell {cell.index} ({cell.label})", cell.params["nodes"], MAX_NODES, "nodes")
+    if share is None:
+        return
+    with memory_budget_override(share) if share else nullcontext():
         for cell in cells:
             nbytes = estimate_cell(cell)
             if nbytes is not None:
@@ -146,7 +156,8 @@ def run_sweep(sweep: Sweep, output, *, serial: bool = False, scheduler: str | No
         :class:`SweepResult`.
 
     Raises:
-        ResourceError: a cell over its share of the memory budget (checked before any cell runs).
+        ResourceError: a cell over its share of the memory budget, or a find-topology cell over the finder's
+            :data:`~directcoll.synthesis.finder.MAX_NODES` (checked before any cell runs).
         MissingDependencyError: Dask or pyarrow is not installed (``pip install 'directcoll[sweep]'``).
         DirectcollError: ``workers`` < 1 or given with ``serial`` / ``scheduler``; no scheduler at the address.
         OSError: the parts or the output cannot be written. Whatever a cell raises that is not a
@@ -178,8 +189,7 @@ def run_sweep(sweep: Sweep, output, *, serial: bool = False, scheduler: str | No
     result = SweepResult(os.fspath(output), sweep.kind, executor, workers, len(sweep.cells),
                          reused=len(sweep.cells) - len(todo), columns=[name for name, _ in COLUMNS[sweep.kind]])
     budget = None if scheduler else memory_budget() // (workers or 1)
-    if budget is not None:
-        _check_budget(todo, budget)
+    _check_budget(todo, budget)
     report = progress or (lambda *_: None)
     report(result.reused, result.cells, "parts of an earlier run" if result.reused else "starting")
 
