@@ -35,8 +35,9 @@ import numpy as np
 
 from directcoll.errors import UnsupportedShapeError
 
-#: fold-order search: candidate operators tried before giving up (a refusal says so)
-SEARCH_BUDGET = 100_000
+#: fold-order search: element placements tried before giving up, and the largest P searched (a refusal says so)
+SEARCH_BUDGET = 1_000_000
+SEARCH_MAX_P = 1024
 PLACEMENTS = ("identity", "aligned")
 
 
@@ -154,13 +155,25 @@ class AbelianGroup:
             return np.zeros(digits.shape[:-1], np.int64)
         return np.ravel_multi_index(tuple(np.moveaxis(digits, -1, 0)), self.factors).astype(np.int64)
 
+    @cached_property
+    def _table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Digits of every code (P, d) and the row-major weights (d,)."""
+        weights = np.cumprod((1, *self.factors[:0:-1]))[::-1].astype(np.int64)
+        return self.digits(np.arange(self.p)), weights
+
     def add(self, a, b) -> np.ndarray:
         """a + b on codes (broadcasts)."""
-        return self.code(self.digits(a) + self.digits(b))
+        if len(self.factors) <= 1:
+            return (np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64)) % max(self.p, 1)
+        digits, weights = self._table
+        return ((digits[np.asarray(a)] + digits[np.asarray(b)]) % np.asarray(self.factors)) @ weights
 
     def neg(self, a) -> np.ndarray:
         """-a on codes."""
-        return self.code(-self.digits(a))
+        if len(self.factors) <= 1:
+            return (-np.asarray(a, dtype=np.int64)) % max(self.p, 1)
+        digits, weights = self._table
+        return ((-digits[np.asarray(a)]) % np.asarray(self.factors)) @ weights
 
     @cached_property
     def fold(self) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -240,7 +253,8 @@ def _fold_order(factors: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
             return order, ops
     found, exhausted = _search(g)
     if found is None:
-        why = "none exists (exhaustive search)" if exhausted else f"none found within {SEARCH_BUDGET} tries"
+        why = ("none exists (exhaustive search)" if exhausted else f"none found within {SEARCH_BUDGET:,} tries"
+               if p <= SEARCH_MAX_P else f"the search stops at P = {SEARCH_MAX_P}")
         raise UnsupportedShapeError(f"generalized: group {g.name} has no element order that Sec. 7's folds "
                                     f"(N_i = ceil(N_(i-1) / 2), one operator per step) can use: {why}; "
                                     f"take {p} (cyclic) or another factorization")
@@ -252,8 +266,11 @@ def _fold_order(factors: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
 def _search(g: AbelianGroup) -> tuple[list[int] | None, bool]:
     """Depth-first search of the operators, from the last step (2 vectors) back to the first (P vectors)."""
     p, n = g.p, fold_counts(g.p)
-    table = g.add(np.arange(p)[:, None], np.arange(p)[None, :])
-    cands = sorted(range(1, p), key=lambda c: (int(np.count_nonzero(g.digits(c))), c))
+    if p > SEARCH_MAX_P:
+        return None, False
+    table = g.add(np.arange(p)[:, None], np.arange(p)[None, :]).tolist()  # at most 2^20 entries
+    weight = np.count_nonzero(g.digits(np.arange(p)), axis=-1)
+    cands = sorted(range(1, p), key=lambda c: (int(weight[c]), c))
     tries = [0]
 
     def rec(i: int, seq: list[int]) -> list[int] | None:
@@ -263,11 +280,17 @@ def _search(g: AbelianGroup) -> tuple[list[int] | None, bool]:
         src = seq[n[i + 1] - f: n[i + 1]]
         have = set(seq)
         for c in cands:
-            tries[0] += 1
+            new, seen = [], set()
+            for e in src:  # stop at the first element already taken
+                tries[0] += 1
+                x = table[e][c]
+                if x in have or x in seen:
+                    break
+                seen.add(x)
+                new.append(x)
             if tries[0] > SEARCH_BUDGET:
                 return None
-            new = [int(table[e, c]) for e in src]
-            if len(set(new)) == len(new) and not have.intersection(new):
+            if len(new) == len(src):
                 out = rec(i - 1, seq + new)
                 if out is not None:
                     return out

@@ -227,8 +227,9 @@ def _reduction(b: ScheduleBuilder, sp: _Space, n: list[int], results: int) -> in
             vectors.append(key)
         return vid[key]
 
-    shifts = [[vector(int(sp.add(sp.at(k), sp.at(s))), 1 << int(sp.add(sp.at(k), sp.at(s)))) for k in range(p)]
-              for s in range(results)]
+    order = sp.g.fold[0]
+    places = sp.add(order[None, :], order[:results, None]).tolist()  # placement of position k of shift s
+    shifts = [[vector(e, 1 << e) for e in row] for row in places]
     slot = {v: 0 for v in range(len(vectors))}  # the raw vectors are the data
     codes = np.arange(p)
     slots_used = 1
