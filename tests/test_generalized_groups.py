@@ -310,3 +310,13 @@ def test_factorizations_helper():
     assert sorted(factorizations(12)) == sorted([(12,), (2, 6), (6, 2), (3, 4), (4, 3), (2, 2, 3), (2, 3, 2),
                                                  (3, 2, 2)])
     assert all(math.prod(f) == 24 for f in factorizations(24))
+
+
+@pytest.mark.parametrize("group", ["2x2x3", "4x3", "2x6"])
+def test_reduce_scatter_and_allgather_through_the_registry(group):
+    h = np.random.default_rng(1).permutation(12).tolist()
+    for collective in ("reduce_scatter", "allgather"):
+        for placement in ("identity", h):
+            s = registry.build("generalized", "torus:4x3", collective, group=group, placement=placement)
+            assert verify(s).ok and s.num_steps == L_of(12)
+            assert s.meta["group"] == group
