@@ -7,7 +7,7 @@ import pytest
 
 from directcoll.cli.main import main
 from directcoll.cost import CostParams, analyze
-from directcoll.cost.swing_model import delta, eq1_time, eq3_xi_q, swing_xi, swing_xi_eq3
+from directcoll.cost.swing_model import delta, eq1_time, eq3_xi_q, swing_xi, swing_xi_closed_form, swing_xi_eq3
 from directcoll.errors import UnsupportedShapeError
 from directcoll.registry import build
 from directcoll.topology import parse
@@ -25,6 +25,41 @@ def _measured(spec, collective="allreduce", ports=None):
 def test_closed_form_equals_measured_xi(spec):
     shape = parse(spec).shape
     assert swing_xi(shape) == pytest.approx(_measured(spec).congestion_deficiency, rel=1e-12)
+
+
+RECT_SWEEP = [f"torus:{2 ** b}x{2 ** a}" for a in range(1, 5) for b in range(a + 1, 10 - a)] + \
+    [f"torus:{x}x{y}x{z}" for x, y, z in [(8, 4, 2), (16, 4, 2), (8, 8, 2), (16, 8, 4), (32, 4, 2), (4, 4, 2)]]
+
+
+@pytest.mark.parametrize("spec", RECT_SWEEP)
+def test_geometric_closed_form_equals_measured_xi_on_rectangular_tori(spec):
+    """The sum-free closed form (geometric series per phase of equal side lengths) against analyze's Xi."""
+    shape = parse(spec).shape
+    assert swing_xi_closed_form(shape) == pytest.approx(_measured(spec).congestion_deficiency, rel=1e-12)
+
+
+def test_geometric_closed_form_equals_the_step_sum_everywhere():
+    import itertools
+
+    for dims in (1, 2, 3, 4):
+        for logs in itertools.combinations_with_replacement(range(1, 11), dims):
+            shape = tuple(2 ** e for e in logs)
+            assert swing_xi_closed_form(shape) == pytest.approx(swing_xi(shape), rel=1e-12)
+
+
+def test_two_dimensional_closed_form_and_eq3_leading_term():
+    """Xi(d_min x d_max) in closed form: the rectangular part grows as log2(d_max/d_min) / (3 d_min), twice Eq. 3's
+    approximation log2(d_max/d_min) / (6 d_min)."""
+    for a in range(1, 8):
+        for b in range(a, 12):
+            dmin, dmax = 2 ** a, 2 ** b
+            xi = (1 - 2 ** -a + (1 - (-4.0) ** -a) / 5 + (b - a) / (3 * dmin)
+                  + (-1) ** a * (1 - (-0.5) ** (b - a)) / (9 * dmin ** 2)) / (1 - 1 / (dmin * dmax))
+            assert swing_xi_closed_form((dmax, dmin)) == pytest.approx(xi, rel=1e-12)
+    step = swing_xi_closed_form((2 ** 12, 16)) - swing_xi_closed_form((2 ** 11, 16))  # one more doubling of d_max
+    assert step == pytest.approx(1 / (3 * 16), rel=2e-3)
+    assert step == pytest.approx(2 * (eq3_xi_q((2 ** 12, 16), approximate=True)
+                                      - eq3_xi_q((2 ** 11, 16), approximate=True)), rel=2e-3)
 
 
 @pytest.mark.parametrize("collective", ["reduce_scatter", "allgather"])

@@ -196,7 +196,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         build=generalized._build,
         collectives=("allreduce", "reduce_scatter", "allgather"),
         variants=generalized.VARIANTS,
-        topologies="any number of ranks P >= 2 (ignores the topology's shape); group xor needs a power of two",
+        topologies="any number of ranks P >= 2; group: cyclic factors of P with a fold order (4x3; xor = 2x..x2)",
         summary="Kolmakov & Zhang generalized allreduce: any P, 2 ceil(log2 P) - r steps (bandwidth, latency, "
                 "intermediate r via `schedule --steps`)",
         aliases=("kolmakov",),
@@ -482,7 +482,7 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
     """Build a schedule of algorithm ``name`` on ``topology`` (a Topology or a spec string).
 
     The schedule's meta records the algorithm, variant, ports and topology spec.
-    ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``;
+    ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``, ``placement``;
     ``double-binary-tree``: ``chunks``).
 
     Returns:

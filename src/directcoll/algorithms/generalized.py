@@ -22,22 +22,27 @@ of every distributed vector, and the P distributed vectors at placements 0..P-1 
 
 The group is the cyclic group by default (t: rank j -> j + 1); ``group="xor"`` is the group of Table 1.b for
 power-of-two P (t_k: j -> j XOR k), with which the bandwidth-optimal algorithm is recursive halving and the
-latency-optimal one recursive doubling (Sec. 7, 8).
+latency-optimal one recursive doubling (Sec. 7, 8). Any abelian group of order P given by its cyclic factors
+(``group="4x3"``) that has a fold order serves (``directcoll.algorithms.abelian``: placements are the group
+elements e_k of the fold order instead of t^k, the step operators g_i instead of t^(-f_i)), and ``placement`` is
+the paper's h (Sec. 5.1-5.2): rank b's part sits at group element h(b), so the group acts on ranks through h.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from directcoll.algorithms.abelian import PLACEMENTS, AbelianGroup, group_of, placement_of
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import from_reduce_scatter
 from directcoll.topology.model import Topology
 
-GROUPS = ("cyclic", "xor")
+GROUPS = ("cyclic", "xor", "N1xN2x... (cyclic factors whose product is P)")
 
 
 def num_steps(p: int) -> int:
@@ -78,25 +83,37 @@ def fold_counts(p: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class _Group:
-    """An abelian group of order P acting regularly on the ranks; element k is the rank that t_k sends 0 to."""
+class _Space:
+    """The group, its fold order and the placement h: schedules are computed on group elements (codes) and
+    written for ranks and blocks through h (rank b and block b sit at element h[b])."""
 
-    name: str
-    p: int
+    g: AbelianGroup
+    h: np.ndarray
+
+    @property
+    def p(self) -> int:
+        return self.g.p
+
+    @cached_property
+    def hinv(self) -> np.ndarray:
+        inv = np.empty(self.p, dtype=np.int64)
+        inv[self.h] = np.arange(self.p)
+        return inv
+
+    def at(self, k: int) -> int:
+        """The element of position k of the fold order."""
+        return int(self.g.fold[0][k])
 
     def add(self, a, b):
-        return np.bitwise_xor(a, b) if self.name == "xor" else (np.asarray(a) + b) % self.p
+        return self.g.add(a, b)
 
     def neg(self, a):
-        return a if self.name == "xor" else (-np.asarray(a)) % self.p
+        return self.g.neg(a)
 
 
-def _group(p: int, name: str) -> _Group:
-    if name not in GROUPS:
-        raise UnsupportedShapeError(f"generalized: unknown group {name!r}; accepted: {', '.join(GROUPS)}")
-    if name == "xor" and p & (p - 1):
-        raise UnsupportedShapeError(f"generalized: the group of Table 1.b (xor) needs a power-of-two P, got {p}")
-    return _Group(name, p)
+def _space(p: int, group, placement=None, shape=None) -> _Space:
+    g = group_of(group, p)
+    return _Space(g, placement_of(placement, g, shape))
 
 
 def _check(p: int, r: int) -> int:
@@ -109,58 +126,74 @@ def _check(p: int, r: int) -> int:
     return steps
 
 
-def generalized_allreduce(p: int, r: int = 0, group: str = "cyclic") -> Schedule:
+def generalized_allreduce(p: int, r: int = 0, group="cyclic", placement=None, shape=None) -> Schedule:
     """Generalized allreduce on P >= 2 ranks with 2 ceil(log2 P) - r steps (module docstring).
 
     Args:
         p: number of processes, any P >= 2 (primes included).
         r: distribution steps removed: 0 = bandwidth-optimal (eq. 25), 0 < r < ceil(log2 P) intermediate
             (eq. 36), ceil(log2 P) = latency-optimal (eq. 44).
-        group: "cyclic" (default) or "xor" (Table 1.b, power-of-two P).
+        group: "cyclic" (default), "xor" (Table 1.b, power-of-two P) or cyclic factors whose product is P
+            ("4x3", "2x2x3"; :func:`directcoll.algorithms.abelian.parse_group`).
+        placement: the permutation h, rank b's part at group element h[b]: None / "identity", "aligned"
+            (needs ``shape``) or a permutation (:func:`directcoll.algorithms.abelian.placement_of`).
+        shape: the topology's grid shape, for ``placement="aligned"``.
 
     Returns:
         An allreduce schedule with nblocks = P (part b = block b) and, for r > 0, scratch blocks for the
-        second partial sum some placements hold; meta records r and the group.
+        second partial sum some placements hold; meta records r, the group and the placement.
 
     Raises:
-        UnsupportedShapeError: P < 2, r out of range, or the xor group with P not a power of two.
+        UnsupportedShapeError: P < 2, r out of range, a group that is not of order P or has no fold order
+            (e.g. 3x3), or a placement that is not a permutation (or not alignable).
 
-    Source: Kolmakov & Zhang, Sec. 7 (eq. 17-25), Sec. 8 (eq. 26-36) and Sec. 9 (eq. 38-44).
+    Source: Kolmakov & Zhang, Sec. 5 (groups, h), Sec. 7 (eq. 17-25), Sec. 8 (eq. 26-36), Sec. 9 (eq. 38-44).
 
     >>> s = generalized_allreduce(7, r=1)
     >>> s.num_steps, s.nblocks, s.meta["variant"]
     (5, 7, 'intermediate')
+    >>> generalized_allreduce(12, 0, "2x2x3").meta["group"]
+    '2x2x3'
     """
     steps = _check(p, r)
-    g = _group(p, group)
+    sp = _space(p, group, placement, shape)
     n = fold_counts(p)
     results = n[steps - r]
     b = ScheduleBuilder(Collective.ALLREDUCE, p, p)
-    slots = _reduction(b, g, n, results)
-    ranks = np.arange(p)
+    slots = _reduction(b, sp, n, results)
+    codes = np.arange(p)
     for d in range(steps - r):  # distribution: the first reduction steps reversed, as copies, in the data slot
         i = steps - r - 1 - d
         f = n[i] // 2
-        ks = np.arange(n[i] - f, n[i])
-        dst = g.add(ranks, f)
-        parts = g.add(dst[:, None], g.neg(ks)[None, :])
-        b.add_pieces(steps + d, ranks, dst, COPY, len(ks), parts.ravel(), parts.ravel() + 1)
+        ks = np.array([sp.at(k) for k in range(n[i] - f, n[i])])
+        dst = sp.add(codes, sp.g.fold_ops[i])
+        parts = sp.hinv[sp.add(dst[:, None], sp.neg(ks)[None, :])]
+        b.add_pieces(steps + d, sp.hinv, sp.hinv[dst], COPY, len(ks), parts.ravel(), parts.ravel() + 1)
     version = "bandwidth" if r == 0 else "latency" if r == steps else "intermediate"
     return b.build(nscratch=(slots - 1) * p, meta={"algorithm": "generalized", "variant": version, "r": r,
-                                                   "group": group, "ports": 1})
+                                                   **_group_meta(group, sp, placement), "ports": 1})
 
 
-def generalized_reduce_scatter(p: int, group: str = "cyclic") -> Schedule:
+def _group_meta(group, sp: _Space, placement) -> dict:
+    name = group if group in ("cyclic", "xor") else sp.g.name
+    if placement is None or isinstance(placement, str) and placement in PLACEMENTS:
+        where = placement or "identity"
+    else:
+        where = ",".join(map(str, sp.h.tolist()))
+    return {"group": name, "placement": where}
+
+
+def generalized_reduce_scatter(p: int, group="cyclic", placement=None, shape=None) -> Schedule:
     """The reduction phase of the bandwidth-optimal version: rank b ends with part b summed (Sec. 7).
 
     Args:
-        p: number of processes, any P >= 2; group: "cyclic" or "xor" (power-of-two P).
+        p: number of processes, any P >= 2; group, placement, shape: as :func:`generalized_allreduce`.
 
     Returns:
         A reduce-scatter schedule with nblocks = P, ceil(log2 P) steps and MPI's ownership (block b at rank b).
 
     Raises:
-        UnsupportedShapeError: P < 2, or the xor group with P not a power of two.
+        UnsupportedShapeError: P < 2, or a group or placement :func:`generalized_allreduce` refuses.
 
     Source: Kolmakov & Zhang, Sec. 7, eq. (17)-(24).
 
@@ -168,20 +201,21 @@ def generalized_reduce_scatter(p: int, group: str = "cyclic") -> Schedule:
     3
     """
     _check(p, 0)
-    g = _group(p, group)
+    sp = _space(p, group, placement, shape)
     b = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
-    _reduction(b, g, fold_counts(p), 1)
-    return b.build(meta={"algorithm": "generalized", "variant": "bandwidth", "r": 0, "group": group, "ports": 1})
+    _reduction(b, sp, fold_counts(p), 1)
+    return b.build(meta={"algorithm": "generalized", "variant": "bandwidth", "r": 0,
+                         **_group_meta(group, sp, placement), "ports": 1})
 
 
-def _reduction(b: ScheduleBuilder, g: _Group, n: list[int], results: int) -> int:
-    """Emit the union of the reductions shifted by 0..results-1; returns the number of slots per placement.
+def _reduction(b: ScheduleBuilder, sp: _Space, n: list[int], results: int) -> int:
+    """Emit the union of the reductions shifted by e_0..e_(results-1); returns the number of slots per placement.
 
-    A vector is (placement, set of the original placements it sums). Cell of a vector in slot s at placement
-    k on rank j: coordinate s*P + part, part = j - k (j XOR k for the xor group). The sums the shortened
-    distribution starts from end in slot 0 (the data blocks).
+    A vector is (placement, set of the original placements it sums), placements being group elements. Cell of a
+    vector in slot s at placement k on the rank at element j: coordinate s*P + block of part j - k (blocks and
+    ranks sit at elements through h). The sums the shortened distribution starts from end in slot 0 (the data).
     """
-    p = g.p
+    p = sp.p
     full = (1 << p) - 1
     vid: dict[tuple[int, int], int] = {}
     vectors: list[tuple[int, int]] = []
@@ -193,9 +227,11 @@ def _reduction(b: ScheduleBuilder, g: _Group, n: list[int], results: int) -> int
             vectors.append(key)
         return vid[key]
 
-    shifts = [[vector(int(g.add(k, s)), 1 << int(g.add(k, s))) for k in range(p)] for s in range(results)]
+    order = sp.g.fold[0]
+    places = sp.add(order[None, :], order[:results, None]).tolist()  # placement of position k of shift s
+    shifts = [[vector(e, 1 << e) for e in row] for row in places]
     slot = {v: 0 for v in range(len(vectors))}  # the raw vectors are the data
-    ranks = np.arange(p)
+    codes = np.arange(p)
     slots_used = 1
     last = len(n) - 2
     for i in range(len(n) - 1):
@@ -242,38 +278,40 @@ def _reduction(b: ScheduleBuilder, g: _Group, n: list[int], results: int) -> int
         for w, (s_to, _) in targets.items():
             slot[w] = s_to
             slots_used = max(slots_used, s_to + 1)
-        _emit_step(b, g, i, f, ranks, vectors, slot, made, targets, p)
+        _emit_step(b, sp, i, sp.g.fold_ops[i], vectors, slot, made, targets)
         shifts = new_shifts
     for state in shifts:  # a sum that was complete before the last step moves to the data slot in it
         v = state[0]
         if slot[v] != 0:
-            parts = g.add(ranks, g.neg(vectors[v][0]))
-            b.add(last, ranks, ranks, COPY, slot[v] * p + parts, slot[v] * p + parts + 1, -slot[v] * p)
+            parts = sp.hinv[sp.add(codes, sp.neg(vectors[v][0]))]
+            b.add(last, sp.hinv, sp.hinv, COPY, slot[v] * p + parts, slot[v] * p + parts + 1, -slot[v] * p)
     return slots_used
 
 
-def _emit_step(b: ScheduleBuilder, g: _Group, step: int, f: int, ranks, vectors, slot, made, targets, p: int):
-    """One transfer per rank to rank - f carrying every moved vector once (placed in each target cell), and
-    one local transfer per rank for the partial sums that must be kept while a copy of them is extended."""
-    dst = g.add(ranks, g.neg(f))
+def _emit_step(b: ScheduleBuilder, sp: _Space, step: int, op: int, vectors, slot, made, targets):
+    """One transfer per rank to the rank at its element - op carrying every moved vector once (placed in each
+    target cell), and one local transfer per rank for the partial sums that must be kept while a copy of them is
+    extended."""
+    p = sp.p
+    codes = np.arange(p)
+    dst = sp.hinv[sp.add(codes, sp.neg(op))]
     starts, shifts, local_starts, local_shifts = [], [], [], []
     for w, (base, moved) in made.items():
         s_to, in_place = targets[w]
-        m_place = vectors[moved][0]
-        part = g.add(ranks, g.neg(m_place))  # part held by rank j of the moved vector
+        part = sp.hinv[sp.add(codes, sp.neg(vectors[moved][0]))]  # block held by the rank at element j
         starts.append(slot[moved] * p + part)
         shifts.append(np.full(p, (s_to - slot[moved]) * p))
         if not in_place:
-            b_place = vectors[base][0]
-            bpart = g.add(ranks, g.neg(b_place))
+            bpart = sp.hinv[sp.add(codes, sp.neg(vectors[base][0]))]
             local_starts.append(slot[base] * p + bpart)
             local_shifts.append(np.full(p, (s_to - slot[base]) * p))
     if starts:
         st = np.stack(starts, axis=1)
-        b.add_pieces(step, ranks, dst, REDUCE, st.shape[1], st.ravel(), st.ravel() + 1, np.stack(shifts, 1).ravel())
+        b.add_pieces(step, sp.hinv, dst, REDUCE, st.shape[1], st.ravel(), st.ravel() + 1,
+                     np.stack(shifts, 1).ravel())
     if local_starts:
         st = np.stack(local_starts, axis=1)
-        b.add_pieces(step, ranks, ranks, COPY, st.shape[1], st.ravel(), st.ravel() + 1,
+        b.add_pieces(step, sp.hinv, sp.hinv, COPY, st.shape[1], st.ravel(), st.ravel() + 1,
                      np.stack(local_shifts, 1).ravel())
 
 
@@ -308,23 +346,26 @@ VARIANTS = ("bandwidth", "latency", "ring")
 
 
 def _build(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
-           ports: int | None = None, r: int | None = None, group: str = "cyclic") -> Schedule:
+           ports: int | None = None, r: int | None = None, group="cyclic", placement=None) -> Schedule:
     collective = Collective.parse(collective)
     p = topology.num_compute
     if ports not in (None, 1):
         raise UnsupportedShapeError(f"generalized: single-port algorithm (one message per step), got ports={ports}")
     variant = variant or ("bandwidth" if r is None or r == 0 else None)
+    group = group or "cyclic"
     if variant == "ring":
         if collective is not Collective.ALLREDUCE:
             raise UnsupportedShapeError(f"generalized: the ring variant is an allreduce, not {collective.value}")
-        if r not in (None, 0) or group != "cyclic":
+        if r not in (None, 0) or group not in ("cyclic", str(p)) or placement not in (None, "identity"):
             raise UnsupportedShapeError("generalized: the ring variant is the cyclic group's single operator "
-                                        f"(Sec. 6); it takes no r or group (got r={r}, group={group})")
+                                        f"(Sec. 6); it takes no r, group or placement (got r={r}, group={group}, "
+                                        f"placement={placement})")
         return kolmakov_ring(p)
     steps = num_steps(p)
     r = (0 if variant == "bandwidth" else steps) if r is None else int(r)
+    shape = tuple(topology.shape) if getattr(topology, "shape", None) is not None else None
     if collective is Collective.ALLREDUCE:
-        return generalized_allreduce(p, r, group)
+        return generalized_allreduce(p, r, group, placement, shape)
     if r != 0:
         raise UnsupportedShapeError(f"generalized: {collective.value} is the bandwidth-optimal version (r = 0)")
-    return from_reduce_scatter(generalized_reduce_scatter(p, group), collective)
+    return from_reduce_scatter(generalized_reduce_scatter(p, group, placement, shape), collective)

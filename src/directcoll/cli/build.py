@@ -200,8 +200,9 @@ def cmd_schedule(args) -> int:
     """``directcoll schedule ALGORITHM SPEC -o FILE``: build a schedule (:func:`directcoll.registry.build`) and save
     it (:func:`directcoll.schedule.io.save`; ``.npz`` or JSON by the file's suffix).
 
-    ``--steps`` / ``--group`` choose the generalized allreduce's r and group (``--steps auto``: the fastest r at
-    ``--sizes`` under ``--params``, eq. 37's choice printed on stderr beside it); ``--method`` is mcf's variant.
+    ``--steps`` / ``--group`` / ``--placement`` choose the generalized allreduce's r, group and h (``--steps auto``:
+    the fastest r at ``--sizes`` under ``--params``, eq. 37's choice printed on stderr beside it); ``--method`` is
+    mcf's variant.
 
     Output: ``wrote FILE: ...`` or, with ``--json``, {file, algorithm, collective, ranks, steps, transfers, nblocks,
     meta, seconds}.
@@ -253,16 +254,17 @@ def cmd_schedule(args) -> int:
 def _generalized_options(args) -> dict:
     """--steps / --group for the generalized allreduce: a step count, or "auto" = the r whose schedule the step
     model times fastest at --sizes on the topology with --params (eq. 37's choice is printed beside it)."""
-    if args.steps is None and args.group is None:
+    placement = getattr(args, "placement", None)
+    if args.steps is None and args.group is None and placement is None:
         return {}
     from directcoll.registry import get
 
     if get(args.algorithm).name != "generalized":
-        raise DirectcollError("--steps and --group apply to the generalized algorithm only")
+        raise DirectcollError("--steps, --group and --placement apply to the generalized algorithm only")
     from directcoll.algorithms.generalized import num_steps
     from directcoll.topology import parse
 
-    options = {"group": args.group or "cyclic"}
+    options = {"group": args.group or "cyclic", **({"placement": placement} if placement else {})}
     topology = parse(args.spec)
     p = topology.num_compute
     top = num_steps(p)
@@ -279,7 +281,7 @@ def _generalized_options(args) -> dict:
 
     params = network_params("kolmakov-cluster" if args.params is None else args.params)
     size = one_size(args.sizes or "1MiB", "schedule --steps auto")
-    times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, group=options["group"]),
+    times = [float(simulate(build_pattern("generalized", topology, "allreduce", r=r, **options),
                             topology, params).time(size)) for r in range(top + 1)]
     r = int(np.argmin(times))
     eq37 = best_r_eq37(p, size, params.alpha, 1 / (params.host_injection or params.link_bandwidth or 1e30),
@@ -377,9 +379,9 @@ def cmd_cost(args) -> int:
     params = CostParams(alpha=args.alpha, gamma=args.gamma)
     swing_b = report.algorithm == "swing" and schedule.meta.get("variant") == "bandwidth"
     if swing_b and topology.kind == "torus" and all(d & (d - 1) == 0 for d in topology.shape):
-        from directcoll.cost.swing_model import swing_xi, swing_xi_eq3
+        from directcoll.cost.swing_model import swing_xi_closed_form, swing_xi_eq3
 
-        out["congestion_deficiency_closed_form"] = swing_xi(topology.shape)
+        out["congestion_deficiency_closed_form"] = swing_xi_closed_form(topology.shape)
         out["congestion_deficiency_eq3"] = swing_xi_eq3(topology.shape)
     if args.sizes is not None:
         from directcoll.cost.swing_model import eq1_time

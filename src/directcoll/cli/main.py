@@ -158,7 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_build_options(sched)
     sched.add_argument("--steps", help="generalized only: number of steps (ceil(log2 P) .. 2 ceil(log2 P)) or "
                                        "'auto' (the fastest at --sizes with --params, default kolmakov-cluster)")
-    sched.add_argument("--group", choices=["cyclic", "xor"], help="generalized only: the group T_P (default cyclic)")
+    sched.add_argument("--group", help="generalized only: the abelian group T_P as cyclic factors whose product is "
+                                       "P, e.g. 12, 4x3, 2x2x3 (aliases: cyclic = P, xor = 2x2x...x2; default cyclic)")
+    sched.add_argument("--placement", help="generalized only: the permutation h (Sec. 5.2), rank b's part at group "
+                                           "element h(b): identity (default), aligned (group translations = torus "
+                                           "translations) or comma-separated elements, one per rank")
     sched.add_argument("--sizes", help="vector size for --steps auto, one size (default 1MiB)")
     add_deprecated_size(sched)
     sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")

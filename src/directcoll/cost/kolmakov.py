@@ -233,3 +233,42 @@ def fig1_ratio(p: int, sizes, alpha: float, beta: float, gamma: float, choose: s
                               tau_recursive_halving(p, sizes, alpha, beta, gamma),
                               tau_recursive_doubling(p, sizes, alpha, beta, gamma)])
     return ours / best, rs
+
+
+def baseline_switches(p: int, alpha: float, beta: float, gamma: float) -> list[tuple[float, str, str]]:
+    """Where the best of recursive doubling, recursive halving and ring changes with the vector size: the
+    discontinuities of Fig. 1 (its caption: "RD to RH, then RH to ring").
+
+    Every baseline time is a line in m (:func:`tau_recursive_doubling`, :func:`tau_recursive_halving`,
+    :func:`tau_ring`), so the best one is their lower envelope and its breakpoints are exact intersections.
+
+    Args:
+        p: number of processes P >= 2; alpha: s per message; beta: s per byte sent; gamma: s per byte reduced.
+
+    Returns:
+        [(size in bytes, best below, best above)] in increasing size; e.g. two entries (RD -> RH -> ring) for
+        P = 127, one (RD -> ring) for P = 5, where recursive halving is never the fastest.
+
+    Raises:
+        Nothing: closed forms.
+
+    Source: Kolmakov & Zhang, Sec. 1, Fig. 1 (caption) with eq. (15) and the baselines of Sec. 3.
+
+    >>> [(round(m), a, b) for m, a, b in baseline_switches(5, 3e-5, 1e-8, 2e-10)]
+    [(4910, 'RD', 'ring')]
+    """
+    lines = {}
+    for name, tau in (("RD", tau_recursive_doubling), ("RH", tau_recursive_halving), ("ring", tau_ring)):
+        a0 = float(tau(p, 0.0, alpha, beta, gamma))
+        lines[name] = (a0, float(tau(p, 1.0, alpha, beta, gamma)) - a0)
+    best = min(lines, key=lambda k: (lines[k][0], lines[k][1]))
+    out, at = [], 0.0
+    while True:
+        a, b = lines[best]
+        cross = [((a - a2) / (b2 - b), k) for k, (a2, b2) in lines.items() if b2 < b]
+        cross = [(m, k) for m, k in cross if m > at]
+        if not cross:
+            return out
+        m, k = min(cross)
+        out.append((m, best, k))
+        best, at = k, m

@@ -13,7 +13,8 @@ n/(2D) beta sum_s delta(sigma(s)) / 2^(s+1), normalised by the same sum with eve
 congestion deficiency :func:`directcoll.cost.analytic.analyze` measures): in round k = 0, 1, ... every dimension
 with log2 d_i > k takes one step at distance delta(k) = (2^(k+1) - (-1)^(k+1)) / 3 (Sec. 3.1); steps halve the
 data. :func:`swing_xi` evaluates this exactly, for square and rectangular tori (Sec. 4.2: a dimension that has run
-out of steps drops out).
+out of steps drops out); :func:`swing_xi_closed_form` gives the same value in closed form (geometric series per
+phase of equal side lengths), which for 2D shows the rectangular part growing as log2(d_max / d_min) / (3 d_min).
 
 **Eq. 3** (Sec. 4.2): the paper's estimate for a rectangular torus is the square torus d_min^D's Xi plus
 Xi_Q = 1 / (2 d_min^D) sum_{s = log2 d_min}^{log2 d_max - 1} (2^(s+1) - (-1)^(s+1)) / (3 x 2^(s+1 - log2 d_min))
@@ -83,6 +84,53 @@ def swing_xi(shape) -> float:
             den += 1 / 2 ** (s + 1)
             s += 1
     return num / den
+
+
+def swing_xi_closed_form(shape) -> float:
+    """:func:`swing_xi` in closed form: a sum over the at most D phases of distinct side lengths, each a pair of
+    geometric series, instead of a sum over the log2 p steps.
+
+    With e_1..e_D the log2 of the sides and n = sum e_i, round k runs c_k = #{i: e_i > k} steps; c is constant on
+    each phase [a, b) between consecutive distinct e's, which starts after S_a = sum_i min(e_i, a) steps. A phase
+    contributes (1 - x) 2^(-S_a) sum_(j<b-a) delta(a + j) x^j with x = 2^(-c), and with delta(k) =
+    (2^(k+1) - (-1)^(k+1)) / 3 that is (1 - x) 2^(-S_a) / 3 (2^(a+1) G(2x) + (-1)^a G(-x)), G(y) = (1 - y^(b-a)) /
+    (1 - y) (b - a for y = 1). Xi is the sum over phases divided by 1 - 2^(-n). For a 2D torus d_min x d_max,
+    a = log2 d_min, b = log2 d_max, this is
+
+        Xi = [1 - 2^-a + (1 - (-4)^-a) / 5 + (b - a) / (3 d_min) + (-1)^a (1 - (-1/2)^(b-a)) / (9 d_min^2)]
+             / (1 - 1 / (d_min d_max)),
+
+    which tends to 1.2 on large square tori (b = a) and grows by (b - a) / (3 d_min) on rectangular ones: twice
+    Eq. 3's approximation log2(d_max / d_min) / (6 d_min^(D-1)), whose sum divides delta(s) by 3 2^(s+1-log2 d_min),
+    one halving more than the data n / (2 d_min^D) it starts the phase with.
+
+    Returns:
+        Xi, a float (exact up to rounding; tests compare it with :func:`swing_xi` and the measured Xi).
+
+    Raises:
+        UnsupportedShapeError: a side that is not a power of two >= 2.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1 (delta), Sec. 4.1 (bandwidth term), Sec. 4.2 (dimensions
+    drop out; Eq. (3) for comparison).
+
+    >>> round(swing_xi_closed_form((64, 16)), 4), round(swing_xi_closed_form((8, 4, 2)), 4)
+    (1.1799, 1.0317)
+    """
+    logs = sorted(_log2_sides(shape))
+    total, start = 0.0, 0
+    for a, b in zip([0, *logs], logs, strict=False):
+        if b == a:
+            continue
+        c = sum(1 for e in logs if e > a)
+        x = 2.0 ** -c
+        m = b - a
+
+        def geometric(y: float, m: int = m) -> float:
+            return float(m) if y == 1 else (1 - y ** m) / (1 - y)
+
+        total += (1 - x) * 2.0 ** -start / 3 * (2 ** (a + 1) * geometric(2 * x) + (-1) ** a * geometric(-x))
+        start += c * m
+    return total / (1 - 2.0 ** -sum(logs))
 
 
 def eq3_xi_q(shape, *, approximate: bool = False) -> float:

@@ -332,18 +332,18 @@ def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> 
     for t, step in enumerate(program.steps):
         sends = [(peer, _gather(work, ranges)) for peer, ranges in step.sends]
         local = [_gather(work, ranges) for ranges, _, _ in step.local]
-        inbox = [np.empty(int((ranges[:, 1] - ranges[:, 0]).sum()), dtype=work.dtype)
-                 for _, ranges, _, _ in step.recvs]
+        inbox = [np.empty(int(at[:, 1].max()) if len(at) else 0, dtype=work.dtype) for _, at, _, _ in step.recvs]
         exchange(t, sends, [(peer, buf) for buf, (peer, *_) in zip(inbox, step.recvs, strict=True)])
-        arrivals = [(data, dst, ops, ranges) for data, (_, ranges, dst, ops) in zip(inbox, step.recvs, strict=True)]
-        arrivals += [(data, dst, ops, ranges) for data, (ranges, dst, ops) in zip(local, step.local, strict=True)]
+        arrivals = [(data, dst, ops, at) for data, (_, at, dst, ops) in zip(inbox, step.recvs, strict=True)]
+        for data, (ranges, dst, ops) in zip(local, step.local, strict=True):  # gathered back to back
+            ends = np.cumsum(ranges[:, 1] - ranges[:, 0])
+            arrivals.append((data, dst, ops, np.stack([ends - (ranges[:, 1] - ranges[:, 0]), ends], axis=1)))
         for reducing in (0, 1):  # copies land before reductions
-            for data, dst, ops, ranges in arrivals:
-                pos = 0
-                for (a, b), d, o in zip(ranges, dst, ops, strict=True):
+            for data, dst, ops, at in arrivals:  # at: (start, stop) of every range in data
+                for (a, b), d, o in zip(at, dst, ops, strict=True):
                     n = b - a
                     if min(o, 1) == reducing:
-                        own, got = work[d:d + n], data[pos:pos + n]
+                        own, got = work[d:d + n], data[a:b]
                         left, right = (got, own) if o == 2 else (own, got)  # 2: the received operand first
                         if not reducing:
                             work[d:d + n] = got
@@ -351,7 +351,6 @@ def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> 
                             reduce(left, right, out=own)
                         else:
                             work[d:d + n] = user(left, right)
-                    pos += n
 
 
 class DeadlineError(DirectcollError, TimeoutError):

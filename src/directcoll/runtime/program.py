@@ -39,7 +39,9 @@ class StepProgram:
 
     Attributes:
         sends: (peer, ranges read int64 (k, 2)) per message sent.
-        recvs: (peer, ranges of the message int64 (k, 2), destination starts int64 (k,), op per range int (k,):
+        recvs: (peer, (start, stop) offsets in the message int64 (k, 2) (a message carries each source element once,
+            so two ranges may read the same offsets: :func:`message_layout`), destination starts int64 (k,), op per
+            range int (k,):
             0 copy / 1 reduce (own operand on the left) / 2 reduce (received operand on the left; only compiled for
             non-commutative operators)) per message received.
         local: (source ranges (k, 2), destination starts (k,), ops (k,)) per local copy or reduction.
@@ -52,7 +54,7 @@ class StepProgram:
 
     sends: list[tuple[int, np.ndarray]] = field(default_factory=list)   # (peer, ranges read, shape (k, 2))
     recvs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
-    # (peer, ranges of the message, destination starts, op per range: 0 copy / 1 reduce)
+    # (peer, offsets in the message, destination starts, op per range: 0 copy / 1 reduce)
     local: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     # (source ranges, destination starts, ops)
 
@@ -185,9 +187,51 @@ def compile_programs(schedule: Schedule, count: int, received_first: np.ndarray 
         if src == dst:
             programs[src].steps[step].local.append((ranges, dst_starts, ops))
         else:
-            programs[src].steps[step].sends.append((dst, ranges))
-            programs[dst].steps[step].recvs.append((src, ranges, dst_starts, ops))
+            message, at = message_layout(ranges)
+            programs[src].steps[step].sends.append((dst, message))
+            programs[dst].steps[step].recvs.append((src, np.stack([at, at + ranges[:, 1] - ranges[:, 0]], axis=1),
+                                                    dst_starts, ops))
     return programs
+
+
+def message_layout(ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What one message carries for pieces that read ``ranges`` of the sender's work buffer, each source element
+    once (the IR's semantics: pieces of one transfer that read the same source interval, to place it in several
+    destination cells, travel once).
+
+    Args:
+        ranges: int64 (k, 2), the (start, stop) element ranges the transfer's pieces read, in piece order.
+
+    Returns:
+        (message ranges int64 (u, 2), piece offsets int64 (k,)): the sender's ranges in message order, and where
+        each piece's elements start in the message. Pairwise disjoint pieces keep their order (the message is
+        their concatenation); overlapping ones are sent as the union of their ranges, in ascending order.
+
+    Raises:
+        Nothing: arithmetic on valid ranges.
+
+    Source: DESIGN.md, "Schedule IR" (a message carries each source byte once); :attr:`Schedule.transfer_size
+    <directcoll.schedule.ir.Schedule.transfer_size>` counts the same union.
+
+    >>> message, at = message_layout(np.array([[4, 6], [0, 2], [4, 6]]))  # [4, 6) lands in two cells
+    >>> message.tolist(), at.tolist()
+    ([[0, 2], [4, 6]], [2, 0, 2])
+    """
+    ranges = np.asarray(ranges, dtype=np.int64).reshape(-1, 2)
+    order = np.argsort(ranges[:, 0], kind="stable")
+    lo, hi = ranges[order, 0], ranges[order, 1]
+    reach = np.maximum.accumulate(hi) if len(hi) else hi
+    if not len(hi) or np.all(lo[1:] >= reach[:-1]):  # disjoint: the pieces themselves, in piece order
+        ends = np.cumsum(ranges[:, 1] - ranges[:, 0])
+        return ranges, (ends - (ranges[:, 1] - ranges[:, 0])).astype(np.int64)
+    head = np.r_[True, lo[1:] >= reach[:-1]]  # a new interval of the union starts here
+    group = np.cumsum(head) - 1
+    starts = lo[head]
+    stops = np.maximum.reduceat(hi, np.flatnonzero(head))
+    where = np.concatenate([[0], np.cumsum(stops - starts)[:-1]])
+    at = np.empty(len(ranges), dtype=np.int64)
+    at[order] = where[group] + lo - starts[group]
+    return np.stack([starts, stops], axis=1), at
 
 
 def user_blocks(schedule: Schedule, count: int) -> list[np.ndarray] | None:
@@ -333,7 +377,9 @@ def compile_alltoall(schedule: Schedule, count: int) -> list[RankProgram]:
             programs[src].steps[step].local.append((ranges, run_dst[lo:hi], ops))
         else:
             programs[src].steps[step].sends.append((dst, ranges))
-            programs[dst].steps[step].recvs.append((src, ranges, run_dst[lo:hi], ops))
+            at = np.cumsum(run_len[lo:hi])  # the runs are disjoint: the message is their concatenation
+            programs[dst].steps[step].recvs.append((src, np.stack([at - run_len[lo:hi], at], axis=1), run_dst[lo:hi],
+                                                    ops))
     return programs
 
 
