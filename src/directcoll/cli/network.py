@@ -72,8 +72,9 @@ def cmd_compare(args) -> int:
     ring,bidirectional,ring,1024,...
     0
     """
+    from directcoll.cli.build import rooted_option
     from directcoll.reports.compare import compare
-    from directcoll.reports.contenders import default_contenders, family_contenders
+    from directcoll.reports.contenders import default_contenders, family_contenders, with_root
 
     check_output(args.plot, "--plot")
     output_format = _output_format(args.output)
@@ -91,6 +92,7 @@ def cmd_compare(args) -> int:
                 contenders += family_contenders(w, topology, args.collective)
     if args.variant:
         contenders = _only_variant(contenders, args.variant)
+    contenders = with_root(contenders, rooted_option(args.collective, args.root))
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
