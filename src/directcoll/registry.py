@@ -117,6 +117,11 @@ def _bfb_order(topology: Topology) -> bool:
 _RD_SHAPES = "1D grids (ring, torus:N, mesh:N) of 2^k or 2^k + 1 ranks"
 
 
+def _line_order(topology: Topology) -> bool:
+    """Breadth-first trees on a line (a 1D mesh) join adjacent rank ranges from any root."""
+    return len(topology.shape or ()) == 1 and not topology.wraps
+
+
 def _path_order(topology: Topology) -> bool:
     """The chain's path is the rank order (1D shapes and shapeless topologies), so its reduce joins adjacent ranks."""
     return len(topology.shape or ()) <= 1
@@ -306,6 +311,8 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="bfb-tree",
+        order=_line_order,
+        order_shapes="a line (mesh:N), any root",
         build=bfb_tree.build_bfb_tree,
         collectives=("broadcast", "reduce"),
         variants=bfb_tree.VARIANTS,

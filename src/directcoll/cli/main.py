@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--algorithm", "--algorithms", dest="algorithms", default=DEFAULT_RUN_ALGORITHMS,
                     help=f"comma list of NAME or NAME:VARIANT (default {DEFAULT_RUN_ALGORITHMS})")
     rn.add_argument("--collective", default="allreduce",
-                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
+                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
                          "and its sizes are each rank's send buffer")
     rn.add_argument("--sizes", default="8B,64KiB,1MiB",

@@ -29,6 +29,7 @@ DEFAULT_PACKET_SIZES = "32B..4MiB"
 DEFAULT_RUN_TOPOLOGY = "torus:2x4"
 DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
 DEFAULT_RUN_ALLTOALL = "direct"
+DEFAULT_RUN_ROOTED = "binomial,swing-tree:latency,swing-tree:bandwidth,chain"
 
 
 
@@ -412,6 +413,8 @@ def cmd_run(args) -> int:
     algorithms = args.algorithms
     if args.collective == "alltoall" and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
+    elif args.collective in ("broadcast", "reduce") and algorithms == DEFAULT_RUN_ALGORITHMS:
+        algorithms = DEFAULT_RUN_ROOTED
     _run_algorithms(algorithms, args.collective)
     if not args.hostfile:  # every rank on this machine: its process, send buffer, two results and work buffer
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
