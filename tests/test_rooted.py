@@ -302,8 +302,8 @@ def test_mpi_broadcast_and_reduce_equal_the_mpi_library_s():
 
 @needs_mpi
 def test_directcoll_run_reduce_json():
-    proc = _cli("run", "ring:2", "--collective", "reduce", "--algorithms", "binomial,chain", "--sizes", "1KiB",
-                "--repeat", "1", "--json")
+    proc = _cli("run", "ring:2", "--collective", "reduce", "--root", "1", "--algorithms", "binomial,chain",
+                "--sizes", "1KiB", "--repeat", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["results"]
     assert len(rows) == 2 and all(r["correct"] is True for r in rows)

@@ -251,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
                          "and its sizes are each rank's send buffer")
+    rn.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
     rn.add_argument("--sizes", default="8B,64KiB,1MiB",
                     help=f"{SIZES_FORMS} (default 8B,64KiB,1MiB); each runs as float64 elements, a multiple of the "
                          "ranks (at least one per rank), and the table shows the bytes run where they differ")

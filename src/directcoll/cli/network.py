@@ -416,6 +416,11 @@ def cmd_run(args) -> int:
     elif args.collective in ("broadcast", "reduce") and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ROOTED
     _run_algorithms(algorithms, args.collective)
+    from directcoll.cli.build import rooted_option
+
+    root = rooted_option(args.collective, args.root)
+    if root is not None and root >= ranks:
+        raise DirectcollError(f"--root {root}: the root must be one of the ranks 0..{ranks - 1} of {topology.spec}")
     if not args.hostfile:  # every rank on this machine: its process, send buffer, two results and work buffer
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
                      ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
@@ -427,7 +432,7 @@ def cmd_run(args) -> int:
                "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
                "--collective", args.collective, "--sizes", sizes.text, "--repeat", str(args.repeat),
                "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp,
-               *(["--native"] if args.compare_native else [])]
+               *(["--native"] if args.compare_native else []), *(["--root", str(root)] if root is not None else [])]
         run_job(cmd, status_dir=tmp, nranks=ranks, timeout=args.timeout)
         try:
             with open(out) as fh:

@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--native", action="store_true")
     ap.add_argument("--json-out", required=True)
+    ap.add_argument("--root", type=int, help="broadcast and reduce: the root rank (default 0)")
     ap.add_argument("--status-dir", help="directory of the per-rank status files (directcoll.runtime.progress)")
     return ap
 
@@ -164,7 +165,8 @@ def _work(args, comm, progress: Progress) -> None:
             name, _, variant = item.partition(":")
             progress.set(BUSY, "the build of the schedule", f"{item} {args.collective} on {args.topology}")
             try:
-                schedule = build(name, args.topology, args.collective, variant=variant or None)
+                schedule = build(name, args.topology, args.collective, variant=variant or None,
+                                 **({} if args.root is None else {"root": args.root}))
             except UnsupportedShapeError as exc:
                 if rank == 0:
                     results.append({"algorithm": name, "variant": variant or None, "size": size,
