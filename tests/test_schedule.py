@@ -134,7 +134,7 @@ def test_valid_small_schedule_constructs():
     ({"piece_offsets": [0, 2, 1]}, "non-decreasing"),
     ({"piece_offsets": [0, 1, 3]}, "number of pieces"),
     ({"nblocks": 0}, ">= 1"),
-    ({"collective": "broadcast"}, "unknown collective 'broadcast'; accepted: allgather, reduce_scatter, allreduce"),
+    ({"collective": "gather"}, "unknown collective 'gather'; accepted: allgather, reduce_scatter, allreduce"),
     ({"route_offsets": [0, 0, 0]}, "come together"),
     ({"route_offsets": [0, 0], "route_links": []}, "route_offsets must have T\\+1"),
     ({"route_offsets": [0, 2, 1], "route_links": [5]}, "non-decreasing"),
@@ -335,7 +335,7 @@ def test_reverse_flips_time_direction_and_op():
 
 
 def test_reverse_rejects_allreduce_and_routed_schedules():
-    with pytest.raises(ScheduleError, match="only allgather and reduce_scatter reverse"):
+    with pytest.raises(ScheduleError, match="only allgather, reduce_scatter, broadcast and reduce reverse"):
         reverse(registry.build("swing", "torus:4x4", "allreduce"))
     routed = Schedule(**small("allgather"), route_offsets=[0, 1, 2], route_links=[3, 4])
     with pytest.raises(ScheduleError, match="explicit routes"):

@@ -18,10 +18,11 @@ from directcoll.registry import ALGORITHMS, build
 RECORD = Path(__file__).parent / "data" / "schedule_digests.json"
 SHAPES = ("torus:4x4", "torus:3x3x2", "ring:6", "hypercube:3", "torus:6x10")
 #: algorithms served by an LP or MIP: their schedules depend on the solver's version
-SOLVED = ("bfb", "expansion", "ilp-disjoint", "mcf", "sssp", "ewsp")
+SOLVED = ("bfb", "expansion", "ilp-disjoint", "mcf", "sssp", "ewsp", "bfb-tree")
 #: the shapes of the expansion algorithm (specs built by expansion operators) and of the LP-based ones (small)
 EXTRA = {"expansion": ("line(complete:4)", "product(ring:3,ring:3)", "degree(ring:4,2)"),
-         "bfb": ("torus:3x3", "kautz:2:2"), "mcf": ("ring:4", "torus:2x3"), "ilp-disjoint": ("ring:4",)}
+         "bfb": ("torus:3x3", "kautz:2:2"), "mcf": ("ring:4", "torus:2x3"), "ilp-disjoint": ("ring:4",),
+         "bfb-tree": ("torus:3x3", "ring:6")}
 
 
 def _cases():

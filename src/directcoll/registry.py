@@ -19,12 +19,22 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from directcoll.algorithms import bucket, generalized, recursive_doubling, ring, swing, tree
+from directcoll.algorithms import (
+    binomial,
+    bucket,
+    chain,
+    generalized,
+    recursive_doubling,
+    ring,
+    swing,
+    swing_tree,
+    tree,
+)
 from directcoll.algorithms.alltoall import direct, dor, ewsp, ilp, sssp
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
 from directcoll.schedule.pattern import StepPattern, pattern_of
-from directcoll.synthesis import bfb
+from directcoll.synthesis import bfb, bfb_tree
 from directcoll.synthesis import expansions as synth_expansions
 from directcoll.synthesis.mcf import schedules as mcf_schedules
 from directcoll.topology.model import Topology
@@ -105,6 +115,16 @@ def _bfb_order(topology: Topology) -> bool:
 
 
 _RD_SHAPES = "1D grids (ring, torus:N, mesh:N) of 2^k or 2^k + 1 ranks"
+
+
+def _line_order(topology: Topology) -> bool:
+    """Breadth-first trees on a line (a 1D mesh) join adjacent rank ranges from any root."""
+    return len(topology.shape or ()) == 1 and not topology.wraps
+
+
+def _path_order(topology: Topology) -> bool:
+    """The chain's path is the rank order (1D shapes and shapeless topologies), so its reduce joins adjacent ranks."""
+    return len(topology.shape or ()) <= 1
 
 
 #: Every algorithm by name, in the order listed.
@@ -256,6 +276,52 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         summary="breadth-first-broadcast LP schedules, T_L = diameter (Zhao et al. Sec. 6.1, LP (1))",
     ),
     Algorithm(
+        name="binomial",
+        order=lambda topology: True,
+        order_shapes="any N and root",
+        build=binomial.build_binomial,
+        collectives=("broadcast", "reduce"),
+        variants=binomial.VARIANTS,
+        aliases=("binomial-tree",),
+        topologies="any N >= 1, any root (a tree over ranks; the network routes every edge)",
+        summary="binomial-tree broadcast / reduce over contiguous rank ranges, ceil(log2 N) steps of the whole "
+                "vector (MPICH's binomial trees; the trees Swing Sec. 6 replaces), option root=R",
+    ),
+    Algorithm(
+        name="swing-tree",
+        build=swing_tree.build_swing_tree,
+        collectives=("broadcast", "reduce"),
+        variants=swing_tree.VARIANTS,
+        topologies="any grid topology of any shape and size (torus, mesh, HyperX, HammingMesh, hypercube, ring); "
+                   "others as a 1D ring of their ranks; any root",
+        summary="Swing broadcast / reduce (Swing Sec. 2.1, 6): Swing-peer binomial tree (latency) or scatter + "
+                "Swing allgather / Swing reduce-scatter + gather (bandwidth), multiport, option root=R",
+    ),
+    Algorithm(
+        name="chain",
+        order=_path_order,
+        order_shapes="1D shapes (ring, mesh:N, torus:N) and topologies without a shape, any root",
+        build=chain.build_chain,
+        collectives=("broadcast", "reduce"),
+        variants=chain.VARIANTS,
+        aliases=("pipelined-chain",),
+        topologies="any N >= 1, any root (the ring order: snake path on grids, else ranks 0..N-1)",
+        summary="pipelined chain broadcast / reduce in chunks down both arms of the ring order from the root, "
+                "options chunks=C (default: the longer arm's hops) and root=R",
+    ),
+    Algorithm(
+        name="bfb-tree",
+        order=_line_order,
+        order_shapes="a line (mesh:N), any root",
+        build=bfb_tree.build_bfb_tree,
+        collectives=("broadcast", "reduce"),
+        variants=bfb_tree.VARIANTS,
+        aliases=("bfb-rooted",),
+        topologies="any direct topology (no switches), strongly connected; any root",
+        summary="BFB broadcast / reduce (Zhao et al. Sec. 6.1 for one root): breadth-first shortest-path spread, "
+                "ecc(root) steps (latency), or BFS scatter + BFB allgather (bandwidth), option root=R",
+    ),
+    Algorithm(
         name="expansion",
         build=synth_expansions.build_expansion,
         collectives=("allgather", "reduce_scatter", "allreduce"),
@@ -315,7 +381,8 @@ def order_preserving(name: str, topology, collective="allreduce") -> bool:
     """
     alg = get(name)
     topo: Topology = parse(topology) if not isinstance(topology, Topology) else topology
-    if Collective.parse(collective) in (Collective.ALLGATHER, Collective.ALLTOALL) or topo.num_compute <= 2:
+    if Collective.parse(collective) in (Collective.ALLGATHER, Collective.ALLTOALL, Collective.BROADCAST) \
+            or topo.num_compute <= 2:
         return True
     return alg.order is not None and bool(alg.order(topo))
 
@@ -339,7 +406,7 @@ def order_table() -> str:
     for alg in ALGORITHMS.values():
         served = alg.topologies.replace("|", "/")
         for coll in alg.collectives:
-            if coll in ("allgather", "alltoall"):
+            if coll in ("allgather", "alltoall", "broadcast"):
                 ops, kept = "any (no reduction)", "any"
             elif alg.order is None:
                 ops, kept = "commutative only", "N <= 2"
@@ -376,7 +443,7 @@ BYTES_PER_PAIR = 128
 QUADRATIC = {"swing": ("bandwidth", None), "generalized": None}
 #: Algorithms whose steps grow linearly: a ring's 2 (N - 1) steps, a bucket's 2 sum_i (d_i - 1) on a grid of
 #: sides d_i (bucket on torus:64x64 with 4 ports: 252 steps, 4.1 M transfers).
-LINEAR_STEPS = ("ring", "shifted-ring", "bucket")
+LINEAR_STEPS = ("ring", "shifted-ring", "bucket", "chain")
 
 
 def _steps(name: str, topology: Topology, n: float) -> float:
@@ -483,7 +550,7 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
 
     The schedule's meta records the algorithm, variant, ports and topology spec.
     ``options`` go to algorithms that take more parameters (``generalized``: ``r``, ``group``, ``placement``;
-    ``double-binary-tree``: ``chunks``).
+    ``double-binary-tree``: ``chunks``; broadcast and reduce: ``root``, and ``chain``: ``chunks``).
 
     Returns:
         The :class:`~directcoll.schedule.ir.Schedule`.
@@ -501,10 +568,10 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
 
     >>> build("generalized", "ring:7", r=1).meta["variant"]
     'intermediate'
-    >>> build("ring", "ring:4", "foo")
+    >>> build("ring", "ring:4", "foo")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    directcoll.errors.ScheduleError: unknown collective 'foo'; accepted: allgather, reduce_scatter, allreduce, alltoall
+    directcoll.errors.ScheduleError: unknown collective 'foo'; accepted: allgather, reduce_scatter, ..., reduce
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     check_build_memory(alg.name, topo, coll, variant, ports)

@@ -232,7 +232,7 @@ def cmd_schedule(args) -> int:
     t0 = time.perf_counter()
     check_output(args.output, "-o")
     args.spec = preset_spec(args.spec)
-    options = _generalized_options(args)
+    options = {**_generalized_options(args), **build_options(args)}
     method = getattr(args, "method", None)  # mcf: --method timestepped|path|extp is the variant
     if method is not None and args.variant not in (None, method):
         raise DirectcollError(f"--method {method} and --variant {args.variant} disagree; give one of them")
@@ -249,6 +249,48 @@ def cmd_schedule(args) -> int:
               f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers")
     return 0
 
+
+
+def rooted_option(collective: str, root: int | None) -> int | None:
+    """``--root`` checked against ``--collective``: the root for broadcast and reduce (None: the default, 0).
+
+    Raises:
+        DirectcollError: ``--root`` with another collective.
+
+    Source: MPI 4.1 standard, Ch. 6 (the root of MPI_Bcast and MPI_Reduce).
+
+    >>> rooted_option("broadcast", 2), rooted_option("allreduce", None)
+    (2, None)
+    """
+    if root is not None and collective not in ("broadcast", "reduce"):
+        raise DirectcollError(f"--root {root}: only broadcast and reduce have a root; --collective is {collective}")
+    return root
+
+
+def build_options(args) -> dict:
+    """``--root`` and ``--chunks`` as build options of ``args.algorithm`` (those it takes; absent ones left out).
+
+    Raises:
+        DirectcollError: ``--root`` with a collective other than broadcast and reduce, or ``--chunks`` for an
+            algorithm that does not pipeline (naming those that do).
+        UnsupportedShapeError: an unknown algorithm.
+
+    Source: docs/algorithms.md (each algorithm's options).
+    """
+    import inspect
+
+    from directcoll.registry import ALGORITHMS, get
+
+    options = {}
+    root = rooted_option(args.collective, getattr(args, "root", None))
+    if root is not None:
+        options["root"] = root
+    if getattr(args, "chunks", None) is not None:
+        takes = [a.name for a in ALGORITHMS.values() if "chunks" in inspect.signature(a.build).parameters]
+        if get(args.algorithm or DEFAULT_ALGORITHM).name not in takes:
+            raise DirectcollError(f"--chunks applies to {', '.join(takes)}; not to {args.algorithm}")
+        options["chunks"] = args.chunks
+    return options
 
 
 def _generalized_options(args) -> dict:
@@ -372,7 +414,7 @@ def cmd_cost(args) -> int:
     else:
         spec = preset_spec(args.topology or DEFAULT_TOPOLOGY)
         schedule = build(args.algorithm or DEFAULT_ALGORITHM, spec, args.collective, variant=args.variant,
-                         ports=args.ports)
+                         ports=args.ports, **build_options(args))
     topology = parse(spec)
     report = analyze(schedule, topology)
     out = report.to_dict()

@@ -78,8 +78,11 @@ SPEC_HELP = ("the network: a topology spec such as torus:8x8, file:PATH, or a sy
 
 def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collective", default="allreduce",
-                   choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
+                   choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                    help="collective to build (default: allreduce)")
+    p.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
+    p.add_argument("--chunks", type=count(1), help="pipelined algorithms (chain, double-binary-tree, bfb): chunks, "
+                                                   ">= 1 (default: the algorithm's)")
     p.add_argument("--variant", help=VARIANT_HELP)
     p.add_argument("--ports", type=count(1), help="concurrent collectives / ports to use, >= 1 (default: the "
                                                   "algorithm's)")
@@ -207,8 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      f"{DEFAULT_TOPOLOGY}, {DEFAULT_SIZES}, swing-sst parameters.")
     cmp.add_argument("spec", nargs="?", help=f"{SPEC_HELP}; default {DEFAULT_TOPOLOGY}")
     cmp.add_argument("--collective", default="allreduce",
-                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
+                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                      help="collective to compare (default: allreduce)")
+    cmp.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
     cmp.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_SIZES}; {DEFAULT_PACKET_SIZES} with --model "
                                      "packet)")
     cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "
@@ -249,9 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--algorithm", "--algorithms", dest="algorithms", default=DEFAULT_RUN_ALGORITHMS,
                     help=f"comma list of NAME or NAME:VARIANT (default {DEFAULT_RUN_ALGORITHMS})")
     rn.add_argument("--collective", default="allreduce",
-                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall"],
+                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "
                          "and its sizes are each rank's send buffer")
+    rn.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
     rn.add_argument("--sizes", default="8B,64KiB,1MiB",
                     help=f"{SIZES_FORMS} (default 8B,64KiB,1MiB); each runs as float64 elements, a multiple of the "
                          "ranks (at least one per rank), and the table shows the bytes run where they differ")

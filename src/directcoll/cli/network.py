@@ -29,6 +29,7 @@ DEFAULT_PACKET_SIZES = "32B..4MiB"
 DEFAULT_RUN_TOPOLOGY = "torus:2x4"
 DEFAULT_RUN_ALGORITHMS = "swing:latency,swing:bandwidth,recursive-doubling,rabenseifner,ring"
 DEFAULT_RUN_ALLTOALL = "direct"
+DEFAULT_RUN_ROOTED = "binomial,swing-tree:latency,swing-tree:bandwidth,chain"
 
 
 
@@ -72,8 +73,9 @@ def cmd_compare(args) -> int:
     ring,bidirectional,ring,1024,...
     0
     """
+    from directcoll.cli.build import rooted_option
     from directcoll.reports.compare import compare
-    from directcoll.reports.contenders import default_contenders, family_contenders
+    from directcoll.reports.contenders import default_contenders, family_contenders, with_root
 
     check_output(args.plot, "--plot")
     output_format = _output_format(args.output)
@@ -91,6 +93,7 @@ def cmd_compare(args) -> int:
                 contenders += family_contenders(w, topology, args.collective)
     if args.variant:
         contenders = _only_variant(contenders, args.variant)
+    contenders = with_root(contenders, rooted_option(args.collective, args.root))
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
@@ -410,7 +413,14 @@ def cmd_run(args) -> int:
     algorithms = args.algorithms
     if args.collective == "alltoall" and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
+    elif args.collective in ("broadcast", "reduce") and algorithms == DEFAULT_RUN_ALGORITHMS:
+        algorithms = DEFAULT_RUN_ROOTED
     _run_algorithms(algorithms, args.collective)
+    from directcoll.cli.build import rooted_option
+
+    root = rooted_option(args.collective, args.root)
+    if root is not None and root >= ranks:
+        raise DirectcollError(f"--root {root}: the root must be one of the ranks 0..{ranks - 1} of {topology.spec}")
     if not args.hostfile:  # every rank on this machine: its process, send buffer, two results and work buffer
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
                      ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
@@ -422,7 +432,7 @@ def cmd_run(args) -> int:
                "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
                "--collective", args.collective, "--sizes", sizes.text, "--repeat", str(args.repeat),
                "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp,
-               *(["--native"] if args.compare_native else [])]
+               *(["--native"] if args.compare_native else []), *(["--root", str(root)] if root is not None else [])]
         run_job(cmd, status_dir=tmp, nranks=ranks, timeout=args.timeout)
         try:
             with open(out) as fh:

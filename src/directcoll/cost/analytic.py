@@ -10,7 +10,8 @@ Definitions (sizes are fractions of the vector, so they scale with any vector si
   time per port when nothing else interferes.
 - **Lambda** (latency deficiency, Eq. 1): steps / log2 p.
 - **Psi** (bandwidth deficiency, Eq. 1): the sum of port times divided by the lower bound
-  2 (p-1)/p * n / ports for allreduce ((p-1)/p * n / ports for reduce-scatter and allgather); the paper
+  2 (p-1)/p * n / ports for allreduce ((p-1)/p * n / ports for reduce-scatter and allgather, n / ports for
+  broadcast and reduce); the paper
   drops the (p-1)/p factor, so its optimal Psi of 1 is exactly 1 here for every p.
 - **Xi** (congestion deficiency): sum over steps of the largest size x hop distance of a transfer, divided by
   the sum over steps of the largest transfer size: the bandwidth term of Sec. 4.1,
@@ -25,6 +26,8 @@ Definitions (sizes are fractions of the vector, so they scale with any vector si
   link bandwidth, so the result is in units of m / b: 1 / F for a schedule achieving the max concurrent flow F
   (Basu et al.; ``directcoll.synthesis.mcf.link``). Transfers follow their explicit route where they have one, else
   minimal routing split evenly as for T_B.
+
+Broadcast and reduce also have closed forms per family (:func:`rooted_time`, :func:`chain_chunks`).
 
 Source: docs/cost.md (the table of keys and why Psi divides by 2(p-1)/p); Swing (De Sensi et al., NSDI'24) Sec.
 2.2, Eq. (1) and Sec. 4.1; Zhao et al. (NSDI'25) Sec. 3.2; Basu et al. (HPDC'24) Sec. 2.2 and Sec. 3.1.1.
@@ -261,3 +264,76 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
         link_bound=link_bound, link_bandwidth=float(np.median(topology.link_bandwidth)),
         alltoall_time_m_over_b=a2a,
     )
+
+
+# -- broadcast and reduce: closed forms of the rooted families (one message per rank and step, no contention) --
+ROOTED_FORMS = ("binomial", "chain", "scatter-allgather")
+
+
+def rooted_time(form: str, ranks: int, size_bytes, alpha: float, beta: float, gamma: float = 0.0, *,
+                reduce: bool = False, chunks: int = 1, hops: int | None = None):
+    """α-β-γ time of a broadcast (or, with ``reduce``, a reduce) of ``size_bytes`` on ``ranks`` ranks.
+
+    - ``binomial``: ceil(log2 p) steps of the whole vector: ceil(log2 p) (α + n β [+ n γ]).
+    - ``chain``: a pipeline of ``hops`` hops (default p - 1) in ``chunks`` chunks: (h + c - 1)(α + (n / c)(β [+ γ])).
+    - ``scatter-allgather`` (van de Geijn; reduce: reduce-scatter + gather; p a power of two): 2 log2 p α +
+      2 (p - 1)/p n β [+ (p - 1)/p n γ].
+
+    Args:
+        form: one of :data:`ROOTED_FORMS`. ranks: p >= 1. size_bytes: n, a number or an array (bytes).
+        alpha: s per message; beta: s per byte; gamma: s per byte reduced (reduce only).
+        chunks, hops: the chain's c >= 1 and h >= 1.
+
+    Returns:
+        Seconds, float64 of ``size_bytes``' shape.
+
+    Raises:
+        ValueError: an unknown form, or chunks < 1.
+
+    Source: Thakur, Rabenseifner & Gropp (IJHPCA 2005) Sec. 4.1 and 4.5 (binomial; scatter + allgather); Sanders,
+    Speck & Träff (Parallel Computing 2009) Sec. 2 (pipelines); Swing (De Sensi et al., NSDI'24) Sec. 2.2 (α, β, γ).
+
+    >>> round(float(rooted_time("binomial", 8, 1e6, 1e-6, 1e-9)), 9)  # 3 steps of 1 us + 1 ms
+    0.003003
+    >>> round(float(rooted_time("chain", 8, 1e6, 1e-6, 1e-9, chunks=10)), 9)  # 16 steps of 1 us + 0.1 ms
+    0.001616
+    """
+    n = np.asarray(size_bytes, dtype=float)
+    g = gamma if reduce else 0.0
+    if form == "binomial":
+        steps = int(np.ceil(np.log2(ranks))) if ranks > 1 else 0
+        return steps * (alpha + n * (beta + g))
+    if form == "chain":
+        if chunks < 1:
+            raise ValueError(f"chunks must be >= 1, got {chunks}")
+        h = ranks - 1 if hops is None else hops
+        return (h + chunks - 1) * (alpha + n / chunks * (beta + g))
+    if form == "scatter-allgather":
+        frac = (ranks - 1) / ranks
+        steps = 2 * int(np.ceil(np.log2(ranks))) if ranks > 1 else 0
+        return steps * alpha + 2 * frac * n * beta + frac * n * g
+    raise ValueError(f"unknown rooted form {form!r}; accepted: {', '.join(ROOTED_FORMS)}")
+
+
+def chain_chunks(hops: int, size_bytes: float, alpha: float, beta: float, gamma: float = 0.0) -> int:
+    """The chunk count c >= 1 that minimises the chain's (h + c - 1)(α + (n / c)(β + γ)): the integer next to
+    c* = sqrt((h - 1) n (β + γ) / α) with the smaller time.
+
+    Returns:
+        c, an int >= 1 (1 for h <= 1 or n = 0).
+
+    Raises:
+        ValueError: alpha <= 0.
+
+    Source: Sanders, Speck & Träff (Parallel Computing 2009) Sec. 2 (the optimal pipeline granularity).
+
+    >>> chain_chunks(16, 2**20, 1e-6, 1e-9)  # c* = sqrt(15 x 1.05 ms / 1 us)
+    125
+    """
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if hops <= 1 or size_bytes <= 0:
+        return 1
+    best = np.sqrt((hops - 1) * size_bytes * (beta + gamma) / alpha)
+    cands = {max(1, int(np.floor(best))), max(1, int(np.ceil(best)))}
+    return min(sorted(cands), key=lambda c: (hops + c - 1) * (alpha + size_bytes / c * (beta + gamma)))

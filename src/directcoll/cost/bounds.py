@@ -154,8 +154,9 @@ def is_moore_optimal(topo: Topology, *, directed: bool | None = None) -> bool:
 def lower_bound_port_time(collective: Collective, ranks: int, ports: int) -> float:
     """The least total port time of a collective, in units of the vector size n over one port's bandwidth: every
     rank must send and receive (p - 1)/p of the vector for a reduce-scatter or an allgather, twice that for an
-    allreduce, spread over its ``ports`` ports: 2 (p - 1)/p / ports for allreduce, (p - 1)/p / ports otherwise. The
-    ratio of a schedule's port time to this is Swing's bandwidth deficiency Psi.
+    allreduce, spread over its ``ports`` ports: 2 (p - 1)/p / ports for allreduce, (p - 1)/p / ports otherwise; for
+    broadcast and reduce every non-root rank receives or sends the whole vector: 1 / ports. The ratio of a
+    schedule's port time to this is Swing's bandwidth deficiency Psi.
 
     Raises:
         Nothing: ``ranks`` and ``ports`` are positive counts (the callers' schedules and topologies).
@@ -165,6 +166,8 @@ def lower_bound_port_time(collective: Collective, ranks: int, ports: int) -> flo
     >>> lower_bound_port_time(Collective.ALLREDUCE, 4, 2)
     0.75
     """
+    if collective.rooted:  # every non-root rank receives (broadcast) or sends (reduce) all n bytes at least once
+        return 1.0 / ports
     factor = 2.0 if collective is Collective.ALLREDUCE else 1.0
     return factor * (ranks - 1) / ranks / ports
 

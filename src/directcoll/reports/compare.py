@@ -407,7 +407,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
 
     Args:
         topology: the network.
-        collective: allreduce (default), reduce_scatter, allgather or alltoall.
+        collective: allreduce (default), reduce_scatter, allgather, alltoall, broadcast or reduce.
         sizes: vector sizes in bytes (default: 32 B .. 512 MiB, powers of two: the paper's sweep; to 4 MiB for
             the packet model).
         params: network parameters (default: zero overheads and the topology's links).
@@ -424,8 +424,10 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     Returns:
         A :class:`Comparison`; contenders that refuse the topology are listed in ``skipped`` with the reason.
         Its reference family (for :meth:`Comparison.gain`) is BFB on direct-connect topologies
-        (:func:`is_direct_connect`), else Swing; for all-to-all the MCF schedules if timed, else EwSP.
-        Variants built with options are labelled ``r=k`` (generalized) or ``P=k`` (double binary tree chunks).
+        (:func:`is_direct_connect`), else Swing; for all-to-all the MCF schedules if timed, else EwSP; for
+        broadcast and reduce bfb-tree or swing-tree (peak goodput: the node bandwidth).
+        Variants built with options are labelled ``r=k`` (generalized) or ``P=k`` (double binary tree and chain
+        chunks).
 
     Raises:
         DirectcollError: unknown model, or no contender serves the topology.
@@ -490,6 +492,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
     p = topology.num_compute
     peak = node_bw / 2 * p / (p - 1) if coll is Collective.ALLREDUCE else node_bw * p / (p - 1)
     reference = "bfb" if is_direct_connect(topology) else "swing"
+    if coll.rooted:  # every non-root rank receives (reduce: sends) the whole vector once at least
+        peak, reference = node_bw, f"{reference}-tree"
     mcf, mcf_times = None, None
     if coll is Collective.ALLTOALL:
         reference = "mcf" if any(e.family == "mcf" for e in entries) else "ewsp"

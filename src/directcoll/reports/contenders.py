@@ -38,6 +38,8 @@ DBT_CHUNKS = (1, 4, 16, 64)
 #: the largest P for which every intermediate version of the generalized allreduce is compared (its union
 #: construction tracks ceil(P / 2^(L-r)) shifted reductions of P vectors each)
 GENERALIZED_ALL_R_MAX = 1024
+#: chunk counts of the pipelined chain compared as variants of one family (broadcast and reduce), as the DBT's
+CHAIN_CHUNKS = (1, 4, 16, 64)
 
 
 def generalized_contenders(p: int, collective: Collective) -> list[tuple]:
@@ -189,6 +191,51 @@ def alltoall_contenders(topology: Topology) -> list[tuple]:
     return [c for c in ALLTOALL_CONTENDERS if c[0] != "dor" or grid] + mcf_contenders()
 
 
+def rooted_contenders(topology: Topology) -> list[tuple]:
+    """The broadcast and reduce contenders: binomial tree, Swing (latency tree; bandwidth scatter + allgather), the
+    pipelined chain at every chunk count of :data:`CHAIN_CHUNKS`, and BFB (latency, bandwidth) on switchless
+    topologies (grids up to :data:`BFB_TORUS_MAX_RANKS` ranks).
+
+    Returns:
+        (family, registry name, variant[, build options]) tuples.
+
+    Raises:
+        Nothing: reads the topology's size and kind.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.1 and 6; Zhao et al. (NSDI'25) Sec. 6.1.
+
+    >>> from directcoll.topology import parse
+    >>> [c[0] for c in rooted_contenders(parse("torus:4x4"))][:3]
+    ['binomial', 'swing-tree', 'swing-tree']
+    """
+    out: list[tuple] = [("binomial", "binomial", None), ("swing-tree", "swing-tree", "latency"),
+                        ("swing-tree", "swing-tree", "bandwidth"),
+                        *[("chain", "chain", None, {"chunks": c}) for c in CHAIN_CHUNKS]]
+    n = topology.num_compute
+    if topology.num_nodes == n and (is_direct_connect(topology) or n <= BFB_TORUS_MAX_RANKS):
+        out += [("bfb-tree", "bfb-tree", "latency"), ("bfb-tree", "bfb-tree", "bandwidth")]
+    return out
+
+
+def with_root(contenders: list[tuple], root: int | None) -> list[tuple]:
+    """``contenders`` with the build option ``root`` added (broadcast and reduce; None: unchanged).
+
+    Returns:
+        (family, registry name, variant, build options) tuples.
+
+    Raises:
+        Nothing: rebuilds the tuples.
+
+    Source: MPI 4.1 standard, Ch. 6 (the root of MPI_Bcast and MPI_Reduce).
+
+    >>> with_root([("binomial", "binomial", None)], 3)
+    [('binomial', 'binomial', None, {'root': 3})]
+    """
+    if root is None:
+        return list(contenders)
+    return [(*c[:3], {**(c[3] if len(c) > 3 else {}), "root": root}) for c in contenders]
+
+
 def default_contenders(topology: Topology, collective="allreduce") -> list[tuple]:
     """The contenders :func:`compare` times when none are given (module docstring).
 
@@ -198,7 +245,7 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
     shifted ring, double binary tree (:data:`DBT_CHUNKS`), recursive doubling (latency, bandwidth), and Swing
     (latency, bandwidth) and bucket where :func:`grid_embeds`. Both: :func:`generalized_contenders`.
 
-    All-to-all: :func:`alltoall_contenders`.
+    All-to-all: :func:`alltoall_contenders`. Broadcast and reduce: :func:`rooted_contenders`.
 
     Returns:
         (family, registry name, variant[, build options]) tuples, in column order.
@@ -217,6 +264,8 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
     n = topology.num_compute
     if coll is Collective.ALLTOALL:
         return alltoall_contenders(topology)
+    if coll.rooted:
+        return rooted_contenders(topology)
     if is_direct_connect(topology):
         out: list[tuple] = [BFB_CONTENDER, *([("expansion", "expansion", None)] if _is_expansion(topology) else []),
                             ("ring", "ring", None), ("shifted-ring", "shifted-ring", None),
@@ -268,4 +317,6 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
             ("generalized", "generalized", v) for v in ("bandwidth", "latency")]
     if alg.name == "double-binary-tree":
         return dbt_contenders(Collective.ALLREDUCE)  # compare() skips them with the reason on other collectives
+    if alg.name == "chain":
+        return [("chain", "chain", None, {"chunks": c}) for c in CHAIN_CHUNKS]
     return [(alg.name, alg.name, v) for v in alg.variants or (None,)]

@@ -28,12 +28,18 @@ _STYLE = {  # family -> (colour, marker, one-letter label as in the paper's figu
     "shifted-ring": ("#8c564b", "<", "H"),
     "double-binary-tree": ("#e377c2", ">", "T"),
     "generalized": ("#7f7f7f", "P", "G"),
+    # broadcast and reduce (docs/algorithms.md "Broadcast and reduce"): Swing and BFB keep their colours
+    "swing-tree": ("#d62728", "o", "S"),
+    "bfb-tree": ("#ff7f0e", "*", "F"),
+    "binomial": ("#bcbd22", "d", "N"),
+    "chain": ("#2ca02c", "^", "C"),
 }
 
 
 def letter(family: str) -> str:
     """The one-letter label of an algorithm family (the Swing paper's S, D, R, B; F for BFB, H for the shifted
-    ring, T for the double binary tree, G for the generalized allreduce).
+    ring, T for the double binary tree, G for the generalized allreduce; for broadcast and reduce S and F again,
+    N for the binomial tree, C for the chain).
 
     Returns:
         One character; the family's first letter, upper-cased, for an unknown family.

@@ -137,7 +137,7 @@ def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: s
     directcoll.errors.DirectcollError: the schedule is for 1 ranks; the communicator has 2
     """
     if isinstance(op, UserOp):
-        if not op.commutative and collective in (Collective.ALLREDUCE, Collective.REDUCE_SCATTER):
+        if not op.commutative and collective in (Collective.ALLREDUCE, Collective.REDUCE_SCATTER, Collective.REDUCE):
             order = order_of(schedule)[0]
             if not order.preserving:
                 raise DirectcollError(
@@ -298,6 +298,82 @@ def alltoall(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: in
     work[count + rank * m: count + (rank + 1) * m] = send[rank * m: (rank + 1) * m]  # the diagonal, locally
     run(program, work, "sum", exchange)
     recv[:] = work[count: 2 * count]
+
+
+def _check_root(schedule: Schedule, root: int | None) -> int:
+    """The root of the call: ``root``, or the schedule's when None; refuses a root the schedule was not built for."""
+    if root is not None and root != schedule.root:
+        raise DirectcollError(f"the {schedule.algorithm} {schedule.collective.value} schedule is built for root "
+                              f"{schedule.root}, not {root}; build it with root={root}")
+    return schedule.root
+
+
+def broadcast(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int,
+              exchange: Exchange, root: int | None = None, group: str = "communicator") -> None:
+    """MPI_Bcast (ncclBroadcast's form): every rank's ``recv`` = the root's ``send`` (read at the root only; it may
+    be ``recv`` itself, MPI_Bcast's one buffer).
+
+    Returns:
+        None; ``recv`` is written in place.
+
+    Raises:
+        DirectcollError: another collective, rank count or root, mismatched dtypes or lengths, or what ``exchange``
+            raises.
+
+    Source: MPI 4.1 standard, Sec. 6.4 (MPI_Bcast); NCCL's ncclBroadcast(sendbuff, recvbuff, count, root).
+
+    >>> from directcoll.algorithms.rooted import Tree, tree_broadcast
+    >>> recv = np.zeros(2)  # one rank, no steps
+    >>> broadcast(np.array([4.0, 5.0]), recv, schedule=tree_broadcast([Tree.from_edges(1, 0, [], [], [])]), rank=0,
+    ...           nranks=1, exchange=None)
+    >>> recv.tolist()
+    [4.0, 5.0]
+    """
+    check(schedule, nranks, Collective.BROADCAST, (send.dtype, recv.dtype), "sum", group)
+    root = _check_root(schedule, root)
+    if send.size != recv.size:
+        raise DirectcollError(f"broadcast: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    program = programs(schedule, recv.size)[0][rank]
+    work = np.zeros(program.work_length, dtype=recv.dtype)
+    if rank == root:
+        work[: recv.size] = send
+    run(program, work, "sum", exchange)
+    recv[:] = work[: recv.size]
+
+
+def reduce(send: np.ndarray, recv: np.ndarray | None, *, schedule: Schedule, rank: int, nranks: int, op: str,
+           exchange: Exchange, root: int | None = None, group: str = "communicator") -> None:
+    """MPI_Reduce: the root's ``recv`` = op over ranks of ``send``; ``recv`` is not touched elsewhere (None there).
+
+    Returns:
+        None; the root's ``recv`` is written in place.
+
+    Raises:
+        DirectcollError: an unknown op, a non-commutative op on a schedule that does not reduce in rank order,
+            another collective, rank count or root, mismatched dtypes or lengths, or what ``exchange`` raises.
+
+    Source: MPI 4.1 standard, Sec. 6.9.1 (MPI_Reduce).
+
+    >>> from directcoll.algorithms.rooted import Tree, as_reduce, tree_broadcast
+    >>> one = as_reduce(tree_broadcast([Tree.from_edges(1, 0, [], [], [])]))  # one rank, no steps
+    >>> recv = np.zeros(2)
+    >>> reduce(np.array([4.0, 5.0]), recv, schedule=one, rank=0, nranks=1, op="max", exchange=None)
+    >>> recv.tolist()
+    [4.0, 5.0]
+    """
+    root = _check_root(schedule, root)
+    at_root = rank == root
+    if at_root and recv is None:
+        raise DirectcollError("reduce: the root needs a recvbuf")
+    check(schedule, nranks, Collective.REDUCE, (send.dtype, recv.dtype) if at_root else (send.dtype,), op, group)
+    if at_root and send.size != recv.size:
+        raise DirectcollError(f"reduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    program = programs(schedule, send.size, _ordered(op))[0][rank]
+    work = np.empty(program.work_length, dtype=send.dtype)
+    work[: send.size] = send
+    run(program, work, op, exchange)
+    if at_root:
+        recv[:] = work[: send.size]
 
 
 def _gather(work: np.ndarray, ranges: np.ndarray) -> np.ndarray:

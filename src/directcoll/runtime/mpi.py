@@ -58,7 +58,7 @@ except ImportError as _exc:
     raise missing("directcoll.runtime.mpi", MPI_EXTRA, _exc) from _exc
 
 __all__ = ["DTYPES", "EXECUTORS", "NATIVE", "OPS", "DeadlineError", "allgather", "allreduce", "alltoall", "barrier",
-           "native", "reduce_scatter", "reduce_scatter_block", "reduce_value", "wait"]
+           "bcast", "broadcast", "native", "reduce", "reduce_scatter", "reduce_scatter_block", "reduce_value", "wait"]
 
 #: tag of the messages of step t (schedules have far fewer steps than MPI's minimum tag upper bound)
 _TAG_BASE = 7000
@@ -73,7 +73,7 @@ OPS = {"SUM": MPI.SUM, "PROD": MPI.PROD, "MAX": MPI.MAX, "MIN": MPI.MIN}
 #: the MPI library's own non-blocking collective, by schedule collective (a reduce-scatter schedule scatters equal
 #: blocks: MPI_Reduce_scatter_block)
 NATIVE = {"allreduce": "Iallreduce", "reduce_scatter": "Ireduce_scatter_block", "allgather": "Iallgather",
-          "alltoall": "Ialltoall"}
+          "alltoall": "Ialltoall", "broadcast": "Ibcast", "reduce": "Ireduce"}
 #: the names of MPI's predefined ops, to name a refused one
 _MPI_OP_NAMES = [name for name in dir(MPI) if name.isupper() and isinstance(getattr(MPI, name), MPI.Op)]
 _FORMS = "a numpy array, [buf, datatype], [buf, count, datatype] or [buf, (count, displ), datatype]"
@@ -139,7 +139,8 @@ def barrier(comm, *, timeout: float | None, what: str = "the barrier") -> None:
     wait([comm.Ibarrier()], timeout, rank=comm.Get_rank(), what=what, peers=_others(comm))
 
 
-def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: float | None = None) -> None:
+def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: float | None = None,
+           root: int = 0) -> None:
     """The MPI library's own ``collective`` on ``comm`` (:data:`NATIVE`: allreduce, reduce_scatter =
     MPI_Reduce_scatter_block, allgather or alltoall), started non-blocking (``comm.Iallreduce(sendbuf, recvbuf,
     op)``, ...) and waited for with a deadline of ``timeout`` seconds. ``op`` is used by the reductions only.
@@ -148,8 +149,11 @@ def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: floa
         DirectcollError: an unknown collective, or an ``op`` that is not an ``MPI.Op``.
         DeadlineError: it did not complete within ``timeout`` seconds.
 
+    Broadcast (MPI_Ibcast) copies the ``root``'s sendbuf into its recvbuf first (ncclBroadcast's form); reduce is
+    MPI_Ireduce to ``root``.
+
     Source: MPI 4.1 standard, Sec. 6.12 (nonblocking collectives: MPI_Iallreduce, MPI_Ireduce_scatter_block,
-    MPI_Iallgather, MPI_Ialltoall); docs/runtime.md (``--compare-native``).
+    MPI_Iallgather, MPI_Ialltoall, MPI_Ibcast, MPI_Ireduce); docs/runtime.md (``--compare-native``).
     """
     if collective not in NATIVE:
         raise DirectcollError(f"unknown collective {collective!r}; accepted: {', '.join(NATIVE)}")
@@ -157,7 +161,14 @@ def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: floa
         raise DirectcollError(f"op {op!r} is not an MPI.Op; accepted: {', '.join('MPI.' + n for n in OPS)}, ...")
     start = getattr(comm, NATIVE[collective])
     reduces = collective in ("allreduce", "reduce_scatter")
-    req = start(sendbuf, recvbuf, op=op) if reduces else start(sendbuf, recvbuf)
+    if collective == "broadcast":  # ncclBroadcast's form: the root's sendbuf into every recvbuf (MPI_Ibcast)
+        if comm.Get_rank() == root:
+            recvbuf[...] = sendbuf
+        req = comm.Ibcast(recvbuf, root=root)
+    elif collective == "reduce":
+        req = comm.Ireduce(sendbuf, recvbuf, op=op, root=root)
+    else:
+        req = start(sendbuf, recvbuf, op=op) if reduces else start(sendbuf, recvbuf)
     wait([req], timeout, rank=comm.Get_rank(), what=f"MPI {NATIVE[collective]}", peers=_others(comm))
 
 
@@ -518,6 +529,67 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
     executor.alltoall(send, recv, **_context(comm, schedule, timeout, progress))
 
 
+def bcast(comm, buf, root: int | None = None, *, schedule: Schedule, timeout: float | None = None,
+          progress=None) -> None:
+    """``comm.Bcast(buf, root)`` (MPI_Bcast, MPI 4.1 §6.4) run with ``schedule``: every rank's buf = the root's.
+
+    ``root`` defaults to the schedule's (``meta["root"]``; another one is refused); timeout, progress: as
+    :func:`allreduce`.
+
+    Raises:
+        DirectcollError: a schedule of another collective, rank count or root, or a bad buffer. DeadlineError: as
+            :func:`allreduce`.
+
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
+
+        schedule = build("binomial", f"ring:{n}", "broadcast", root=2)
+        x = np.arange(1000.0) if comm.Get_rank() == 2 else np.empty(1000)
+        dc.bcast(comm, x, 2, schedule=schedule)   # every x holds 0, 1, ..., 999
+
+    Source: MPI 4.1 standard, Sec. 6.4 (MPI_Bcast); docs/runtime.md, "Library".
+    """
+    data = _buffer(buf, "buf", writable=True)
+    executor.broadcast(data, data, root=root, **_context(comm, schedule, timeout, progress))
+
+
+def broadcast(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+    """ncclBroadcast's form of :func:`bcast`: every rank's recvbuf = the root's sendbuf (``schedule.root``; the
+    executor form of ``directcoll run``). Raises: as :func:`bcast`. Source: MPI 4.1 standard, Sec. 6.4.
+    """
+    recv = _buffer(recvbuf, "recvbuf", writable=True)
+    executor.broadcast(_buffer(sendbuf, "sendbuf", writable=False), recv, **_context(comm, schedule, timeout, progress))
+
+
+def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, schedule: Schedule,
+           timeout: float | None = None, progress=None) -> None:
+    """``comm.Reduce(sendbuf, recvbuf, op, root)`` (MPI_Reduce, MPI 4.1 §6.9.1) run with ``schedule``: the root's
+    recvbuf = op over the ranks of sendbuf; recvbuf is ignored elsewhere (it may be None there).
+
+    sendbuf may be ``MPI.IN_PLACE`` at the root; ``root`` defaults to the schedule's; op, timeout, progress: as
+    :func:`allreduce` (a non-commutative op needs an order-preserving schedule).
+
+    Raises:
+        DirectcollError: as :func:`allreduce`, or a root other than the schedule's. DeadlineError: as :func:`allreduce`.
+
+    Example (``mpiexec -n 4``; ``comm``, ``n``, ``dc`` as in :func:`allreduce`)::
+
+        schedule = build("binomial", f"ring:{n}", "reduce")
+        total = np.empty(1000) if comm.Get_rank() == 0 else None
+        dc.reduce(comm, np.ones(1000), total, op=MPI.SUM, root=0, schedule=schedule)   # total[:] = n at rank 0
+
+    Source: MPI 4.1 standard, Sec. 6.9.1 (MPI_Reduce); docs/runtime.md, "Library".
+    """
+    name = _op(op)
+    mine = comm.Get_rank() == (schedule.root if root is None else root)
+    recv = _buffer(recvbuf, "recvbuf", writable=True) if mine else None
+    send = recv if sendbuf is MPI.IN_PLACE and mine else _buffer(sendbuf, "sendbuf", writable=False)
+    if recv is not None and send is not recv and np.shares_memory(send, recv):
+        raise DirectcollError("reduce: sendbuf and recvbuf overlap, and MPI forbids aliased buffers; pass "
+                              "MPI.IN_PLACE as sendbuf at the root")
+    executor.reduce(send, recv, op=name, root=root, **_context(comm, schedule, timeout, progress))
+
+
 #: the executor of each schedule collective (a reduce-scatter schedule serves :func:`reduce_scatter_block`)
 EXECUTORS: dict[str, Callable[..., None]] = {"allreduce": allreduce, "reduce_scatter": reduce_scatter_block,
-                                             "allgather": allgather, "alltoall": alltoall}
+                                             "allgather": allgather, "alltoall": alltoall,
+                                             "broadcast": broadcast, "reduce": reduce}

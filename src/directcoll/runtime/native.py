@@ -221,7 +221,7 @@ def encode_program(schedule: Schedule) -> bytes:
     the library's per-rank layout (send part, receive part, relayed blocks) follow from the collective code.
 
     Raises:
-        Nothing: any schedule encodes.
+        DirectcollError: a broadcast or reduce (the format and libdirectcoll have no rooted collective yet).
 
     Source: docs/runtime.md, "Program files"; DESIGN.md, "Schedule IR" (transfers, pieces, shift, scratch).
 
@@ -230,6 +230,9 @@ def encode_program(schedule: Schedule) -> bytes:
     383
     """
     s = schedule
+    if s.collective not in COLLECTIVE_CODES:  # broadcast and reduce: not in the format nor libdirectcoll yet
+        raise DirectcollError(f"libdirectcoll runs {', '.join(c.value for c in COLLECTIVE_CODES)}; a "
+                            f"{s.collective.value} has no program format yet (run it with directcoll.runtime.mpi)")
     n, steps = s.nranks, s.num_steps
     sends = [[[] for _ in range(steps)] for _ in range(n)]
     recvs = [[[] for _ in range(steps)] for _ in range(n)]

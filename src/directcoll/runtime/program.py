@@ -236,8 +236,8 @@ def message_layout(ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def user_blocks(schedule: Schedule, count: int) -> list[np.ndarray] | None:
     """For reduce-scatter and allgather: per rank, the work-buffer ranges (in block order) that make up its MPI
-    block, as an int64 (k, 2) array; None for allreduce and all-to-all (the work buffer starts with the user's
-    vector, in order).
+    block, as an int64 (k, 2) array; None for allreduce, all-to-all, broadcast and reduce (the work buffer starts
+    with the user's vector, in order).
 
     Raises:
         DirectcollError: ``count`` not a multiple of N (see :func:`boundaries`).
@@ -249,7 +249,7 @@ def user_blocks(schedule: Schedule, count: int) -> list[np.ndarray] | None:
     >>> user_blocks(ring_allgather([2, 0, 1]), 6)[0].tolist()  # rank 0 owns block 1: elements [2, 4)
     [[2, 4]]
     """
-    if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL):
+    if schedule.collective in (Collective.ALLREDUCE, Collective.ALLTOALL) or schedule.collective.rooted:
         return None
     bounds = boundaries(schedule, count)
     owner = schedule.owner

@@ -4,7 +4,8 @@ Run under MPI: ``mpiexec -n 4 python3 -m directcoll.runtime.selftest [--topology
 Rank 0 prints one line per failure and a summary; the exit status is non-zero on any failure. Every schedule runs
 through the executor the way mpi4py programs call it (``allreduce(comm, sendbuf, recvbuf, op=MPI.SUM)``, ...),
 for every dtype and op, and once more with ``MPI.IN_PLACE`` (float64, MPI.SUM), against ``comm.Allreduce``,
-``comm.Reduce_scatter_block``, ``comm.Allgather`` and ``comm.Alltoall``.
+``comm.Reduce_scatter_block``, ``comm.Allgather``, ``comm.Alltoall``, ``comm.Ibcast`` and ``comm.Ireduce``
+(broadcast and reduce from the last rank; the reduce checked at the root, IN_PLACE there only).
 
 Besides the registered algorithms it runs two hand-built all-to-all schedules that the direct all-to-all never
 exercises (:func:`hand_built`): pieces relayed through other ranks at fractional ends, and pieces that span
@@ -157,15 +158,17 @@ def main(argv=None) -> int:
         for collective in alg.collectives:
             for variant in (None, *alg.variants):
                 try:
-                    schedules.append((f"{name} {variant}", build(name, spec, collective, variant=variant)))
+                    root = {"root": n - 1} if collective in ("broadcast", "reduce") else {}  # not rank 0
+                    schedules.append((f"{name} {variant}", build(name, spec, collective, variant=variant, **root)))
                 except UnsupportedShapeError:
                     continue
     schedules += hand_built(n) if n > 1 else []
     for label, schedule in schedules:
         collective = schedule.collective.value
         cases = [(dtype, op, k, False) for dtype in run.DTYPES
-                 for op in (run.OPS if collective in ("allreduce", "reduce_scatter") else ["SUM"]) for k in counts]
-        cases += [(np.float64, "SUM", k, True) for k in counts]
+                 for op in (run.OPS if collective in ("allreduce", "reduce_scatter", "reduce") else ["SUM"])
+                 for k in counts]
+        cases += [(np.float64, "SUM", k, True) for k in counts if collective != "broadcast"]  # ncclBroadcast's form
         for dtype, op, k, in_place in cases:
             checks += 1
             if not _check_one(comm, run, schedule, collective, dtype, op, k, in_place):
@@ -193,6 +196,9 @@ def _check_one(comm, run, schedule, collective: str, dtype, op: str, k: int, in_
     out = k if collective == "reduce_scatter" else n * k
     ours, native = np.empty(out, dtype=dtype), np.empty(out, dtype=dtype)
     send = x
+    root = schedule.root
+    if in_place and collective == "reduce" and rank != root:  # MPI_IN_PLACE is the root's only
+        in_place = False
     if in_place:  # the input goes where MPI_IN_PLACE reads it
         send = MPI.IN_PLACE
         if collective == "reduce_scatter":
@@ -201,14 +207,16 @@ def _check_one(comm, run, schedule, collective: str, dtype, op: str, k: int, in_
             ours[rank * k:(rank + 1) * k] = x
         else:
             ours = x.copy()
-    if collective in ("allreduce", "reduce_scatter"):
+    if collective in ("allreduce", "reduce_scatter", "reduce"):
         run.EXECUTORS[collective](comm, send, ours, mpi_op, schedule=schedule, timeout=60)
-        run.native(comm, collective, x, native, mpi_op, timeout=60)
+        run.native(comm, collective, x, native, mpi_op, timeout=60, root=root)
     else:
         run.EXECUTORS[collective](comm, send, ours, schedule=schedule, timeout=60)
-        run.native(comm, collective, x, native, timeout=60)
+        run.native(comm, collective, x, native, timeout=60, root=root)
     ours = ours[:out]
-    if np.issubdtype(dtype, np.integer) or op in ("MAX", "MIN") or collective in ("allgather", "alltoall"):
+    if collective == "reduce" and rank != root:
+        return True  # MPI_Reduce defines the result at the root only
+    if np.issubdtype(dtype, np.integer) or op in ("MAX", "MIN") or collective in ("allgather", "alltoall", "broadcast"):
         return bool(np.array_equal(ours, native))
     tol = 1e-3 if dtype == np.float32 else 1e-9
     return bool(np.allclose(ours, native, rtol=tol, atol=tol * 50 * n))

@@ -45,7 +45,7 @@ def _buffers(collective: str, count: int, n: int, rank: int):
         x = rng.random(count // n)
         return x, np.empty(count), np.empty(count)
     x = rng.random(count)
-    out = count if collective == "allreduce" else count // n
+    out = count if collective in ("allreduce", "broadcast", "reduce") else count // n
     return x, np.empty(out), np.empty(out)
 
 
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--native", action="store_true")
     ap.add_argument("--json-out", required=True)
+    ap.add_argument("--root", type=int, help="broadcast and reduce: the root rank (default 0)")
     ap.add_argument("--status-dir", help="directory of the per-rank status files (directcoll.runtime.progress)")
     return ap
 
@@ -164,7 +165,8 @@ def _work(args, comm, progress: Progress) -> None:
             name, _, variant = item.partition(":")
             progress.set(BUSY, "the build of the schedule", f"{item} {args.collective} on {args.topology}")
             try:
-                schedule = build(name, args.topology, args.collective, variant=variant or None)
+                schedule = build(name, args.topology, args.collective, variant=variant or None,
+                                 **({} if args.root is None else {"root": args.root}))
             except UnsupportedShapeError as exc:
                 if rank == 0:
                     results.append({"algorithm": name, "variant": variant or None, "size": size,
@@ -179,9 +181,11 @@ def _work(args, comm, progress: Progress) -> None:
                       args.repeat, timeout, progress, "step", phase, schedule.num_steps)
             mpi_name = f"MPI {run.NATIVE[args.collective]}"
             progress.set(WAITING, mpi_name, f"checking {phase} against it")
-            run.native(comm, args.collective, send, native, timeout=timeout)
-            same = (np.array_equal(ours, native) if args.collective == "alltoall"  # copies: exactly
+            run.native(comm, args.collective, send, native, timeout=timeout, root=schedule.root)
+            same = (np.array_equal(ours, native) if args.collective in ("alltoall", "broadcast")  # copies: exactly
                     else np.allclose(ours, native, rtol=1e-9, atol=1e-9))
+            if args.collective == "reduce" and rank != schedule.root:
+                same = True  # MPI_Reduce defines the result at the root only
             progress.set(WAITING, "the reduction of the checks", phase)
             correct = run.reduce_value(comm, bool(same), MPI.MIN, timeout=timeout,
                                        what=f"the reduction of the checks of {phase}")
@@ -190,7 +194,8 @@ def _work(args, comm, progress: Progress) -> None:
             if args.native:
                 if size not in native_cache:
                     native_cache[size] = _time(
-                        comm, lambda s=send, o=native: run.native(comm, args.collective, s, o, timeout=timeout),
+                        comm, lambda s=send, o=native, r=schedule.root: run.native(comm, args.collective, s, o,
+                                                                                   timeout=timeout, root=r),
                         args.repeat, timeout, progress, mpi_name,
                         f"native {args.collective} of {format_size(count * 8)}")
                 row["native_time_s"] = native_cache[size]

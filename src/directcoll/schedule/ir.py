@@ -17,6 +17,10 @@ hold no data of the collective and are never checked; and a piece may land at a 
 destination (``piece_shift``: [a, b) is read at the source and written at [a + shift, b + shift)). A transfer
 whose src equals its dst is a local copy or reduction; all its pieces must be displaced.
 
+Roots (broadcast and reduce): ``meta["root"]`` (default 0) is the rank that starts with the vector (broadcast:
+MPI_Bcast copies the root's ``nblocks`` blocks to every rank) or ends with the reduction of every rank's vector
+(reduce: MPI_Reduce, the result defined at the root only); :attr:`Schedule.root` reads it.
+
 Ownership (reduce-scatter and allgather): ``owner[b]`` is the rank that ends with (reduce-scatter) or starts
 with (allgather) block b. The default is MPI's: rank r owns blocks [r*k, (r+1)*k) with k = nblocks / N.
 Algorithms that remap blocks logically (Swing Sec. 3.1.1) say so through ``owner``.
@@ -50,7 +54,7 @@ class Collective(StrEnum):
         Nothing: an enumeration; :meth:`parse` raises on unknown names.
 
     Source: DESIGN.md, "Schedule IR" (collectives); MPI 4.1 standard, Ch. 6 (MPI_Allgather, MPI_Alltoall,
-    MPI_Allreduce, MPI_Reduce_scatter_block).
+    MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Bcast and MPI_Reduce, the last two with a root rank).
 
     >>> Collective.ALLREDUCE.value
     'allreduce'
@@ -60,6 +64,8 @@ class Collective(StrEnum):
     REDUCE_SCATTER = "reduce_scatter"
     ALLREDUCE = "allreduce"
     ALLTOALL = "alltoall"
+    BROADCAST = "broadcast"
+    REDUCE = "reduce"
 
     @classmethod
     def parse(cls, name) -> Collective:
@@ -78,7 +84,7 @@ class Collective(StrEnum):
         """
         text = str(name).strip().lower().replace("-", "_")
         aliases = {"reducescatter": "reduce_scatter", "rs": "reduce_scatter", "ag": "allgather",
-                   "all_to_all": "alltoall", "a2a": "alltoall"}
+                   "all_to_all": "alltoall", "a2a": "alltoall", "bcast": "broadcast"}
         text = aliases.get(text, text)
         try:
             return cls(text)
@@ -92,6 +98,13 @@ class Collective(StrEnum):
         Source: DESIGN.md, "Schedule IR" (ownership).
         """
         return self in (Collective.ALLGATHER, Collective.REDUCE_SCATTER)
+
+    @property
+    def rooted(self) -> bool:
+        """Whether the collective has a root rank (broadcast and reduce). Raises: Nothing.
+        Source: DESIGN.md, "Schedule IR" (the last two with a root rank).
+        """
+        return self in (Collective.BROADCAST, Collective.REDUCE)
 
 
 COPY = np.uint8(0)
@@ -154,12 +167,13 @@ class Schedule:
         piece_offsets: int64 (T+1,), transfer i owns pieces piece_offsets[i]:piece_offsets[i+1].
         piece_start, piece_stop: int64 (P,), numerators over ``denominator`` of the piece ends (in blocks).
         denominator: positive int.
-        owner: int64 (nblocks,) for reduce-scatter / allgather, None for allreduce.
+        owner: int64 (nblocks,) for reduce-scatter / allgather, None for the other collectives.
         nscratch: scratch blocks after the data blocks (default 0).
         piece_shift: int64 (P,) or None: destination displacement of every piece (numerators), None = 0.
         route_offsets, route_links: optional explicit routes (CSR over link ids of the topology);
             transfer i follows route_links[route_offsets[i]:route_offsets[i+1]], empty = route it yourself.
-        meta: algorithm name and parameters, topology spec, anything else JSON-serializable.
+        meta: algorithm name and parameters, topology spec, anything else JSON-serializable; broadcast and
+            reduce keep their root rank in ``meta["root"]`` (default 0, :attr:`root`).
 
     Raises:
         ScheduleError: on construction, if any array is inconsistent (see :meth:`validate`) or the collective is
@@ -267,6 +281,11 @@ class Schedule:
         if self.collective is Collective.ALLTOALL and self.nblocks % (self.nranks * self.nranks):
             raise ScheduleError(f"an all-to-all needs nblocks divisible by N^2 = {self.nranks ** 2} (block "
                                 f"((i N + j) k + c) goes from rank i to rank j); got nblocks = {self.nblocks}")
+        if self.collective.rooted:
+            root = self.meta.get("root", 0)
+            if isinstance(root, bool) or not isinstance(root, int | np.integer) or not 0 <= root < self.nranks:
+                raise ScheduleError(f"the root of a {self.collective.value} (meta['root']) must be a rank "
+                                    f"0..{self.nranks - 1}; got {root!r}")
         if self.nscratch < 0:
             raise ScheduleError(f"nscratch must be >= 0, got {self.nscratch}")
         hi = (self.nblocks + self.nscratch) * self.denominator
@@ -404,6 +423,22 @@ class Schedule:
             lengths = (stop - start).astype(float)
         sizes = np.bincount(owner, weights=lengths, minlength=self.num_transfers)
         return sizes / (self.vector_blocks * self.denominator)
+
+    @property
+    def root(self) -> int:
+        """The root rank of a broadcast or reduce (``meta["root"]``, default 0); 0 for the other collectives.
+
+        Raises:
+            Nothing: the root was validated when the schedule was built.
+
+        Source: MPI 4.1 standard, Ch. 6 (MPI_Bcast, MPI_Reduce: the root argument); DESIGN.md, "Schedule IR".
+
+        >>> b = ScheduleBuilder("broadcast", 2, 1)
+        >>> b.add(0, 1, 0, COPY, 0, 1)
+        >>> b.build(meta={"root": 1}).root
+        1
+        """
+        return int(self.meta.get("root", 0)) if self.collective.rooted else 0
 
     @property
     def algorithm(self) -> str:

@@ -86,7 +86,8 @@ def concat(first: Schedule, second: Schedule, *, meta: dict | None = None) -> Sc
 
 
 def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
-    """Time-reverse a schedule on the transposed graph: allgather <-> reduce-scatter.
+    """Time-reverse a schedule on the transposed graph: allgather <-> reduce-scatter, broadcast <-> reduce (the
+    root, in meta, is kept; valid when every rank receives every cell once, see :mod:`directcoll.algorithms.rooted`).
 
     Step t becomes step T-1-t, src and dst swap, copy becomes reduce and vice versa (Zhao et al. Theorem 1,
     Corollary 1.1). Ownership is kept: the reduce-scatter that reverses an allgather leaves block b at the
@@ -105,9 +106,11 @@ def reverse(schedule: Schedule, *, meta: dict | None = None) -> Schedule:
     >>> reverse(ring_allgather(range(4))).collective.value
     'reduce_scatter'
     """
-    flip = {Collective.ALLGATHER: Collective.REDUCE_SCATTER, Collective.REDUCE_SCATTER: Collective.ALLGATHER}
+    flip = {Collective.ALLGATHER: Collective.REDUCE_SCATTER, Collective.REDUCE_SCATTER: Collective.ALLGATHER,
+            Collective.BROADCAST: Collective.REDUCE, Collective.REDUCE: Collective.BROADCAST}
     if schedule.collective not in flip:
-        raise ScheduleError(f"reverse: only allgather and reduce_scatter reverse; got {schedule.collective}")
+        raise ScheduleError(f"reverse: only allgather, reduce_scatter, broadcast and reduce reverse; got "
+                            f"{schedule.collective}")
     if schedule.route_offsets is not None:
         raise ScheduleError("reverse: schedules with explicit routes cannot be reversed without the topology")
     t = schedule.num_steps
@@ -170,6 +173,8 @@ def relabel(schedule: Schedule, rank_map, block_map=None, *, meta: dict | None =
     if schedule.owner is not None:
         owner = np.empty(nb, np.int64)
         owner[block_map] = rank_map[schedule.owner]
+    if meta is None and schedule.collective.rooted:
+        meta = {**schedule.meta, "root": int(rank_map[schedule.root])}
     return Schedule(schedule.collective, n, nb, schedule.step, rank_map[schedule.src], rank_map[schedule.dst],
                     schedule.op, offsets, new_start, new_start + (hi - lo), den, owner=owner,
                     meta=meta if meta is not None else dict(schedule.meta))

@@ -8,6 +8,9 @@ contribution changes a word with probability 1 - 2^-64, so a pass is a proof up 
 On failure, the failing segment is replayed symbolically (a count of every rank's contribution held by every
 rank) to name the step where the fault was introduced and what went wrong.
 
+Broadcast checks that every rank ends with the root's words; reduce that the root ends with every rank's sum
+(other ranks' buffers are undefined, as MPI_Reduce leaves them).
+
 Source: DESIGN.md, "Verification"; the collectives' definitions of the MPI 4.1 standard, Ch. 6.
 
 >>> from directcoll.algorithms.ring import ring_reduce_scatter
@@ -191,10 +194,12 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
     rng = np.random.default_rng(seed)
     state = rng.integers(0, np.iinfo(np.uint64).max, size=(n, nseg), dtype=np.uint64, endpoint=True)
     seg_owner = None if s.owner is None else s.owner[seg.block[: seg.data]]
+    if s.collective.rooted:  # broadcast: every cell comes from the root; reduce: checked at the root only
+        seg_owner = np.full(seg.data, s.root, dtype=np.int64)
     if s.collective is Collective.ALLTOALL:  # the source's word must reach the destination; relays are free
         seg_owner, seg_dest = alltoall_endpoints(n, s.nblocks, seg.block[: seg.data])
         expected = state[seg_owner, np.arange(seg.data)].copy()
-    elif s.collective is Collective.ALLGATHER:
+    elif s.collective in (Collective.ALLGATHER, Collective.BROADCAST):
         expected = state[seg_owner, np.arange(seg.data)].copy()  # everything else is garbage to be overwritten
     else:
         expected = state[:, : seg.data].sum(axis=0, dtype=np.uint64)  # scratch holds no data
@@ -267,8 +272,9 @@ def _check_state(what: str, n: int, nseg: int) -> None:
 
 def _first_mismatch(s: Schedule, state, expected, seg_owner) -> tuple[int, int] | None:
     """(rank, segment) of the first wrong cell that the collective defines, scanning ranks in order.
-    ``seg_owner``: the rank that must hold each segment (reduce-scatter: its owner; all-to-all: its destination)."""
-    if s.collective in (Collective.REDUCE_SCATTER, Collective.ALLTOALL):
+    ``seg_owner``: the rank that must hold each segment (reduce-scatter: its owner; all-to-all: its destination;
+    reduce: the root)."""
+    if s.collective in (Collective.REDUCE_SCATTER, Collective.ALLTOALL, Collective.REDUCE):
         cells = np.arange(state.shape[1])
         bad = np.flatnonzero(state[seg_owner, cells] != expected)
         if not len(bad):
@@ -298,9 +304,11 @@ def _diagnose(s: Schedule, seg: _Segments, rank: int, cell: int) -> tuple[int, s
     touching = np.flatnonzero((seg.lo <= cell) & (seg.hi > cell))
     tr = np.unique(s.piece_transfer[touching])
     step, src, dst, op = s.step[tr], s.src[tr], s.dst[tr], s.op[tr]
-    gather = s.collective in (Collective.ALLGATHER, Collective.ALLTOALL)
+    gather = s.collective in (Collective.ALLGATHER, Collective.ALLTOALL, Collective.BROADCAST)
     if s.collective is Collective.ALLTOALL:
         owner = int(alltoall_endpoints(n, s.nblocks, seg.block[cell])[0])
+    elif s.collective.rooted:
+        owner = s.root
     else:
         owner = None if s.owner is None else int(s.owner[seg.block[cell]])
     # held[r, x]: how many times rank r holds rank x's contribution; column n counts garbage
@@ -332,7 +340,7 @@ def _diagnose(s: Schedule, seg: _Segments, rank: int, cell: int) -> tuple[int, s
             r, x = np.argwhere(held[:, :n] > 1)[0]
             return int(t), f"rank {r} holds rank {x}'s contribution {held[r, x]} times (doubled contribution)"
     row = held[rank]
-    what = "source" if s.collective is Collective.ALLTOALL else "owner"
+    what = {Collective.ALLTOALL: "source", Collective.BROADCAST: "root"}.get(s.collective, "owner")
     if gather:
         if last_write < 0:
             return last_write, f"rank {rank} never received this block from its {what} (rank {owner})"

@@ -12,7 +12,7 @@ data cell, and [a, b] o [c, d] = [a, d] when c = b + 1 (the product is undefined
 This is exact (no probability), associative and non-commutative, and it is two int32 words per cell, executed with
 the same vectorised gathers as the sum check (:mod:`directcoll.verify.exact`). A schedule is **order-preserving**
 when every cell the collective defines ends as [0, N-1] (allreduce: every rank; reduce-scatter: each block's
-owner). Allgather and all-to-all do not reduce and preserve order trivially.
+owner; reduce: the root). Allgather, all-to-all and broadcast do not reduce and preserve order trivially.
 
 Source: MPI 4.1 standard, Sec. 6.9.1 (non-commutative operations, "in the order of the ranks"); Swing (De Sensi et
 al., NSDI'24) Sec. 3.1.1 (contiguous block remapping "guarantee[s] that the algorithm works with non-commutative
@@ -131,7 +131,7 @@ def _run(s: Schedule, chunk_elements: int) -> tuple[OrderResult, np.ndarray]:
     n = s.nranks
     received_first = np.zeros(s.num_pieces, dtype=bool)
     local_first = np.zeros(s.num_pieces, dtype=bool)
-    if s.collective in (Collective.ALLGATHER, Collective.ALLTOALL) or not (s.op == REDUCE).any():
+    if s.collective in (Collective.ALLGATHER, Collective.ALLTOALL, Collective.BROADCAST) or not (s.op == REDUCE).any():
         return OrderResult(True), received_first
     seg = Segments(s)
     nseg = seg.count
@@ -193,8 +193,8 @@ def _run(s: Schedule, chunk_elements: int) -> tuple[OrderResult, np.ndarray]:
                 broken = (t, c // nseg, c % nseg, f"piece {int(mixed[0])} into rank {c // nseg} needs the received "
                           "operand first in some cells and last in others")
     data = np.arange(seg.data)
-    if s.collective is Collective.REDUCE_SCATTER:
-        ranks = s.owner[seg.block[: seg.data]]
+    if s.collective in (Collective.REDUCE_SCATTER, Collective.REDUCE):
+        ranks = s.owner[seg.block[: seg.data]] if s.owner is not None else np.full(seg.data, s.root, np.int64)
         wrong = np.flatnonzero((lo[ranks, data] != 0) | (hi[ranks, data] != n - 1))
         bad_cells = [(int(ranks[w]), int(w)) for w in wrong[:1]]
     else:

@@ -20,7 +20,8 @@ every thread block runs its steps in order; a step with ``depid``/``deps`` first
 send peer and one receive peer over the NCCL connection of its channel; sends and receives of one
 (sender, receiver, channel) connection match in order. Chunk ``c`` of a buffer is elements
 ``[c, c+1) * count * m / nchunksperloop``, where ``m`` (``sizeMultiplier``, ``msccl_parser.cc``) is N for
-allgather, reducescatter and alltoall (whose ``count`` is per rank, resp. per peer) and 1 for allreduce; ``count``
+allgather, reducescatter and alltoall (whose ``count`` is per rank, resp. per peer) and 1 for allreduce, broadcast
+and reduce; ``count``
 must be a multiple of ``nchunksperloop`` for the executor to select the algorithm (``msccl_lifecycle.cc``:
 ``count % nChunksPerLoop == 0``).
 """
@@ -36,8 +37,12 @@ from directcoll.schedule.ir import Collective
 
 #: IR collective -> the executor's ``coll`` spelling (``msccl_parser.cc``).
 COLL_NAMES = {Collective.ALLREDUCE: "allreduce", Collective.REDUCE_SCATTER: "reducescatter",
-              Collective.ALLGATHER: "allgather", Collective.ALLTOALL: "alltoall"}
-#: Every ``coll`` the executor knows; the importer reads allreduce, reducescatter, allgather and alltoall.
+              Collective.ALLGATHER: "allgather", Collective.ALLTOALL: "alltoall",
+              Collective.BROADCAST: "broadcast", Collective.REDUCE: "reduce"}
+#: Every ``coll`` the executor knows; the importer reads allreduce, reducescatter, allgather, alltoall, broadcast
+#: and reduce (the last two with sizeMultiplier 1, as allreduce; the XML has no root attribute: the program is
+#: written for one root, which the importer finds as the rank that never receives (broadcast) or never sends
+#: (reduce)).
 EXECUTOR_COLLECTIVES = ("allreduce", "reducescatter", "allgather", "reduce", "broadcast", "send", "recv",
                         "gather", "scatter", "alltoall", "alltoallv")
 PROTOCOLS = ("Simple", "LL", "LL128")

@@ -14,6 +14,10 @@ layout:
   neither input nor output (partial sums of blocks a rank does not own) and the IR's scratch blocks live in
   scratch ``s``. This is a permutation only when the schedule's ``owner`` is not MPI's (Swing's remapped
   blocks): the exported program is then still a correct NCCL collective, whose blocks are NCCL's, not the IR's.
+- ``broadcast``: i = o = the whole vector on every rank (NCCL's ncclBroadcast reads sendbuff at the root only;
+  the other ranks' i holds nothing the program reads before writing it).
+- ``reduce``: the root's i = o = the whole vector; every other rank reads its i and keeps its partial sums in s
+  (ncclReduce writes recvbuff at the root only).
 - ``alltoall`` (nblocks = N^2 k, kq = k q chunks per pair; the runtime's ``compile_alltoall`` layout): rank r's
   i (N kq chunks, the sendbuf) holds pair (r, j) at chunks ``[j kq, (j+1) kq)``, its o (N kq chunks, the
   recvbuf) pair (i, r) at ``[i kq, (i+1) kq)``; its own pair (r, r) starts in i and ends in o. s holds, one chunk
@@ -122,7 +126,7 @@ class BufferLayout:
         coll = self.collective
         if coll is Collective.ALLTOALL:
             return self.kc, self.kc
-        if coll is Collective.ALLREDUCE:
+        if coll in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE):
             return self.cd, self.cd
         if coll is Collective.ALLGATHER:
             return self.kc, self.cd
@@ -154,10 +158,14 @@ def buffer_layout(s: Schedule, q: int) -> BufferLayout:
         _alltoall(lay, s, x)
         return lay
     s_base = np.zeros(n, np.int64)
-    if s.collective is Collective.ALLREDUCE:
+    if s.collective in (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE):
         lay.init_buf[:, :cd], lay.init_idx[:, :cd] = I, x[:cd]
         lay.home_buf[:, :cd], lay.home_idx[:, :cd] = O, x[:cd]
         lay.output[:, :cd] = True
+        if s.collective is Collective.REDUCE:  # partial sums of the other ranks live in their scratch
+            others = np.arange(n) != s.root
+            lay.home_buf[others, :cd], lay.alias[others, :cd], lay.output[others, :cd] = S, False, False
+            s_base[others] = cd
     else:
         _owned(lay, s, q, x, s_base)
     lay.init_idx[:, cd:] = lay.home_idx[:, cd:] = s_base[:, None] + (x[cd:] - cd)[None, :]

@@ -55,7 +55,10 @@ from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 
 _IMPORT_COLLS = {"allreduce": Collective.ALLREDUCE, "reducescatter": Collective.REDUCE_SCATTER,
-                 "allgather": Collective.ALLGATHER, "alltoall": Collective.ALLTOALL}
+                 "allgather": Collective.ALLGATHER, "alltoall": Collective.ALLTOALL,
+                 "broadcast": Collective.BROADCAST, "reduce": Collective.REDUCE}
+#: Collectives whose buffers are the whole vector on every rank (``sizeMultiplier`` 1)
+_WHOLE = (Collective.ALLREDUCE, Collective.BROADCAST, Collective.REDUCE)
 #: Bytes per chunk access of an import (its coordinates, its per-chunk record in the conflict table).
 IMPORT_BYTES_PER_ACCESS = 500
 #: Data races are looked for up to this many steps (the happens-before closure is quadratic).
@@ -166,9 +169,9 @@ class _Importer:
         n = self.n = p.ngpus
         self.gpus = sorted(p.gpus, key=lambda g: g.id)
         cd = self.cd = p.nchunksperloop
-        if self.coll is not Collective.ALLREDUCE and cd % n:
+        if self.coll not in _WHOLE and cd % n:
             self.fail(f"<algo> nchunksperloop={cd} must be a multiple of ngpus={n} for {p.coll}")
-        self.kc = cd // n if self.coll is not Collective.ALLREDUCE else cd  # all-to-all: chunks per pair
+        self.kc = cd // n if self.coll not in _WHOLE else cd  # all-to-all: chunks per pair
         self.a2a = self.coll is Collective.ALLTOALL
         self.nb = n * cd if self.a2a else cd   # IR data blocks (all-to-all: N^2 kc, one block per chunk)
         if model == "auto":
@@ -529,10 +532,22 @@ class _Importer:
                 "msccl": {"proto": p.proto, "coll": p.coll, "nchannels": p.nchannels,
                           "nchunksperloop": p.nchunksperloop, "inplace": p.inplace, "outofplace": p.outofplace,
                           "minBytes": p.min_bytes, "maxBytes": p.max_bytes}}
+        if self.coll.rooted:  # the XML has no root: the rank that never receives (broadcast) or never sends (reduce)
+            meta["root"] = self.root(b)
         try:
             return b.build(meta=meta, nscratch=total - self.nb)
         except ScheduleError as exc:
             self.fail(f"the imported schedule is inconsistent: {exc}")
+
+    def root(self, b: ScheduleBuilder) -> int:
+        """The root of an imported broadcast or reduce: the one rank that receives (sends) nothing from another."""
+        moved = [(s, d) for acts in self.events for s, d, *_ in acts if s != d]
+        busy = {d for _, d in moved} if self.coll is Collective.BROADCAST else {s for s, _ in moved}
+        free = [r for r in range(self.n) if r not in busy]
+        if len(free) != 1:
+            what = "receives" if self.coll is Collective.BROADCAST else "sends"
+            self.fail(f"a {self.coll.value} has one root, the rank that {what} nothing; ranks {free[:8]} qualify")
+        return free[0]
 
     def describe(self, node: int) -> str:
         if node == END:
