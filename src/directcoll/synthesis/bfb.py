@@ -493,3 +493,39 @@ def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunk
     ag = bfb_allgather(topology, chunks=chunks)
     rs = bfb_reduce_scatter(topology, chunks=chunks, allgather=ag)
     return concat(rs, ag, meta=dict(rs.meta))
+
+
+def translation_loads(topology: Topology, *, chunks: int | None = None):
+    """What node 0 receives in the BFB allgather of a translation-invariant Cayley topology, per step and
+    in-link: every node u receives the same, translated by u (the hook of
+    :mod:`directcoll.synthesis.bfb_pattern`, which writes the step pattern without the N x pieces schedule).
+
+    Args:
+        topology: a direct topology; chunks: as :func:`bfb_allgather`.
+
+    Returns:
+        None when the topology is not translation-invariant (not Cayley, or link bandwidths that depend on the
+        node) or has one node; else (step int64 (R,) 0-based, link int64 (R,) topology link ids into node 0,
+        numerator int64 (R,) the amount over the link in that step in shards x ``den``, den int), one row per
+        transfer node 0 receives in :func:`bfb_allgather` (in step order).
+
+    Raises:
+        UnsupportedShapeError, SolverError, ScheduleError: as :func:`bfb_allgather`.
+
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 ("vertex-transitive": one node's LPs serve all); as :func:`bfb_allgather`.
+
+    >>> from directcoll.topology import parse
+    >>> step, link, num, den = translation_loads(parse("ring:4"))
+    >>> step.tolist(), num.tolist(), den  # step 1: both neighbours' shards; step 2: half of the far one each way
+    ([0, 0, 1, 1], [2, 2, 1, 1], 2)
+    """
+    if not _translation_invariant(topology) or topology.num_compute < 2:
+        return None
+    g = _graph(topology, False)
+    (plan,), lps, _ = _plan(g, _chunks(chunks))
+    den = _common_denominator(lps)
+    z = np.stack([lps.solutions[lp][row] for lp, row in zip(plan.group_lp, plan.group_row, strict=True)])
+    total = np.zeros((int(plan.group_step.max()), len(plan.in_links)), dtype=np.int64)
+    np.add.at(total, plan.group_step - 1, (z * den).astype(np.int64))
+    step, k = np.nonzero(total)
+    return step.astype(np.int64), g.link[plan.in_links[k]].astype(np.int64), total[step, k], den
