@@ -43,7 +43,7 @@ from directcoll.algorithms.swing import (
     swing,
     swing_1d_allgather,
 )
-from directcoll.errors import UnsupportedShapeError
+from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.schedule.ir import Collective
 from directcoll.schedule.pattern import StepPattern, from_steps, pattern_of
 from directcoll.topology.model import Topology
@@ -81,8 +81,6 @@ def reduce_scatter_pattern(nranks: int, collective, counts, fill: Callable[[int,
     >>> reduce_scatter_pattern(4, "allreduce", [4, 4, 4], ring4, {}).sequence.tolist()
     [0, 1, 2, 5, 4, 3]
     """
-    from directcoll.errors import ScheduleError
-
     coll = Collective.parse(collective)
     if coll not in (Collective.REDUCE_SCATTER, Collective.ALLGATHER, Collective.ALLREDUCE):
         raise ScheduleError(f"reduce_scatter_pattern: {coll.value} is not built from a reduce-scatter")

@@ -58,9 +58,9 @@ def bfb_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, variant=
     Source: Zhao et al. (NSDI'25) Sec. 6.1 and App. B Theorem 2; this module's docstring.
 
     >>> from directcoll.topology import parse
-    >>> p = bfb_pattern(parse("torus:24x23x24"), "allgather")  # 13,248 ranks: one LP plan, translated
-    >>> p.num_steps, len(p.src) // p.num_steps // 13_248
-    (35, 6)
+    >>> p = bfb_pattern(parse("torus:8x7x8"), "allgather")  # 448 ranks: node 0's LPs, translated
+    >>> p.num_steps, len(p.src) // p.num_steps // 448  # diameter 4 + 3 + 4; six in-links used every step
+    (11, 6)
     """
     if options:
         raise UnsupportedShapeError(f"bfb takes only the option 'chunks'; got {', '.join(sorted(options))}")
