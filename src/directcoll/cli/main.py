@@ -215,7 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="step: congestion-aware step model (default); flow: max-min fair flows, slower; packet: "
                           "ns-3 packet-level engine, slowest (needs libns3-dev)")
-    cmp.add_argument("--plot", help="write the goodput / gain figure to this PNG")
+    cmp.add_argument("--plot", help="write the goodput / gain figure to this file (.png, .pdf or .svg)")
+    cmp.add_argument("--format", choices=["png", "pdf", "svg"], help="format of --plot (default: from its suffix; "
+                                                                     "a suffix naming another format is refused)")
+    cmp.add_argument("--why", action="store_true", help="also give, per size, the winner's steps, congestion "
+                                                        "deficiency Xi and busiest link with its bytes (table "
+                                                        "columns, --json fields, --csv columns)")
     cmp.add_argument("-o", "--output", help="also write the results to this file: .json the --json document, .csv "
                                             "the --csv rows (stdout keeps the table)")
     add_output_options(cmp, csv="CSV rows (algorithm, variant, size, time, goodput)")
