@@ -111,7 +111,8 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
             legend.setdefault(VARIANT_MARKS[v], VARIANT_NAMES[v])
         marks = "; ".join(f"{m} {name}" for m, name in legend.items())
         console.print(f"Each cell: goodput of the family's best variant ({marks}; r=k generalized allreduce with "
-                      f"k distribution steps removed; P=k double binary tree with k chunks per half). Families: "
+                      f"k distribution steps removed; P=k: k chunks per half of the double binary tree, or the "
+                      f"chain's k pipeline chunks). Families: "
                       f"{families}. best = the fastest." + gain_note + peak)
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
