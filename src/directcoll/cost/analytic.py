@@ -261,3 +261,40 @@ def analyze(schedule: Schedule, topology: Topology, *, link_loads_too: bool = Tr
         link_bound=link_bound, link_bandwidth=float(np.median(topology.link_bandwidth)),
         alltoall_time_m_over_b=a2a,
     )
+
+
+def elimination_allreduce_cost(p: int) -> tuple[int, float, float]:
+    """Closed-form cost of Rabenseifner's allreduce with 3-2 elimination on p ranks (one port, no contention).
+
+    With n = floor(log2 p) and e_z the z-th bit of p (z < n), round z of the reduce-scatter sends messages of
+    m / 2^(z+1) in 1 + e_z steps (a 3-2 elimination takes two); the allgather mirrors it without reductions:
+
+        T(m) = 2 (n + sum_z e_z) alpha + 2 B m beta + B m gamma,   B = 1 - 1/2^n + sum_{z<n} e_z / 2^(z+1).
+
+    For p = 2^n + 1 this is the published 2 (n + 1) alpha + 2 (3/2 - 1/2^n) m beta + (3/2 - 1/2^n) m gamma
+    (the Swing paper's bandwidth deficiency of 3/2, Sec. 2.3.3); for a power of two it is Rabenseifner's
+    2 log2 p alpha + 2 (p-1)/p m beta + (p-1)/p m gamma. See :mod:`directcoll.algorithms.elimination` for the
+    schedule (the round order, which bit of p triggers which elimination).
+
+    Args:
+        p: number of ranks, >= 1.
+
+    Returns:
+        (steps, bandwidth, reduction): steps (the alpha count), and the sums over steps of the largest message and
+        of the largest reduction, as fractions of the vector m (the beta and gamma coefficients); the same
+        quantities :func:`analyze` measures as ``steps``, ``port_time.sum()`` and ``reduce_time.sum()``.
+
+    Raises:
+        ValueError: p < 1 (a built-in error: arithmetic on p).
+
+    Source: Rabenseifner & Traeff (EuroPVM/MPI 2004), 3-2 elimination; Swing (De Sensi et al., NSDI'24) Sec. 2.3.3.
+
+    >>> elimination_allreduce_cost(5)  # 2^2 + 1: 2 (2 + 1) steps, B = 3/2 - 1/4
+    (6, 2.5, 1.25)
+    """
+    if p < 1:
+        raise ValueError(f"elimination_allreduce_cost: p must be >= 1, got {p}")
+    n = p.bit_length() - 1
+    bits = [(p >> z) & 1 for z in range(n)]
+    half = 1.0 - 2.0 ** -n + sum(e / 2.0 ** (z + 1) for z, e in enumerate(bits))
+    return 2 * (n + sum(bits)), 2 * half, half

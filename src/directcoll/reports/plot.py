@@ -28,6 +28,8 @@ _STYLE = {  # family -> (colour, marker, one-letter label as in the paper's figu
     "shifted-ring": ("#8c564b", "<", "H"),
     "double-binary-tree": ("#e377c2", ">", "T"),
     "generalized": ("#7f7f7f", "P", "G"),
+    "rabenseifner-3-2": ("#bcbd22", "X", "E"),
+    "swing-libswing": ("#ff9896", "h", "L"),
 }
 
 
