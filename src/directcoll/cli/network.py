@@ -144,10 +144,11 @@ def _only_variant(contenders: list[tuple], variant: str) -> list[tuple]:
 
 #: the marks of variants in the compare table (lower case: the families' letters are capitals), and their names
 VARIANT_MARKS = {"latency": "lat", "bandwidth": "bw", "hamiltonian": "ham", "bidirectional": "bi",
-                 "unidirectional": "uni", "r=0": "bw", "timestepped": "ts"}
+                 "unidirectional": "uni", "r=0": "bw", "timestepped": "ts", "libswing": "lib"}
 VARIANT_NAMES = {"latency": "latency-optimal", "bandwidth": "bandwidth-optimal", "hamiltonian": "Hamiltonian rings",
                  "bidirectional": "bidirectional ring", "unidirectional": "unidirectional ring",
-                 "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF"}
+                 "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF",
+                 "libswing": "the Swing authors' library construction"}
 
 #: one-letter labels of the all-to-all families (plot.letter's first-letter fallback would give direct and dor
 #: both "D")
