@@ -23,6 +23,7 @@ from directcoll.algorithms import (
     binomial,
     bucket,
     chain,
+    elimination,
     generalized,
     recursive_doubling,
     ring,
@@ -114,6 +115,11 @@ def _bfb_order(topology: Topology) -> bool:
     return len(shape) == 1 and (not topology.wraps or topology.num_compute <= 3)
 
 
+def _always(topology: Topology) -> bool:
+    """Rabenseifner's 3-2 elimination keeps rank order on every N: its units are contiguous rank ranges."""
+    return True
+
+
 _RD_SHAPES = "1D grids (ring, torus:N, mesh:N) of 2^k or 2^k + 1 ranks"
 
 
@@ -190,6 +196,18 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         variants=("bandwidth",),
         topologies=recursive_doubling._GRID,
         summary="bandwidth-optimized recursive doubling: recursive-halving reduce-scatter + allgather",
+    ),
+    Algorithm(
+        name="rabenseifner-elimination",
+        order=_always,
+        order_shapes="any N (ranks in flattened order)",
+        build=elimination.rabenseifner_elimination,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=elimination.VARIANTS,
+        aliases=("rabenseifner-3-2", "3-2-elimination"),
+        topologies="any N >= 2 on the flattened ranks; reduce_scatter / allgather only for N a power of two",
+        summary="Rabenseifner's allreduce with 3-2 elimination for non-power-of-two N (Rabenseifner & Traeff 2004; "
+                "Swing paper Sec. 2.3.3)",
     ),
     Algorithm(
         name="mirrored-recursive-doubling",
@@ -440,7 +458,7 @@ BYTES_PER_TRANSFER = 128
 #: (1,970 MB and 1,770 MB at N = 3,600), so 128 is a lower bound.
 BYTES_PER_PAIR = 128
 #: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
-QUADRATIC = {"swing": ("bandwidth", None), "generalized": None}
+QUADRATIC = {"swing": ("bandwidth", None, "libswing"), "generalized": None}
 #: Algorithms whose steps grow linearly: a ring's 2 (N - 1) steps, a bucket's 2 sum_i (d_i - 1) on a grid of
 #: sides d_i (bucket on torus:64x64 with 4 ports: 252 steps, 4.1 M transfers).
 LINEAR_STEPS = ("ring", "shifted-ring", "bucket", "chain")

@@ -11,10 +11,11 @@ from directcoll.cli.output import SHORT_FAMILY, gbps, table_console
 
 #: the marks of variants in the compare table (lower case: the families' letters are capitals), and their names
 VARIANT_MARKS = {"latency": "lat", "bandwidth": "bw", "hamiltonian": "ham", "bidirectional": "bi",
-                 "unidirectional": "uni", "r=0": "bw", "timestepped": "ts"}
+                 "unidirectional": "uni", "r=0": "bw", "timestepped": "ts", "libswing": "lib"}
 VARIANT_NAMES = {"latency": "latency-optimal", "bandwidth": "bandwidth-optimal", "hamiltonian": "Hamiltonian rings",
                  "bidirectional": "bidirectional ring", "unidirectional": "unidirectional ring",
-                 "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF"}
+                 "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF",
+                 "libswing": "the Swing authors' library construction"}
 
 def print_comparison(cmp, notes, why: bool = False) -> None:
     """Print the comparison table of ``directcoll compare`` on stdout, then its legend, the notes and the skipped

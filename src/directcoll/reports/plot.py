@@ -57,6 +57,8 @@ _STYLE = {  # family -> (colour, marker, one-letter label as in the paper's figu
     "bfb-tree": ("#ff7f0e", "*", "F"),
     "binomial": ("#bcbd22", "d", "N"),
     "chain": ("#2ca02c", "^", "C"),
+    "rabenseifner-3-2": ("#bcbd22", "X", "E"),
+    "swing-libswing": ("#ff9896", "h", "L"),
 }
 #: all-to-all families: (colour, marker, letter); direct and dor would both be "D" by their first letter
 _ALLTOALL_STYLE = {
