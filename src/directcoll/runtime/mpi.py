@@ -30,7 +30,9 @@ A schedule's reductions combine every contribution exactly once (that is what th
 commutative and associative op gives MPI's result: exactly for integers, up to reassociation for floats; a
 non-commutative one needs a schedule whose reductions also run in rank order (``directcoll verify --order``).
 The checks, buffer layout and step loop are shared with the torch.distributed executor
-(:mod:`directcoll.runtime.executor`); this module only reads the arguments and moves the messages.
+(:mod:`directcoll.runtime.executor`); this module only reads the arguments and moves the messages. With
+``engine="c"`` (the default) the steps run in libdirectcoll instead (:mod:`directcoll.runtime.cengine`), the same
+checks first; calls it does not serve (a user-defined op) run here, with a note on stderr.
 
 Importing this module imports ``mpi4py.MPI``, which initializes MPI (as in any mpi4py program); without mpi4py it
 raises :class:`~directcoll.errors.MissingDependencyError` naming the ``mpi`` extra (``pip install
@@ -47,9 +49,9 @@ from functools import partial
 import numpy as np
 
 from directcoll.errors import DirectcollError
-from directcoll.runtime import MPI_EXTRA, executor, missing
+from directcoll.runtime import MPI_EXTRA, cengine, executor, missing
 from directcoll.runtime.executor import DTYPES, DeadlineError, deadline_error
-from directcoll.schedule.ir import Schedule
+from directcoll.schedule.ir import Collective, Schedule
 
 try:
     from mpi4py import MPI
@@ -264,10 +266,26 @@ def _send(sendbuf, recv: np.ndarray, collective: str) -> np.ndarray:
     return send
 
 
-def _context(comm, schedule: Schedule, timeout: float | None, progress) -> dict:
+def _intra(comm) -> None:
     if isinstance(comm, MPI.Comm) and comm.Is_inter():
         raise DirectcollError("an intercommunicator is not supported: give an intracommunicator (e.g. "
                               "comm.Merge())")
+
+
+def _on_c(engine: str, collective: Collective, comm, send, recv, name="sum", op=None, *, sendbuf, schedule,
+          timeout, progress, what=None) -> bool:
+    """Run the call on the C engine when ``engine`` asks for it and it serves ``name`` (cengine.choose); whether
+    it did (False: the caller runs the Python engine)."""
+    if cengine.choose(engine, name, recv.dtype) != "c":
+        return False
+    _intra(comm)
+    cengine.run(collective, comm, send, recv, name, op, schedule=schedule, in_place=sendbuf is MPI.IN_PLACE,
+                timeout=timeout, progress=progress, what=what)
+    return True
+
+
+def _context(comm, schedule: Schedule, timeout: float | None, progress) -> dict:
+    _intra(comm)
     return {"schedule": schedule, "rank": comm.Get_rank(), "nranks": comm.Get_size(),
             "exchange": _exchange(comm, timeout, progress)}
 
@@ -298,7 +316,7 @@ def _exchange(comm, timeout: float | None, progress) -> executor.Exchange:
 
 
 def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout: float | None = None,
-              progress=None) -> None:
+              progress=None, engine: str = "c") -> None:
     """``comm.Allreduce(sendbuf, recvbuf, op)`` (MPI_Allreduce, MPI 4.1 §6.9.6) run with ``schedule``:
     recvbuf[i] = op over the ranks of sendbuf[i].
 
@@ -312,6 +330,8 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
         timeout: seconds every step may take (None: no deadline).
         progress: a :class:`~directcoll.runtime.progress.Progress` told of every step (``directcoll run``), or
             None.
+        engine: ``"c"`` (libdirectcoll, :mod:`~directcoll.runtime.cengine`; a user-defined op, or a library that
+            cannot be built or loaded, runs on the Python engine with one note on stderr) or ``"python"``.
 
     Raises:
         DirectcollError: a schedule of another collective or rank count; buffers of different sizes or types, of
@@ -338,11 +358,14 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
     name = _op(op)
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "allreduce")
+    if _on_c(engine, Collective.ALLREDUCE, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress):
+        return
     executor.allreduce(send, recv, op=name, **_context(comm, schedule, timeout, progress))
 
 
 def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout: float | None = None,
-                         progress=None) -> None:
+                         progress=None, engine: str = "c") -> None:
     """``comm.Reduce_scatter_block(sendbuf, recvbuf, op)`` (MPI_Reduce_scatter_block, MPI 4.1 §6.10.1) run with
     ``schedule``: the op over the ranks of sendbuf, of N·k elements, is cut into N blocks of k, and rank r receives
     block r in recvbuf (k elements).
@@ -353,7 +376,7 @@ def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedu
             result in its first k.
         recvbuf: k elements of sendbuf's type (N·k with ``MPI.IN_PLACE``), written in place; it must not overlap
             sendbuf.
-        op, timeout, progress: as :func:`allreduce`.
+        op, timeout, progress, engine: as :func:`allreduce`.
         schedule: a reduce_scatter schedule for N ranks.
 
     Raises:
@@ -379,12 +402,15 @@ def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedu
         send, recv = recv, recv[: recv.size // n]
     else:
         send = _send(sendbuf, recv, "reduce_scatter_block")
+    if _on_c(engine, Collective.REDUCE_SCATTER, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress, what="reduce_scatter_block"):
+        return
     executor.reduce_scatter(send, recv, op=name, what="reduce_scatter_block",
                             **_context(comm, schedule, timeout, progress))
 
 
 def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, schedule: Schedule,
-                   timeout: float | None = None, progress=None) -> None:
+                   timeout: float | None = None, progress=None, engine: str = "c") -> None:
     """``comm.Reduce_scatter(sendbuf, recvbuf, recvcounts, op)`` (MPI_Reduce_scatter, MPI 4.1 §6.10.2) run with
     ``schedule``, for equal ``recvcounts`` only: a schedule scatters N equal blocks, so this is
     :func:`reduce_scatter_block` with k = recvcounts[r].
@@ -395,7 +421,7 @@ def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, sched
             and receives the result in its first k (``recvcounts`` is then required, as MPI requires it).
         recvbuf: k = recvcounts[rank] elements, written in place; it must not overlap sendbuf.
         recvcounts: N equal counts, or None: every rank receives recvbuf's size (as mpi4py does).
-        op, timeout, progress: as :func:`allreduce`.
+        op, timeout, progress, engine: as :func:`allreduce`.
         schedule: a reduce_scatter schedule for N ranks.
 
     Raises:
@@ -427,6 +453,9 @@ def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, sched
         if counts is not None and counts[rank] != recv.size:
             raise DirectcollError(f"reduce_scatter: recvcounts[{rank}] is {counts[rank]}, but recvbuf has "
                                   f"{recv.size} elements")
+    if _on_c(engine, Collective.REDUCE_SCATTER, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress, what="reduce_scatter"):
+        return
     executor.reduce_scatter(send, recv, op=name, what="reduce_scatter", **_context(comm, schedule, timeout, progress))
 
 
@@ -446,7 +475,8 @@ def _counts(recvcounts, n: int) -> list[int]:
     return counts
 
 
-def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None,
+              engine: str = "c") -> None:
     """``comm.Allgather(sendbuf, recvbuf)`` (MPI_Allgather, MPI 4.1 §6.7) run with ``schedule``: recvbuf = the
     ranks' sendbufs concatenated in rank order.
 
@@ -455,7 +485,7 @@ def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
         sendbuf: k elements, or ``MPI.IN_PLACE``: the rank's k elements are already in place, at
             recvbuf[rank·k:(rank+1)·k].
         recvbuf: N·k elements of sendbuf's type, written in place; it must not overlap sendbuf.
-        timeout, progress: as :func:`allreduce`.
+        timeout, progress, engine: as :func:`allreduce`.
         schedule: an allgather schedule for N ranks.
 
     Raises:
@@ -482,10 +512,14 @@ def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
         send = recv[rank * k:(rank + 1) * k]
     else:
         send = _send(sendbuf, recv, "allgather")
+    if _on_c(engine, Collective.ALLGATHER, comm, send, recv, sendbuf=sendbuf, schedule=schedule, timeout=timeout,
+             progress=progress):
+        return
     executor.allgather(send, recv, **_context(comm, schedule, timeout, progress))
 
 
-def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None,
+             engine: str = "c") -> None:
     """``comm.Alltoall(sendbuf, recvbuf)`` (MPI_Alltoall, MPI 4.1 §6.8) run with ``schedule``: sendbuf and recvbuf
     hold N equal parts of m elements (sendcount = recvcount = m); part j of sendbuf goes to rank j, and part i of
     recvbuf comes from rank i. The schedule's block ((i N + j) k + c) carries part j of rank i's sendbuf (it may be
@@ -495,12 +529,12 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
         comm: an intracommunicator of N ranks.
         sendbuf: N·m elements, or ``MPI.IN_PLACE``: recvbuf then holds the input and is replaced by the result.
         recvbuf: N·m elements of sendbuf's type, written in place; it must not overlap sendbuf.
-        timeout, progress: as :func:`allreduce`.
+        timeout, progress, engine: as :func:`allreduce`.
         schedule: an all-to-all schedule for N ranks (copies only).
 
     Raises:
         DirectcollError: a schedule of another collective or rank count, or one that reduces; buffers of
-            different sizes, not N equal non-empty parts, of mixed or unsupported types, not contiguous,
+            different sizes, not N equal parts, of mixed or unsupported types, not contiguous,
             overlapping, or a read-only recvbuf (all checked before any message is sent).
         DeadlineError: as :func:`allreduce`.
 
@@ -515,6 +549,9 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
     """
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "alltoall")
+    if _on_c(engine, Collective.ALLTOALL, comm, send, recv, sendbuf=sendbuf, schedule=schedule, timeout=timeout,
+             progress=progress):
+        return
     executor.alltoall(send, recv, **_context(comm, schedule, timeout, progress))
 
 
