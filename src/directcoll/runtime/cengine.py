@@ -56,11 +56,11 @@ def _mapped_mpi() -> set[str]:
     return {os.path.realpath(p) for p in paths if os.path.basename(p).startswith("libmpi")}
 
 
-def _load():
+def _load(path):
     from mpi4py import MPI
 
     before = _mapped_mpi()
-    path = native.library_path()
+    path = path or native.library_path()
     lib = ctypes.CDLL(str(path))
     lib.directcoll_mpi_library.restype = ctypes.c_char_p
     lib.directcoll_built_mpi_version.restype = ctypes.c_char_p
@@ -85,9 +85,11 @@ def _load():
     return lib
 
 
-def library():
+def library(path=None):
     """libdirectcoll loaded into this process for the C engine (built first if needed), checked against mpi4py's
-    MPI. Once per process; a failure is remembered.
+    MPI. Once per process; a failure is remembered. ``path``: the library when the caller has it
+    (:func:`~directcoll.runtime.native.library_path`, which runs the MPI compiler wrapper: ``directcoll run``'s
+    ranks call it before ``MPI_Init``, since processes forked after it can slow MPI down).
 
     Returns:
         The ``ctypes.CDLL``.
@@ -101,7 +103,7 @@ def library():
     with _lock:
         if "lib" not in _state and "error" not in _state:
             try:
-                _state["lib"] = _load()
+                _state["lib"] = _load(path)
             except (DirectcollError, OSError) as exc:  # MissingDependencyError is a DirectcollError too
                 _state["error"] = str(exc).splitlines()[0]
         if "error" in _state:

@@ -1,6 +1,8 @@
 """The ranks of ``directcoll run``: time our schedules and the MPI library's own collective, check results.
 
-Started by ``directcoll run`` through ``mpiexec``; rank 0 writes one JSON object (``--json-out``). Every wait (the
+Started by ``directcoll run`` through ``mpiexec``; rank 0 writes one JSON object (``--json-out``). Our schedules
+run on ``--engine`` (``c``: libdirectcoll, :mod:`directcoll.runtime.cengine`; ``python``: numpy), named in the
+JSON. Every wait (the
 schedule's steps, barriers, the MPI library's collective, the reductions of times and checks) has the deadline
 ``--timeout`` (:mod:`directcoll.runtime.mpi`). With ``--status-dir`` each rank publishes where it is
 (:mod:`directcoll.runtime.progress`) for the launcher (:mod:`directcoll.runtime.launch`); a rank that fails writes
@@ -123,6 +125,11 @@ def main(argv=None) -> int:
         except ImportError as exc:  # on this host: the launcher checked its own
             raise missing("directcoll run", MPI_EXTRA, exc) from exc
 
+        if args.engine == "c":  # built or found before MPI_Init: it runs the MPI compiler wrapper
+            from directcoll.runtime.native import library_path
+
+            progress.set(BUSY, "the build of libdirectcoll")
+            args.library = library_path()
         progress.set(STARTING, "MPI_Init")
         if not MPI.Is_initialized():
             MPI.Init_thread()
@@ -160,7 +167,7 @@ def _work(args, comm, progress: Progress) -> None:
         from directcoll.runtime import cengine
 
         progress.set(BUSY, "the loading of libdirectcoll")
-        cengine.library()
+        cengine.library(getattr(args, "library", None))
     results = []
     native_cache: dict[int, float] = {}
     for size in parse_sizes(args.sizes):
