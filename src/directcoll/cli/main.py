@@ -273,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "killed when no rank made progress for this long plus 2 s")
     rn.add_argument("--compare-native", action=argparse.BooleanOptionalAction, default=True,
                     help="also time the MPI library's own collective (default on)")
+    rn.add_argument("--engine", choices=["python", "c"], default=None,
+                    help="what runs our schedules on the ranks: c (libdirectcoll, built on first use) or python "
+                         "(numpy); default c when the library builds, else python with a note")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
     rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
     add_output_options(rn)

@@ -295,13 +295,34 @@ def _run_algorithms(text: str, collective: str) -> None:
                                   f"{', '.join(alg.collectives)}")
 
 
+def _run_engine(asked: str | None) -> str:
+    """The engine the ranks run our schedules on: ``asked`` ("c" or "python"), or by default "c" when libdirectcoll
+    builds, else "python" with a one-line note on stderr. An asked-for "c" that cannot be built is an error."""
+    if asked == "python":
+        return "python"
+    from directcoll.cli.output import Heartbeat
+    from directcoll.runtime import native
+
+    try:
+        with Heartbeat("building libdirectcoll (once per MPI)"):
+            native.library_path()
+    except DirectcollError as exc:  # MissingDependencyError included
+        if asked == "c":
+            raise DirectcollError(f"--engine c: libdirectcoll cannot be built: {str(exc).splitlines()[0]}") from None
+        print(f"directcoll: note: running the Python engine: libdirectcoll cannot be built "
+              f"({str(exc).splitlines()[0]})", file=sys.stderr)
+        return "python"
+    return "c"
+
+
 def cmd_run(args) -> int:
     """``directcoll run [SPEC]``: launch ranks through mpiexec (:func:`directcoll.runtime.launch.run_job`, worker
     :mod:`directcoll.runtime.worker`), time our schedules and the MPI library's own collective, and check that the
     results agree.
 
-    Output: a table (algorithm, size, time, Gb/s, correct, native, ours/native) and skipped algorithms; ``--json``:
-    the workers' results document.
+    Output: a table (algorithm, size, time, Gb/s, correct, native, ours/native; its title names the engine,
+    ``--engine``) and skipped algorithms; ``--json``: the workers' results document (``engine`` at the top and per
+    row).
 
     Returns:
         0 when every result is correct, 1 when any rank computed a wrong result.
@@ -358,13 +379,14 @@ def cmd_run(args) -> int:
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
                      ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
     require_mpi("directcoll run")  # the ranks run this Python: mpi4py must be here (the mpi extra)
+    engine = _run_engine(args.engine)
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
                "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
                "--collective", args.collective, "--sizes", sizes.text, "--repeat", str(args.repeat),
-               "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp,
+               "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp, "--engine", engine,
                *(["--native"] if args.compare_native else []), *(["--root", str(root)] if root is not None else [])]
         run_job(cmd, status_dir=tmp, nranks=ranks, timeout=args.timeout)
         try:
@@ -378,7 +400,9 @@ def cmd_run(args) -> int:
     from rich import box
     from rich.table import Table
 
-    table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules), this machine",
+    engine_name = {"c": "C engine", "python": "Python engine"}.get(data.get("engine", ""), "")
+    table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules, {engine_name}), this "
+                        "machine",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("algorithm", "size", "time", "Gb/s", "correct", "native", "ours/native"):
         table.add_column(col, justify="right")
