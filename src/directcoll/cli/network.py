@@ -383,6 +383,10 @@ def cmd_run(args) -> int:
     >>> main(["run", "--ranks", "0"])  # refused before anything is launched
     2
     """
+    if getattr(args, "engine", "python") == "smpi":  # simulated ranks: directcoll.cli.smpi
+        from directcoll.cli.smpi import run_smpi
+
+        return run_smpi(args)
     import math
     import shutil
     import tempfile
