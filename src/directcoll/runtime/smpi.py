@@ -182,18 +182,28 @@ def driver_path() -> Path:
     return cached_build("dc-smpi-driver", key, build)
 
 
-def check_run_memory(ranks: int, max_bytes: int, platform_bytes: float) -> None:
-    """Refuse a run whose simulated ranks (each its buffers, :data:`BUFFERS_PER_RANK` vectors, and
-    :data:`RANK_BYTES`) and platform (SimGrid's copy of its routes) would exceed the memory budget: every rank
-    lives in this one process.
+def check_run_memory(ranks: int, max_bytes: int, platform_bytes: float, program_bytes: int = 0) -> None:
+    """Refuse a run whose simulated ranks (each its buffers, :data:`BUFFERS_PER_RANK` vectors, :data:`RANK_BYTES`
+    and its copy of the program file: libdirectcoll reads the whole file, every rank's section, into each rank, as
+    into each process on a real MPI) and platform (SimGrid's copy of its routes) would exceed the memory budget:
+    every rank lives in this one process.
 
     Raises:
         ResourceError: over the budget.
 
-    Source: DESIGN.md, "Engines, runtimes and scale".
+    Source: DESIGN.md, "Engines, runtimes and scale"; measured: Swing's 5.2 MB program for torus:32x32 made
+    smpirun's resident memory 5.8 GB on 1,024 ranks.
+
+    >>> from directcoll.resources import memory_budget_override
+    >>> with memory_budget_override("1GiB"):
+    ...     check_run_memory(1024, 8, 0.0, program_bytes=5_169_227)
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.ResourceError: SMPI run of 8 bytes on 1024 simulated ranks (one process, each with a ...
     """
-    check_memory(f"SMPI run of {max_bytes:,} bytes on {ranks} simulated ranks (one process)",
-                 ranks * (RANK_BYTES + BUFFERS_PER_RANK * max_bytes) + platform_bytes)
+    check_memory(f"SMPI run of {max_bytes:,} bytes on {ranks} simulated ranks (one process, each with a "
+                 f"{program_bytes:,}-byte program)",
+                 ranks * (RANK_BYTES + BUFFERS_PER_RANK * max_bytes + program_bytes) + platform_bytes)
 
 
 def parse_driver_output(stdout: str) -> list[dict]:
@@ -356,6 +366,7 @@ def smpi_run(topology, params, collective: str, algorithms: list[tuple[str, str 
                             for s in sizes]
                 continue
             program = compile_program(schedule, tmp)
+            check_run_memory(n, 8 * max(counts), size["simgrid_bytes"], program.stat().st_size)
             progress(f"simulating {label} on {n} ranks")
             rows, calls = run_program(driver, platform, hostfile, n, collective, [8 * c for c in counts],
                                       program=program, repeat=repeat, timeout=timeout)
