@@ -183,3 +183,9 @@ def test_run_engine_smpi_refuses_a_hostfile():
                            "h"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "--hostfile launches real ranks" in done.stderr
+
+
+def test_params_without_engine_smpi_is_refused():
+    done = subprocess.run([*CLI, "run", "torus:2x2", "--params", "swing-sst"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "--params swing-sst: network parameters apply to simulated ranks" in done.stderr

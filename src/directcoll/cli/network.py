@@ -387,6 +387,9 @@ def cmd_run(args) -> int:
         from directcoll.cli.smpi import run_smpi
 
         return run_smpi(args)
+    if getattr(args, "params", None):
+        raise DirectcollError(f"--params {args.params}: network parameters apply to simulated ranks only; add "
+                              "--engine smpi, or drop --params (real ranks run on this machine's network)")
     import math
     import shutil
     import tempfile
