@@ -152,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "file:PATH reads back")
     tex.add_argument("spec", help="topology spec, e.g. torus:8x8, or file:PATH")
     tex.add_argument("-o", "--output", required=True, help="file to write: .graphml, .edges or .json")
-    tex.add_argument("--format", choices=["graphml", "edges", "json"], help="format (default: from the suffix)")
+    tex.add_argument("--format", choices=["graphml", "edges", "json", "simgrid"],
+                     help="format (default: from the suffix); simgrid: a SimGrid/SMPI platform with our routes")
     tex.add_argument("--json", action="store_true", help="machine-readable output")
     tex.set_defaults(func=cmd_topology_export)
 
@@ -278,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "(numpy); default c when the library builds, else python with a note")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
     rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
+    rn.add_argument("--engine", default="python", choices=["python", "c", "smpi"],
+                    help="python: the executor of directcoll.runtime (default); c: libdirectcoll; smpi: libdirectcoll "
+                         "inside SimGrid SMPI on a simulated SPEC (simulated times; needs libsimgrid-dev)")
+    rn.add_argument("--params", help="--engine smpi: network parameters, a preset or FILE.json (default swing-sst)")
     add_output_options(rn)
     rn.set_defaults(func=cmd_run)
 

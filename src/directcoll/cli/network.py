@@ -340,6 +340,13 @@ def cmd_run(args) -> int:
     >>> main(["run", "--ranks", "0"])  # refused before anything is launched
     2
     """
+    if getattr(args, "engine", "python") == "smpi":  # simulated ranks: directcoll.cli.smpi
+        from directcoll.cli.smpi import run_smpi
+
+        return run_smpi(args)
+    if getattr(args, "params", None):
+        raise DirectcollError(f"--params {args.params}: network parameters apply to simulated ranks only; add "
+                              "--engine smpi, or drop --params (real ranks run on this machine's network)")
     import math
     import shutil
     import tempfile
