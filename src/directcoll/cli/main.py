@@ -274,14 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "killed when no rank made progress for this long plus 2 s")
     rn.add_argument("--compare-native", action=argparse.BooleanOptionalAction, default=True,
                     help="also time the MPI library's own collective (default on)")
-    rn.add_argument("--engine", choices=["python", "c"], default=None,
-                    help="what runs our schedules on the ranks: c (libdirectcoll, built on first use) or python "
-                         "(numpy); default c when the library builds, else python with a note")
+    rn.add_argument("--engine", choices=["python", "c", "smpi"], default=None,
+                    help="what runs our schedules: c (libdirectcoll on the real ranks, built on first use), python "
+                         "(numpy on the real ranks), or smpi (libdirectcoll inside SimGrid SMPI on a simulated SPEC: "
+                         "simulated times; needs libsimgrid-dev); default c when the library builds, else python "
+                         "with a note")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
     rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
-    rn.add_argument("--engine", default="python", choices=["python", "c", "smpi"],
-                    help="python: the executor of directcoll.runtime (default); c: libdirectcoll; smpi: libdirectcoll "
-                         "inside SimGrid SMPI on a simulated SPEC (simulated times; needs libsimgrid-dev)")
     rn.add_argument("--params", help="--engine smpi: network parameters, a preset or FILE.json (default swing-sst)")
     add_output_options(rn)
     rn.set_defaults(func=cmd_run)
