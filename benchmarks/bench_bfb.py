@@ -8,23 +8,27 @@ Run: python3 benchmarks/bench_bfb.py [SPEC ...] [--repeat 3] [--verify]
 
 from __future__ import annotations
 
-import argparse
 import time
+
+import benchcli
 
 from directcoll.cost.analytic import analyze
 from directcoll.synthesis.bfb import bfb_allgather
 from directcoll.topology.spec import parse
 from directcoll.verify import verify
 
+ESTIMATE = "a few minutes (five BFB allgathers up to 4,096 nodes, --repeat 3 each; longer with --verify)"
+
 DEFAULT = ["hypercube:10", "torus:50x50", "torus:8x8x8", "genkautz:4:1024", "torus:64x64"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("specs", nargs="*", default=DEFAULT)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--verify", action="store_true", help="also run the exact verifier (slow at 4096 nodes)")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_bfb")
     print("| topology | N | steps | distinct LPs | pieces | denominator | T_B (M/B) | (N-1)/N | build s |"
           + (" verified |" if args.verify else ""))
     print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.verify else ""))

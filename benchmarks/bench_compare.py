@@ -1,19 +1,22 @@
 """Wall time of `directcoll compare` (all default algorithms, the paper's 25 sizes, swing-sst parameters).
 
-Run: python3 benchmarks/bench_compare.py [SPEC ...]   (default: torus:64x64 torus:128x128)
+Run: python3 benchmarks/bench_compare.py [SPEC ...] [--out DIR]   (default: torus:64x64 torus:128x128)
 Targets (issue #3): torus:64x64 under 30 s, torus:128x128 under 3 minutes on the 2-core machine.
 """
 
 from __future__ import annotations
 
 import platform
-import sys
 import time
+
+import benchcli
 
 from directcoll.reports.compare import compare
 from directcoll.simulate import SWING_SST
 from directcoll.topology import parse
 from directcoll.units import parse_sizes
+
+ESTIMATE = "about 3 minutes for the defaults (targets: torus:64x64 under 30 s, torus:128x128 under 3 minutes)"
 
 
 def main(specs: list[str]) -> None:
@@ -28,4 +31,8 @@ def main(specs: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["torus:64x64", "torus:128x128"])
+    ap = benchcli.parser(__doc__, ESTIMATE)
+    ap.add_argument("specs", nargs="*", default=["torus:64x64", "torus:128x128"], help="networks to compare")
+    args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_compare")
+    main(args.specs)

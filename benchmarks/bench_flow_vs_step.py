@@ -12,10 +12,10 @@ arrays. Asymmetric cases (where the models differ) run with e.g. ``--topologies 
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 
+import benchcli
 import numpy as np
 
 from directcoll.registry import build_pattern
@@ -23,6 +23,8 @@ from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.flow import _prepare, _simulate_prepared
 from directcoll.topology import parse
 from directcoll.units import format_size, parse_sizes
+
+ESTIMATE = "a few minutes (the flow model on torus:32x32 dominates)"
 
 TOPOLOGIES = "torus:8x8,torus:16x16,torus:32x32"
 ALGORITHMS = "swing:bandwidth,swing:latency,recursive-doubling:latency,recursive-doubling:bandwidth,ring,bucket"
@@ -52,10 +54,11 @@ def run_case(spec: str, name: str, variant: str | None, sizes_: np.ndarray) -> d
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--topologies", default=TOPOLOGIES)
     ap.add_argument("--algorithms", default=ALGORITHMS, help="name[:variant],...")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_flow_vs_step")
     machine = platform.processor() or platform.machine()
     print(f"# {time.strftime('%Y-%m-%d')} {machine}, python {platform.python_version()}; params {SWING_SST.name}, "
           "adaptive routing, allreduce")

@@ -6,16 +6,18 @@ Prints one line per case (seconds); docs/benchmarks.md records the figures with 
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 
+import benchcli
 import numpy as np
 
 from directcoll.cost import analyze
 from directcoll.registry import build
 from directcoll.topology import link_loads, parse
 from directcoll.verify import verify
+
+ESTIMATE = "about a minute (build, verify and cost of 64x64 schedules; --quick skips the largest)"
 
 
 def timed(fn, *args, **kwargs):
@@ -25,9 +27,10 @@ def timed(fn, *args, **kwargs):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--quick", action="store_true", help="skip the 8x8x8x8 and 128x128 cases")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_foundation")
     machine = platform.processor() or platform.machine()
     print(f"# {time.strftime('%Y-%m-%d')} {machine}, python {platform.python_version()}")
     cases = [("swing", "torus:64x64", None), ("swing", "torus:64x64", "latency"), ("bucket", "torus:64x64", None),

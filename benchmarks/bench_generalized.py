@@ -7,13 +7,15 @@ Run: python3 benchmarks/bench_generalized.py [--max-p 300]
 
 from __future__ import annotations
 
-import argparse
 import time
 
+import benchcli
 import numpy as np
 
 from directcoll.algorithms.generalized import generalized_allreduce, num_steps
 from directcoll.verify import verify
+
+ESTIMATE = "about 4 minutes at --max-p 300 (docs/benchmarks.md: 2,488 schedules in 213 s)"
 
 
 def units_per_rank(s) -> np.ndarray:
@@ -22,9 +24,10 @@ def units_per_rank(s) -> np.ndarray:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--max-p", type=int, default=300)
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_generalized")
     t0 = time.perf_counter()
     built = failures = exact = below = 0
     for p in range(2, args.max_p + 1):

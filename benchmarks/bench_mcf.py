@@ -11,16 +11,19 @@ stages.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import time
 from fractions import Fraction
 
+import benchcli
+
 from directcoll.cost.bounds import capacity_bound, theorem1_bound
 from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
 from directcoll.synthesis.mcf.link import alltoall_mcf
 from directcoll.topology import parse
+
+ESTIMATE = "seconds for --table; minutes for --timing, --solvers and --scaling (docs/alltoall.md lists them)"
 
 #: (label, spec, keyword arguments of alltoall_mcf and capacity_bound)
 TABLE = [
@@ -136,7 +139,7 @@ def scaling(sizes: list[int], workers: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--table", action="store_true", help="F, bounds and method for a list of topologies")
     ap.add_argument("--timing", action="store_true", help="link vs decomposed vs symmetric solve times")
     ap.add_argument("--solvers", action="store_true", help="link-LP seconds by HiGHS solver (not run by default)")
@@ -146,6 +149,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per timing; the best is reported")
     ap.add_argument("--scaling", default="", help="N list: decomposed MCF and the bracket on genkautz:4:N")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_mcf")
     both = not (args.table or args.timing or args.solvers or args.scaling)
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}\n")

@@ -1,6 +1,6 @@
 """Our schedules on real MPI ranks against the MPI library's MPI_Allreduce, from the same run.
 
-Run: python3 benchmarks/bench_mpi.py   (8 ranks on torus:2x4 and 16 on torus:4x4 schedules, 8 B .. 64 MiB)
+Run: python3 benchmarks/bench_mpi.py [--out DIR]   (8 ranks on torus:2x4 and 16 on torus:4x4 schedules, 8 B .. 64 MiB)
 Prints a Markdown table of time(ours) / time(native) per size; docs/benchmarks.md records it.
 """
 
@@ -11,11 +11,16 @@ import subprocess
 import sys
 import time
 
+import benchcli
+
+ESTIMATE = "a few minutes (two mpiexec jobs of 8 and 16 ranks, 6 sizes, 2 repetitions)"
 SIZES = "8B,1KiB,64KiB,1MiB,16MiB,64MiB"
 ALGORITHMS = "swing:latency,swing:bandwidth,ring,rabenseifner"
 
 
 def main() -> None:
+    args = benchcli.parser(__doc__, ESTIMATE).parse_args()
+    benchcli.begin(args, ESTIMATE, "bench_mpi")
     print(f"# {time.strftime('%Y-%m-%d')}, MPICH wheel, ranks oversubscribed on this machine's cores")
     for ranks, spec in ((8, "torus:2x4"), (16, "torus:4x4")):
         t0 = time.perf_counter()

@@ -11,14 +11,18 @@ Table 4 and Table 7 (N up to 1024, d = 4) next to the paper's values.
 
 from __future__ import annotations
 
-import argparse
 import time
 
+import benchcli
+
 from directcoll.cost.analytic import analyze
-from directcoll.synthesis.expansions import expanded_schedule, predict
+from directcoll.synthesis.expansion_predictions import predict
+from directcoll.synthesis.expansions import expanded_schedule
 from directcoll.topology import operators as tex
 from directcoll.topology import parse
 from directcoll.verify import verify
+
+ESTIMATE = "about 20 s (--quick: a few seconds)"
 
 SMALL = [
     "line(complete:4)", "line^2(complete:4)", "line(bipartite:3)", "line(hamming:2:3)", "line(kautz:2:2)",
@@ -82,9 +86,10 @@ def paper_table() -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--quick", action="store_true", help="only the table of small expansions")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "expansions_table")
     print("\n".join(small_table()))
     if not args.quick:
         print()

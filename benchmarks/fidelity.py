@@ -1,7 +1,8 @@
 """Fidelity: the step and flow models against the ns-3 packet engine (docs/fidelity.md).
 
-Run: python3 benchmarks/fidelity.py [--out benchmarks/results/fidelity.csv] [--figure docs/img/fidelity.png]
-                                    [--workers 2] [--max-packet-hops 2e6] [--quick]
+Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [--max-packet-hops 2e6] [--quick]
+     (writes DIR/fidelity.csv and DIR/fidelity.png, DIR defaulting to benchmarks/out/; the files docs/fidelity.md
+     shows: --out benchmarks/results --figure docs/img/fidelity.png)
 
 For every topology of the validation matrix, every default contender of ``directcoll compare`` (allreduce; and
 all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
@@ -14,7 +15,6 @@ size) cells where the model's winner differs from the packet engine's.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime
 import os
@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import benchcli
 import numpy as np
 
 from directcoll.errors import DirectcollError, ResourceError
@@ -32,6 +33,8 @@ from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.flow import flow_times
 from directcoll.simulate.packet import simulate_packet
 from directcoll.topology import parse
+
+ESTIMATE = "about 6 minutes on 2 cores (378 s on 2026-11-26; --quick about 3 minutes)"
 
 ALLREDUCE = ["torus:4x4", "torus:8x8", "torus:16x16", "torus:4x4x4", "torus:8x4", "torus:3x3x3", "hypercube:4",
              "hyperx:4x4", "hammingmesh:2x2:2x2", "genkautz:2:16", "circulant:16:1,5"]
@@ -147,13 +150,13 @@ def figure(rows: list[dict], path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="benchmarks/results/fidelity.csv")
-    ap.add_argument("--figure", default="docs/img/fidelity.png")
+    ap = benchcli.parser(__doc__, ESTIMATE)
+    ap.add_argument("--figure", type=Path, help="the figure (default OUT/fidelity.png; docs: docs/img/fidelity.png)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-packet-hops", type=float, default=2e6)
     ap.add_argument("--quick", action="store_true", help="four small topologies (a few minutes)")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "fidelity")
     todo = jobs(args.quick)
     t0 = time.perf_counter()
     rows: list[dict] = []
@@ -162,14 +165,14 @@ def main() -> None:
             rows += result
             print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    csv_path = args.out / "fidelity.csv"
     keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
             "packet_wall_s", "skipped"]
-    with open(args.out, "w", newline="") as f:
+    with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    figure(rows, Path(args.figure))
+    figure(rows, args.figure or args.out / "fidelity.png")
     summary = summarize(rows)
     print(f"\n{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
           f"{sum(1 for r in rows if r.get('packet_s') not in ('', None))} packet cells, "

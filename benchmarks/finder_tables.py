@@ -7,19 +7,23 @@ Run: python3 benchmarks/finder_tables.py [--nodes 32,64,128,256,512,1024] [--deg
 
 from __future__ import annotations
 
-import argparse
 import time
 
+import benchcli
+
 from directcoll.synthesis.finder import find_topology, theoretical_bound
+
+ESTIMATE = "a few minutes (the finder at N up to 1,024)"
 
 M_OVER_B = 2**20 * 8 / 100e9
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--nodes", default="32,64,128,256,512,1024")
     ap.add_argument("--degree", type=int, default=4)
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "finder_tables")
     for n in (int(x) for x in args.nodes.split(",")):
         t0 = time.perf_counter()
         result = find_topology(n, args.degree, alpha=10e-6, m_over_b=[M_OVER_B])

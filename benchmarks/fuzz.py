@@ -11,7 +11,6 @@ it died on. Prints a Markdown table for docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import multiprocessing as mp
@@ -26,7 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import benchcli
 from fuzzing import KINDS, judge, make_case, make_context  # noqa: E402
+
+ESTIMATE = "minutes: up to --case-seconds per case, 10,000 cases by default"
 
 #: Share of the cases per kind (10,000 cases: 4,000 specs, 1,500 of each other kind).
 SHARES = {"spec": 0.4, "json": 0.15, "npz": 0.15, "msccl": 0.15, "cli": 0.15}
@@ -102,7 +104,7 @@ def run_kind(kind: str, cases: int, seed: int, budget: str, case_seconds: int):
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = benchcli.parser(__doc__, ESTIMATE)
     p.add_argument("--cases", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", default="256MiB", help="memory budget of every case (default 256MiB)")
@@ -110,6 +112,7 @@ def main() -> int:
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--json", help="also write the counts to this file")
     args = p.parse_args()
+    benchcli.begin(args, ESTIMATE, "fuzz")
     kinds = args.kinds.split(",")
     total = sum(SHARES[k] for k in kinds)
     results, t0 = {}, time.perf_counter()

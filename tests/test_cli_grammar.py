@@ -170,11 +170,28 @@ def test_compare_variant_and_output_file(tmp_path):
 
 def test_a_one_size_command_refuses_a_list_in_one_line(tmp_path):
     assert _cli("schedule", "ring", "ring:4", "-o", "s.json", cwd=tmp_path).returncode == 0
-    out = _cli("simulate", "s.json", "--sizes", "1KiB,1MiB", cwd=tmp_path)
+    out = _cli("cost", "s.json", "--sizes", "1KiB,1MiB", cwd=tmp_path)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "one size" in out.stderr
     rows = list(csv.DictReader(io.StringIO(_cli("simulate", "s.json", "--sizes", "1MiB", "--csv",
                                                 cwd=tmp_path).stdout)))
     assert len(rows) == 6 and float(rows[0]["time_s"]) > 0
+
+
+def test_simulate_takes_a_list_of_sizes_like_compare(tmp_path):
+    """simulate --sizes 1KiB,1MiB: rows per size, each equal to the one-size run of that size."""
+    assert _cli("schedule", "ring", "ring:4", "-o", "s.json", cwd=tmp_path).returncode == 0
+    many = _cli("simulate", "s.json", "--sizes", "1KiB,1MiB", "--json", cwd=tmp_path)
+    assert many.returncode == 0, many.stderr
+    doc = json.loads(many.stdout)
+    assert doc["sizes"] == [1024, 1 << 20] and len(doc["results"]) == 2
+    for size, result in zip(doc["sizes"], doc["results"], strict=True):
+        one = json.loads(_cli("simulate", "s.json", "--sizes", str(size), "--json", cwd=tmp_path).stdout)
+        assert result["time_s"] == one["time_s"] and result["steps"] == one["steps"]
+    rows = list(csv.DictReader(io.StringIO(_cli("simulate", "s.json", "--sizes", "1KiB..4KiB", "--csv",
+                                                cwd=tmp_path).stdout)))
+    assert [int(r["size_bytes"]) for r in rows] == [1024] * 6 + [2048] * 6 + [4096] * 6
+    text = _cli("simulate", "s.json", "--sizes", "1KiB,1MiB", cwd=tmp_path)
+    assert text.returncode == 0 and "of 1KiB on ring:4" in text.stdout and "of 1MiB on ring:4" in text.stdout
 
 
 def test_presets_json_is_one_document():

@@ -18,19 +18,21 @@ Prints a Markdown table of F / bound per family and N, and writes the claim tabl
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import platform
 import time
+from pathlib import Path
 
-from common import RESULTS, Claim, image_path, write_claims
+from common import RESULTS, Claim, begin, image_path, parser, write_claims
 from rich.progress import Progress
 
 from directcoll.cost.bounds import capacity_bound, theorem1_bound
 from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
 from directcoll.synthesis.mcf.link import alltoall_mcf
+
+ESTIMATE = "seconds with the cached rows of results/basu_fig10.json (1 s last run); about 3 hours with --fresh"
 
 FIGURE = "basu_fig10"
 JSON = RESULTS / "basu_fig10.json"
@@ -152,17 +154,19 @@ def claims_of(rows: list[dict]) -> list[Claim]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--nodes", default="100,200,300,400,500,600,800,900,1000")
     ap.add_argument("--exact-max", type=int, default=100, help="exact link LP up to this many nodes (default 100)")
     ap.add_argument("--iterations", type=int, default=400, help="bracket iterations above --exact-max")
-    ap.add_argument("--json", default=str(JSON), help="write the rows to this JSON file (default: the results one)")
+    ap.add_argument("--json", help="write the rows to this JSON file (default: basu_fig10.json in --results)")
     ap.add_argument("--families", default=",".join(FAMILIES), help=f"subset of {','.join(FAMILIES)}")
     ap.add_argument("--from-json", default=str(JSON), help="rows an earlier run wrote: measure only what they "
                                                             "lack, then print and plot them all (default: the "
                                                             "results JSON)")
     ap.add_argument("--fresh", action="store_true", help="ignore --from-json and measure every row again")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "basu_fig10")
+    args.json = args.json or str(Path(args.results or args.out) / JSON.name)
     sizes = [int(x) for x in args.nodes.split(",")]
     families = [f for f in args.families.split(",") if f]
     if set(families) - set(FAMILIES):

@@ -29,19 +29,21 @@ LP with automorphisms ran past 40 minutes and was stopped; the stored N = 1000 r
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import time
+from pathlib import Path
 
 import numpy as np
-from common import RESULTS, Claim, image_path, write_claims
+from common import RESULTS, Claim, begin, image_path, parser, write_claims
 
 from directcoll.algorithms.alltoall.ilp import ILP_MAX_RANKS, ilp_alltoall
 from directcoll.errors import DirectcollError
 from directcoll.synthesis.mcf.paths import mcf_extp
 from directcoll.topology import parse
 from directcoll.topology.families.base import from_links
+
+ESTIMATE = "about 3 minutes (175 s last run; the N = 1000 row is cached, --full measures it: 40+ minutes)"
 
 FIGURE = "basu_fig7"
 JSON = RESULTS / "basu_fig7.json"
@@ -179,20 +181,21 @@ def claims_of(rows: list[dict]) -> list[Claim]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--full", action="store_true", help="also the large N (about 25 minutes more)")
     ap.add_argument("--workers", type=int, default=1, help="processes for the child LPs (default 1)")
     ap.add_argument("--missing", action="store_true", help="measure only the points the JSON lacks")
     ap.add_argument("--solver", default="auto", help="HiGHS path of the MCF LPs (auto, simplex, ipm, pdlp)")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "basu_fig7")
     stored = {(r["method"], r["N"]): r for r in (json.loads(JSON.read_text()) if JSON.exists() else [])}
     plan = [(m, n) for m, (default, extra) in SIZES.items() for n in default + (extra if args.full else [])]
     if args.missing:
         plan = [key for key in plan if key not in stored]
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    written = Path(args.results or args.out) / JSON.name  # the committed JSON only with --results .../results
     for m, n in plan:  # saved after every row, so a long run that is stopped keeps what it measured
         stored[(m, n)] = run(m, n, args.workers, args.solver)
-        JSON.write_text(json.dumps(sorted(stored.values(), key=lambda r: (r["method"], r["N"])), indent=1) + "\n")
+        written.write_text(json.dumps(sorted(stored.values(), key=lambda r: (r["method"], r["N"])), indent=1) + "\n")
     rows = sorted(stored.values(), key=lambda r: (r["method"], r["N"]))
     draw(rows)
     kept = sorted({f"{r['method']} N = {r['N']} ({r['date']})" for r in rows if (r["method"], r["N"]) not in plan})

@@ -11,14 +11,14 @@ Fig. 1 is itself an estimate from the paper's closed forms, so ours is the same 
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 
 from directcoll.catalog.presets import get_preset
 from directcoll.cost.kolmakov import fig1_ratio, tau_recursive_doubling, tau_recursive_halving, tau_ring
 from directcoll.units import format_size
+
+ESTIMATE = "about 1 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 FIGURE = "kolmakov_fig1"
 SIZES = np.logspace(0, 9, 181)  # 1 B .. 1 GB
@@ -33,9 +33,10 @@ def baseline_switches(p: int, sizes, a: float, b: float, g: float) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--processes", type=int, nargs="*", default=[5, 23, 127, 1000])
     args = ap.parse_args()
+    begin(args, ESTIMATE, "kolmakov_fig1")
     preset = get_preset("kolmakov-cluster")
     a, b, g = preset.alpha, preset.beta, preset.gamma
     import matplotlib

@@ -27,7 +27,7 @@ Size ranges are ours (the text gives none): small 8 B - 64 KiB (Fig. 7; it conta
 from __future__ import annotations
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 
 from directcoll.algorithms.generalized import generalized_allreduce, kolmakov_ring, num_steps
 from directcoll.algorithms.recursive_doubling import recursive_doubling
@@ -38,6 +38,8 @@ from directcoll.simulate.params import network_params
 from directcoll.simulate.step import simulate
 from directcoll.topology import parse
 from directcoll.units import format_size
+
+ESTIMATE = "about 18 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 FIGURE = "kolmakov_fig7_12"
 P_MAIN = 127
@@ -154,6 +156,7 @@ def fmt_ms(x: float) -> str:
 
 
 def main() -> None:
+    begin(parser(__doc__, ESTIMATE).parse_args(), ESTIMATE, "kolmakov_fig7_12")
     preset = get_preset("kolmakov-cluster")
     params = network_params("kolmakov-cluster").with_(link_latency=0.0)
     a, b, g = preset.alpha, preset.beta, preset.gamma

@@ -10,7 +10,7 @@ ring is the Hamiltonian one on all three shapes (Sec. 2.3.1's condition r = c k,
 
 from __future__ import annotations
 
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 from swing_fig6 import (
     LETTERS,
     NAMES,
@@ -33,6 +33,8 @@ from swing_fig6 import (
 )
 
 from directcoll.units import parse_sizes
+
+ESTIMATE = "about 4 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 SHAPES = ["torus:64x16", "torus:128x8", "torus:256x4"]
 SQUARE = "torus:32x32"
@@ -60,6 +62,7 @@ def figure(sweeps) -> None:
 
 
 def main() -> None:
+    begin(parser(__doc__, ESTIMATE).parse_args(), ESTIMATE, "swing_fig10")
     sweeps = [sweep(spec, SIZES) for spec in SHAPES]
     square = sweep(SQUARE, SIZES)
     figure(sweeps)

@@ -11,7 +11,7 @@ the paper, the ring competes on the 2D torus only (the Hamiltonian ring of Sec. 
 from __future__ import annotations
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 from swing_fig6 import (
     NAMES,
     draw_gain,
@@ -32,6 +32,8 @@ from swing_fig6 import (
 )
 
 from directcoll.units import parse_sizes
+
+ESTIMATE = "about 15 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 TORI = ["torus:8x8", "torus:8x8x8", "torus:8x8x8x8"]
 SIZES = parse_sizes("32B..2GiB")
@@ -58,6 +60,7 @@ def figure(sweeps) -> None:
 
 
 def main() -> None:
+    begin(parser(__doc__, ESTIMATE).parse_args(), ESTIMATE, "swing_fig11")
     sweeps = [sweep(spec, SIZES, drop=() if spec.count("x") == 1 else ("ring",)) for spec in TORI]
     figure(sweeps)
     short = [sw.spec.split(":")[1] for sw in sweeps]

@@ -19,9 +19,7 @@ link, on a board or to a fat-tree switch, has swing-sst's 400 Gb/s and 100 ns.
 
 from __future__ import annotations
 
-import argparse
-
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 from swing_fig6 import (
     NAMES,
     TIE,
@@ -44,6 +42,8 @@ from swing_fig6 import (
     within_2x,
     within_factor,
 )
+
+ESTIMATE = "about 53 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 MIB = 2**20
 #: the 4-port peak goodput on HyperX, bytes/s: the algorithms use 2D = 4 of a node's 126 ports (the network's own
@@ -74,9 +74,10 @@ def figure(hx2, hx4, hyperx) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--full", action="store_true", help="the paper's 4,096-node HammingMeshes (over 20 min)")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "swing_fig12_14")
     hx2_spec, hx4_spec, torus_spec = (("hammingmesh:2x2:32x32", "hammingmesh:4x4:16x16", "torus:64x64") if args.full
                                       else ("hammingmesh:2x2:16x16", "hammingmesh:4x4:8x8", "torus:32x32"))
     hx2, hx4, hyperx, torus = (sweep(s) for s in (hx2_spec, hx4_spec, "hyperx:64x64", torus_spec))

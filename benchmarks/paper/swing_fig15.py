@@ -15,10 +15,8 @@ figure scripts carry the packet engine's verdicts.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 from swing_fig6 import (
     NAMES,
     TIE,
@@ -35,6 +33,8 @@ from swing_fig6 import (
 )
 
 from directcoll.simulate import SWING_SST
+
+ESTIMATE = "about 86 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 MIB = 2**20
 GBPS = [100, 200, 400, 800, 1600, 3200]
@@ -98,9 +98,10 @@ def figure(results) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--full", action="store_true", help="the paper's 4,096-node HammingMeshes (over 20 min)")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "swing_fig15")
     cache: dict[tuple, object] = {}
 
     def get(spec: str, opts: dict):

@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 
 from directcoll.errors import DirectcollError, ResourceError
 from directcoll.registry import build_pattern
@@ -33,6 +33,8 @@ from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.packet import simulate_packet
 from directcoll.topology import parse
 from directcoll.units import format_size, parse_sizes
+
+ESTIMATE = "about 30 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 #: the paper's sweep (Sec. 5: 32 B .. 512 MiB; Figs. 10 and 11 run to 2 GiB)
 SIZES = parse_sizes("32B..512MiB")
@@ -391,6 +393,7 @@ def figure(sw: Sweep) -> None:
 
 
 def main() -> None:
+    begin(parser(__doc__, ESTIMATE).parse_args(), ESTIMATE, "swing_fig6")
     sw = sweep("torus:64x64", extra=MIRRORED)
     figure(sw)
 

@@ -10,7 +10,7 @@ Model: the step model with the swing-sst parameters as ``directcoll compare`` us
 from __future__ import annotations
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 from swing_fig6 import (
     TIE,
     fs,
@@ -27,6 +27,8 @@ from swing_fig6 import (
     verdict_table,
     within_factor,
 )
+
+ESTIMATE = "about 10 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 TORI = ["torus:8x8", "torus:16x16", "torus:32x32", "torus:64x64", "torus:128x128"]
 MIB = 2**20
@@ -55,6 +57,7 @@ def figure(sweeps) -> None:
 
 
 def main() -> None:
+    begin(parser(__doc__, ESTIMATE).parse_args(), ESTIMATE, "swing_fig7")
     sweeps = [sweep(spec) for spec in TORI]
     figure(sweeps)
     short = [sw.spec.split(":")[1] for sw in sweeps]

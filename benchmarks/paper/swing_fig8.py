@@ -11,7 +11,7 @@ link bandwidth alone changed, as the paper sweeps it: ``SWING_SST.with_(link_ban
 from __future__ import annotations
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 from swing_fig6 import (
     NAMES,
     TIE,
@@ -29,6 +29,8 @@ from swing_fig6 import (
 )
 
 from directcoll.simulate import SWING_SST
+
+ESTIMATE = "about 7 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 GBPS = [100, 200, 400, 800, 1600, 3200]
 SMALL = 32 * 1024
@@ -60,6 +62,7 @@ def figure(sweeps) -> None:
 
 
 def main() -> None:
+    begin(parser(__doc__, ESTIMATE).parse_args(), ESTIMATE, "swing_fig8")
     sweeps = {g: sweep("torus:8x8", params=params(g)) for g in GBPS}
     figure(sweeps)
     sws = list(sweeps.values())

@@ -24,20 +24,21 @@ over the sampled N.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
 import time
 from collections import Counter
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 
 import directcoll.synthesis.finder as finder
 from directcoll.errors import DirectcollError
 from directcoll.synthesis.bfb import bfb_cost
 from directcoll.synthesis.finder import MAX_BASE_NODES, Candidate, find_topology, theoretical_bound
 from directcoll.topology import parse
+
+ESTIMATE = "about 31 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 FIGURE = "zhao_fig15"
 DEGREE = 4
@@ -146,10 +147,11 @@ def draw(rows: list[dict]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--count", type=int, default=24, help="sampled N besides 1024 (default 24)")
     ap.add_argument("--full", action="store_true", help=f"every N from {N_MIN} to {N_MAX} (hours)")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "zhao_fig15")
     # The two searches per N (every topology, bidirectional only) evaluate the same bases, each a pure function of
     # its spec (its BFB LPs); memoising that step halves the run. Nothing else of the finder changes.
     finder._evaluate_base = functools.cache(finder._evaluate_base)

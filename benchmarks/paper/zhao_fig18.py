@@ -16,15 +16,16 @@ N from d + 1 to 2000.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
-from common import Claim, image_path, write_claims
+from common import Claim, begin, image_path, parser, write_claims
 
 from directcoll.synthesis.bfb import bfb_cost
 from directcoll.synthesis.finder import theoretical_bound
 from directcoll.topology import parse
+
+ESTIMATE = "about 69 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 FIGURE = "zhao_fig18"
 DEGREES = (2, 4, 8, 16)
@@ -83,9 +84,10 @@ def draw(data: dict[int, dict]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--full", action="store_true", help="every N from d + 1 to 2000 (hours)")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "zhao_fig18")
     t0 = time.perf_counter()
     data = {}
     for d in DEGREES:

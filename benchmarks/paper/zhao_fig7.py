@@ -24,13 +24,12 @@ drawn); the bound is Theorem 1's (Basu et al. eq. 25, the best out-tree of degre
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
 
 import numpy as np
-from common import RESULTS, Claim, image_path, write_claims
+from common import RESULTS, Claim, begin, image_path, parser, write_claims
 
 from directcoll.algorithms.tree import dbt_steps
 from directcoll.cost.bounds import theorem1_bound
@@ -42,6 +41,8 @@ from directcoll.synthesis.finder import find_topology, theoretical_bound
 from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
 from directcoll.synthesis.mcf.link import alltoall_mcf
 from directcoll.topology import parse
+
+ESTIMATE = "about 60 s (its last run on the 2-core machine, benchmarks/paper/results/timings.json)"
 
 FIGURE = "zhao_fig7"
 DEGREE = 4
@@ -142,9 +143,10 @@ def draw(ar, tor, a2a) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__, ESTIMATE)
     ap.add_argument("--full", action="store_true", help="also solve GenKautz's LP where the JSON lacks it (hours)")
     args = ap.parse_args()
+    begin(args, ESTIMATE, "zhao_fig7")
     t0 = time.perf_counter()
     ar = [allreduce(n) for n in GRID]
     print(f"allreduce: {time.perf_counter() - t0:.0f} s", flush=True)

@@ -23,11 +23,11 @@ from directcoll.algorithms import (
     binomial,
     bucket,
     chain,
+    elimination,
     generalized,
     recursive_doubling,
     ring,
     swing,
-    swing_pattern,
     swing_tree,
     tree,
 )
@@ -35,7 +35,7 @@ from directcoll.algorithms.alltoall import direct, dor, ewsp, ilp, sssp
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
 from directcoll.schedule.pattern import StepPattern, pattern_of
-from directcoll.synthesis import bfb, bfb_pattern, bfb_tree
+from directcoll.synthesis import bfb, bfb_tree, scale_patterns
 from directcoll.synthesis import expansions as synth_expansions
 from directcoll.synthesis.mcf import schedules as mcf_schedules
 from directcoll.topology.model import Topology
@@ -115,6 +115,11 @@ def _bfb_order(topology: Topology) -> bool:
     return len(shape) == 1 and (not topology.wraps or topology.num_compute <= 3)
 
 
+def _always(topology: Topology) -> bool:
+    """Rabenseifner's 3-2 elimination keeps rank order on every N: its units are contiguous rank ranges."""
+    return True
+
+
 _RD_SHAPES = "1D grids (ring, torus:N, mesh:N) of 2^k or 2^k + 1 ranks"
 
 
@@ -164,8 +169,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="swing",
-        build=swing.swing,
-        pattern=swing_pattern.swing_pattern,
+        build=swing.swing, pattern=scale_patterns.swing_pattern,
         collectives=("allreduce", "reduce_scatter", "allgather"),
         variants=swing.VARIANTS,
         topologies="any grid topology (torus, mesh, HyperX, HammingMesh, hypercube, ring) of any shape and size; "
@@ -192,6 +196,18 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         variants=("bandwidth",),
         topologies=recursive_doubling._GRID,
         summary="bandwidth-optimized recursive doubling: recursive-halving reduce-scatter + allgather",
+    ),
+    Algorithm(
+        name="rabenseifner-elimination",
+        order=_always,
+        order_shapes="any N (ranks in flattened order)",
+        build=elimination.rabenseifner_elimination,
+        collectives=("allreduce", "reduce_scatter", "allgather"),
+        variants=elimination.VARIANTS,
+        aliases=("rabenseifner-3-2", "3-2-elimination"),
+        topologies="any N >= 2 on the flattened ranks; reduce_scatter / allgather only for N a power of two",
+        summary="Rabenseifner's allreduce with 3-2 elimination for non-power-of-two N (Rabenseifner & Traeff 2004; "
+                "Swing paper Sec. 2.3.3)",
     ),
     Algorithm(
         name="mirrored-recursive-doubling",
@@ -270,8 +286,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         name="bfb",
         order=_bfb_order,
         order_shapes="a line (mesh:N) or a ring of 3",
-        build=bfb.build_bfb,
-        pattern=bfb_pattern.bfb_pattern,
+        build=bfb.build_bfb, pattern=scale_patterns.bfb_pattern,
         collectives=("allgather", "reduce_scatter", "allreduce"),
         variants=bfb.VARIANTS,
         topologies="any direct topology (no switches); BW-optimal on tori, bidirectional rings, circulant and other "
@@ -443,15 +458,7 @@ BYTES_PER_TRANSFER = 128
 #: (1,970 MB and 1,770 MB at N = 3,600), so 128 is a lower bound.
 BYTES_PER_PAIR = 128
 #: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
-QUADRATIC = {"swing": ("bandwidth", None), "generalized": None}
-#: Pattern builders that size their own pattern (``estimate_bytes(pattern=True)``): swing's per-dimension pattern
-#: and BFB's translated one, 25 B per transfer; None from them falls back to the estimate of the full schedule.
-PATTERN_BYTES: dict[str, Callable[..., float | None]] = {
-    "swing": swing_pattern.swing_pattern_bytes,
-    "bfb": lambda topology, collective, variant, ports: bfb_pattern.bfb_pattern_bytes(topology, collective),
-}
-#: Pattern builders that take the build options too (BFB's ``chunks``); the others' options build the schedule.
-PATTERN_OPTIONS = ("bfb",)
+QUADRATIC = {"swing": ("bandwidth", None, "libswing"), "generalized": None}
 #: Algorithms whose steps grow linearly: a ring's 2 (N - 1) steps, a bucket's 2 sum_i (d_i - 1) on a grid of
 #: sides d_i (bucket on torus:64x64 with 4 ports: 252 steps, 4.1 M transfers).
 LINEAR_STEPS = ("ring", "shifted-ring", "bucket", "chain")
@@ -472,8 +479,8 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     (a float, never overflowing): N ranks x steps (:func:`_steps`) x ports transfers of :data:`BYTES_PER_TRANSFER`,
     N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
     pieces per rank (:data:`QUADRATIC`) when N is not a power of two. With ``pattern`` (``build_pattern``), an
-    algorithm with a pattern builder of its own (ring, bucket) holds only its distinct steps, two per dimension;
-    swing and bfb size their patterns themselves (:data:`PATTERN_BYTES`: O(N) transfers per step).
+    algorithm with a pattern builder of its own holds only its distinct steps (ring, bucket: two per dimension;
+    swing, bfb: sized by :func:`directcoll.synthesis.scale_patterns.pattern_bytes`, O(N) transfers per step).
 
     Returns:
         Bytes, a float.
@@ -493,11 +500,8 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     """
     alg = get(name)
     n = float(topology.num_compute)
-    own = PATTERN_BYTES.get(alg.name) if pattern else None
-    if own is not None and Collective.parse(collective).value in alg.collectives:
-        nbytes = own(topology, collective, variant, ports)
-        if nbytes is not None:
-            return float(nbytes)
+    if pattern and (own := scale_patterns.pattern_bytes(alg.name, topology, collective, variant, ports)) is not None:
+        return own
     steps = _steps(alg.name, topology, n)
     if pattern and alg.pattern is not None:
         steps = min(steps, 2.0 * max(1, len(topology.shape or ())))
@@ -554,7 +558,7 @@ def build_pattern(name: str, topology, collective="allreduce", *, variant: str |
     """
     alg, topo, coll = _resolve(name, topology, collective, variant, ports)
     check_build_memory(alg.name, topo, coll, variant, ports, pattern=True)
-    if alg.pattern is None or (options and alg.name not in PATTERN_OPTIONS):
+    if alg.pattern is None or (options and alg.name != "bfb"):  # BFB's pattern takes its build option (chunks)
         return pattern_of(build(name, topo, coll, variant=variant, ports=ports, **options))
     pattern = alg.pattern(topo, coll, variant=variant, ports=ports, **options)
     pattern.meta.update({"topology": topo.spec, "algorithm": alg.name, **pattern.meta})

@@ -135,21 +135,30 @@ class AbelianGroup:
 
     @property
     def p(self) -> int:
+        """The order P of the group (the product of its factors). Raises: Nothing. Source: Kolmakov & Zhang, Sec. 5.
+        """
         return math.prod(self.factors)
 
     @property
     def name(self) -> str:
+        """The factors as ``4x3`` (``--group``'s form). Raises: Nothing. Source: Kolmakov & Zhang, Sec. 11."""
         return "x".join(map(str, self.factors)) or "1"
 
     def digits(self, codes) -> np.ndarray:
-        """Digits of element codes: int64 (..., d)."""
+        """Digits of element codes: int64 (..., d), row-major over the factors.
+
+        Raises: ValueError (numpy's): a code outside [0, P). Source: Kolmakov & Zhang, Sec. 11 (Z_{n_1} x ... ).
+        """
         codes = np.asarray(codes, dtype=np.int64)
         if not self.factors:
             return np.zeros((*codes.shape, 0), np.int64)
         return np.stack(np.unravel_index(codes, self.factors), axis=-1).astype(np.int64)
 
     def code(self, digits) -> np.ndarray:
-        """Codes of digit tuples (..., d), taken modulo the factors: int64 (...)."""
+        """Codes of digit tuples (..., d), taken modulo the factors: int64 (...).
+
+        Raises: Nothing. Source: Kolmakov & Zhang, Sec. 11 (Z_{n_1} x ... x Z_{n_d}).
+        """
         digits = np.asarray(digits, dtype=np.int64) % np.asarray(self.factors or (1,))
         if not self.factors:
             return np.zeros(digits.shape[:-1], np.int64)
@@ -162,14 +171,20 @@ class AbelianGroup:
         return self.digits(np.arange(self.p)), weights
 
     def add(self, a, b) -> np.ndarray:
-        """a + b on codes (broadcasts)."""
+        """a + b on codes (broadcasts): the group operation.
+
+        Raises: IndexError: a code outside [0, P). Source: Kolmakov & Zhang, Sec. 4-5 (T_P).
+        """
         if len(self.factors) <= 1:
             return (np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64)) % max(self.p, 1)
         digits, weights = self._table
         return ((digits[np.asarray(a)] + digits[np.asarray(b)]) % np.asarray(self.factors)) @ weights
 
     def neg(self, a) -> np.ndarray:
-        """-a on codes."""
+        """-a on codes: the inverse element.
+
+        Raises: IndexError: a code outside [0, P). Source: Kolmakov & Zhang, Sec. 4-5 (T_P).
+        """
         if len(self.factors) <= 1:
             return (-np.asarray(a, dtype=np.int64)) % max(self.p, 1)
         digits, weights = self._table
@@ -181,11 +196,17 @@ class AbelianGroup:
 
         Raises:
             UnsupportedShapeError: the group has no fold order (or none was found within the search budget).
+
+        Source: Kolmakov & Zhang, Sec. 7 (the reduction phase's operators).
         """
         return _fold_order(self.factors)
 
     @property
     def fold_ops(self) -> tuple[int, ...]:
+        """The operators g_i of the reduction steps (see :attr:`fold`).
+
+        Raises: UnsupportedShapeError: as :attr:`fold`. Source: Kolmakov & Zhang, Sec. 7.
+        """
         return self.fold[1]
 
 

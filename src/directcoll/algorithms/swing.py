@@ -15,6 +15,10 @@ Constructions:
   tori only; other shapes first fold onto the largest power-of-two sub-grid and unfold at the end
   (:class:`~directcoll.algorithms.butterfly.Fold`), our documented fallback: Sec. 3.2 only treats the
   bandwidth-optimal algorithm, and whole-vector reductions cannot skip duplicated contributions.
+- **libswing** (the authors' library, a variant): Eq. 2's peers modulo d for ceil(log2 d) steps on every
+  dimension, block sets from negabinary bitmaps (:func:`libswing_1d_allgather`), lifted by the same product.
+  Identical block sets to the construction above on even dimensions; refused on odd ones, where it is not an
+  allreduce (docs/algorithms.md, "Swing on odd dimensions").
 
 Multiport (Sec. 4.1): ``ports`` collectives run side by side on equal parts of the vector, ordered
 plain(dim 0), mirrored(dim 0), plain(dim 1), mirrored(dim 1), ...; the default uses all 2D.
@@ -37,7 +41,7 @@ from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concurrent, from_reduce_scatter, reverse
 from directcoll.topology.model import Topology
 
-VARIANTS = ("bandwidth", "latency")
+VARIANTS = ("bandwidth", "latency", "libswing")
 
 
 def logical_shape(topology: Topology) -> tuple[int, ...]:
@@ -128,6 +132,80 @@ def swing_1d_allgather(d: int) -> dict[int, list[tuple[int, int, np.ndarray]]]:
     return plan
 
 
+def _negabinary(x: int) -> int:
+    """The integer whose negabinary (base -2) digits are the bits of x."""
+    return sum((-2) ** i for i in range(x.bit_length()) if x >> i & 1)
+
+
+def _first_step(x: int, steps: int) -> int:
+    """The step a path starts at, from its negabinary digits: the run of equal low digits, minus one."""
+    run = 0
+    while run < steps and (x >> run & 1) == (x & 1):
+        run += 1
+    return run - 1
+
+
+def libswing_1d_allgather(d: int, *, refuse_odd: bool = True) -> dict[int, list[tuple[int, int, np.ndarray]]]:
+    """The Swing authors' library's construction on a ring of d ranks, as :func:`swing_1d_allgather`'s plan.
+
+    libswing (the authors' code, ``compute_peers`` and ``get_blocks_bitmaps``) runs Eq. 2's peers modulo d for
+    L = ceil(log2 d) steps on every d, with no rank set apart. In the reduce-scatter, rank r sends at step s the
+    blocks r + rho(s0) - rho(s1) + rho(s2) - ... (mod d; signs flipped for odd r) over every step sequence
+    s = s0 < s1 < ... <= L-1: the L-digit negabinary numbers whose run of equal low digits has length s + 1 (low
+    digit 1: added, low digit 0: subtracted, for even r). A block that another L-digit negabinary number
+    congruent modulo d reaches through a later first step is left to that step (each block is sent once), and a
+    block reached twice in one step is sent once (the library keeps a bitmap). The allgather reverses it.
+
+    For every even d this gives exactly the block sets of :func:`swing_1d_allgather` (tests/test_nonpow2_baselines.py
+    checks d = 2..64); for odd d the peer function is not a pairing (d = 3, step 0: rank 2 sends to 0, which
+    exchanges with 1) and the exact verifier finds doubled and missing contributions for every odd d from 3 to 33,
+    so odd d is refused (``refuse_odd=False`` builds it anyway, to show the failure).
+
+    Returns:
+        For every step index sigma, the allgather's transfers (src, dst, blocks), blocks a bool mask of shape (d,).
+
+    Raises:
+        UnsupportedShapeError: d odd (the construction is not an allreduce there) or d < 2.
+
+    Source: the Swing authors' libswing (De Sensi et al., NSDI'24 artifact: Eq. 2 modulo d, ceil(log2 d) steps per
+    dimension, negabinary block bitmaps); Swing Sec. 3.1.1 (Listing 1) and App. A.2 (odd p "might not reach all the
+    nodes").
+
+    >>> [(a, q, m.nonzero()[0].tolist()) for a, q, m in libswing_1d_allgather(6)[2]]
+    [(3, 0, [3]), (4, 1, [4]), (5, 2, [5]), (0, 3, [0]), (1, 4, [1]), (2, 5, [2])]
+    """
+    if d < 2 or (d % 2 and refuse_odd):
+        raise UnsupportedShapeError(
+            f"swing: the libswing variant (the authors' library: Eq. 2's peers modulo d, ceil(log2 d) steps) is not "
+            f"an allreduce on a dimension of odd size {d} (at step 0 rank d-1 sends to 0, which exchanges with 1; "
+            "the exact verifier finds doubled and missing contributions); use --variant bandwidth (Fig. 3: d-1 ranks "
+            "plus one)" if d >= 2 else f"swing: the libswing variant needs dimensions of size >= 2, got {d}")
+    steps = max(1, int(np.ceil(np.log2(d))))
+    value = {_negabinary(x): x for x in range(1 << steps)}
+    ranks = np.arange(d)
+    sign = np.where(ranks % 2 == 0, 1, -1)
+    plan: dict[int, list[tuple[int, int, np.ndarray]]] = {}
+    for s in range(steps):
+        offsets = set()
+        for x in range(1, 1 << steps):
+            v = _negabinary(x)
+            if _first_step(x, steps) != s or v % d == 0:
+                continue
+            later = any(_first_step(value[v + k * d], steps) > s for k in range(-4, 5)
+                        if k and v + k * d in value)
+            if not later:
+                offsets.add(v if x & 1 else -v)
+        peer = (ranks + sign * int(bf.rho(s))) % d
+        sends = []
+        for a in range(d):
+            mask = np.zeros(d, dtype=bool)
+            mask[[(a + sign[a] * o) % d for o in offsets]] = True
+            if mask.any():
+                sends.append((int(peer[a]), a, mask))   # the allgather runs the reduce-scatter's a -> peer backwards
+        plan[s] = sends
+    return plan
+
+
 def _mirror_1d(plan, d: int):
     """Conjugate a 1D plan by a -> -a mod d (ranks and blocks): the mirrored collective of Sec. 4.1."""
     neg = (-np.arange(d)) % d
@@ -144,7 +222,8 @@ def _mask_runs(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rows, starts, stops
 
 
-def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool) -> Schedule:
+def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool, *,
+                      plan_1d=swing_1d_allgather) -> Schedule:
     """Swing allgather on any torus shape, lifted dimension by dimension from :func:`swing_1d_allgather`.
 
     At a step in dimension w, a 1D transfer x -> y with block set M becomes, for every rank a with a_w = x,
@@ -155,6 +234,8 @@ def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool) ->
         shape: the torus shape (d_0, ..., d_(D-1)), every d_i >= 2.
         first_dim: the dimension of step 0 (steps cycle through the dimensions, Sec. 4.1).
         mirrored: run the mirrored collective (ranks and blocks negated).
+        plan_1d: the 1D construction (:func:`swing_1d_allgather`, Fig. 3; :func:`libswing_1d_allgather`, the
+            authors' library).
 
     Returns:
         An allgather Schedule with N = nblocks = prod(shape) and MPI's ownership.
@@ -169,7 +250,7 @@ def product_allgather(shape: tuple[int, ...], first_dim: int, mirrored: bool) ->
     Schedule(allgather, unknown, N=3, nblocks=3, steps=1, transfers=6)
     """
     p = int(np.prod(shape))
-    plans = [swing_1d_allgather(d) for d in shape]
+    plans = [plan_1d(d) for d in shape]
     if mirrored:
         plans = [_mirror_1d(pl, d) for pl, d in zip(plans, shape, strict=True)]
     known = [np.eye(d, dtype=bool) for d in shape]
@@ -203,7 +284,9 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
         topology: any topology; tori, meshes, HyperX, HammingMesh and hypercubes use their shape.
         collective: allreduce, reduce_scatter or allgather (the latter two bandwidth-optimal only).
         variant: "bandwidth" (default; 2 ceil(log2 d_i) steps summed over dimensions, Psi = 1) or
-            "latency" (allreduce only, sum of log2 steps, whole vector every step).
+            "latency" (allreduce only, sum of log2 steps, whole vector every step) or "libswing" (the authors'
+            library's block bitmaps, :func:`libswing_1d_allgather`: the bandwidth variant's steps and block sets on
+            even dimensions, blocks in rank order; refuses odd dimensions).
         ports: concurrent collectives, 1..2D (default 2D: D plain + D mirrored, Sec. 4.1).
 
     Returns:
@@ -212,7 +295,7 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
 
     Raises:
         UnsupportedShapeError: latency variant with a collective other than allreduce, an unknown variant, ports
-            out of range.
+            out of range, the libswing variant on a dimension of odd size.
         ScheduleError: an unknown collective name.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (bandwidth-optimal, Lambda = 2, Psi = 1), 3.1.2
@@ -244,9 +327,13 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
             steps = len(peers)
         fold.add_post(b, s0 + steps, 0, len(parts))
         return b.build(meta={**meta, "construction": "fold" if fold.needed else "butterfly"})
-    if variant != "bandwidth":
+    if variant not in VARIANTS:
         raise UnsupportedShapeError(f"swing: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
-    if all(bf.is_power_of_two(d) for d in shape):
+    if variant == "libswing":
+        rs = reverse(concurrent([product_allgather(shape, dim, mirrored, plan_1d=libswing_1d_allgather)
+                                 for dim, mirrored in parts]))
+        construction = "libswing bitmaps"
+    elif all(bf.is_power_of_two(d) for d in shape):
         rs_parts = []
         for dim, mirrored in parts:
             b = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)

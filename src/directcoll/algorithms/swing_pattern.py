@@ -39,6 +39,7 @@ from directcoll.algorithms import butterfly as bf
 from directcoll.algorithms.swing import (
     VARIANTS,
     collectives_for_ports,
+    libswing_1d_allgather,
     logical_shape,
     swing,
     swing_1d_allgather,
@@ -115,13 +116,13 @@ def _mirror(plan: dict, d: int) -> dict:
     return {s: [(int(neg[a]), int(neg[q]), mask[neg]) for a, q, mask in sends] for s, sends in plan.items()}
 
 
-def _product_steps(shape: tuple[int, ...], parts: list[tuple[int, bool]]):
+def _product_steps(shape: tuple[int, ...], parts: list[tuple[int, bool]], plan_1d=swing_1d_allgather):
     """The allgather steps of the concurrent block-set products, as per-part lists of per-step closures.
 
     Returns (counts, writers): counts int (L,) transfers per allgather step over all parts; writers[t] a list of
     (n, write) with write(src, dst, size) filling n transfers of part-step t."""
     p = int(np.prod(shape))
-    base = [swing_1d_allgather(d) for d in shape]
+    base = [plan_1d(d) for d in shape]
     strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
     grid = np.arange(p).reshape(shape)
     scale = 1.0 / (p * len(parts))
@@ -232,26 +233,32 @@ def swing_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, varian
             raise UnsupportedShapeError("swing: the latency-optimal variant is an allreduce; use "
                                         "--variant bandwidth for reduce_scatter and allgather")
         return _latency_pattern(topology, shape, parts, meta)
-    if variant != "bandwidth":
+    if variant not in VARIANTS:
         raise UnsupportedShapeError(f"swing: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
-    if all(bf.is_power_of_two(d) for d in shape):
+    if variant == "libswing":   # the authors' library's block sets, lifted by the same product on every shape
+        counts, writer = _product_steps(shape, parts, libswing_1d_allgather)
+        construction = "libswing bitmaps"
+    elif all(bf.is_power_of_two(d) for d in shape):
         counts, writer = _butterfly_steps(shape, parts)
         return reduce_scatter_pattern(topology.num_compute, collective, counts, writer,
                                       {**meta, "construction": "butterfly"})
-    if min(shape) < 2:
+    elif min(shape) < 2:
         return pattern_of(swing(topology, collective, variant=variant, ports=ports))
-    counts, writer = _product_steps(shape, parts)
+    else:
+        counts, writer = _product_steps(shape, parts)
+        construction = "block-set product"
     last = len(counts) - 1      # the reduce-scatter is the allgather reversed: its step k is allgather step L-1-k
     return reduce_scatter_pattern(topology.num_compute, collective, counts[::-1],
                                   lambda k, src, dst, size: writer(last - k, dst, src, size),
-                                  {**meta, "construction": "block-set product"})
+                                  {**meta, "construction": construction})
 
 
 def swing_pattern_bytes(topology: Topology, collective=Collective.ALLREDUCE, variant: str | None = None,
                         ports: int | None = None) -> float | None:
     """The memory :func:`swing_pattern` needs: its transfers (counted from the 1D plans, without building them)
-    times :data:`PATTERN_BYTES_PER_TRANSFER`; None where it builds the full schedule (a side of 1) or the
-    arguments are refused (the builder then says why).
+    times :data:`PATTERN_BYTES_PER_TRANSFER`; 0 where the builder refuses the arguments before building anything
+    (ports out of range, libswing on an odd side: it then says why); None where it builds the full schedule (a
+    side of 1).
 
     Returns:
         Bytes, a float, or None.
@@ -270,12 +277,16 @@ def swing_pattern_bytes(topology: Topology, collective=Collective.ALLREDUCE, var
     try:
         parts = collectives_for_ports(shape, ports, "swing")
     except UnsupportedShapeError:
-        return None
+        return 0.0
     twice = 2.0 if coll is Collective.ALLREDUCE else 1.0
     if (variant or "bandwidth") == "latency":
         fold = bf.Fold(shape)
         steps = sum(bf.steps_per_dim(fold.sub_shape))
         return float(len(fold.sub_ranks) * len(parts) * steps + 2 * len(fold.extras)) * PATTERN_BYTES_PER_TRANSFER
+    if variant == "libswing":
+        if any(d % 2 or d < 2 for d in shape):
+            return 0.0    # refused by the builder (odd dimension) before it builds anything
+        return twice * float(_product_steps(shape, parts, libswing_1d_allgather)[0].sum()) * PATTERN_BYTES_PER_TRANSFER
     if all(bf.is_power_of_two(d) for d in shape):
         return twice * topology.num_compute * len(parts) * sum(bf.steps_per_dim(shape)) * PATTERN_BYTES_PER_TRANSFER
     if min(shape) < 2:

@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "torus and direct-connect networks.")
     parser.add_argument("--version", action="version", version=f"directcoll {__version__}")
     _add_memory_budget(parser, argparse.SUPPRESS)
+    _add_solver_log(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     topo = sub.add_parser("topology", help="inspect topologies")
@@ -151,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                                              "file:PATH reads back")
     tex.add_argument("spec", help="topology spec, e.g. torus:8x8, or file:PATH")
     tex.add_argument("-o", "--output", required=True, help="file to write: .graphml, .edges or .json")
-    tex.add_argument("--format", choices=["graphml", "edges", "json"], help="format (default: from the suffix)")
+    tex.add_argument("--format", choices=["graphml", "edges", "json", "simgrid"],
+                     help="format (default: from the suffix); simgrid: a SimGrid/SMPI platform with our routes")
     tex.add_argument("--json", action="store_true", help="machine-readable output")
     tex.set_defaults(func=cmd_topology_export)
 
@@ -224,7 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="step: congestion-aware step model (default); flow: max-min fair flows, slower; packet: "
                           "ns-3 packet-level engine, slowest (needs libns3-dev)")
-    cmp.add_argument("--plot", help="write the goodput / gain figure to this PNG")
+    cmp.add_argument("--plot", help="write the goodput / gain figure to this file (.png, .pdf or .svg)")
+    cmp.add_argument("--format", choices=["png", "pdf", "svg"], help="format of --plot (default: from its suffix; "
+                                                                     "a suffix naming another format is refused)")
+    cmp.add_argument("--why", action="store_true", help="also give, per size, the winner's steps, congestion "
+                                                        "deficiency Xi and busiest link with its bytes (table "
+                                                        "columns, --json fields, --csv columns)")
     cmp.add_argument("-o", "--output", help="also write the results to this file: .json the --json document, .csv "
                                             "the --csv rows (stdout keeps the table)")
     add_output_options(cmp, csv="CSV rows (algorithm, variant, size, time, goodput)")
@@ -267,8 +274,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "killed when no rank made progress for this long plus 2 s")
     rn.add_argument("--compare-native", action=argparse.BooleanOptionalAction, default=True,
                     help="also time the MPI library's own collective (default on)")
+    rn.add_argument("--engine", choices=["python", "c", "smpi"], default=None,
+                    help="what runs our schedules: c (libdirectcoll on the real ranks, built on first use), python "
+                         "(numpy on the real ranks), or smpi (libdirectcoll inside SimGrid SMPI on a simulated SPEC: "
+                         "simulated times; needs libsimgrid-dev); default c when the library builds, else python "
+                         "with a note")
     rn.add_argument("--hostfile", help="MPICH hostfile for mpiexec -f")
     rn.add_argument("--mpiexec", help="launcher command to use instead of mpiexec")
+    rn.add_argument("--params", help="--engine smpi: network parameters, a preset or FILE.json (default swing-sst)")
     add_output_options(rn)
     rn.set_defaults(func=cmd_run)
 
@@ -350,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (*sub.choices.values(), *topo_sub.choices.values()):
         if command is not topo:
             _add_memory_budget(command, argparse.SUPPRESS)
+            _add_solver_log(command)
     return parser
 
 
@@ -362,6 +376,15 @@ def _add_memory_budget(p: argparse.ArgumentParser, default) -> None:
     p.add_argument("--memory-budget", metavar="SIZE", type=size_option("--memory-budget"), default=default,
                    help=MEMORY_BUDGET_HELP)
 
+
+
+SOLVER_LOG_HELP = ("show HiGHS's own log on standard error for LP solves longer than 2 s: auto (default: when "
+                   "standard error is a terminal; $DIRECTCOLL_SOLVER_LOG), on or off. Goes before or after the "
+                   "command")
+
+
+def _add_solver_log(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--solver-log", choices=["auto", "on", "off"], default=argparse.SUPPRESS, help=SOLVER_LOG_HELP)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,13 +416,15 @@ def main(argv: list[str] | None = None) -> int:
     """
     from contextlib import nullcontext
 
+    from directcoll.lp.highs import solver_log
     from directcoll.resources import memory_budget_override
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         budget = getattr(args, "memory_budget", None)
-        with memory_budget_override(budget) if budget is not None else nullcontext():
+        with (memory_budget_override(budget) if budget is not None else nullcontext(),
+              solver_log(getattr(args, "solver_log", None))):
             status = args.func(args)
         print_notes(args)  # after the run: an error stays one line on stderr
         return status

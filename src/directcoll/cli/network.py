@@ -17,8 +17,9 @@ import json
 import sys
 
 from directcoll.cli.build import DEFAULT_TOPOLOGY
-from directcoll.cli.options import check_output, network_spec, one_size, preset_spec, read_sizes
-from directcoll.cli.output import SHORT_FAMILY, ProgressBar, gbps, noop, print_json, print_table, table_console
+from directcoll.cli.compare_table import print_comparison
+from directcoll.cli.options import check_output, network_spec, preset_spec, read_sizes
+from directcoll.cli.output import ProgressBar, gbps, noop, print_json, print_table, table_console
 from directcoll.errors import DirectcollError
 
 DEFAULT_SIZES = "32B..512MiB"
@@ -49,7 +50,9 @@ def cmd_compare(args) -> int:
 
     Output: a table with notes and skipped contenders; ``--json``: :meth:`Comparison.to_dict
     <directcoll.reports.compare.Comparison.to_dict>` plus ``notes``; ``--csv``: one row per algorithm, variant and
-    size (time in s, goodput in bytes/s); ``--plot FILE`` also writes the figure; ``-o FILE.json`` / ``-o
+    size (time in s, goodput in bytes/s); ``--why`` adds per size the winner's steps, congestion deficiency Ξ and
+    busiest link with its bytes (table columns; fields of the JSON rows; CSV columns, for every entry); ``--plot
+    FILE`` also writes the figure (png, pdf or svg: ``--format`` or the suffix); ``-o FILE.json`` / ``-o
     FILE.csv`` also writes the JSON document or the CSV rows to FILE (the format from the suffix). ``--variant
     NAME`` keeps, of every family that has variant NAME, only that variant (the others are timed as they are).
 
@@ -59,7 +62,8 @@ def cmd_compare(args) -> int:
     Raises:
         DirectcollError: bad sizes, an ``--algorithms`` list naming nothing, a ``--variant`` no contender has (the
             message lists the accepted ones), an unwritable ``--plot`` or ``-o`` or one with another suffix than
-            .json or .csv, no algorithm serving the network, or bad network options.
+            .json or .csv, a ``--plot`` suffix that is not a figure format or contradicts ``--format``, no algorithm
+            serving the network, or bad network options.
         UnsupportedShapeError: an unknown algorithm in ``--algorithms``.
         SpecError, TopologyError, ResourceError, SolverError: from the network or a contender.
 
@@ -78,6 +82,7 @@ def cmd_compare(args) -> int:
     from directcoll.reports.contenders import default_contenders, family_contenders, with_root
 
     check_output(args.plot, "--plot")
+    plot_format = _plot_format(args.plot, args.format)
     output_format = _output_format(args.output)
     topology, params, notes = _resolve_network(args.spec, args.params, args)
     sizes = read_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
@@ -97,11 +102,11 @@ def cmd_compare(args) -> int:
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
-                      progress=(lambda done, total, label="": tick(done, total)) if tick else noop)
+                      progress=(lambda done, total, label="": tick(done, total)) if tick else noop, why=args.why)
     if args.plot:
         from directcoll.reports.plot import plot_comparison
 
-        plot_comparison(cmp, args.plot)
+        plot_comparison(cmp, args.plot, fmt=plot_format)
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="") as f:
             if output_format == "json":
@@ -114,12 +119,23 @@ def cmd_compare(args) -> int:
     if args.csv:
         sys.stdout.write(cmp.to_csv())
         return 0
-    _print_comparison(cmp, notes)
+    print_comparison(cmp, notes, why=args.why)
     if args.plot:
         print(f"plot written to {args.plot}")
     if args.output:
         print(f"results written to {args.output} ({output_format.upper()})")
     return 0
+
+
+def _plot_format(path: str | None, fmt: str | None) -> str | None:
+    """png, pdf or svg, the format of ``compare --plot`` (None: no plot); refuses a mismatch before any work."""
+    if path is None:
+        if fmt is not None:
+            raise DirectcollError(f"--format {fmt} is the format of --plot FILE; give --plot too")
+        return None
+    from directcoll.reports.draw import figure_format
+
+    return figure_format(path, fmt, "--plot")
 
 
 def _output_format(path: str | None) -> str | None:
@@ -145,121 +161,23 @@ def _only_variant(contenders: list[tuple], variant: str) -> list[tuple]:
 
 
 
-#: the marks of variants in the compare table (lower case: the families' letters are capitals), and their names
-VARIANT_MARKS = {"latency": "lat", "bandwidth": "bw", "hamiltonian": "ham", "bidirectional": "bi",
-                 "unidirectional": "uni", "r=0": "bw", "timestepped": "ts"}
-VARIANT_NAMES = {"latency": "latency-optimal", "bandwidth": "bandwidth-optimal", "hamiltonian": "Hamiltonian rings",
-                 "bidirectional": "bidirectional ring", "unidirectional": "unidirectional ring",
-                 "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF"}
-
-#: one-letter labels of the all-to-all families (plot.letter's first-letter fallback would give direct and dor
-#: both "D")
-ALLTOALL_LETTERS = {"direct": "P", "dor": "O", "ewsp": "E", "sssp": "S", "ilp-disjoint": "I", "mcf": "M"}
-
-
-def _print_comparison(cmp, notes) -> None:
-    from rich.table import Table
-
-    from directcoll.reports.plot import letter as plot_letter
-    from directcoll.units import format_size, format_time
-
-    alltoall = cmp.collective == "alltoall"
-
-    def letter(family: str) -> str:
-        return ALLTOALL_LETTERS.get(family, plot_letter(family)) if alltoall else plot_letter(family)
-
-    fams = cmp.families()
-    winners = cmp.winners()
-    reference = cmp.gain_family
-    gain = cmp.gain(reference) if reference else None
-    others = cmp.best_other(reference) if gain is not None else None
-    names = SHORT_FAMILY
-    short = VARIANT_MARKS
-    from rich import box
-
-    table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
-                        "routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("size", justify="right")
-    for fam in fams:
-        table.add_column(f"{names.get(fam, fam[:9])} ({letter(fam)})", justify="right")
-    table.add_column("best", justify="center")
-    table.add_column("time", justify="right")
-    bound = cmp.bound_times if alltoall else None
-    if bound is not None:
-        table.add_column("MCF bound", justify="right")
-        table.add_column("best/bound", justify="right")
-    if gain is not None:
-        table.add_column(f"{reference} gain", justify="right")
-    several = {fam: sum(e.family == fam for e in cmp.entries) > 1 for fam in fams}
-    for j, size in enumerate(cmp.sizes):
-        row = [format_size(size)]
-        for fam, (times, variants) in fams.items():
-            shown = "" if alltoall and not several[fam] else short.get(variants[j], variants[j])
-            cell = f"{gbps(size / times[j])} {shown}".rstrip()
-            row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
-        row += [letter(winners[j][0]), format_time(winners[j][2])]
-        if bound is not None:
-            row += [format_time(bound[j]), f"{winners[j][2] / bound[j]:.2f}x"]
-        if gain is not None:
-            row.append(f"{gain[j] * 100:+.0f}% {letter(others[j])}")
-        table.add_row(*row)
-    console = table_console(table)
-    console.print(table)
-    gain_note = (f" {reference} gain = {reference}'s goodput over the best other (letter) - 1." if gain is not None
-                 else "")
-    peak = f" Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s."
-    if alltoall:
-        console.print(_alltoall_note(cmp, letter) + gain_note + peak)
-    else:
-        families = ", ".join(f"{letter(f)} {f}" for f in fams)
-        shown = sorted({v for _, variants in fams.values() for v in variants if v in VARIANT_MARKS})
-        legend: dict[str, str] = {}
-        for v in shown:  # one meaning per mark (r=0 is the generalized allreduce's bandwidth-optimal variant)
-            legend.setdefault(VARIANT_MARKS[v], VARIANT_NAMES[v])
-        marks = "; ".join(f"{m} {name}" for m, name in legend.items())
-        console.print(f"Each cell: goodput of the family's best variant ({marks}; r=k generalized allreduce with "
-                      f"k distribution steps removed; P=k double binary tree with k chunks per half). Families: "
-                      f"{families}. best = the fastest." + gain_note + peak)
-    for note in notes:
-        console.print(f"[dim]{note}[/dim]")
-    for s in cmp.skipped:
-        console.print(f"[dim]skipped {s['algorithm']} {s['variant'] or ''}: {s['reason']}[/dim]")
-
-
-
-def _alltoall_note(cmp, letter) -> str:
-    from fractions import Fraction
-
-    names = ", ".join(f"{letter(f)} {f}" for f in cmp.families())
-    text = (f"Each cell: all-to-all goodput = bytes each rank sends / time, size being each rank's send buffer "
-            f"(N blocks of size/N, its own included, as MPI_Alltoall's sendcount x N); best variant per family "
-            f"({names}). best = the fastest, time = its all-to-all time.")
-    if cmp.bound is not None:
-        f = cmp.bound["F"]
-        exact = Fraction(f).limit_denominator(10**6)
-        frac = f" = {exact}" if abs(float(exact) - f) <= 1e-12 * f else ""
-        b = cmp.bound["reference_bandwidth_Bps"] * 8 / 1e9
-        text += (f" MCF bound = time of an ideal schedule, m / (F b) with m = size/N per pair, F = {f:.6g}{frac} "
-                 f"(max concurrent flow, Basu et al. Sec. 3.1), b = {b:.4g} Gb/s; bandwidth only (no latency), so "
-                 "every schedule's time is above it.")
-    return text
-
-
 def cmd_simulate(args) -> int:
-    """``directcoll simulate FILE --sizes SIZE``: time one schedule file on its topology (or ``--topology``) with the
-    step model (per-step breakdown: most loaded link, hops, time) or the flow model (per-step end times).
+    """``directcoll simulate FILE --sizes SIZES``: time one schedule file on its topology (or ``--topology``) with
+    the step model (per-step breakdown: most loaded link, hops, time), the flow model (per-step end times) or the
+    packet model, at one size or a list of sizes (the step model routes once and times every size in closed form).
 
-    Output: a summary line and a per-step table (the step model's busiest link as ``u->v``, with coordinates on
-    grids); ``--json``: {time_s, model, size, steps, algorithm, collective, topology, routing, params,
-    goodput_Bps}, the step model's steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``); ``--csv``:
-    the steps as rows.
+    Output: per size a summary line, and for one size a per-step table (the step model's busiest link as ``u->v``,
+    with coordinates on grids); ``--json``, one size: {time_s, model, size, steps, algorithm, collective,
+    topology, routing, params, goodput_Bps}, the step model's steps with ``max_link`` (an id) and
+    ``max_link_name`` (``u->v``); several sizes: {sizes, results: [that document per size], algorithm,
+    collective, topology, routing, params, model}; ``--csv``: one row per size and step, ``size_bytes`` first.
 
     Returns:
         0.
 
     Raises:
-        DirectcollError: no ``--sizes``, more than one size, a file that records no topology and no ``--topology``,
-            bad network options.
+        DirectcollError: no ``--sizes``, bad sizes, a file that records no topology and no ``--topology``, bad
+            network options.
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule or
             building and simulating on the network.
 
@@ -281,16 +199,46 @@ def cmd_simulate(args) -> int:
     """
     from directcoll.schedule import load
     from directcoll.simulate import simulate
-    from directcoll.units import format_time
+    from directcoll.units import format_size, format_time
 
     if args.sizes is None:
-        raise DirectcollError("simulate needs the vector size: give --sizes SIZE, e.g. --sizes 64MiB")
-    size = one_size(args.sizes, "simulate")
+        raise DirectcollError("simulate needs the vector size: give --sizes SIZE, e.g. --sizes 64MiB, or a list "
+                              "such as 1KiB,1MiB or 32B..1GiB")
+    sizes = [int(v) for v in read_sizes(args.sizes)]
     schedule = load(args.file)
     spec = args.topology or schedule.meta.get("topology")
     if not spec:
         raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
     topology, params, notes = _resolve_network(spec, args.params, args)
+    sim = simulate(schedule, topology, params, args.routing) if args.model == "step" else None
+    docs = [_simulate_one(schedule, topology, params, args, size, sim) for size in sizes]
+    common = {"algorithm": schedule.algorithm, "collective": schedule.collective.value, "topology": topology.spec,
+              "routing": args.routing, "params": params.to_dict()}
+    if args.json:
+        print_json({**docs[0], **common, "goodput_Bps": docs[0]["goodput_Bps"]} if len(docs) == 1 else
+                   {"sizes": sizes, "model": args.model, **common, "results": docs})
+        return 0
+    if args.csv:
+        _steps_csv([{"size_bytes": d["size"], **row} for d in docs for row in d["steps"]])
+        return 0
+    for d in docs:
+        print(f"{schedule.algorithm} {schedule.collective.value} of {format_size(d['size'])} on {topology.spec} "
+              f"({params.name}, {args.routing} routing, {args.model} model): {format_time(d['time_s'])}, goodput "
+              f"{d['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
+    if args.model == "step" and len(docs) == 1:
+        rows = [(f"step {r['step']}", f"max link {r['max_link_name']}: {format_size(r['bytes_max_link'])}, "
+                 f"{_count(r['hops_max'], 'hop')}, {format_time(r['time_s'])}") for r in docs[0]["steps"]]
+        print_table("per step", rows)
+    return 0
+
+
+def _count(value: float, noun: str) -> str:
+    """``1 hop``, ``2 hops``, ``1.5 hops``."""
+    return f"{value:.3g} {noun}{'' if value == 1 else 's'}"
+
+
+def _simulate_one(schedule, topology, params, args, size: int, sim) -> dict:
+    """The ``simulate --json`` document of one size (without the fields common to every size but goodput)."""
     if args.model == "flow":
         from directcoll.simulate.flow import simulate_flow
 
@@ -306,28 +254,13 @@ def cmd_simulate(args) -> int:
                "rank_step_end_s": res.rank_step_end.tolist(), "link_bytes": res.link_bytes.tolist(),
                "max_link_utilisation": float(res.link_utilisation.max(initial=0.0))}
     else:
-        sim = simulate(schedule, topology, params, args.routing)
         from directcoll.reports.steps import link_label
 
         out = {"time_s": float(sim.time(size)), "model": "step", "size": size, "steps": sim.breakdown(size)}
         for row in out["steps"]:  # the busiest link as u->v ((0,1)->(0,2) on grids) beside its id
             row["max_link_name"] = link_label(topology, row["max_link"])
-    out.update({"algorithm": schedule.algorithm, "collective": schedule.collective.value, "topology": topology.spec,
-                "routing": args.routing, "params": params.to_dict(), "goodput_Bps": size / out["time_s"]})
-    if args.json:
-        print_json(out)
-        return 0
-    if args.csv:
-        _steps_csv(out["steps"])
-        return 0
-    print(f"{schedule.algorithm} {schedule.collective.value} of {args.sizes} on {topology.spec} ({params.name}, "
-          f"{args.routing} routing, {args.model} model): {format_time(out['time_s'])}, goodput "
-          f"{out['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
-    if args.model == "step":
-        rows = [(f"step {r['step']}", f"max link {r['max_link_name']}: {r['bytes_max_link']:.4g} B, "
-                 f"{r['hops_max']:.0f} hops, {format_time(r['time_s'])}") for r in out["steps"]]
-        print_table("per step", rows)
-    return 0
+    out["goodput_Bps"] = size / out["time_s"]
+    return out
 
 
 def _steps_csv(steps: list[dict]) -> None:
@@ -362,13 +295,34 @@ def _run_algorithms(text: str, collective: str) -> None:
                                   f"{', '.join(alg.collectives)}")
 
 
+def _run_engine(asked: str | None) -> str:
+    """The engine the ranks run our schedules on: ``asked`` ("c" or "python"), or by default "c" when libdirectcoll
+    builds, else "python" with a one-line note on stderr. An asked-for "c" that cannot be built is an error."""
+    if asked == "python":
+        return "python"
+    from directcoll.cli.output import Heartbeat
+    from directcoll.runtime import native
+
+    try:
+        with Heartbeat("building libdirectcoll (once per MPI)"):
+            native.library_path()
+    except DirectcollError as exc:  # MissingDependencyError included
+        if asked == "c":
+            raise DirectcollError(f"--engine c: libdirectcoll cannot be built: {str(exc).splitlines()[0]}") from None
+        print(f"directcoll: note: running the Python engine: libdirectcoll cannot be built "
+              f"({str(exc).splitlines()[0]})", file=sys.stderr)
+        return "python"
+    return "c"
+
+
 def cmd_run(args) -> int:
     """``directcoll run [SPEC]``: launch ranks through mpiexec (:func:`directcoll.runtime.launch.run_job`, worker
     :mod:`directcoll.runtime.worker`), time our schedules and the MPI library's own collective, and check that the
     results agree.
 
-    Output: a table (algorithm, size, time, Gb/s, correct, native, ours/native) and skipped algorithms; ``--json``:
-    the workers' results document.
+    Output: a table (algorithm, size, time, Gb/s, correct, native, ours/native; its title names the engine,
+    ``--engine``) and skipped algorithms; ``--json``: the workers' results document (``engine`` at the top and per
+    row).
 
     Returns:
         0 when every result is correct, 1 when any rank computed a wrong result.
@@ -386,6 +340,13 @@ def cmd_run(args) -> int:
     >>> main(["run", "--ranks", "0"])  # refused before anything is launched
     2
     """
+    if getattr(args, "engine", "python") == "smpi":  # simulated ranks: directcoll.cli.smpi
+        from directcoll.cli.smpi import run_smpi
+
+        return run_smpi(args)
+    if getattr(args, "params", None):
+        raise DirectcollError(f"--params {args.params}: network parameters apply to simulated ranks only; add "
+                              "--engine smpi, or drop --params (real ranks run on this machine's network)")
     import math
     import shutil
     import tempfile
@@ -425,13 +386,14 @@ def cmd_run(args) -> int:
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
                      ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
     require_mpi("directcoll run")  # the ranks run this Python: mpi4py must be here (the mpi extra)
+    engine = _run_engine(args.engine)
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
                "directcoll.runtime.worker", "--topology", topology.spec, "--algorithms", algorithms,
                "--collective", args.collective, "--sizes", sizes.text, "--repeat", str(args.repeat),
-               "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp,
+               "--timeout", repr(float(args.timeout)), "--json-out", out, "--status-dir", tmp, "--engine", engine,
                *(["--native"] if args.compare_native else []), *(["--root", str(root)] if root is not None else [])]
         run_job(cmd, status_dir=tmp, nranks=ranks, timeout=args.timeout)
         try:
@@ -445,7 +407,9 @@ def cmd_run(args) -> int:
     from rich import box
     from rich.table import Table
 
-    table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules), this machine",
+    engine_name = {"c": "C engine", "python": "Python engine"}.get(data.get("engine", ""), "")
+    table = Table(title=f"{data['collective']} on {ranks} MPI ranks ({topology.spec} schedules, {engine_name}), this "
+                        "machine",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("algorithm", "size", "time", "Gb/s", "correct", "native", "ours/native"):
         table.add_column(col, justify="right")

@@ -15,7 +15,8 @@ import sys
 import numpy as np
 
 SHORT_FAMILY = {"recursive-doubling": "rec.doub", "mirrored-recursive-doubling": "mirr.rd",
-                "double-binary-tree": "dbt", "shifted-ring": "sh.ring", "generalized": "general."}
+                "double-binary-tree": "dbt", "shifted-ring": "sh.ring", "generalized": "general.",
+                "rabenseifner-3-2": "rab.3-2", "swing-libswing": "libswing"}
 
 
 

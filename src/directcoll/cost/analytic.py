@@ -337,3 +337,42 @@ def chain_chunks(hops: int, size_bytes: float, alpha: float, beta: float, gamma:
     best = np.sqrt((hops - 1) * size_bytes * (beta + gamma) / alpha)
     cands = {max(1, int(np.floor(best))), max(1, int(np.ceil(best)))}
     return min(sorted(cands), key=lambda c: (hops + c - 1) * (alpha + size_bytes / c * (beta + gamma)))
+
+
+def elimination_allreduce_cost(p: int) -> tuple[int, float, float]:
+    """Closed-form cost of Rabenseifner's allreduce with 3-2 elimination on p ranks (one port, no contention).
+
+    With n = floor(log2 p) and z0 the lowest 1 bit of p (the first round with a 3-2 elimination), the overlapped
+    reduce-scatter takes ceil(log2 p) steps whose largest messages are m/2, m/4, ..., m/2^n plus, from the first
+    elimination on, one extra message of m/2^(z0+1) (a merged unit stays one step late); the allgather mirrors it
+    without reductions:
+
+        T(m) = 2 ceil(log2 p) alpha + 2 B m beta + B m gamma,   B = 1 - 1/2^n + [p not a power of two] / 2^(z0+1).
+
+    B <= 3/2 - 1/2^n, with equality for odd p: the published cost of 3-2 elimination, the Swing paper's
+    "bandwidth deficiency [...] 3/2" (Sec. 2.3.3); for a power of two it is Rabenseifner's 2 log2 p alpha +
+    2 (p-1)/p m beta + (p-1)/p m gamma. The schedule is :mod:`directcoll.algorithms.elimination`.
+
+    Args:
+        p: number of ranks, >= 1.
+
+    Returns:
+        (steps, bandwidth, reduction): steps (the alpha count), and the sums over steps of the largest message and
+        of the largest reduction, as fractions of the vector m (the beta and gamma coefficients); the same
+        quantities :func:`analyze` measures as ``steps``, ``port_time.sum()`` and ``reduce_time.sum()``.
+
+    Raises:
+        ValueError: p < 1 (a built-in error: arithmetic on p).
+
+    Source: Rabenseifner & Traeff (EuroPVM/MPI 2004), 3-2 elimination (ceil(log2 p) rounds); Swing (De Sensi et al.,
+    NSDI'24) Sec. 2.3.3.
+
+    >>> elimination_allreduce_cost(5), elimination_allreduce_cost(6)  # B = 3/2 - 1/4; B = 1 - 1/4 + 1/4
+    ((6, 2.5, 1.25), (6, 2.0, 1.0))
+    """
+    if p < 1:
+        raise ValueError(f"elimination_allreduce_cost: p must be >= 1, got {p}")
+    n = p.bit_length() - 1
+    z0 = (p & -p).bit_length() - 1
+    half = 1.0 - 2.0 ** -n + (2.0 ** -(z0 + 1) if p & (p - 1) else 0.0)
+    return 2 * (n + (1 if p & (p - 1) else 0)), 2 * half, half

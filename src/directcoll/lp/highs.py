@@ -5,6 +5,14 @@ HiGHS (highspy >= 1.16) prints a banner on file descriptor 1 when a ``Highs`` ob
 ``output_flag`` can be set, and below Python's ``sys.stdout``: so a ``--json`` document would be preceded by it.
 :func:`quiet_stdout` points descriptor 1 at ``/dev/null`` (construction) or standard error (solves) while the
 C library runs, and flushes C's stdio buffers before pointing it back.
+
+**Progress of long solves.** A solve that runs longer than :data:`SOLVER_LOG_AFTER` seconds shows HiGHS's own log
+(presolve, then an iteration line every few seconds: objective, infeasibilities, time) on standard error, each
+line prefixed ``highs:`` after one line naming the model; shorter solves print nothing. HiGHS hands its log to a
+callback (``cbLogging``, never its console), so standard output stays clean. Whether it is shown is
+:func:`solver_log_enabled`: ``auto`` (the default) when standard error is a terminal, ``on`` always, ``off``
+never; set by the environment variable ``DIRECTCOLL_SOLVER_LOG`` or by ``directcoll --solver-log MODE``
+(:func:`solver_log`).
 """
 
 from __future__ import annotations
@@ -30,6 +38,117 @@ _LIMITS = ("kTimeLimit", "kIterationLimit", "kSolutionLimit", "kInterrupt", "kHi
 _INFEASIBLE = ("kInfeasible", "kUnbounded", "kUnboundedOrInfeasible")
 _guard = threading.RLock()
 _depth = [0]
+
+#: a solve shows HiGHS's log on standard error once it has run this many seconds (when the log is enabled)
+SOLVER_LOG_AFTER = 2.0
+#: the environment variable that enables HiGHS's log of long solves: auto, on or off
+SOLVER_LOG_ENV = "DIRECTCOLL_SOLVER_LOG"
+SOLVER_LOG_MODES = ("auto", "on", "off")
+
+
+def solver_log_enabled() -> bool:
+    """Whether long solves show HiGHS's log on standard error: ``$DIRECTCOLL_SOLVER_LOG`` is ``on`` (yes), ``off``
+    (no) or ``auto``/unset (when standard error is a terminal).
+
+    Raises:
+        SolverError: another value of ``DIRECTCOLL_SOLVER_LOG``, naming the accepted ones.
+
+    Source: issue #18 ("sign of life on anything over two seconds": LP solves with HiGHS's own progress);
+    DESIGN.md, "Engines, runtimes and scale" (nothing on standard output).
+
+    >>> with solver_log("off"):
+    ...     solver_log_enabled()
+    False
+    """
+    mode = os.environ.get(SOLVER_LOG_ENV, "auto").strip().lower() or "auto"
+    if mode not in SOLVER_LOG_MODES:
+        raise SolverError(f"{SOLVER_LOG_ENV}={mode!r}: accepted: {', '.join(SOLVER_LOG_MODES)}")
+    if mode == "auto":
+        try:
+            return sys.stderr.isatty()
+        except (AttributeError, ValueError):  # no standard error, or a closed one
+            return False
+    return mode == "on"
+
+
+@contextmanager
+def solver_log(mode: str | None):
+    """Inside the block, long solves show HiGHS's log per ``mode`` (``auto``, ``on``, ``off``; None changes
+    nothing): sets ``$DIRECTCOLL_SOLVER_LOG``, so worker processes started inside the block inherit it.
+
+    Raises:
+        SolverError: a mode that is not auto, on or off.
+
+    Source: issue #18 ("sign of life on anything over two seconds").
+
+    >>> with solver_log("on"):
+    ...     os.environ[SOLVER_LOG_ENV]
+    'on'
+    """
+    if mode is not None and mode not in SOLVER_LOG_MODES:
+        raise SolverError(f"solver log mode {mode!r}: accepted: {', '.join(SOLVER_LOG_MODES)}")
+    saved = os.environ.get(SOLVER_LOG_ENV)
+    if mode is not None:
+        os.environ[SOLVER_LOG_ENV] = mode
+    try:
+        yield
+    finally:
+        if mode is not None:
+            if saved is None:
+                os.environ.pop(SOLVER_LOG_ENV, None)
+            else:
+                os.environ[SOLVER_LOG_ENV] = saved
+
+
+class _LogRelay:
+    """HiGHS's log callback: keeps the lines of the first :data:`SOLVER_LOG_AFTER` seconds, then (from a timer, so
+    a solver that logs nothing for a while is still announced) writes a line naming the model, those lines, and
+    every later line as it comes, on standard error."""
+
+    def __init__(self, what: str, after: float | None = None) -> None:
+        self.what, self.lines, self.shown = what, [], False
+        self.after = SOLVER_LOG_AFTER if after is None else after
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(self.after, self.show)
+        self.timer.daemon = True
+
+    def __call__(self, event) -> None:
+        with self.lock:
+            if self.shown:
+                self._write(event.message)
+            else:
+                self.lines.append(event.message)
+
+    def _write(self, message: str) -> None:
+        text = "".join(f"  highs: {line}\n" for line in message.rstrip("\n").split("\n"))
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # standard error closed under us: progress is best-effort
+            pass
+
+    def show(self) -> None:
+        with self.lock:
+            if self.shown:
+                return
+            self.shown = True
+            try:
+                sys.stderr.write(f"directcoll: {self.what} has run {self.after:g} s; HiGHS's log:\n")
+            except (OSError, ValueError):
+                pass
+            for message in self.lines:
+                self._write(message)
+            self.lines = []
+
+    def __enter__(self):
+        if self.after <= 0:
+            self.show()
+        else:
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
 
 
 def _fflush_c() -> None:
@@ -100,7 +219,9 @@ class Solver:
 
     Args:
         options: HiGHS options (``{"time_limit": 10.0, "solver": "ipm"}``; see the HiGHS option list).
-            ``output_flag`` is always False. ``threads`` is honoured by resetting HiGHS's global scheduler
+            ``output_flag`` is False, except during a solve that relays HiGHS's log (the module docstring,
+            "Progress of long solves": console logging stays off, the log goes through a callback).
+            ``threads`` is honoured by resetting HiGHS's global scheduler
             before each run (setting it after an earlier solve in the process otherwise makes the run fail).
 
     Raises:
@@ -161,10 +282,28 @@ class Solver:
         if status == hs.HighsStatus.kError:
             raise SolverError(f"HiGHS rejects {lp.describe()} (NaN or inconsistent data?)")
 
+    @contextmanager
+    def _log(self, what: str):
+        """Relay HiGHS's log to standard error once the block has run :data:`SOLVER_LOG_AFTER` seconds, when
+        :func:`solver_log_enabled`; output_flag is on only inside the block, with the console log off."""
+        if not solver_log_enabled() or not hasattr(self._h, "cbLogging"):
+            yield
+            return
+        relay = _LogRelay(what)
+        self._h.setOptionValue("log_to_console", False)
+        self._h.setOptionValue("output_flag", True)
+        self._h.cbLogging.subscribe(relay)
+        try:
+            with relay:
+                yield
+        finally:
+            self._h.cbLogging.unsubscribe(relay)
+            self._h.setOptionValue("output_flag", False)
+
     def _run(self, lp: LinearProgram, method: str, accept_limit: bool, duals: bool) -> Solution:
         hs = self._hs
         t0 = time.perf_counter()
-        with quiet_stdout():
+        with quiet_stdout(), self._log(f"HiGHS ({method}) on {lp.describe()}"):
             if self._reset_threads:
                 hs.Highs.resetGlobalScheduler(True)
             run_status = self._h.run()
@@ -260,7 +399,7 @@ class Solver:
         sol = hs.HighsSolution()
         sol.col_value, sol.col_dual = np.asarray(x, float), np.asarray(col_dual, float)
         t0 = time.perf_counter()
-        with quiet_stdout():
+        with quiet_stdout(), self._log(f"HiGHS crossover on {lp.describe()}"):
             status = self._h.crossover(sol)
         if status == hs.HighsStatus.kError:
             raise SolverError(f"HiGHS crossover failed on {lp.describe()}")

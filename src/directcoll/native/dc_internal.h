@@ -119,6 +119,18 @@ dc_reduce_fn dc_reduction(MPI_Op op, MPI_Datatype datatype, const char **why);
 int dc_known_type(MPI_Datatype datatype, const char **name);
 const char *dc_op_name(MPI_Op op);
 
+/* ---- running a plan (directcoll.c) --------------------------------------------------------------------------- */
+/* What a run lets its caller do (dc_entry.c): step(ctx, t) before step t posts its messages; wait(ctx, t, n, reqs)
+ * in place of PMPI_Waitall (its nonzero return ends the run with that code). */
+typedef struct dc_hooks {
+    void (*step)(void *ctx, size_t t);
+    int (*wait)(void *ctx, size_t t, int n, MPI_Request *reqs);
+    void *ctx;
+} dc_hooks;
+/* Run plan on buf (with from_send, sendbuf holds the input) over comm; hooks may be NULL. MPI_SUCCESS or an error. */
+int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
+               const dc_hooks *hooks);
+
 /* ---- the tuning table (a minimal JSON reader) ----------------------------------------------------------------- */
 typedef struct dc_entry {
     uint32_t collective;

@@ -219,8 +219,9 @@ static void from_sendbuf(const dc_seg *runs, size_t n, char *const base[3], MPI_
 
 /* Run a plan on buf (the user's vector, count elements; with from_send, recvbuf, and sendbuf holds the input):
  * per step, pack what is staged, post the receives and the sends, wait, then apply copies and then reductions
- * (the IR's bulk-synchronous semantics). */
-static int execute(const comm_state *s, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn) {
+ * (the IR's bulk-synchronous semantics). hooks (NULL: none) see every step and replace PMPI_Waitall (dc_entry.c). */
+int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
+               const dc_hooks *hooks) {
     char *const base[3] = {buf, plan->scratch, (char *)(uintptr_t)sendbuf};  /* region 2 is only read */
     const MPI_Aint x = plan->extent;
     for (size_t t = 0; t < plan->nsteps; t++) {
@@ -230,12 +231,15 @@ static int execute(const comm_state *s, const dc_plan *plan, char *buf, const vo
                                             base, x);
         for (size_t i = 0; i < st->nlocal; i++)
             gather(plan->stage + st->local[i].stage * x, st->local[i].src, st->local[i].nsrc, base, x);
+        if (hooks && hooks->step) hooks->step(hooks->ctx, t);
         int nreq = 0, rc = MPI_SUCCESS, tag = (int)(t & 0x7fff);
         for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++)
-            rc = post(&st->recv[i], 0, base, plan->stage, plan->datatype, x, tag, s->comm, &plan->reqs[nreq++]);
+            rc = post(&st->recv[i], 0, base, plan->stage, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
         for (size_t i = 0; i < st->nsend && rc == MPI_SUCCESS; i++)
-            rc = post(&st->send[i], 1, base, plan->stage, plan->datatype, x, tag, s->comm, &plan->reqs[nreq++]);
-        if (rc == MPI_SUCCESS) rc = PMPI_Waitall(nreq, plan->reqs, MPI_STATUSES_IGNORE);
+            rc = post(&st->send[i], 1, base, plan->stage, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
+        if (rc == MPI_SUCCESS)
+            rc = hooks && hooks->wait ? hooks->wait(hooks->ctx, t, nreq, plan->reqs)
+                                      : PMPI_Waitall(nreq, plan->reqs, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return rc;
         from_sendbuf(st->init, st->ninit, base, x);
         for (int op = DC_COPY; op <= DC_REDUCE; op++) {  /* copies land before reductions */
@@ -251,6 +255,10 @@ static int execute(const comm_state *s, const dc_plan *plan, char *buf, const vo
     }
     from_sendbuf(plan->final, plan->nfinal, base, x);
     return MPI_SUCCESS;
+}
+
+static int execute(const comm_state *s, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn) {
+    return dc_execute(s->comm, plan, buf, sendbuf, fn, NULL);
 }
 
 /* One call's decision: served (why NULL, with its entry, state and plan) or fallen through (why says why). */

@@ -50,6 +50,7 @@ from directcoll.reports.contenders import (
     generalized_contenders,
     is_direct_connect,
 )
+from directcoll.reports.why import Why, explain
 from directcoll.schedule.ir import Collective
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
@@ -65,6 +66,8 @@ class Entry:
     Attributes:
         family, algorithm, variant: names (variant ``r=k`` / ``P=k`` for built options).
         times: float64 (S,), seconds per size of :attr:`Comparison.sizes`.
+        why: its steps, Ξ and busiest link (:class:`~directcoll.reports.why.Why`) when :func:`compare` was asked
+            for them, else None.
 
     Raises:
         Nothing: a record built by :func:`compare`.
@@ -75,6 +78,7 @@ class Entry:
     algorithm: str
     variant: str
     times: np.ndarray  # seconds per size
+    why: Why | None = None
 
 
 @dataclass
@@ -241,6 +245,22 @@ class Comparison:
         others = np.array([t for f, (t, _) in fams.items() if f != family]).min(axis=0)
         return others / fams[family][0] - 1.0
 
+    def entry(self, family: str, variant: str) -> Entry | None:
+        """The timed entry of ``family`` labelled ``variant`` (as :meth:`winners` names them), or None.
+
+        Raises:
+            Nothing: a lookup.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (one line per algorithm and variant).
+
+        >>> import numpy as np
+        >>> c = Comparison("ring:4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0]),
+        ...                [Entry("ring", "ring", "bidirectional", np.array([1e-6]))])
+        >>> c.entry("ring", "bidirectional").algorithm, c.entry("ring", "unidirectional")
+        ('ring', None)
+        """
+        return next((e for e in self.entries if e.family == family and e.variant == variant), None)
+
     def best_other(self, family: str | None = None) -> list[str]:
         """Per size, the fastest family other than ``family`` (default: :attr:`gain_family`).
 
@@ -291,6 +311,10 @@ class Comparison:
         family = self.gain_family
         gain = self.gain(family) if family else None
 
+        def why(family: str, variant: str, j: int) -> dict:
+            entry = self.entry(family, variant)
+            return entry.why.at(self.sizes[j]) if entry is not None and entry.why is not None else {}
+
         def gains(j: int) -> dict:
             if gain is None:
                 return {}
@@ -302,10 +326,10 @@ class Comparison:
             "params": self.params.to_dict(), "sizes": [int(s) for s in self.sizes],
             "peak_goodput_Bps": self.peak_goodput, "gain_family": family if gain is not None else None,
             "results": [{"algorithm": e.algorithm, "variant": e.variant, "family": e.family, "size": int(s),
-                         "time_s": float(t), "goodput_Bps": float(s / t)}
+                         "time_s": float(t), "goodput_Bps": float(s / t), **(e.why.at(s) if e.why else {})}
                         for e in self.entries for s, t in zip(self.sizes, e.times, strict=True)],
             "best": [{"size": int(s), "algorithm": w[0], "variant": w[1], "time_s": w[2],
-                      "goodput_Bps": float(s / w[2]), **gains(j)}
+                      "goodput_Bps": float(s / w[2]), **gains(j), **why(w[0], w[1], j)}
                      for j, (s, w) in enumerate(zip(self.sizes, winners, strict=True))],
             "skipped": self.skipped,
             **({"bound": {**self.bound, "times_s": [float(t) for t in self.bound_times],
@@ -314,7 +338,9 @@ class Comparison:
         }
 
     def to_csv(self) -> str:
-        """One CSV row per (entry, size): algorithm, variant, family, size_bytes, time_s, goodput_Bps, with a header.
+        """One CSV row per (entry, size): algorithm, variant, family, size_bytes, time_s, goodput_Bps, with a header;
+        when the entries carry their :class:`~directcoll.reports.why.Why` (``compare(..., why=True)``), also steps,
+        congestion_deficiency, max_link_name, bytes_max_link and max_link_step.
 
         Returns:
             The CSV text.
@@ -334,11 +360,19 @@ class Comparison:
         """
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["algorithm", "variant", "family", "size_bytes", "time_s", "goodput_Bps"])
+        why = all(e.why is not None for e in self.entries)
+        extra = list(WHY_CSV) if why else []
+        w.writerow(["algorithm", "variant", "family", "size_bytes", "time_s", "goodput_Bps", *extra])
         for e in self.entries:
             for s, t in zip(self.sizes, e.times, strict=True):
-                w.writerow([e.algorithm, e.variant, e.family, int(s), f"{t:.9g}", f"{s / t:.9g}"])
+                more = [e.why.at(s)[k] for k in WHY_CSV] if why else []
+                w.writerow([e.algorithm, e.variant, e.family, int(s), f"{t:.9g}", f"{s / t:.9g}",
+                            *(f"{v:.9g}" if isinstance(v, float) else v for v in more)])
         return buf.getvalue()
+
+
+#: the columns ``--why`` adds to the CSV rows (:meth:`Why.at <directcoll.reports.why.Why.at>`'s fields)
+WHY_CSV = ("steps", "congestion_deficiency", "max_link_name", "bytes_max_link", "max_link_step")
 
 
 def _progress_noop(done: int, total: int, label: str = "") -> None:
@@ -402,7 +436,7 @@ def _check_memory_up_front(topology: Topology, coll: Collective, contenders) -> 
 
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,
             routing: str = "adaptive", model: str = "step", contenders=None,
-            progress: Callable[..., None] = _progress_noop, bound: bool = True) -> Comparison:
+            progress: Callable[..., None] = _progress_noop, bound: bool = True, why: bool = False) -> Comparison:
     """Time every contender that serves ``topology`` at every size.
 
     Args:
@@ -420,6 +454,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         progress: callable(done, total, label) for progress bars.
         bound: all-to-all only: also solve the MCF bound (:func:`alltoall_bound`) into ``Comparison.bound`` and
             ``bound_times``.
+        why: also record every entry's steps, congestion deficiency Ξ and busiest link
+            (:func:`directcoll.reports.why.explain`, from the step model's routing whatever ``model`` is).
 
     Returns:
         A :class:`Comparison`; contenders that refuse the topology are listed in ``skipped`` with the reason.
@@ -469,8 +505,9 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             continue
         label_variant = (f"r={options['r']}" if "r" in options else
                          f"P={options['chunks']}" if "chunks" in options else None)
+        sim = simulate(pattern, topology, params, routing) if model == "step" or why else None
         if model == "step":
-            times = simulate(pattern, topology, params, routing).time(sizes)
+            times = sim.time(sizes)
         elif model == "flow":
             from directcoll.simulate.flow import flow_times
 
@@ -480,7 +517,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
 
             times = packet_times(pattern, topology, sizes, params, routing)
         entries.append(Entry(family, name, label_variant or pattern.meta.get("variant") or variant or "",
-                             np.asarray(times)))
+                             np.asarray(times), explain(pattern, sim, topology) if why else None))
     progress(len(contenders), len(contenders), "done")
     if not entries:
         raise DirectcollError(f"no algorithm serves {coll.value} on {topology.spec}: "

@@ -42,6 +42,40 @@ GENERALIZED_ALL_R_MAX = 1024
 CHAIN_CHUNKS = (1, 4, 16, 64)
 
 
+#: the non-power-of-two baselines of issue #17, each its own family (letters E and L in the compare legend)
+NONPOW2_CONTENDERS: list[tuple[str, str, str | None]] = [
+    ("rabenseifner-3-2", "rabenseifner-elimination", None),
+    ("swing-libswing", "swing", "libswing"),
+]
+
+
+def nonpow2_contenders(topology: Topology, collective: Collective) -> list[tuple]:
+    """The non-power-of-two baselines on a grid whose N is not a power of two: Rabenseifner's allreduce with 3-2
+    elimination (allreduce only) and the Swing authors' library construction (skipped, with its reason, where a
+    dimension is odd).
+
+    Returns:
+        (family, registry name, variant) tuples; [] for N a power of two, a topology without a grid shape, or a
+        collective other than allreduce / reduce-scatter / allgather.
+
+    Raises:
+        Nothing: reads the topology's shape.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.3 (3-2 elimination) and Sec. 3.2 (odd sizes);
+    Rabenseifner & Traeff (EuroPVM/MPI 2004).
+
+    >>> from directcoll.topology import parse
+    >>> [c[0] for c in nonpow2_contenders(parse("torus:6x6"), Collective.ALLREDUCE)]
+    ['rabenseifner-3-2', 'swing-libswing']
+    """
+    n = topology.num_compute
+    if topology.shape is None or n & (n - 1) == 0 or collective is Collective.ALLTOALL:
+        return []
+    if collective is Collective.ALLREDUCE:
+        return list(NONPOW2_CONTENDERS)
+    return [c for c in NONPOW2_CONTENDERS if c[1] != "rabenseifner-elimination"]
+
+
 def generalized_contenders(p: int, collective: Collective) -> list[tuple]:
     """Kolmakov & Zhang's allreduce for non-power-of-two P (for a power of two it is recursive halving and
     doubling): every r = 0..ceil(log2 P) up to GENERALIZED_ALL_R_MAX ranks, r = 0 beyond.
@@ -276,6 +310,7 @@ def default_contenders(topology: Topology, collective="allreduce") -> list[tuple
         out = list(DEFAULT_CONTENDERS)
         if topology.num_nodes == n and n <= BFB_TORUS_MAX_RANKS:
             out.append(BFB_CONTENDER)
+        out += nonpow2_contenders(topology, coll)
     return out + generalized_contenders(n, coll)
 
 
@@ -293,7 +328,7 @@ def _is_expansion(topology: Topology) -> bool:
 def family_contenders(name: str, topology: Topology, collective="allreduce") -> list[tuple]:
     """Contenders for one algorithm asked for by name (``directcoll compare --algorithms``): the generalized
     allreduce at every r, the double binary tree at every chunk count of :data:`DBT_CHUNKS`, else one per
-    registered variant.
+    registered variant (Swing's libswing variant in its own family, as in :data:`NONPOW2_CONTENDERS`).
 
     Raises:
         UnsupportedShapeError: an unknown algorithm name (the message lists the registered ones).
@@ -306,7 +341,7 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
 
     >>> from directcoll.topology import parse
     >>> family_contenders("swing", parse("torus:4x4"))
-    [('swing', 'swing', 'bandwidth'), ('swing', 'swing', 'latency')]
+    [('swing', 'swing', 'bandwidth'), ('swing', 'swing', 'latency'), ('swing-libswing', 'swing', 'libswing')]
     """
     from directcoll.registry import get
 
@@ -319,4 +354,5 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
         return dbt_contenders(Collective.ALLREDUCE)  # compare() skips them with the reason on other collectives
     if alg.name == "chain":
         return [("chain", "chain", None, {"chunks": c}) for c in CHAIN_CHUNKS]
-    return [(alg.name, alg.name, v) for v in alg.variants or (None,)]
+    own = {c[1:]: c[0] for c in NONPOW2_CONTENDERS}  # baselines with a family of their own (the libswing variant)
+    return [(own.get((alg.name, v), alg.name), alg.name, v) for v in alg.variants or (None,)]

@@ -48,6 +48,41 @@ _ARROW = "#1d3557"
 _CMAP = ("YlOrRd", 0.28, 0.9)  # colour map and the part used (light yellow is invisible on white, dark red on black)
 
 
+def figure_format(path, fmt: str | None = None, flag: str = "-o") -> str:
+    """The format a figure is written in: ``fmt`` when given, else ``path``'s suffix; one of :data:`FORMATS`.
+
+    Args:
+        path: the file; fmt: ``png``, ``pdf``, ``svg`` or None; flag: the option naming ``path``, for messages.
+
+    Returns:
+        ``png``, ``pdf`` or ``svg``.
+
+    Raises:
+        DirectcollError: a format or suffix not in :data:`FORMATS` (no ``fmt`` and a path without a suffix
+            included), or a ``fmt`` that contradicts the suffix (``fig.png`` with ``pdf``).
+
+    Source: issue #18 ("--format pdf|svg|png"); matplotlib's ``savefig`` formats.
+
+    >>> figure_format("fig.PDF"), figure_format("fig", "svg")
+    ('pdf', 'svg')
+    >>> figure_format("fig.png", "pdf")
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: -o 'fig.png' ends in .png but --format says pdf; give one format (png, pdf, svg)
+    """
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if fmt is not None and fmt not in FORMATS:
+        raise DirectcollError(f"--format {fmt!r}: accepted: {', '.join(FORMATS)}")
+    if fmt is not None and suffix and suffix != fmt:
+        raise DirectcollError(f"{flag} {str(path)!r} ends in .{suffix} but --format says {fmt}; give one format "
+                              f"({', '.join(FORMATS)})")
+    chosen = fmt or suffix
+    if chosen not in FORMATS:
+        raise DirectcollError(f"{flag} {str(path)!r}: cannot tell the format from the suffix; end it in .png, .pdf or "
+                              ".svg, or give --format")
+    return chosen
+
+
 def _columns(panels: int, style: str) -> int:
     if style == "line":
         return 1
@@ -74,7 +109,8 @@ def draw_steps(schedule: Schedule, topology: Topology, path, *, steps=None, size
         ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
-        DirectcollError: too many nodes or panels, a step out of range, no step, an unknown format.
+        DirectcollError: too many nodes or panels, a step out of range, no step, an unknown format or one that
+            contradicts ``path``'s suffix (:func:`figure_format`).
         TopologyError, ResourceError: as :func:`directcoll.reports.steps.step_view` (ranks that are not the
             topology's compute nodes, a routing the topology cannot do).
 
@@ -95,9 +131,7 @@ def draw_steps(schedule: Schedule, topology: Topology, path, *, steps=None, size
         raise DirectcollError(f"{len(steps)} steps would make {len(steps)} panels; a picture holds at most "
                               f"{MAX_PANELS} (choose some with --steps, e.g. 0,1,2,3)")
     path = Path(path)
-    fmt = (fmt or path.suffix.lstrip(".") or "png").lower()
-    if fmt not in FORMATS:
-        raise DirectcollError(f"cannot draw to format {fmt!r}; accepted: {', '.join(FORMATS)}")
+    fmt = figure_format(path, fmt) if fmt is not None or path.suffix else "png"
     views = [step_view(schedule, topology, k, size, routing) for k in steps]
     fig = _figure(schedule, topology, lay, views, size, columns or _columns(len(steps), lay.style), title)
     import matplotlib.pyplot as plt

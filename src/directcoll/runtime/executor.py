@@ -156,6 +156,48 @@ def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: s
                               f"got {', '.join(map(str, dtypes))}")
 
 
+def validate(collective: Collective, send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, nranks: int,
+             op="sum", group: str = "communicator", what: str | None = None) -> bool:
+    """The checks of every engine before any message: :func:`check`, then the buffers' sizes for ``collective``
+    (allreduce: equal; reduce-scatter: ``send`` N times ``recv``; allgather: ``recv`` N times ``send``; all-to-all:
+    equal, N equal parts, a schedule that only copies). ``what`` names the caller (default: the collective).
+
+    Returns:
+        Whether there is anything to do: False for empty buffers (count 0, which MPI allows: no message).
+
+    Raises:
+        DirectcollError: what :func:`check` raises, or sizes that do not fit the collective.
+
+    Source: MPI 4.1 standard, Ch. 6 (buffer sizes of MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
+    MPI_Alltoall; a count of 0 is valid).
+
+    >>> from directcoll.algorithms.ring import ring_allgather
+    >>> validate(Collective.ALLGATHER, np.zeros(0), np.zeros(0), schedule=ring_allgather(range(2)), nranks=2)
+    False
+    """
+    what = what or collective.value
+    check(schedule, nranks, collective, (send.dtype, recv.dtype), op, group)
+    if collective is Collective.ALLREDUCE and send.size != recv.size:
+        raise DirectcollError(f"{what}: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    if collective is Collective.REDUCE_SCATTER and send.size != recv.size * nranks:
+        raise DirectcollError(f"{what}: sendbuf must hold N x recvbuf = {recv.size * nranks} "
+                              f"elements, has {send.size}")
+    if collective is Collective.ALLGATHER and recv.size != send.size * nranks:
+        raise DirectcollError(f"{what}: recvbuf must hold N x sendbuf = {send.size * nranks} "
+                              f"elements, has {recv.size}")
+    if collective is Collective.ALLTOALL:
+        if send.size != recv.size:
+            raise DirectcollError(f"{what}: sendbuf has {send.size} elements, recvbuf {recv.size}; both hold one "
+                                  "part per rank")
+        if send.size % nranks:
+            raise DirectcollError(f"{what}: buffers of {send.size} elements do not split into {nranks} equal "
+                                  "parts, one per rank")
+        if schedule.num_transfers and schedule.op.max() != COPY:
+            raise DirectcollError("the all-to-all schedule reduces (transfer "
+                                  f"{int(np.flatnonzero(schedule.op != COPY)[0])}); an all-to-all only copies")
+    return max(send.size, recv.size) > 0
+
+
 def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int, op: str,
               exchange: Exchange, group: str = "communicator") -> None:
     """recv[i] = op over ranks of send[i]; ``recv`` is written in place (1-D views).
@@ -181,9 +223,8 @@ def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
     >>> recv.tolist()
     [0.0, 1.0, 2.0]
     """
-    check(schedule, nranks, Collective.ALLREDUCE, (send.dtype, recv.dtype), op, group)
-    if send.size != recv.size:
-        raise DirectcollError(f"allreduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    if not validate(Collective.ALLREDUCE, send, recv, schedule=schedule, nranks=nranks, op=op, group=group):
+        return
     program = programs(schedule, send.size, _ordered(op))[0][rank]
     work = np.empty(program.work_length, dtype=send.dtype)
     work[: send.size] = send
@@ -212,10 +253,9 @@ def reduce_scatter(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, ra
     >>> recv.tolist()
     [1.0, 2.0]
     """
-    check(schedule, nranks, Collective.REDUCE_SCATTER, (send.dtype, recv.dtype), op, group)
-    if send.size != recv.size * nranks:
-        raise DirectcollError(f"{what}: sendbuf must hold N x recvbuf = {recv.size * nranks} "
-                              f"elements, has {send.size}")
+    if not validate(Collective.REDUCE_SCATTER, send, recv, schedule=schedule, nranks=nranks, op=op, group=group,
+                    what=what):
+        return
     (progs, order) = programs(schedule, send.size, _ordered(op))
     program = progs[rank]
     work = np.empty(program.work_length, dtype=send.dtype)
@@ -244,10 +284,8 @@ def allgather(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
     >>> recv.tolist()
     [1.0, 2.0]
     """
-    check(schedule, nranks, Collective.ALLGATHER, (send.dtype, recv.dtype), "sum", group)
-    if recv.size != send.size * nranks:
-        raise DirectcollError(f"allgather: recvbuf must hold N x sendbuf = {send.size * nranks} "
-                              f"elements, has {recv.size}")
+    if not validate(Collective.ALLGATHER, send, recv, schedule=schedule, nranks=nranks, group=group):
+        return
     (progs, order) = programs(schedule, recv.size)
     program = progs[rank]
     work = np.zeros(program.work_length, dtype=send.dtype)
@@ -270,7 +308,7 @@ def alltoall(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: in
 
     Raises:
         DirectcollError: another collective or rank count, mismatched dtypes or lengths, buffers that do not split
-            into N non-empty parts, a schedule with reductions, or what ``exchange`` raises.
+            into N equal parts, a schedule with reductions, or what ``exchange`` raises (empty buffers: nothing to do).
 
     Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); DESIGN.md, "Schedule IR" (all-to-all blocks).
 
@@ -281,16 +319,8 @@ def alltoall(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: in
     >>> recv.tolist()
     [5.0, 6.0]
     """
-    check(schedule, nranks, Collective.ALLTOALL, (send.dtype, recv.dtype), "sum", group)
-    if send.size != recv.size:
-        raise DirectcollError(f"alltoall: sendbuf has {send.size} elements, recvbuf {recv.size}; both hold one part "
-                              "per rank")
-    if send.size % nranks or not send.size:
-        raise DirectcollError(f"alltoall: buffers of {send.size} elements do not split into {nranks} equal "
-                              "non-empty parts, one per rank")
-    if schedule.num_transfers and schedule.op.max() != COPY:
-        raise DirectcollError("the all-to-all schedule reduces (transfer "
-                              f"{int(np.flatnonzero(schedule.op != COPY)[0])}); an all-to-all only copies")
+    if not validate(Collective.ALLTOALL, send, recv, schedule=schedule, nranks=nranks, group=group):
+        return
     count, m = send.size, send.size // nranks
     program = programs(schedule, count)[0][rank]
     work = np.empty(program.work_length, dtype=send.dtype)

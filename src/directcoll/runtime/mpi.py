@@ -30,7 +30,9 @@ A schedule's reductions combine every contribution exactly once (that is what th
 commutative and associative op gives MPI's result: exactly for integers, up to reassociation for floats; a
 non-commutative one needs a schedule whose reductions also run in rank order (``directcoll verify --order``).
 The checks, buffer layout and step loop are shared with the torch.distributed executor
-(:mod:`directcoll.runtime.executor`); this module only reads the arguments and moves the messages.
+(:mod:`directcoll.runtime.executor`); this module only reads the arguments and moves the messages. With
+``engine="c"`` (the default) the steps run in libdirectcoll instead (:mod:`directcoll.runtime.cengine`), the same
+checks first; calls it does not serve (a user-defined op) run here, with a note on stderr.
 
 Importing this module imports ``mpi4py.MPI``, which initializes MPI (as in any mpi4py program); without mpi4py it
 raises :class:`~directcoll.errors.MissingDependencyError` naming the ``mpi`` extra (``pip install
@@ -39,17 +41,16 @@ raises :class:`~directcoll.errors.MissingDependencyError` naming the ``mpi`` ext
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 
 from directcoll.errors import DirectcollError
-from directcoll.runtime import MPI_EXTRA, executor, missing
+from directcoll.runtime import MPI_EXTRA, cengine, executor, missing
 from directcoll.runtime.executor import DTYPES, DeadlineError, deadline_error
-from directcoll.schedule.ir import Schedule
+from directcoll.runtime.mpi_wait import NATIVE, barrier, native, reduce_value, wait
+from directcoll.schedule.ir import Collective, Schedule
 
 try:
     from mpi4py import MPI
@@ -62,133 +63,12 @@ __all__ = ["DTYPES", "EXECUTORS", "NATIVE", "OPS", "DeadlineError", "allgather",
 
 #: tag of the messages of step t (schedules have far fewer steps than MPI's minimum tag upper bound)
 _TAG_BASE = 7000
-#: a wait tests its requests back to back for SPIN_S after it starts or after any of them completed, then yields
-#: the processor between tests (other ranks may share it) until YIELD_S, then sleeps between tests, from FIRST_NAP_S
-#: doubling up to MAX_NAP_S
-SPIN_S, YIELD_S = 50e-6, 0.002
-FIRST_NAP_S, MAX_NAP_S = 20e-6, 0.0005
 #: the ops the reductions take, by MPI name. A schedule combines every contribution exactly once, so any commutative
 #: and associative op gives MPI's result; these four are the ones checked against the MPI library (the selftest).
 OPS = {"SUM": MPI.SUM, "PROD": MPI.PROD, "MAX": MPI.MAX, "MIN": MPI.MIN}
-#: the MPI library's own non-blocking collective, by schedule collective (a reduce-scatter schedule scatters equal
-#: blocks: MPI_Reduce_scatter_block)
-NATIVE = {"allreduce": "Iallreduce", "reduce_scatter": "Ireduce_scatter_block", "allgather": "Iallgather",
-          "alltoall": "Ialltoall", "broadcast": "Ibcast", "reduce": "Ireduce"}
 #: the names of MPI's predefined ops, to name a refused one
 _MPI_OP_NAMES = [name for name in dir(MPI) if name.isupper() and isinstance(getattr(MPI, name), MPI.Op)]
 _FORMS = "a numpy array, [buf, datatype], [buf, count, datatype] or [buf, (count, displ), datatype]"
-
-
-def wait(requests, timeout: float | None, *, rank: int, what: str, peers) -> None:
-    """Wait for every MPI request of ``requests`` (a list, completed ones become null), at most ``timeout``
-    seconds (None: no deadline, MPI_Waitall).
-
-    Tests back to back while requests complete (:data:`SPIN_S` after the last completion), then yields the
-    processor between tests, then sleeps between tests for growing naps: a healthy wait costs about what
-    MPI_Waitall costs, ranks that share a processor let each other run, and a hung wait uses little CPU.
-
-    Raises:
-        DeadlineError: the deadline passed; names ``rank``, ``what`` (e.g. "step 3", "the barrier before
-            timing") and ``peers``, the ranks it waited on. The requests are left pending.
-
-    Source: MPI 4.1 standard, Sec. 3.7.3 and 3.7.5 (MPI_Test, MPI_Testsome, MPI_Waitall); docs/runtime.md,
-    "Failures" (every wait has the same deadline).
-    """
-    if timeout is None:
-        MPI.Request.Waitall(requests)
-        return
-    if len(requests) == 1:  # one request (a collective): Test is cheaper than Testsome
-        req = requests[0]
-        if req.Test():
-            return
-        test = lambda: None if req.Test() else []  # noqa: E731
-    else:
-        test = lambda: MPI.Request.Testsome(requests)  # noqa: E731 - None once all are complete (null)
-    now = time.monotonic()
-    deadline, active, nap = now + timeout, now, FIRST_NAP_S
-    while True:
-        done = test()
-        if done is None:  # every request is complete
-            return
-        now = time.monotonic()
-        if done:
-            active, nap = now, FIRST_NAP_S
-        elif now >= deadline:
-            raise DeadlineError(rank, what, timeout, peers)
-        elif now - active < SPIN_S:
-            continue
-        elif now - active < YIELD_S:
-            os.sched_yield()
-        else:
-            time.sleep(min(nap, deadline - now))
-            nap = min(2 * nap, MAX_NAP_S)
-
-
-def _others(comm) -> list[int]:
-    return [r for r in range(comm.Get_size()) if r != comm.Get_rank()]
-
-
-def barrier(comm, *, timeout: float | None, what: str = "the barrier") -> None:
-    """MPI_Barrier with a deadline (``comm.Ibarrier()``, then :func:`wait`).
-
-    Raises:
-        DeadlineError: not every rank reached the barrier within ``timeout`` seconds.
-
-    Source: MPI 4.1 standard, Sec. 6.3 (MPI_Barrier) and Sec. 6.12 (MPI_Ibarrier); docs/runtime.md, "Failures".
-    """
-    wait([comm.Ibarrier()], timeout, rank=comm.Get_rank(), what=what, peers=_others(comm))
-
-
-def native(comm, collective: str, sendbuf, recvbuf, op=MPI.SUM, *, timeout: float | None = None,
-           root: int = 0) -> None:
-    """The MPI library's own ``collective`` on ``comm`` (:data:`NATIVE`: allreduce, reduce_scatter =
-    MPI_Reduce_scatter_block, allgather or alltoall), started non-blocking (``comm.Iallreduce(sendbuf, recvbuf,
-    op)``, ...) and waited for with a deadline of ``timeout`` seconds. ``op`` is used by the reductions only.
-
-    Raises:
-        DirectcollError: an unknown collective, or an ``op`` that is not an ``MPI.Op``.
-        DeadlineError: it did not complete within ``timeout`` seconds.
-
-    Broadcast (MPI_Ibcast) copies the ``root``'s sendbuf into its recvbuf first (ncclBroadcast's form); reduce is
-    MPI_Ireduce to ``root``.
-
-    Source: MPI 4.1 standard, Sec. 6.12 (nonblocking collectives: MPI_Iallreduce, MPI_Ireduce_scatter_block,
-    MPI_Iallgather, MPI_Ialltoall, MPI_Ibcast, MPI_Ireduce); docs/runtime.md (``--compare-native``).
-    """
-    if collective not in NATIVE:
-        raise DirectcollError(f"unknown collective {collective!r}; accepted: {', '.join(NATIVE)}")
-    if not isinstance(op, MPI.Op):
-        raise DirectcollError(f"op {op!r} is not an MPI.Op; accepted: {', '.join('MPI.' + n for n in OPS)}, ...")
-    start = getattr(comm, NATIVE[collective])
-    reduces = collective in ("allreduce", "reduce_scatter")
-    if collective == "broadcast":  # ncclBroadcast's form: the root's sendbuf into every recvbuf (MPI_Ibcast)
-        if comm.Get_rank() == root:
-            recvbuf[...] = sendbuf
-        req = comm.Ibcast(recvbuf, root=root)
-    elif collective == "reduce":
-        req = comm.Ireduce(sendbuf, recvbuf, op=op, root=root)
-    else:
-        req = start(sendbuf, recvbuf, op=op) if reduces else start(sendbuf, recvbuf)
-    wait([req], timeout, rank=comm.Get_rank(), what=f"MPI {NATIVE[collective]}", peers=_others(comm))
-
-
-def reduce_value(comm, value, op=MPI.SUM, *, timeout: float | None, what: str = "a reduction"):
-    """``op`` of one number over the ranks of ``comm`` (``comm.allreduce(value, op)``), with a deadline of
-    ``timeout`` seconds: a float for a float, an int for an int, a bool for a bool (MPI.MIN of bools: all true).
-
-    Raises:
-        DeadlineError: as :func:`native`, naming ``what`` (e.g. "the reduction of the times").
-
-    Source: MPI 4.1 standard, Sec. 6.9.6 (MPI_Allreduce, here non-blocking, Sec. 6.12); docs/runtime.md, "Failures"
-    (the reductions of times and checks).
-    """
-    data = np.array([value], dtype=np.float64 if isinstance(value, float) else np.int64)
-    out = np.empty_like(data)
-    try:
-        native(comm, "allreduce", data, out, op, timeout=timeout)
-    except DeadlineError as exc:
-        raise DeadlineError(exc.rank, what, exc.timeout, exc.peers) from None
-    return type(value)(out[0]) if not isinstance(value, bool) else bool(out[0])
 
 
 def _reduce_local(op, left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -275,10 +155,26 @@ def _send(sendbuf, recv: np.ndarray, collective: str) -> np.ndarray:
     return send
 
 
-def _context(comm, schedule: Schedule, timeout: float | None, progress) -> dict:
+def _intra(comm) -> None:
     if isinstance(comm, MPI.Comm) and comm.Is_inter():
         raise DirectcollError("an intercommunicator is not supported: give an intracommunicator (e.g. "
                               "comm.Merge())")
+
+
+def _on_c(engine: str, collective: Collective, comm, send, recv, name="sum", op=None, *, sendbuf, schedule,
+          timeout, progress, what=None) -> bool:
+    """Run the call on the C engine when ``engine`` asks for it and it serves ``name`` (cengine.choose); whether
+    it did (False: the caller runs the Python engine)."""
+    if cengine.choose(engine, name, recv.dtype) != "c":
+        return False
+    _intra(comm)
+    cengine.run(collective, comm, send, recv, name, op, schedule=schedule, in_place=sendbuf is MPI.IN_PLACE,
+                timeout=timeout, progress=progress, what=what)
+    return True
+
+
+def _context(comm, schedule: Schedule, timeout: float | None, progress) -> dict:
+    _intra(comm)
     return {"schedule": schedule, "rank": comm.Get_rank(), "nranks": comm.Get_size(),
             "exchange": _exchange(comm, timeout, progress)}
 
@@ -309,7 +205,7 @@ def _exchange(comm, timeout: float | None, progress) -> executor.Exchange:
 
 
 def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout: float | None = None,
-              progress=None) -> None:
+              progress=None, engine: str = "c") -> None:
     """``comm.Allreduce(sendbuf, recvbuf, op)`` (MPI_Allreduce, MPI 4.1 §6.9.6) run with ``schedule``:
     recvbuf[i] = op over the ranks of sendbuf[i].
 
@@ -323,6 +219,8 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
         timeout: seconds every step may take (None: no deadline).
         progress: a :class:`~directcoll.runtime.progress.Progress` told of every step (``directcoll run``), or
             None.
+        engine: ``"c"`` (libdirectcoll, :mod:`~directcoll.runtime.cengine`; a user-defined op, or a library that
+            cannot be built or loaded, runs on the Python engine with one note on stderr) or ``"python"``.
 
     Raises:
         DirectcollError: a schedule of another collective or rank count; buffers of different sizes or types, of
@@ -349,11 +247,14 @@ def allreduce(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout
     name = _op(op)
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "allreduce")
+    if _on_c(engine, Collective.ALLREDUCE, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress):
+        return
     executor.allreduce(send, recv, op=name, **_context(comm, schedule, timeout, progress))
 
 
 def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedule, timeout: float | None = None,
-                         progress=None) -> None:
+                         progress=None, engine: str = "c") -> None:
     """``comm.Reduce_scatter_block(sendbuf, recvbuf, op)`` (MPI_Reduce_scatter_block, MPI 4.1 §6.10.1) run with
     ``schedule``: the op over the ranks of sendbuf, of N·k elements, is cut into N blocks of k, and rank r receives
     block r in recvbuf (k elements).
@@ -364,7 +265,7 @@ def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedu
             result in its first k.
         recvbuf: k elements of sendbuf's type (N·k with ``MPI.IN_PLACE``), written in place; it must not overlap
             sendbuf.
-        op, timeout, progress: as :func:`allreduce`.
+        op, timeout, progress, engine: as :func:`allreduce`.
         schedule: a reduce_scatter schedule for N ranks.
 
     Raises:
@@ -390,12 +291,15 @@ def reduce_scatter_block(comm, sendbuf, recvbuf, op=MPI.SUM, *, schedule: Schedu
         send, recv = recv, recv[: recv.size // n]
     else:
         send = _send(sendbuf, recv, "reduce_scatter_block")
+    if _on_c(engine, Collective.REDUCE_SCATTER, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress, what="reduce_scatter_block"):
+        return
     executor.reduce_scatter(send, recv, op=name, what="reduce_scatter_block",
                             **_context(comm, schedule, timeout, progress))
 
 
 def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, schedule: Schedule,
-                   timeout: float | None = None, progress=None) -> None:
+                   timeout: float | None = None, progress=None, engine: str = "c") -> None:
     """``comm.Reduce_scatter(sendbuf, recvbuf, recvcounts, op)`` (MPI_Reduce_scatter, MPI 4.1 §6.10.2) run with
     ``schedule``, for equal ``recvcounts`` only: a schedule scatters N equal blocks, so this is
     :func:`reduce_scatter_block` with k = recvcounts[r].
@@ -406,7 +310,7 @@ def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, sched
             and receives the result in its first k (``recvcounts`` is then required, as MPI requires it).
         recvbuf: k = recvcounts[rank] elements, written in place; it must not overlap sendbuf.
         recvcounts: N equal counts, or None: every rank receives recvbuf's size (as mpi4py does).
-        op, timeout, progress: as :func:`allreduce`.
+        op, timeout, progress, engine: as :func:`allreduce`.
         schedule: a reduce_scatter schedule for N ranks.
 
     Raises:
@@ -438,6 +342,9 @@ def reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=MPI.SUM, *, sched
         if counts is not None and counts[rank] != recv.size:
             raise DirectcollError(f"reduce_scatter: recvcounts[{rank}] is {counts[rank]}, but recvbuf has "
                                   f"{recv.size} elements")
+    if _on_c(engine, Collective.REDUCE_SCATTER, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress, what="reduce_scatter"):
+        return
     executor.reduce_scatter(send, recv, op=name, what="reduce_scatter", **_context(comm, schedule, timeout, progress))
 
 
@@ -457,7 +364,8 @@ def _counts(recvcounts, n: int) -> list[int]:
     return counts
 
 
-def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None,
+              engine: str = "c") -> None:
     """``comm.Allgather(sendbuf, recvbuf)`` (MPI_Allgather, MPI 4.1 §6.7) run with ``schedule``: recvbuf = the
     ranks' sendbufs concatenated in rank order.
 
@@ -466,7 +374,7 @@ def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
         sendbuf: k elements, or ``MPI.IN_PLACE``: the rank's k elements are already in place, at
             recvbuf[rank·k:(rank+1)·k].
         recvbuf: N·k elements of sendbuf's type, written in place; it must not overlap sendbuf.
-        timeout, progress: as :func:`allreduce`.
+        timeout, progress, engine: as :func:`allreduce`.
         schedule: an allgather schedule for N ranks.
 
     Raises:
@@ -493,10 +401,14 @@ def allgather(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
         send = recv[rank * k:(rank + 1) * k]
     else:
         send = _send(sendbuf, recv, "allgather")
+    if _on_c(engine, Collective.ALLGATHER, comm, send, recv, sendbuf=sendbuf, schedule=schedule, timeout=timeout,
+             progress=progress):
+        return
     executor.allgather(send, recv, **_context(comm, schedule, timeout, progress))
 
 
-def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None,
+             engine: str = "c") -> None:
     """``comm.Alltoall(sendbuf, recvbuf)`` (MPI_Alltoall, MPI 4.1 §6.8) run with ``schedule``: sendbuf and recvbuf
     hold N equal parts of m elements (sendcount = recvcount = m); part j of sendbuf goes to rank j, and part i of
     recvbuf comes from rank i. The schedule's block ((i N + j) k + c) carries part j of rank i's sendbuf (it may be
@@ -506,12 +418,12 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
         comm: an intracommunicator of N ranks.
         sendbuf: N·m elements, or ``MPI.IN_PLACE``: recvbuf then holds the input and is replaced by the result.
         recvbuf: N·m elements of sendbuf's type, written in place; it must not overlap sendbuf.
-        timeout, progress: as :func:`allreduce`.
+        timeout, progress, engine: as :func:`allreduce`.
         schedule: an all-to-all schedule for N ranks (copies only).
 
     Raises:
         DirectcollError: a schedule of another collective or rank count, or one that reduces; buffers of
-            different sizes, not N equal non-empty parts, of mixed or unsupported types, not contiguous,
+            different sizes, not N equal parts, of mixed or unsupported types, not contiguous,
             overlapping, or a read-only recvbuf (all checked before any message is sent).
         DeadlineError: as :func:`allreduce`.
 
@@ -526,15 +438,18 @@ def alltoall(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | Non
     """
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     send = recv if sendbuf is MPI.IN_PLACE else _send(sendbuf, recv, "alltoall")
+    if _on_c(engine, Collective.ALLTOALL, comm, send, recv, sendbuf=sendbuf, schedule=schedule, timeout=timeout,
+             progress=progress):
+        return
     executor.alltoall(send, recv, **_context(comm, schedule, timeout, progress))
 
 
 def bcast(comm, buf, root: int | None = None, *, schedule: Schedule, timeout: float | None = None,
-          progress=None) -> None:
+          progress=None, engine: str = "c") -> None:
     """``comm.Bcast(buf, root)`` (MPI_Bcast, MPI 4.1 §6.4) run with ``schedule``: every rank's buf = the root's.
 
     ``root`` defaults to the schedule's (``meta["root"]``; another one is refused); timeout, progress: as
-    :func:`allreduce`.
+    :func:`allreduce`; ``engine``: broadcast and reduce run on the Python engine (a note when "c" was asked for).
 
     Raises:
         DirectcollError: a schedule of another collective, rank count or root, or a bad buffer. DeadlineError: as
@@ -548,25 +463,28 @@ def bcast(comm, buf, root: int | None = None, *, schedule: Schedule, timeout: fl
 
     Source: MPI 4.1 standard, Sec. 6.4 (MPI_Bcast); docs/runtime.md, "Library".
     """
+    cengine.python_only(engine, "broadcast")
     data = _buffer(buf, "buf", writable=True)
     executor.broadcast(data, data, root=root, **_context(comm, schedule, timeout, progress))
 
 
-def broadcast(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None) -> None:
+def broadcast(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | None = None, progress=None,
+              engine: str = "c") -> None:
     """ncclBroadcast's form of :func:`bcast`: every rank's recvbuf = the root's sendbuf (``schedule.root``; the
     executor form of ``directcoll run``). Raises: as :func:`bcast`. Source: MPI 4.1 standard, Sec. 6.4.
     """
+    cengine.python_only(engine, "broadcast")
     recv = _buffer(recvbuf, "recvbuf", writable=True)
     executor.broadcast(_buffer(sendbuf, "sendbuf", writable=False), recv, **_context(comm, schedule, timeout, progress))
 
 
 def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, schedule: Schedule,
-           timeout: float | None = None, progress=None) -> None:
+           timeout: float | None = None, progress=None, engine: str = "c") -> None:
     """``comm.Reduce(sendbuf, recvbuf, op, root)`` (MPI_Reduce, MPI 4.1 §6.9.1) run with ``schedule``: the root's
     recvbuf = op over the ranks of sendbuf; recvbuf is ignored elsewhere (it may be None there).
 
     sendbuf may be ``MPI.IN_PLACE`` at the root; ``root`` defaults to the schedule's; op, timeout, progress: as
-    :func:`allreduce` (a non-commutative op needs an order-preserving schedule).
+    :func:`allreduce` (a non-commutative op needs an order-preserving schedule); engine: as :func:`bcast`.
 
     Raises:
         DirectcollError: as :func:`allreduce`, or a root other than the schedule's. DeadlineError: as :func:`allreduce`.
@@ -579,6 +497,7 @@ def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, sched
 
     Source: MPI 4.1 standard, Sec. 6.9.1 (MPI_Reduce); docs/runtime.md, "Library".
     """
+    cengine.python_only(engine, "reduce")
     name = _op(op)
     mine = comm.Get_rank() == (schedule.root if root is None else root)
     recv = _buffer(recvbuf, "recvbuf", writable=True) if mine else None

@@ -204,6 +204,26 @@ class Progress:
             self._beat += 1
             _BEAT_STEP.pack_into(self._mm, 16, self._beat, t)
 
+    def step_words(self):
+        """The (beat, step) words of the mapped file as a ctypes array of two int64 (a C engine that runs the steps
+        itself bumps the beat and writes the step, as :meth:`step` does), or None when inactive.
+
+        Raises:
+            Nothing.
+
+        Source: docs/runtime.md, "The C engine" (steps published from C).
+
+        >>> Progress(None, 0).step_words() is None
+        True
+        """
+        if self._mm is None:
+            return None
+        if getattr(self, "_words", None) is None:
+            import ctypes
+
+            self._words = (ctypes.c_int64 * 2).from_buffer(self._mm, 16)
+        return self._words
+
     def done(self) -> None:
         """The rank finished its work. Raises: Nothing. Source: docs/runtime.md, "Failures"."""
         if self._mm is not None:

@@ -1,6 +1,8 @@
 """The ranks of ``directcoll run``: time our schedules and the MPI library's own collective, check results.
 
-Started by ``directcoll run`` through ``mpiexec``; rank 0 writes one JSON object (``--json-out``). Every wait (the
+Started by ``directcoll run`` through ``mpiexec``; rank 0 writes one JSON object (``--json-out``). Our schedules
+run on ``--engine`` (``c``: libdirectcoll, :mod:`directcoll.runtime.cengine`; ``python``: numpy), named in the
+JSON. Every wait (the
 schedule's steps, barriers, the MPI library's collective, the reductions of times and checks) has the deadline
 ``--timeout`` (:mod:`directcoll.runtime.mpi`). With ``--status-dir`` each rank publishes where it is
 (:mod:`directcoll.runtime.progress`) for the launcher (:mod:`directcoll.runtime.launch`); a rank that fails writes
@@ -78,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--native", action="store_true")
+    ap.add_argument("--engine", choices=["c", "python"], default="c", help="what runs our schedules (runtime.mpi)")
     ap.add_argument("--json-out", required=True)
     ap.add_argument("--root", type=int, help="broadcast and reduce: the root rank (default 0)")
     ap.add_argument("--status-dir", help="directory of the per-rank status files (directcoll.runtime.progress)")
@@ -123,6 +126,11 @@ def main(argv=None) -> int:
         except ImportError as exc:  # on this host: the launcher checked its own
             raise missing("directcoll run", MPI_EXTRA, exc) from exc
 
+        if args.engine == "c":  # built or found before MPI_Init: it runs the MPI compiler wrapper
+            from directcoll.runtime.native import library_path
+
+            progress.set(BUSY, "the build of libdirectcoll")
+            args.library = library_path()
         progress.set(STARTING, "MPI_Init")
         if not MPI.Is_initialized():
             MPI.Init_thread()
@@ -156,6 +164,11 @@ def _work(args, comm, progress: Progress) -> None:
 
     n, rank = comm.Get_size(), comm.Get_rank()
     timeout = args.timeout
+    if args.engine == "c":  # asked for: a library that cannot run here (another MPI than mpi4py's) is an error
+        from directcoll.runtime import cengine
+
+        progress.set(BUSY, "the loading of libdirectcoll")
+        cengine.library(getattr(args, "library", None))
     results = []
     native_cache: dict[int, float] = {}
     for size in parse_sizes(args.sizes):
@@ -176,7 +189,7 @@ def _work(args, comm, progress: Progress) -> None:
             phase = f"{label} {args.collective} of {format_size(count * 8)}"
             send, ours, native = _buffers(args.collective, count, n, rank)
             fn = run.EXECUTORS[args.collective]
-            kwargs = {"schedule": schedule, "timeout": timeout, "progress": progress}
+            kwargs = {"schedule": schedule, "timeout": timeout, "progress": progress, "engine": args.engine}
             t = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(comm, send, ours, **kwargs),
                       args.repeat, timeout, progress, "step", phase, schedule.num_steps)
             mpi_name = f"MPI {run.NATIVE[args.collective]}"
@@ -190,7 +203,8 @@ def _work(args, comm, progress: Progress) -> None:
             correct = run.reduce_value(comm, bool(same), MPI.MIN, timeout=timeout,
                                        what=f"the reduction of the checks of {phase}")
             row = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"), "size": size,
-                   "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct}
+                   "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct,
+                   "engine": "python" if args.collective in ("broadcast", "reduce") else args.engine}
             if args.native:
                 if size not in native_cache:
                     native_cache[size] = _time(
@@ -203,7 +217,8 @@ def _work(args, comm, progress: Progress) -> None:
     if rank == 0:
         progress.set(BUSY, "the writing of the results", args.json_out)
         with open(args.json_out, "w") as fh:
-            json.dump({"ranks": n, "topology": args.topology, "collective": args.collective, "results": results}, fh)
+            json.dump({"ranks": n, "topology": args.topology, "collective": args.collective, "engine": args.engine,
+                       "results": results}, fh)
 
 
 if __name__ == "__main__":
