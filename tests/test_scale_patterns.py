@@ -21,7 +21,7 @@ from directcoll.verify import verify
 
 SWING_SHAPES = ["torus:4x4", "torus:8", "torus:6", "torus:5", "torus:7", "torus:3x5", "torus:6x10", "torus:4x4x2",
                 "torus:2x3x2x2", "torus:3x3", "torus:5x6x3", "torus:12x3", "torus:2x2", "torus:2", "mesh:4x3",
-                "hypercube:3", "complete:6", "mesh:6x2"]
+                "hypercube:3", "complete:6", "mesh:6x2", "hyperx:3x4", "hammingmesh:2x2:2x2"]
 COLLECTIVES = ["allreduce", "reduce_scatter", "allgather"]
 
 
