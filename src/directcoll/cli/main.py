@@ -83,6 +83,8 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", help=VARIANT_HELP)
     p.add_argument("--ports", type=count(1), help="concurrent collectives / ports to use, >= 1 (default: the "
                                                   "algorithm's)")
+    p.add_argument("--chunks", type=count(1), help="bfb only: cut every shard into P equal chunks, loads rounded "
+                                                   "to whole chunks (Zhao et al. App. E.2); T_B is reported")
 
 
 
@@ -159,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--steps", help="generalized only: number of steps (ceil(log2 P) .. 2 ceil(log2 P)) or "
                                        "'auto' (the fastest at --sizes with --params, default kolmakov-cluster)")
     sched.add_argument("--group", choices=["cyclic", "xor"], help="generalized only: the group T_P (default cyclic)")
-    sched.add_argument("--sizes", help="vector size for --steps auto, one size (default 1MiB)")
+    sched.add_argument("--sizes", help="vector size for --steps auto, one size (default 1MiB); bfb: the size M "
+                                       "at which LP (14) weighs every link's latency (Zhao et al. App. E.3)")
     add_deprecated_size(sched)
     sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")
     sched.add_argument("--method", choices=["timestepped", "path", "extp"],
@@ -185,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--topology", help=f"{TOPOLOGY_OVERRIDE_HELP}; without a file, the network to build on "
                                          f"(default {DEFAULT_TOPOLOGY})")
     _add_build_options(cost)
-    cost.add_argument("--sizes", help="vector size for the time estimate, one size such as 64MiB")
+    cost.add_argument("--sizes", help="vector size for the time estimate, one size such as 64MiB (bfb: also the "
+                                      "size M of LP (14))")
     add_deprecated_size(cost)
     cost.add_argument("--alpha", type=duration, default=400e-9, help="time per step, e.g. 400ns or 1us; a bare "
                                                                      "number is seconds (default 400ns: one hop of "

@@ -10,15 +10,29 @@ averaging any solution over them keeps every link load, so LP (1) has an optimum
 therefore solve, per (u, t), the LP over patterns p with multiplicity c_p, in link loads z[p, l] (shards)::
 
     minimise U  subject to
-        sum_{l in p} z[p, l] = c_p                       for every pattern p
-        sum_p z[p, l] <= U * bw(l) / max bw               for every in-link l of u   (App. E.3, LP (14), α = 0)
+        sum_{l in p} z[p, l] = c_p                                 for every pattern p
+        a_l + sum_p z[p, l] * max bw / bw(l) <= U                   for every in-link l of u   (App. E.3, LP (14))
         z >= 0
 
-Its optimum is that of LP (1). The LP depends only on the patterns, counts and bandwidths, so identical LPs
-are solved once: on a Cayley topology (``Topology.port_offsets``: tori, rings, hypercubes, circulants, Hamming
-graphs, ...) the schedule of node 0 is computed and translated to every node, i.e. one LP per step and
-vertex orbit (Sec. 6.1 "vertex-transitive"); elsewhere LPs are cached by their exact content. The number of
-distinct LPs is then small enough that solving them one after the other beats a process pool's start-up.
+Its optimum is that of LP (1) / (14). The LP depends only on the patterns, counts, bandwidths and latencies,
+so identical LPs are solved once: on a Cayley topology (``Topology.port_offsets``: tori, rings, hypercubes,
+circulants, Hamming graphs, ...) whose links' values depend on the port only, node 0's schedule is computed and
+translated to every node, i.e. one LP per step and vertex orbit (Sec. 6.1 "vertex-transitive"); elsewhere LPs
+are cached by their exact content, and solved one after the other (cheaper than a process pool's start-up).
+
+**LP (14), as we read it.** The text reads ``α_{w,u} + (M/N)/B_{w,u} Σ_v x_{v,(w,u),t} <= U_{u,t}`` for every
+w in N^-(u): a link's time in a step is its latency plus its bytes over its bandwidth (Sec. 3's α-β model per
+link). Time is measured in tau = (M/N) / max bw (one shard on the fastest link), a_l = α_l / tau with α_l the
+link's latency (``Topology.link_latency``). A latency shared by all in-links (the simulator's α and per-hop
+latency, uniform links) only shifts U, so a_l is taken relative to the smallest among the step's usable
+in-links: uniform latencies give exactly LP (1) and the same schedule. Without a size (``size=None``) a_l = 0,
+LP (14)'s limit for large M.
+
+**The slow-link rule (App. E.3):** "α_{w,u} alone dominates U_{u,t} even though Σ_v x_{v,(w,u),t} = 0 ...
+[remove] link (w, u) and [solve] the LP again." Exactly: after a solve, every in-link with a_l >= U (its
+latency alone reaches the optimum, so it carries nothing) and above the smallest latency is removed and the LP
+solved again, until none is left (removed links carried nothing, so every pattern stays feasible and U never
+grows). An in-link that can carry none of step t's sources is left out of the latency rows from the start.
 
 **From loads to pieces.** Every feeding link holds all of v's shard, so only amounts matter (Sec. 6.1). The
 c_p shards of a pattern are laid end to end and cut at the cumulative loads of its links, so each source gets
@@ -30,14 +44,15 @@ common denominator stays small.
 
 **Discrete chunks (App. E.2).** With ``chunks=P`` every shard is cut into P equal chunks and the loads of each
 pattern are rounded to whole chunks by largest remainder
-(:func:`~directcoll.schedule.chunking.largest_remainder`, row sums kept). A link then carries at most one
-chunk more per pattern than the LP asks, within Theorem 20's bound of one chunk per source.
+(:func:`~directcoll.schedule.chunking.largest_remainder`, row sums kept): the rounding of IP (13)'s LP
+relaxation (LP (1) scaled by P). A link then carries at most one chunk more per pattern than the LP asks,
+within Theorem 20's bound of one chunk per source; ``meta["t_b_m_over_b_relaxed"]`` keeps the relaxation's
+T_B^LP beside the rounded schedule's ``t_b_m_over_b_lp``.
 
-Consequences (Sec. 6.1): T_L = D steps, the lowest possible (App. E.1, Theorem 15); data follows shortest
-paths only; the BW time is eq. (2), T_B = sum_t max_{u} (time of the most loaded in-link of u in step t), and
-LP (1) gives the optimal BFB schedule (Theorem 16). That is BW-optimal on tori (any dimensions >= 3, Theorem
-13), bidirectional rings (App. F.1), distance-regular graphs (App. F.3, Theorem 18) and circulants (App. F.4:
-proved for degree 4, Conjecture 1 beyond), but not on every topology (Sec. 6.2).
+Consequences (Sec. 6.1): T_L = D steps, the lowest possible (Theorem 15); data follows shortest paths only;
+T_B is eq. (2), sum_t max_u (time of u's most loaded in-link in step t), optimal among BFB schedules (Theorem
+16): BW-optimal on tori (Theorem 13), bidirectional rings (F.1), distance-regular graphs (F.3) and circulants
+(F.4: degree 4, Conjecture 1 beyond), not on every topology (Sec. 6.2).
 
 Source: Zhao et al. (NSDI'25) Sec. 6.1, App. E; docs/algorithms.md, "BFB schedules".
 """
@@ -120,9 +135,7 @@ class _LoadLPs:
 
     def __init__(self, chunks: int | None, options: dict | None = None, drop_slow_links: bool = True) -> None:
         self._solver: Solver | None = None  # one HiGHS instance for all LPs, made at the first real LP
-        self._options = options
-        self.chunks = chunks
-        self.drop_slow_links = drop_slow_links
+        self._options, self.chunks, self.drop_slow_links = options, chunks, drop_slow_links
         self.solutions: list[np.ndarray] = []  # per LP: (P, K) object array of Fractions
         self.times: list[float] = []  # per LP: most loaded link's time, shards / relative bandwidth
         self.full_times: list[float] = []  # per LP: LP (14)'s U, max over used links of latency + data, in tau
@@ -518,9 +531,8 @@ def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
         keep = {k: v for k, v in ag.meta.items() if k not in ("algorithm", "variant")}
         return reverse(relabel(ag, negate), meta={**meta, **keep})
     ag = _allgather_on(_graph(topology, True, _size(size)), _chunks(chunks), meta, drop_slow_links)
-    if chunks is not None or size is not None:  # (the plain schedule's meta stays as it was recorded)
-        meta = {**meta, **{k: v for k, v in ag.meta.items() if k not in meta}}
-    return reverse(ag, meta=meta)
+    extra = {k: v for k, v in ag.meta.items() if k not in meta} if chunks or size else {}  # plain: as recorded
+    return reverse(ag, meta={**meta, **extra})
 
 
 def _chunks(chunks) -> int | None:
