@@ -168,7 +168,7 @@ class _LoadLPs:
         active = usable.copy()
         while True:
             pi, li = np.nonzero(patterns & active)
-            x = self._lp(pi, li, patterns.shape, counts, rel_bw, alpha)
+            x = self._lp(pi, li, patterns.shape, counts, rel_bw, np.where(active, alpha, 0.0))  # removed: no row
             link_load = np.bincount(li, weights=x, minlength=patterns.shape[1])
             u = float((alpha + link_load / rel_bw)[active].max())
             # the rule: a link whose latency alone reaches U (so it carries nothing) is removed, the LP solved again

@@ -127,7 +127,10 @@ def _value(spec: str, key: str, text: str, own: np.ndarray) -> np.ndarray:
 
 
 def modify_links(g: Topology, settings) -> Topology:
-    """G with the bandwidth and/or latency of the selected links set or scaled (module docstring): links(SPEC,...).
+    """G with the bandwidth and/or latency of chosen links set (100gbps, 2us) or scaled (0.5x) (Zhao et al. App.
+    E.3): the links along grid dimension K, of offset S (rings, circulants), or named U-V; none: every link.
+
+    Selectors and values as in the module docstring.
 
     Args:
         g: any topology.
