@@ -247,7 +247,7 @@ def cmd_schedule(args) -> int:
     else:
         print(f"wrote {path}: {schedule.algorithm} {schedule.collective.value} on {args.spec}, "
               f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers"
-              + _bfb_summary(schedule.meta))
+              + _bfb_summary(schedule.meta, schedule.collective.value))
     return 0
 
 
@@ -274,11 +274,11 @@ def _bfb_options(args, spec: str, command: str) -> tuple:
     return topology, options
 
 
-def _bfb_summary(meta: dict) -> str:
+def _bfb_summary(meta: dict, collective: str) -> str:
     """``; T_B = ... M/B`` (and the LP's, the LP (14) time and dropped links) for a BFB schedule, else ""."""
     if "t_b_m_over_b_lp" not in meta:
         return ""
-    out = f"; T_B = {float(meta['t_b_m_over_b_lp']):.6g} M/B"
+    out = f"; T_B = {float(meta['t_b_m_over_b_lp']):.6g} M/B" + (" per phase" if collective == "allreduce" else "")
     if "t_b_m_over_b_relaxed" in meta:
         out += f" with {meta['chunks']} chunks per shard (LP: {float(meta['t_b_m_over_b_relaxed']):.6g} M/B)"
     if "bfb_time_s" in meta:

@@ -14,7 +14,9 @@ Selectors (at most one kind; none selects every link):
 
 Values: ``bandwidth=`` a bandwidth with its unit (``100gbps``, ``50gb/s``) or a factor of the link's own
 (``0.5x``); ``latency=`` a time with its unit (``2us``, ``500ns``) or a factor (``10x``). At least one of them.
-Modifiers nest: ``links(links(torus:4x4,dim=0,bandwidth=0.5x),dim=1,latency=2us)``.
+Modifiers nest: ``links(links(torus:4x4,dim=0,bandwidth=0.5x),dim=1,latency=2us)``. Like a network file's,
+the values a modifier sets are kept per link by ``simulate`` and ``compare`` over a preset's link bandwidth or
+latency (``params["per_link"]``); the other links keep the spec's (400 Gb/s, 100 ns unless told otherwise).
 
 Source: Zhao et al. (NSDI'25) App. E.3 (heterogeneous links); docs/topology.md, "Heterogeneous links".
 """
@@ -140,7 +142,8 @@ def modify_links(g: Topology, settings) -> Topology:
     Returns:
         A Topology with the same nodes, links (order kept), shape, Cayley offsets, kind and params as G and the
         changed bandwidths (bytes/s) and latencies (s) of the selected links; its spec is :func:`links_spec`,
-        which rebuilds it.
+        which rebuilds it. ``params["per_link"]`` names the values set, which the simulators then keep per link
+        over a preset's (:func:`directcoll.simulate.params.resolve_network`), as a network file's.
 
     Raises:
         SpecError: an unknown or repeated key, no value key, a selector that does not fit G (``dim`` beyond its
@@ -180,6 +183,7 @@ def modify_links(g: Topology, settings) -> Topology:
             bw[sel] = _value(spec, k, v, bw[sel])
         else:
             lat[sel] = _value(spec, k, v, lat[sel])
+    per_link = tuple(k for k in VALUE_KEYS if k in dict(values) or k in g.params.get("per_link", ()))
     return Topology(spec=spec, kind=g.kind, num_compute=g.num_compute, num_nodes=g.num_nodes, link_src=g.link_src,
                     link_dst=g.link_dst, link_bandwidth=bw, link_latency=lat, shape=g.shape, wraps=g.wraps,
-                    port_offsets=g.port_offsets, params=dict(g.params))
+                    port_offsets=g.port_offsets, params={**g.params, "per_link": per_link})
