@@ -176,6 +176,12 @@ def test_links_modifier_forms():
     c = parse("links(ring:6,cable=0-1,link=2-3,latency=10x)")
     slow = {(int(a), int(b)) for a, b, x in zip(c.link_src, c.link_dst, c.link_latency, strict=True) if x > 5e-7}
     assert slow == {(0, 1), (1, 0), (2, 3)}
+    # simulate / compare keep the values a modifier set over the preset's; a cut of mixed rates has no one value
+    from directcoll.simulate.params import resolve_network
+
+    _, params, _ = resolve_network("links(ring:4,offset=1,latency=2us)", "swing-sst")
+    assert params.link_latency is None and params.link_bandwidth == 50e9
+    assert describe(t).bisection_bandwidth_bytes_per_s is None and describe(t).bisection_links == 8
     for bad, why in (("links(torus:3x3,offset=1,latency=1us)", "one-dimensional"),
                      ("links(ring:4,link=0-2,latency=1us)", "chooses no link"),
                      ("links(ring:4,latency=5)", "needs its unit"), ("links(ring:4,dim=0)", "bandwidth=B")):
