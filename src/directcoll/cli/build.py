@@ -233,11 +233,12 @@ def cmd_schedule(args) -> int:
     check_output(args.output, "-o")
     args.spec = preset_spec(args.spec)
     options = {**_generalized_options(args), **build_options(args)}
+    network, bfb = _bfb_options(args, args.spec, "schedule")
     method = getattr(args, "method", None)  # mcf: --method timestepped|path|extp is the variant
     if method is not None and args.variant not in (None, method):
         raise DirectcollError(f"--method {method} and --variant {args.variant} disagree; give one of them")
-    schedule = build(args.algorithm, args.spec, args.collective, variant=method or args.variant, ports=args.ports,
-                     **options)
+    schedule = build(args.algorithm, network, args.collective, variant=method or args.variant, ports=args.ports,
+                     **options, **bfb)
     path = save(schedule, args.output)
     info = {"file": str(path), "algorithm": schedule.algorithm, "collective": schedule.collective.value,
             "ranks": schedule.nranks, "steps": schedule.num_steps, "transfers": schedule.num_transfers,
@@ -246,8 +247,42 @@ def cmd_schedule(args) -> int:
         print_json(info)
     else:
         print(f"wrote {path}: {schedule.algorithm} {schedule.collective.value} on {args.spec}, "
-              f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers")
+              f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers"
+              + _bfb_summary(schedule.meta, schedule.collective.value))
     return 0
+
+
+def _bfb_options(args, spec: str, command: str) -> tuple:
+    """(the network to build on, bfb options): the one size of ``--sizes`` as bfb's ``size`` (Zhao et al. App.
+    E.3; ``--chunks``, App. E.2, is a build option of :func:`build_options`); a note on stderr when links differ in
+    latency and no size is given. Other algorithms get the spec unchanged and no options."""
+    from directcoll.registry import get
+
+    if get(args.algorithm or DEFAULT_ALGORITHM).name != "bfb":
+        return spec, {}
+    from directcoll.topology import parse
+
+    topology = parse(spec)
+    options = {}
+    if args.sizes is not None:
+        options["size"] = one_size(args.sizes, f"{command} bfb --sizes")
+    elif topology.num_links and np.ptp(topology.link_latency) > 0:
+        print(f"directcoll: note: the links of {topology.spec} differ in latency; without --sizes M, BFB balances "
+              "bandwidth only (LP (14) of Zhao et al. App. E.3 needs the size M)", file=sys.stderr)
+    return topology, options
+
+
+def _bfb_summary(meta: dict, collective: str) -> str:
+    """``; T_B = ... M/B`` (and the LP's, the LP (14) time and dropped links) for a BFB schedule, else ""."""
+    if "t_b_m_over_b_lp" not in meta:
+        return ""
+    out = f"; T_B = {float(meta['t_b_m_over_b_lp']):.6g} M/B" + (" per phase" if collective == "allreduce" else "")
+    if "t_b_m_over_b_relaxed" in meta:
+        out += f" with {meta['chunks']} chunks per shard (LP: {float(meta['t_b_m_over_b_relaxed']):.6g} M/B)"
+    if "bfb_time_s" in meta:
+        out += (f"; LP (14) time at {meta['size_bytes']:.6g} B: {meta['bfb_time_s'] * 1e6:.6g} us, "
+                f"{meta['bfb_dropped_links']} slow in-links dropped")
+    return out
 
 
 
@@ -405,6 +440,8 @@ def cmd_cost(args) -> int:
     from directcoll.topology import parse
     from directcoll.units import format_time
 
+    if args.file and getattr(args, "chunks", None) is not None:
+        raise DirectcollError("--chunks applies when cost builds a bfb schedule (--algorithm bfb), not to a file")
     if args.file:
         schedule = load(args.file)
         spec = args.topology or schedule.meta.get("topology")
@@ -413,8 +450,9 @@ def cmd_cost(args) -> int:
         spec = preset_spec(spec)
     else:
         spec = preset_spec(args.topology or DEFAULT_TOPOLOGY)
-        schedule = build(args.algorithm or DEFAULT_ALGORITHM, spec, args.collective, variant=args.variant,
-                         ports=args.ports, **build_options(args))
+        network, bfb = _bfb_options(args, spec, "cost")
+        schedule = build(args.algorithm or DEFAULT_ALGORITHM, network, args.collective, variant=args.variant,
+                         ports=args.ports, **build_options(args), **bfb)
     topology = parse(spec)
     report = analyze(schedule, topology)
     out = report.to_dict()
