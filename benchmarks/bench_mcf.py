@@ -2,9 +2,12 @@
 
 Run: python3 benchmarks/bench_mcf.py [--table] [--timing] [--solvers] [--specs genkautz:4:100,torus:8x8]
      [--workers K] [--repeat R] [--scaling 100,200,500,1000]
+     [--certified jellyfish:150:4,jellyfish:1000:4 --gap 0.01 --time-limit 600]
 With none of --table, --timing, --solvers, --scaling, the first two run. --scaling times the decomposed method
 (exact, all workers) on genkautz:4:N (Basu et al. Fig. 7's scaling benchmark) and the all-to-all bracket of
-:mod:`directcoll.synthesis.mcf.bracket` on the same graphs. Prints Markdown tables; docs/alltoall.md records
+:mod:`directcoll.synthesis.mcf.bracket` on the same graphs. --certified runs
+directcoll.synthesis.mcf.certified.alltoall_mcf_certified (lower <= F <= upper, docs/alltoall.md, "Methods") on
+the specs given, with progress on stderr. Prints Markdown tables; docs/alltoall.md records
 them with the date and machine. Timings are wall seconds of alltoall_mcf (best of --repeat runs), split into its
 stages.
 """
@@ -138,6 +141,23 @@ def scaling(sizes: list[int], workers: int) -> None:
               f"{b.lower:.10g} | {b.upper:.10g} | {b.gap:.2e} | {took:.1f} |", flush=True)
 
 
+def certified(specs: list[str], gap: float, time_limit: float) -> None:
+    import sys
+
+    from directcoll.synthesis.mcf.certified import alltoall_mcf_certified
+
+    print("| topology | lower | upper | gap | converged | iterations | seconds | load (uptime) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for spec in specs:
+        def show(it, lo, up, g, spec=spec):
+            print(f"{spec}: iteration {it}, {lo:.6g} <= F <= {up:.6g}, gap {g:.3%}", file=sys.stderr, flush=True)
+
+        b = alltoall_mcf_certified(spec, rel_gap=gap, time_limit=time_limit, progress=show)
+        load = os.getloadavg()[0]
+        print(f"| {spec} | {b.lower:.6g} | {b.upper:.6g} | {b.gap:.2%} | {b.converged} | {b.iterations} | "
+              f"{b.seconds:.0f} | {load:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--table", action="store_true", help="F, bounds and method for a list of topologies")
@@ -148,9 +168,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="child-LP processes (default: cores)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per timing; the best is reported")
     ap.add_argument("--scaling", default="", help="N list: decomposed MCF and the bracket on genkautz:4:N")
+    ap.add_argument("--certified", default="", help="specs: certified MCF bounds (e.g. jellyfish:1000:4)")
+    ap.add_argument("--gap", type=float, default=0.01, help="--certified: target relative gap (default 0.01)")
+    ap.add_argument("--time-limit", type=float, default=600.0, help="--certified: seconds per topology (default 600)")
     args = ap.parse_args()
     benchcli.begin(args, ESTIMATE, "bench_mcf")
-    both = not (args.table or args.timing or args.solvers or args.scaling)
+    both = not (args.table or args.timing or args.solvers or args.scaling or args.certified)
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}\n")
     if args.table or both:
@@ -163,6 +186,8 @@ def main() -> None:
         solvers(args.specs.split(","), args.repeat)
     if args.scaling:
         scaling([int(n) for n in args.scaling.split(",")], args.workers)
+    if args.certified:
+        certified(args.certified.split(","), args.gap, args.time_limit)
 
 
 if __name__ == "__main__":

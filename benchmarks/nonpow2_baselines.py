@@ -14,7 +14,7 @@ Run: python3 benchmarks/nonpow2_baselines.py [SPEC ...]
 
 from __future__ import annotations
 
-import argparse
+import benchcli
 
 from directcoll.cost.analytic import analyze, elimination_allreduce_cost
 from directcoll.errors import UnsupportedShapeError
@@ -22,6 +22,8 @@ from directcoll.registry import build
 from directcoll.topology.spec import parse
 from directcoll.verify import verify
 
+#: measured 2026-11-26: about 4 s at load 11 on the shared 2-core VM
+ESTIMATE = "about 5 s"
 SHAPES = ["ring:6", "ring:7", "ring:12", "torus:4x4", "torus:6x6", "torus:10x6", "torus:5x6", "torus:3x5",
           "torus:7x4", "torus:3x3x3"]
 
@@ -40,9 +42,10 @@ def _row(spec: str, name: str, variant: str | None) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("specs", nargs="*", default=SHAPES)
+    ap = benchcli.parser(__doc__, ESTIMATE)
+    ap.add_argument("specs", nargs="*", default=SHAPES, help="topology specs (default: the docs' shapes)")
     args = ap.parse_args()
+    benchcli.begin(args, ESTIMATE, "nonpow2_baselines")
     head = ("| topology | construction | steps | bytes/rank | β coeff. | γ coeff. | Ψ | Ξ | pieces | verified |\n"
             "|---|---|---|---|---|---|---|---|---|---|")
     print("Table 1: Swing allreduce, Fig. 3 (bandwidth) vs the authors' library (libswing)\n")

@@ -15,12 +15,11 @@ Prints one row per cell with SMPI / model - 1 for each model and writes the CSV.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime
-import os
 import time
-from pathlib import Path
+
+import benchcli
 
 from directcoll.errors import DirectcollError, ResourceError
 from directcoll.registry import build
@@ -32,17 +31,21 @@ from directcoll.simulate.params import SWING_SST
 from directcoll.topology import parse
 from directcoll.units import parse_sizes
 
+#: measured 2026-11-26 (load 10-16): torus:4x4 and torus:8x8 at the default sizes, a few minutes with ns-3
+ESTIMATE = "about 5 minutes (ns-3 and SMPI cells)"
 ALGORITHMS = [("swing", "bandwidth"), ("swing", "latency"), ("ring", None), ("recursive-doubling", None)]
 MODEL_PARAMS = SWING_SST.with_(packet_header=2, name="swing-sst, 4 KiB packets, 2-byte header")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--specs", default="torus:4x4,torus:8x8")
-    ap.add_argument("--sizes", default="1KiB,64KiB,1MiB,8MiB")
-    ap.add_argument("--max-packet-hops", type=float, default=2e6)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "smpi_fidelity.csv"))
+    ap = benchcli.parser(__doc__, ESTIMATE, out_help="the CSV is DIR/smpi_fidelity.csv (docs: --out "
+                         "benchmarks/results)")
+    ap.add_argument("--specs", default="torus:4x4,torus:8x8", help="comma list of topology specs")
+    ap.add_argument("--sizes", default="1KiB,64KiB,1MiB,8MiB", help="vector sizes")
+    ap.add_argument("--max-packet-hops", type=float, default=2e6, help="ns-3 cells above this are skipped")
     args = ap.parse_args()
+    out_dir = benchcli.begin(args, ESTIMATE, "smpi_fidelity")
+    csv_path = out_dir / "smpi_fidelity.csv"
     rows = []
     started = time.time()
     for spec in args.specs.split(","):
@@ -74,12 +77,11 @@ def main() -> None:
         times = [f"{r[k] * 1e6:>9.2f}us" if r[k] else f"{'-':>11}" for k in ("smpi_s", "step_s", "flow_s", "packet_s")]
         print(f"{r['topology']:<10} {label:<26} {r['bytes']:>9} " + " ".join(times) + " "
               + " ".join(f"{x:>8}" for x in rel) + f" {r['smpi_native_s'] * 1e6:>9.2f}us")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w", newline="") as fh:
+    with open(csv_path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    print(f"{len(rows)} cells in {time.time() - started:.0f} s, {datetime.date.today()}; wrote {args.out}")
+    print(f"{len(rows)} cells in {time.time() - started:.0f} s, {datetime.date.today()}; wrote {csv_path}")
 
 
 if __name__ == "__main__":

@@ -54,13 +54,16 @@ def test_swing_pattern_refuses_what_swing_refuses():
 
 
 @pytest.mark.parametrize("spec", ["torus:3x3", "torus:4x3", "torus:2x3x2", "torus:5x6", "ring:5", "ring:4:uni",
-                                  "hypercube:3", "torus:4x4x2", "mesh:3x3", "torus:2x2"])
+                                  "hypercube:3", "torus:4x4x2", "mesh:3x3", "torus:2x2",
+                                  "links(ring:4,offset=1,latency=2us)", "links(torus:3x4,dim=1,bandwidth=0.5x)",
+                                  "links(ring:6,cable=0-1,latency=10x)"])
 def test_bfb_pattern_equals_the_schedules_pattern(spec):
     t = parse(spec)
     for coll in COLLECTIVES:
-        for chunks in (None, 4):
-            schedule = build_bfb(t, coll, chunks=chunks)
-            assert bfb_pattern(t, coll, chunks=chunks).equivalent(pattern_of(schedule)), (spec, coll, chunks)
+        for chunks, size in ((None, None), (4, None), (None, 2**20)):
+            schedule = build_bfb(t, coll, chunks=chunks, size=size)
+            mine = bfb_pattern(t, coll, chunks=chunks, size=size)
+            assert mine.equivalent(pattern_of(schedule)), (spec, coll, chunks, size)
     assert verify(build_bfb(t, "allreduce")).ok
 
 

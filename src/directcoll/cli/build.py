@@ -70,9 +70,10 @@ def cmd_topology_describe(args) -> int:
         out["source"] = topology.params["description"]
     if getattr(args, "alltoall", False):
         out.update(_alltoall_fields(topology, args))
-    elif any(getattr(args, k, None) is not None for k in ("host_bandwidth", "method", "max_iterations", "target_gap")):
-        raise DirectcollError("--method, --host-bandwidth, --max-iterations and --target-gap apply to the all-to-all "
-                              "MCF; add --alltoall")
+    elif any(getattr(args, k, None) is not None for k in ("host_bandwidth", "method", "max_iterations", "target_gap",
+                                                          "time_limit")):
+        raise DirectcollError("--method, --host-bandwidth, --max-iterations, --target-gap and --time-limit apply to "
+                              "the all-to-all MCF; add --alltoall")
     if args.json:
         print_json(out)
     else:
@@ -125,15 +126,20 @@ def add_alltoall_options(p) -> None:
     """
     p.add_argument("--alltoall", action="store_true",
                    help="also compute the all-to-all max concurrent flow F (alltoall_mcf, in units of one link)")
-    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "automorphism", "bracket"],
-                   help="MCF method (default auto: symmetric on Cayley topologies, automorphism on generalized "
-                        "Kautz, else link); bracket: certified "
-                        "bounds lower <= F <= upper without the LP, for graphs too large for it")
-    p.add_argument("--max-iterations", type=count(0), help="bracket only: Frank-Wolfe iteration cap, >= 0 "
-                                                           "(default 400); a warning says when it stops the run "
-                                                           "before --target-gap")
-    p.add_argument("--target-gap", type=_fraction, help="bracket only: stop at this relative gap (upper - lower) / "
-                                                       "lower, e.g. 0.001 or 0.1%% (default 0.1%%)")
+    p.add_argument("--method", choices=["auto", "link", "decomposed", "symmetric", "automorphism", "certified",
+                                        "bracket"],
+                   help="MCF method (default auto: symmetric on Cayley topologies, else automorphism (one source per "
+                        "orbit of the BLISS automorphism group) or link while the LP has at most 100,000 flow "
+                        "columns, else certified); certified: lower <= F <= upper iterated to --target-gap; bracket: "
+                        "Frank-Wolfe bounds")
+    p.add_argument("--max-iterations", type=count(0), help="bracket and certified only: iteration cap, >= 0 "
+                                                           "(default 400 and 2000); a warning says when it stops the "
+                                                           "run before --target-gap")
+    p.add_argument("--target-gap", type=_fraction, help="bracket and certified only: stop at this relative gap "
+                                                       "(upper - lower) / lower, e.g. 0.01 or 1%% (default 0.1%% for "
+                                                       "bracket, 1%% for certified)")
+    p.add_argument("--time-limit", type=float, help="certified only: stop after this many seconds, > 0 (the bounds "
+                                                    "hold; the gap is reported)")
     p.add_argument("--link-bandwidth", type=bandwidth, help="override: link bandwidth with its unit, e.g. 400Gbps "
                                                             "or 50GB/s (a bare number is refused)")
     p.add_argument("--host-bandwidth", type=bandwidth, help="host <-> NIC bandwidth, e.g. 100Gbps or 12.5GB/s: "
@@ -163,26 +169,46 @@ def _alltoall_fields(topology, args) -> dict:
     from directcoll.synthesis.mcf.link import alltoall_mcf
 
     bound = capacity_bound(topology, host_bandwidth=args.host_bandwidth)
-    if args.method == "bracket":
+    method = args.method or "auto"
+    if method == "auto":
+        from directcoll.synthesis.mcf.certified import auto_method
+
+        method, columns = auto_method(topology, host_bandwidth=args.host_bandwidth)
+        if method == "certified":
+            print(f"directcoll: note: the exact LP of {topology.spec} has {columns:,} flow columns after the "
+                  "symmetry reductions; bounding F by --method certified instead", file=sys.stderr)
+    if method == "certified" and getattr(args, "time_limit", None) is not None and not args.time_limit > 0:
+        raise DirectcollError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
+    if method in ("bracket", "certified"):
         from directcoll.synthesis.mcf.bracket import alltoall_mcf_bracket
+        from directcoll.synthesis.mcf.certified import alltoall_mcf_certified
 
         limits = {k: v for k, v in (("rel_gap", args.target_gap), ("max_iterations", args.max_iterations))
                   if v is not None}
-        with Heartbeat(f"bracketing the all-to-all MCF of {topology.spec}") as beat:
-            b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth,
-                                     progress=lambda it, cap, gap: beat(f"iteration {it}/{cap}, gap {gap:.2%}"),
-                                     **limits)
+        with Heartbeat(f"bounding the all-to-all MCF of {topology.spec} ({method})") as beat:
+            if method == "bracket":
+                b = alltoall_mcf_bracket(topology, host_bandwidth=args.host_bandwidth,
+                                         progress=lambda it, cap, gap: beat(f"iteration {it}/{cap}, gap {gap:.2%}"),
+                                         **limits)
+            else:
+                b = alltoall_mcf_certified(
+                    topology, host_bandwidth=args.host_bandwidth, time_limit=getattr(args, "time_limit", None),
+                    progress=lambda it, lo, up, gap: beat(f"iteration {it}, {lo:.6g} <= F <= {up:.6g}, "
+                                                          f"gap {gap:.2%}"), **limits)
         if not b.converged:
-            print(f"directcoll: warning: the bracket did not converge: gap {b.gap:.2%} after {b.iterations} "
-                  f"iterations, target {b.rel_gap:.2%} (raise --max-iterations or --target-gap)", file=sys.stderr)
+            print(f"directcoll: warning: the bounds did not converge: gap {b.gap:.2%} after {b.iterations} "
+                  f"iterations, target {b.rel_gap:.2%} (raise --max-iterations, --time-limit or --target-gap)",
+                  file=sys.stderr)
         return {"alltoall_mcf_lower": b.lower, "alltoall_mcf_upper": b.upper, "alltoall_mcf_gap": b.gap,
                 "alltoall_mcf_converged": b.converged, "alltoall_mcf_target_gap": b.rel_gap,
-                "alltoall_mcf_method": "bracket", "alltoall_mcf_iterations": b.iterations,
-                "alltoall_mcf_max_iterations": b.max_iterations, "alltoall_capacity_bound": bound}
-    if args.max_iterations is not None or args.target_gap is not None:
-        raise DirectcollError("--max-iterations and --target-gap apply to --method bracket only")
-    with Heartbeat(f"solving the all-to-all MCF of {topology.spec} (method {args.method or 'auto'})"):
-        result = alltoall_mcf(topology, method=args.method or "auto", host_bandwidth=args.host_bandwidth)
+                "alltoall_mcf_method": method, "alltoall_mcf_iterations": b.iterations,
+                "alltoall_mcf_max_iterations": b.max_iterations, "alltoall_mcf_seconds": b.seconds,
+                "alltoall_capacity_bound": bound}
+    if args.max_iterations is not None or args.target_gap is not None or getattr(args, "time_limit", None):
+        raise DirectcollError("--max-iterations, --target-gap and --time-limit apply to --method bracket and "
+                              "certified only")
+    with Heartbeat(f"solving the all-to-all MCF of {topology.spec} (method {method})"):
+        result = alltoall_mcf(topology, method=method, host_bandwidth=args.host_bandwidth)
     fields = {"alltoall_mcf": result.value, "alltoall_mcf_method": result.method,
               "alltoall_capacity_bound": bound,
               "alltoall_reference_bandwidth_bytes_per_s": result.reference_bandwidth,
@@ -233,11 +259,12 @@ def cmd_schedule(args) -> int:
     check_output(args.output, "-o")
     args.spec = preset_spec(args.spec)
     options = {**_generalized_options(args), **build_options(args)}
+    network, bfb = _bfb_options(args, args.spec, "schedule")
     method = getattr(args, "method", None)  # mcf: --method timestepped|path|extp is the variant
     if method is not None and args.variant not in (None, method):
         raise DirectcollError(f"--method {method} and --variant {args.variant} disagree; give one of them")
-    schedule = build(args.algorithm, args.spec, args.collective, variant=method or args.variant, ports=args.ports,
-                     **options)
+    schedule = build(args.algorithm, network, args.collective, variant=method or args.variant, ports=args.ports,
+                     **options, **bfb)
     path = save(schedule, args.output)
     info = {"file": str(path), "algorithm": schedule.algorithm, "collective": schedule.collective.value,
             "ranks": schedule.nranks, "steps": schedule.num_steps, "transfers": schedule.num_transfers,
@@ -246,8 +273,42 @@ def cmd_schedule(args) -> int:
         print_json(info)
     else:
         print(f"wrote {path}: {schedule.algorithm} {schedule.collective.value} on {args.spec}, "
-              f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers")
+              f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers"
+              + _bfb_summary(schedule.meta, schedule.collective.value))
     return 0
+
+
+def _bfb_options(args, spec: str, command: str) -> tuple:
+    """(the network to build on, bfb options): the one size of ``--sizes`` as bfb's ``size`` (Zhao et al. App.
+    E.3; ``--chunks``, App. E.2, is a build option of :func:`build_options`); a note on stderr when links differ in
+    latency and no size is given. Other algorithms get the spec unchanged and no options."""
+    from directcoll.registry import get
+
+    if get(args.algorithm or DEFAULT_ALGORITHM).name != "bfb":
+        return spec, {}
+    from directcoll.topology import parse
+
+    topology = parse(spec)
+    options = {}
+    if args.sizes is not None:
+        options["size"] = one_size(args.sizes, f"{command} bfb --sizes")
+    elif topology.num_links and np.ptp(topology.link_latency) > 0:
+        print(f"directcoll: note: the links of {topology.spec} differ in latency; without --sizes M, BFB balances "
+              "bandwidth only (LP (14) of Zhao et al. App. E.3 needs the size M)", file=sys.stderr)
+    return topology, options
+
+
+def _bfb_summary(meta: dict, collective: str) -> str:
+    """``; T_B = ... M/B`` (and the LP's, the LP (14) time and dropped links) for a BFB schedule, else ""."""
+    if "t_b_m_over_b_lp" not in meta:
+        return ""
+    out = f"; T_B = {float(meta['t_b_m_over_b_lp']):.6g} M/B" + (" per phase" if collective == "allreduce" else "")
+    if "t_b_m_over_b_relaxed" in meta:
+        out += f" with {meta['chunks']} chunks per shard (LP: {float(meta['t_b_m_over_b_relaxed']):.6g} M/B)"
+    if "bfb_time_s" in meta:
+        out += (f"; LP (14) time at {meta['size_bytes']:.6g} B: {meta['bfb_time_s'] * 1e6:.6g} us, "
+                f"{meta['bfb_dropped_links']} slow in-links dropped")
+    return out
 
 
 
@@ -405,6 +466,8 @@ def cmd_cost(args) -> int:
     from directcoll.topology import parse
     from directcoll.units import format_time
 
+    if args.file and getattr(args, "chunks", None) is not None:
+        raise DirectcollError("--chunks applies when cost builds a bfb schedule (--algorithm bfb), not to a file")
     if args.file:
         schedule = load(args.file)
         spec = args.topology or schedule.meta.get("topology")
@@ -413,8 +476,9 @@ def cmd_cost(args) -> int:
         spec = preset_spec(spec)
     else:
         spec = preset_spec(args.topology or DEFAULT_TOPOLOGY)
-        schedule = build(args.algorithm or DEFAULT_ALGORITHM, spec, args.collective, variant=args.variant,
-                         ports=args.ports, **build_options(args))
+        network, bfb = _bfb_options(args, spec, "cost")
+        schedule = build(args.algorithm or DEFAULT_ALGORITHM, network, args.collective, variant=args.variant,
+                         ports=args.ports, **build_options(args), **bfb)
     topology = parse(spec)
     report = analyze(schedule, topology)
     out = report.to_dict()

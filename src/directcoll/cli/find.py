@@ -13,13 +13,15 @@ SystemExit: 2
 from __future__ import annotations
 
 from directcoll.cli.options import check_output, read_sizes
-from directcoll.cli.output import ProgressBar, print_json, table_console
+from directcoll.cli.output import Heartbeat, ProgressBar, print_json, table_console
 
 
 def cmd_find_topology(args) -> int:
     """``directcoll find-topology --nodes N --degree d``: the Pareto frontier of (T_L, T_B) over base topologies and
     their expansions (:func:`directcoll.synthesis.finder.find_topology`) and the best one for the allreduce
-    time 2 (alpha T_L + T_B M/B) summed over ``--sizes``; ``--alltoall`` adds each frontier entry's MCF value;
+    time 2 (alpha T_L + T_B M/B) summed over ``--sizes``; ``--alltoall`` adds each frontier entry's MCF value
+    (exact while the LP after the symmetry reductions is small, else certified bounds ``alltoall_mcf`` (lower) and
+    ``alltoall_mcf_upper`` within 1 %: :func:`directcoll.synthesis.mcf.certified.auto_method`);
     ``-o`` writes the best topology's schedule.
 
     Output: a table with the theoretical bound, or with ``--json`` {nodes, degree, alpha_s, bandwidth_Bps, sizes,
@@ -55,13 +57,25 @@ def cmd_find_topology(args) -> int:
         result = find_topology(args.nodes, args.degree, alpha=alpha, m_over_b=[m / bandwidth for m in sizes],
                                bidirectional_only=args.bidirectional,
                                progress=(lambda done, total, _label: bar(done / total, 1)) if bar else None)
-    mcf = {}
+    mcf, mcf_upper = {}, {}
     if args.alltoall:
+        import sys
+
+        from directcoll.synthesis.mcf.certified import alltoall_mcf_certified, auto_method
         from directcoll.synthesis.mcf.link import alltoall_mcf
         from directcoll.topology.spec import parse
 
         for c in result.frontier:
-            mcf[c.spec] = float(alltoall_mcf(parse(c.spec)).value)
+            topo = parse(c.spec)
+            method, _ = auto_method(topo)
+            with Heartbeat(f"all-to-all MCF of {c.spec} ({method})") as beat:
+                if method == "certified":  # too large for the exact LP: certified bounds within 1 %
+                    b = alltoall_mcf_certified(topo, progress=lambda it, lo, up, gap: beat(f"gap {gap:.2%}"))
+                    mcf[c.spec], mcf_upper[c.spec] = b.lower, b.upper
+                    if not b.converged:
+                        print(f"directcoll: warning: {c.spec}: all-to-all bounds gap {b.gap:.2%}", file=sys.stderr)
+                else:
+                    mcf[c.spec] = float(alltoall_mcf(topo, method=method).value)
     bound_t_l, bound_t_b = theoretical_bound(args.nodes, args.degree)
     schedule_file = None
     if args.output:
@@ -70,7 +84,8 @@ def cmd_find_topology(args) -> int:
 
         schedule_file = args.output
         save(expanded_schedule(result.best.spec, args.collective), schedule_file)
-    frontier = [{**c.to_dict(), "time_s": result.times[c.spec], **({"alltoall_mcf": mcf[c.spec]} if mcf else {})}
+    frontier = [{**c.to_dict(), "time_s": result.times[c.spec], **({"alltoall_mcf": mcf[c.spec]} if mcf else {}),
+                 **({"alltoall_mcf_upper": mcf_upper[c.spec]} if c.spec in mcf_upper else {})}
                 for c in result.frontier]
     if args.json:
         print_json({"nodes": args.nodes, "degree": args.degree, "alpha_s": alpha, "bandwidth_Bps": bandwidth,
@@ -90,7 +105,8 @@ def cmd_find_topology(args) -> int:
         mark = " ◀ best" if row["spec"] == result.best.spec else ""
         table.add_row(row["spec"] + mark, f"{row['t_l_steps']}α", f"{row['t_b_m_over_b']:.4f}",
                       f"{row['time_s'] * 1e6:.1f} µs", row["construction"],
-                      *([f"{row['alltoall_mcf']:.3e}"] if mcf else []))
+                      *([f"{row['alltoall_mcf']:.3e}" + (f"..{row['alltoall_mcf_upper']:.3e}"
+                                                         if "alltoall_mcf_upper" in row else "")] if mcf else []))
     table.add_row("theoretical bound", f"{bound_t_l}α", f"{bound_t_b:.4f}", "", "Moore bound, (N-1)/N")
     console = table_console(table)
     console.print(table)

@@ -81,8 +81,10 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
                    choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                    help="collective to build (default: allreduce)")
     p.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
-    p.add_argument("--chunks", type=count(1), help="pipelined algorithms (chain, double-binary-tree, bfb): chunks, "
-                                                   ">= 1 (default: the algorithm's)")
+    p.add_argument("--chunks", type=count(1), help="pipelined algorithms (chain, double-binary-tree): chunks, >= 1 "
+                                                   "(default: the algorithm's); bfb: cut every shard into P equal "
+                                                   "chunks, loads rounded to whole chunks (Zhao et al. App. E.2), "
+                                                   "T_B reported")
     p.add_argument("--variant", help=VARIANT_HELP)
     p.add_argument("--ports", type=count(1), help="concurrent collectives / ports to use, >= 1 (default: the "
                                                   "algorithm's)")
@@ -168,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--placement", help="generalized only: the permutation h (Sec. 5.2), rank b's part at group "
                                            "element h(b): identity (default), aligned (group translations = torus "
                                            "translations) or comma-separated elements, one per rank")
-    sched.add_argument("--sizes", help="vector size for --steps auto, one size (default 1MiB)")
+    sched.add_argument("--sizes", help="vector size for --steps auto, one size (default 1MiB); bfb: the size M "
+                                       "at which LP (14) weighs every link's latency (Zhao et al. App. E.3)")
     add_deprecated_size(sched)
     sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")
     sched.add_argument("--method", choices=["timestepped", "path", "extp"],
@@ -194,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--topology", help=f"{TOPOLOGY_OVERRIDE_HELP}; without a file, the network to build on "
                                          f"(default {DEFAULT_TOPOLOGY})")
     _add_build_options(cost)
-    cost.add_argument("--sizes", help="vector size for the time estimate, one size such as 64MiB")
+    cost.add_argument("--sizes", help="vector size for the time estimate, one size such as 64MiB (bfb: also the "
+                                      "size M of LP (14))")
     add_deprecated_size(cost)
     cost.add_argument("--alpha", type=duration, default=400e-9, help="time per step, e.g. 400ns or 1us; a bare "
                                                                      "number is seconds (default 400ns: one hop of "
@@ -338,7 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_deprecated_size(fnd)
     fnd.add_argument("--bidirectional", action="store_true", help="only topologies whose links come in pairs")
     fnd.add_argument("--alltoall", action="store_true", help="also the all-to-all MCF value of every frontier "
-                                                             "entry (LP (3); slow for large non-Cayley graphs)")
+                                                             "entry (LP (3), reduced by the automorphism group; "
+                                                             "certified bounds within 1%% where still too large)")
     fnd.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"],
                      help="collective of the schedule written by -o (default allreduce)")
     fnd.add_argument("-o", "--output", help="write the best topology's schedule to this file (.json or .npz)")

@@ -10,15 +10,29 @@ averaging any solution over them keeps every link load, so LP (1) has an optimum
 therefore solve, per (u, t), the LP over patterns p with multiplicity c_p, in link loads z[p, l] (shards)::
 
     minimise U  subject to
-        sum_{l in p} z[p, l] = c_p                       for every pattern p
-        sum_p z[p, l] <= U * bw(l) / max bw               for every in-link l of u   (App. E.3, LP (14), α = 0)
+        sum_{l in p} z[p, l] = c_p                                 for every pattern p
+        a_l + sum_p z[p, l] * max bw / bw(l) <= U                   for every in-link l of u   (App. E.3, LP (14))
         z >= 0
 
-Its optimum is that of LP (1). The LP depends only on the patterns, counts and bandwidths, so identical LPs
-are solved once: on a Cayley topology (``Topology.port_offsets``: tori, rings, hypercubes, circulants, Hamming
-graphs, ...) the schedule of node 0 is computed and translated to every node, i.e. one LP per step and
-vertex orbit (Sec. 6.1 "vertex-transitive"); elsewhere LPs are cached by their exact content. The number of
-distinct LPs is then small enough that solving them one after the other beats a process pool's start-up.
+Its optimum is that of LP (1) / (14). The LP depends only on the patterns, counts, bandwidths and latencies,
+so identical LPs are solved once: on a Cayley topology (``Topology.port_offsets``: tori, rings, hypercubes,
+circulants, Hamming graphs, ...) whose links' values depend on the port only, node 0's schedule is computed and
+translated to every node, i.e. one LP per step and vertex orbit (Sec. 6.1 "vertex-transitive"); elsewhere LPs
+are cached by their exact content, and solved one after the other (cheaper than a process pool's start-up).
+
+**LP (14), as we read it.** The text reads ``α_{w,u} + (M/N)/B_{w,u} Σ_v x_{v,(w,u),t} <= U_{u,t}`` for every
+w in N^-(u): a link's time in a step is its latency plus its bytes over its bandwidth (Sec. 3's α-β model per
+link). Time is measured in tau = (M/N) / max bw (one shard on the fastest link), a_l = α_l / tau with α_l the
+link's latency (``Topology.link_latency``). A latency shared by all in-links (the simulator's α and per-hop
+latency, uniform links) only shifts U, so a_l is taken relative to the smallest among the step's usable
+in-links: uniform latencies give exactly LP (1) and the same schedule. Without a size (``size=None``) a_l = 0,
+LP (14)'s limit for large M.
+
+**The slow-link rule (App. E.3):** "α_{w,u} alone dominates U_{u,t} even though Σ_v x_{v,(w,u),t} = 0 ...
+[remove] link (w, u) and [solve] the LP again." Exactly: after a solve, every in-link with a_l >= U (its
+latency alone reaches the optimum, so it carries nothing) and above the smallest latency is removed and the LP
+solved again, until none is left (removed links carried nothing, so every pattern stays feasible and U never
+grows). An in-link that can carry none of step t's sources is left out of the latency rows from the start.
 
 **From loads to pieces.** Every feeding link holds all of v's shard, so only amounts matter (Sec. 6.1). The
 c_p shards of a pattern are laid end to end and cut at the cumulative loads of its links, so each source gets
@@ -30,14 +44,15 @@ common denominator stays small.
 
 **Discrete chunks (App. E.2).** With ``chunks=P`` every shard is cut into P equal chunks and the loads of each
 pattern are rounded to whole chunks by largest remainder
-(:func:`~directcoll.schedule.chunking.largest_remainder`, row sums kept). A link then carries at most one
-chunk more per pattern than the LP asks, within Theorem 20's bound of one chunk per source.
+(:func:`~directcoll.schedule.chunking.largest_remainder`, row sums kept): the rounding of IP (13)'s LP
+relaxation (LP (1) scaled by P). A link then carries at most one chunk more per pattern than the LP asks,
+within Theorem 20's bound of one chunk per source; ``meta["t_b_m_over_b_relaxed"]`` keeps the relaxation's
+T_B^LP beside the rounded schedule's ``t_b_m_over_b_lp``.
 
-Consequences (Sec. 6.1): T_L = D steps, the lowest possible (App. E.1, Theorem 15); data follows shortest
-paths only; the BW time is eq. (2), T_B = sum_t max_{u} (time of the most loaded in-link of u in step t), and
-LP (1) gives the optimal BFB schedule (Theorem 16). That is BW-optimal on tori (any dimensions >= 3, Theorem
-13), bidirectional rings (App. F.1), distance-regular graphs (App. F.3, Theorem 18) and circulants (App. F.4:
-proved for degree 4, Conjecture 1 beyond), but not on every topology (Sec. 6.2).
+Consequences (Sec. 6.1): T_L = D steps, the lowest possible (Theorem 15); data follows shortest paths only;
+T_B is eq. (2), sum_t max_u (time of u's most loaded in-link in step t), optimal among BFB schedules (Theorem
+16): BW-optimal on tori (Theorem 13), bidirectional rings (F.1), distance-regular graphs (F.3) and circulants
+(F.4: degree 4, Conjecture 1 beyond), not on every topology (Sec. 6.2).
 
 Source: Zhao et al. (NSDI'25) Sec. 6.1, App. E; docs/algorithms.md, "BFB schedules".
 """
@@ -55,6 +70,7 @@ from directcoll.lp import LinearProgram, Solver
 from directcoll.schedule.chunking import common_denominator, largest_remainder, rational_row
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import concat, relabel, reverse
+from directcoll.synthesis.bfb_pieces import merge_adjacent, node_pieces
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import LinkSet, bfs_distances
 
@@ -77,13 +93,15 @@ class _Graph:
     dst: np.ndarray  # (L,) heads
     link: np.ndarray  # (L,) link ids in the topology
     rel_bw: np.ndarray  # (L,) bandwidth / max bandwidth
+    rel_lat: np.ndarray  # (L,) latency / tau (one shard's time on the fastest link, (M/N) / max bandwidth); 0 without M
+    tau: float  # seconds per unit of the LPs' time (0 without a size)
 
     @property
     def n(self) -> int:
         return self.topology.num_compute
 
 
-def _graph(topology: Topology, transpose: bool) -> _Graph:
+def _graph(topology: Topology, transpose: bool, size: float | None = None) -> _Graph:
     if topology.num_nodes != topology.num_compute:
         raise UnsupportedShapeError(f"bfb: {topology.spec} has switch nodes; BFB schedules direct topologies "
                                     "(every node a rank, Zhao et al. Sec. 6.1)")
@@ -92,7 +110,10 @@ def _graph(topology: Topology, transpose: bool) -> _Graph:
     bw = topology.link_bandwidth[keep].astype(float)
     if transpose:
         src, dst = dst, src
-    return _Graph(topology, src, dst, keep, bw / bw.max())
+    if size is None:
+        return _Graph(topology, src, dst, keep, bw / bw.max(), np.zeros(len(keep)), 0.0)
+    tau = float(size / topology.num_compute / bw.max())
+    return _Graph(topology, src, dst, keep, bw / bw.max(), topology.link_latency[keep].astype(float) / tau, tau)
 
 
 def _distances(g: _Graph) -> np.ndarray:
@@ -113,45 +134,52 @@ def _distances_to(g: _Graph, node: int) -> np.ndarray:
 class _LoadLPs:
     """The aggregated LPs of all (u, t), solved once per distinct content; loads kept as exact Fractions."""
 
-    def __init__(self, chunks: int | None, options: dict | None = None) -> None:
+    def __init__(self, chunks: int | None, options: dict | None = None, drop_slow_links: bool = True) -> None:
         self._solver: Solver | None = None  # one HiGHS instance for all LPs, made at the first real LP
-        self._options = options
-        self.chunks = chunks
+        self._options, self.chunks, self.drop_slow_links = options, chunks, drop_slow_links
         self.solutions: list[np.ndarray] = []  # per LP: (P, K) object array of Fractions
         self.times: list[float] = []  # per LP: most loaded link's time, shards / relative bandwidth
+        self.full_times: list[float] = []  # per LP: LP (14)'s U, max over used links of latency + data, in tau
+        self.relaxed: list[float] = []  # per LP: the data time of the LP's own (unrounded) loads
+        self.dropped: list[int] = []  # per LP: in-links removed by the slow-link rule (App. E.3)
         self._index: dict[tuple, int] = {}
 
-    def solve(self, patterns: np.ndarray, counts: np.ndarray, rel_bw: np.ndarray) -> int:
-        """patterns: (P, K) bool feasible links, counts: (P,) sources per pattern; returns the LP's id."""
-        key = (patterns.tobytes(), patterns.shape, counts.tobytes(), rel_bw.tobytes())
+    def solve(self, patterns: np.ndarray, counts: np.ndarray, rel_bw: np.ndarray, rel_lat: np.ndarray) -> int:
+        """patterns: (P, K) bool feasible links, counts: (P,) sources per pattern, rel_bw / rel_lat: (K,) the
+        links' relative bandwidths and latencies (in tau); returns the LP's id."""
+        key = (patterns.tobytes(), patterns.shape, counts.tobytes(), rel_bw.tobytes(), rel_lat.tobytes())
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = len(self.solutions)
-            loads = self._solve(patterns, counts, rel_bw)
+            loads, relaxed, dropped = self._solve(patterns, counts, rel_bw, rel_lat)
             self.solutions.append(loads)
-            self.times.append(float((loads.sum(axis=0).astype(float) / rel_bw).max()))
+            data = loads.sum(axis=0).astype(float) / rel_bw
+            self.times.append(float(data.max()))
+            self.full_times.append(float((rel_lat + data)[data > 0].max()))
+            self.relaxed.append(relaxed)
+            self.dropped.append(dropped)
         return found
 
-    def _solve(self, patterns, counts, rel_bw) -> np.ndarray:
-        pi, li = np.nonzero(patterns)
-        nx, npat, nl = len(pi), len(counts), patterns.shape[1]
-        if np.all(patterns.sum(axis=1) == 1):  # every pattern has a single feeding link: nothing to choose
-            x = counts[pi].astype(float)
-        else:
-            # column j < nx: pattern row pi[j] and link row npat + li[j]; column nx (U): -rel_bw on link rows
-            start = np.r_[np.arange(0, 2 * nx + 1, 2), 2 * nx + nl]
-            index = np.r_[np.c_[pi, npat + li].ravel(), npat + np.arange(nl)]
-            a = sp.csc_matrix((np.r_[np.ones(2 * nx), -rel_bw], index, start), shape=(npat + nl, nx + 1))
-            lp = LinearProgram(a, np.r_[np.zeros(nx), 1.0], np.zeros(nx + 1), np.full(nx + 1, np.inf),
-                               np.r_[counts.astype(float), np.full(nl, -np.inf)],
-                               np.r_[counts.astype(float), np.zeros(nl)],
-                               name=f"BFB load-balancing LP ({npat} source groups, {nl} in-links)")
-            if self._solver is None:
-                self._solver = Solver(self._options)
-            x = np.maximum(self._solver.solve(lp).x[:nx], 0.0)
+    def _solve(self, patterns, counts, rel_bw, rel_lat) -> tuple[np.ndarray, float, int]:
+        """LP (14) over the patterns with the slow-link rule: (loads (P, K) Fractions, the unrounded loads'
+        data time, links dropped)."""
+        usable = patterns.any(axis=0)
+        # App. E.3: only latency differences matter (U - min alpha is the same LP); uniform latencies give LP (1)
+        alpha = np.where(usable, rel_lat - rel_lat[usable].min(), 0.0)
+        active = usable.copy()
+        while True:
+            pi, li = np.nonzero(patterns & active)
+            x = self._lp(pi, li, patterns.shape, counts, rel_bw, np.where(active, alpha, 0.0))  # removed: no row
+            link_load = np.bincount(li, weights=x, minlength=patterns.shape[1])
+            u = float((alpha + link_load / rel_bw)[active].max())
+            # the rule: a link whose latency alone reaches U (so it carries nothing) is removed, the LP solved again
+            slow = active & (alpha > 0) & (alpha >= u - 1e-9 * max(1.0, u))
+            if not self.drop_slow_links or not slow.any():
+                break
+            active &= ~slow
         loads = np.zeros(patterns.shape, dtype=object)
         loads[:] = Fraction(0)
-        for p in range(npat):
+        for p in range(len(counts)):
             sel = np.flatnonzero(pi == p)
             if self.chunks is None:
                 row = rational_row(x[sel], int(counts[p]), MAX_PIECE_DENOMINATOR)
@@ -162,7 +190,25 @@ class _LoadLPs:
             if min(row) < 0:
                 raise ScheduleError("bfb: rounding an LP solution to exact loads failed")
             loads[p, li[sel]] = row
-        return loads
+        return loads, float((link_load / rel_bw).max()), int((usable & ~active).sum())
+
+    def _lp(self, pi, li, shape, counts, rel_bw, alpha) -> np.ndarray:
+        """x (nx,): the loads of entries (pi, li) minimising U subject to LP (14)'s rows (module docstring)."""
+        nx, npat, nl = len(pi), len(counts), shape[1]
+        if np.all(np.bincount(pi, minlength=npat) == 1):  # every pattern has a single feeding link: nothing to choose
+            return counts[pi].astype(float)
+        # column j < nx: pattern row pi[j] and link row npat + li[j]; column nx (U): -rel_bw on link rows
+        start = np.r_[np.arange(0, 2 * nx + 1, 2), 2 * nx + nl]
+        index = np.r_[np.c_[pi, npat + li].ravel(), npat + np.arange(nl)]
+        a = sp.csc_matrix((np.r_[np.ones(2 * nx), -rel_bw], index, start), shape=(npat + nl, nx + 1))
+        link_upper = np.zeros(nl) if not alpha.any() else -alpha * rel_bw
+        lp = LinearProgram(a, np.r_[np.zeros(nx), 1.0], np.zeros(nx + 1), np.full(nx + 1, np.inf),
+                           np.r_[counts.astype(float), np.full(nl, -np.inf)],
+                           np.r_[counts.astype(float), link_upper],
+                           name=f"BFB load-balancing LP ({npat} source groups, {nl} in-links)")
+        if self._solver is None:
+            self._solver = Solver(self._options)
+        return np.maximum(self._solver.solve(lp).x[:nx], 0.0)
 
 
 @dataclass
@@ -201,44 +247,11 @@ def _plan_node(g: _Graph, u: int, dist_to_u: np.ndarray, dist_to_tails: np.ndarr
     g_lp = np.empty(len(first), np.int64)
     g_row = np.empty(len(first), np.int64)
     bounds = np.flatnonzero(np.r_[True, g_step[1:] != g_step[:-1], True])
-    rel_bw = g.rel_bw[in_links]
+    rel_bw, rel_lat = g.rel_bw[in_links], g.rel_lat[in_links]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # one LP per step t
-        g_lp[a:b] = lps.solve(np.ascontiguousarray(rows[first[a:b]]), size[a:b], rel_bw)
+        g_lp[a:b] = lps.solve(np.ascontiguousarray(rows[first[a:b]]), size[a:b], rel_bw, rel_lat)
         g_row[a:b] = np.arange(b - a)
     return _NodePlan(u, in_links, sources, size, g_step, g_lp, g_row)
-
-
-def _node_pieces(plan: _NodePlan, loads: list[np.ndarray], den: int):
-    """Pieces node u receives: (step, link index, source, lo, hi) with lo/hi numerators within the shard,
-    sorted by (step, link, source), adjacent pieces of one transfer merged."""
-    k = len(plan.in_links)
-    z = np.stack([loads[lp][row] for lp, row in zip(plan.group_lp, plan.group_row, strict=True)])  # (G, K)
-    z = (z * den).astype(np.int64)
-    base = np.r_[0, np.cumsum(plan.group_size)[:-1]] * den
-    ends = base[:, None] + np.cumsum(z, axis=1)
-    starts = ends - z
-    used = z > 0
-    link_start = starts[used]  # increasing: groups are consecutive and links cut each group in order
-    link_of = np.broadcast_to(np.arange(k), z.shape)[used]
-    cuts = np.union1d(np.arange(len(plan.sources)) * den, link_start)
-    lo = cuts
-    hi = np.r_[cuts[1:], len(plan.sources) * den]
-    src_index = lo // den
-    lk = link_of[np.searchsorted(link_start, lo, side="right") - 1]
-    step = np.repeat(plan.group_step, plan.group_size)[src_index]
-    v = plan.sources[src_index]
-    lo, hi = lo - src_index * den, hi - src_index * den
-    order = np.lexsort((v, lk, step))
-    return step[order], lk[order], v[order] * den + lo[order], v[order] * den + hi[order]
-
-
-def _merge_adjacent(transfer: np.ndarray, start: np.ndarray, stop: np.ndarray):
-    """Join consecutive pieces of one transfer that touch ([a, b) + [b, c) = [a, c)); returns the kept
-    pieces' transfer ids, starts and stops."""
-    if not len(start):
-        return transfer, start, stop
-    keep = np.flatnonzero(np.r_[True, (transfer[1:] != transfer[:-1]) | (start[1:] != stop[:-1])])
-    return transfer[keep], start[keep], np.maximum.reduceat(stop, keep)
 
 
 def _common_denominator(lps: _LoadLPs) -> int:
@@ -254,12 +267,12 @@ def _assemble(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translate_to_all
     den = _common_denominator(lps)
     builder = ScheduleBuilder(Collective.ALLGATHER, n, n, denominator=den)
     for plan in plans:
-        step, lk, start, stop = _node_pieces(plan, lps.solutions, den)
+        step, lk, start, stop = node_pieces(plan, lps.solutions, den)
         new = np.r_[True, (step[1:] != step[:-1]) | (lk[1:] != lk[:-1])]
         transfer = np.cumsum(new) - 1
         t_step, t_link = step[new] - 1, plan.in_links[lk[new]]
         if not translate_to_all:
-            transfer, start, stop = _merge_adjacent(transfer, start, stop)
+            transfer, start, stop = merge_adjacent(transfer, start, stop)
             builder.add_pieces(t_step, g.src[t_link], g.dst[t_link], COPY, np.bincount(transfer), start, stop)
             continue
         # Cayley topology: node u's schedule is node 0's moved by u (sources, links and all)
@@ -271,33 +284,55 @@ def _assemble(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translate_to_all
             moved = back[topo.translate_links(g.link[t_link][None, :], us[:, None])].ravel()
             st = (topo.translate(v[None, :], us[:, None]) * den + off).ravel()
             tr = (np.arange(len(us))[:, None] * ntr + transfer[None, :]).ravel()
-            tr, st, sp_ = _merge_adjacent(tr, st, st + np.tile(width, len(us)))
+            tr, st, sp_ = merge_adjacent(tr, st, st + np.tile(width, len(us)))
             builder.add_pieces(np.tile(t_step, len(us)), g.src[moved], g.dst[moved], COPY,
                                np.bincount(tr, minlength=len(us) * ntr), st, sp_)
-    return builder.build(meta={**meta, "t_b_m_over_b_lp": _t_b(g, plans, lps), "bfb_lps": len(lps.solutions)})
+    return builder.build(meta={**meta, "t_b_m_over_b_lp": _t_b(g, plans, lps), "bfb_lps": len(lps.solutions),
+                               **_extra_meta(g, plans, lps, translate_to_all, meta)})
 
 
-def _t_b(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs) -> float:
-    """Eq. (2) in units of M/B: per step the most loaded link over all nodes, summed over the steps."""
-    times = np.asarray(lps.times)
+def _extra_meta(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, translated: bool, meta: dict) -> dict:
+    """With ``chunks``: the LP relaxation's T_B (App. E.2); with ``size``: LP (14)'s time and the dropped links."""
+    extra = {}
+    if "chunks" in meta:
+        extra["t_b_m_over_b_relaxed"] = _t_b(g, plans, lps, lps.relaxed)
+    if "size_bytes" in meta:
+        step_time = _step_max(plans, lps.full_times)
+        extra["bfb_time_s"] = float(step_time.sum()) * g.tau
+        per_node = sum(int(np.asarray(lps.dropped)[np.unique(p.group_lp)].sum()) for p in plans)
+        extra["bfb_dropped_links"] = per_node * (g.n if translated else 1)
+    return extra
+
+
+def _step_max(plans: list[_NodePlan], per_lp) -> np.ndarray:
+    """(D + 1,) per step t (index t; 0 unused) the largest value of ``per_lp`` over all nodes' LPs of step t."""
+    values = np.asarray(per_lp)
     step_time = np.zeros(max(int(p.group_step.max()) for p in plans) + 1)
     for plan in plans:
-        np.maximum.at(step_time, plan.group_step, times[plan.group_lp])
+        np.maximum.at(step_time, plan.group_step, values[plan.group_lp])
+    return step_time
+
+
+def _t_b(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, per_lp=None) -> float:
+    """Eq. (2) in units of M/B: per step the most loaded link over all nodes, summed over the steps."""
+    step_time = _step_max(plans, lps.times if per_lp is None else per_lp)
     return float(step_time.sum()) * g.topology.node_bandwidth / g.n / g.topology.link_bandwidth.max()
 
 
 def _translation_invariant(topo: Topology) -> bool:
-    """A Cayley topology whose link bandwidths depend only on the port (so node 0's LPs serve every node)."""
+    """A Cayley topology whose link bandwidths and latencies depend only on the port (so node 0's LPs serve every
+    node)."""
     if not topo.is_cayley:
         return False
     bw = topo.link_bandwidth.reshape(topo.num_compute, -1)
-    return bool(np.all(bw == bw[0]))
+    lat = topo.link_latency.reshape(topo.num_compute, -1)
+    return bool(np.all(bw == bw[0]) and np.all(lat == lat[0]))
 
 
-def _plan(g: _Graph, chunks: int | None) -> tuple[list[_NodePlan], _LoadLPs, bool]:
+def _plan(g: _Graph, chunks: int | None, drop_slow_links: bool = True) -> tuple[list[_NodePlan], _LoadLPs, bool]:
     """Every node's plan and the LPs; on translation-invariant topologies only node 0's (third value True)."""
     n, topo = g.n, g.topology
-    lps = _LoadLPs(chunks)
+    lps = _LoadLPs(chunks, drop_slow_links=drop_slow_links)
     order = np.argsort(g.dst, kind="stable")
     in_start = np.searchsorted(g.dst[order], np.arange(n + 1))
     if _translation_invariant(topo):  # one BFS (to node 0), one node's LPs, then translation
@@ -314,10 +349,10 @@ def _plan(g: _Graph, chunks: int | None) -> tuple[list[_NodePlan], _LoadLPs, boo
     return plans, lps, False
 
 
-def _allgather_on(g: _Graph, chunks: int | None, meta: dict) -> Schedule:
+def _allgather_on(g: _Graph, chunks: int | None, meta: dict, drop_slow_links: bool = True) -> Schedule:
     if g.n == 1:
         return ScheduleBuilder(Collective.ALLGATHER, 1, 1).build(meta=meta)
-    plans, lps, translate = _plan(g, chunks)
+    plans, lps, translate = _plan(g, chunks, drop_slow_links)
     return _assemble(g, plans, lps, translate, meta)
 
 
@@ -366,23 +401,35 @@ def bfb_cost(topology: Topology, collective="allgather") -> tuple[int, float]:
     return max(int(p.group_step.max()) for p in plans), _t_b(g, plans, lps)
 
 
-def bfb_allgather(topology: Topology, *, chunks: int | None = None) -> Schedule:
+def bfb_allgather(topology: Topology, *, chunks: int | None = None, size: float | None = None,
+                  drop_slow_links: bool = True) -> Schedule:
     """The BFB allgather of ``topology`` (Zhao et al. Sec. 6.1, LP (1); cost eq. (2); App. E.2, E.3).
 
     Args:
         topology: a direct topology (no switch nodes), strongly connected (Topology refuses the rest). Links
-            of different bandwidths are balanced by LP (14) with α = 0.
+            of different bandwidths are balanced by LP (14).
         chunks: None for exact rational loads; P to cut every shard into P equal chunks (App. E.2).
+        size: None to balance bandwidth only (LP (14) without α: its limit for large M); M, the allgather's
+            output in bytes, to solve LP (14) with every link's latency α_{w,u} (``topology.link_latency``)
+            at that size, with the slow-link rule (module docstring). Uniform latencies give the same schedule
+            as None.
+        drop_slow_links: apply App. E.3's slow-link rule (only with ``size``; False keeps LP (14)'s first
+            solution, for comparison).
 
     Returns:
         An allgather Schedule with N = topology.num_compute, nblocks = N (block v owned by rank v), one step per
         hop of the diameter D (step t-1 delivers the shards of the nodes at distance t), one COPY transfer per
         used link (w -> u) per step carrying pieces of every shard it serves, and an exact common
         ``denominator``. ``meta["t_b_m_over_b_lp"]`` is eq. (2) of these loads in units of M/B (B the node
-        bandwidth); ``meta["bfb_lps"]`` the number of distinct LPs solved.
+        bandwidth); ``meta["bfb_lps"]`` the number of distinct LPs solved. With ``chunks``, also
+        ``meta["t_b_m_over_b_relaxed"]``, eq. (2) of the LP's own loads (T_B^LP of App. E.2). With ``size``,
+        also ``meta["size_bytes"]``, ``meta["bfb_time_s"]`` (seconds: sum over steps of the largest U_{u,t} of
+        LP (14) over the links that carry data, latency included) and ``meta["bfb_dropped_links"]`` (in-links
+        removed by the rule, summed over all (u, t)).
 
     Raises:
-        UnsupportedShapeError: the topology has switch nodes, or ``chunks`` is not a positive integer.
+        UnsupportedShapeError: the topology has switch nodes, ``chunks`` is not a positive integer or ``size``
+            not a positive number.
         SolverError: HiGHS fails on a load-balancing LP (:class:`directcoll.lp.highs.Solver`).
         ScheduleError: the exact loads need a common denominator above ``MAX_SCHEDULE_DENOMINATOR`` (pass
             ``chunks``), or rounding an LP solution to exact loads or whole chunks fails.
@@ -398,12 +445,18 @@ def bfb_allgather(topology: Topology, *, chunks: int | None = None) -> Schedule:
     True
     >>> bfb_allgather(parse("ring:5"), chunks=4).denominator
     4
+    >>> slow = parse("links(ring:4,offset=1,latency=2us)")  # clockwise links 2 us, counter-clockwise 100 ns
+    >>> s = bfb_allgather(slow, size=4 * 50_000)  # one 50 kB shard takes 1 us on a 400 Gb/s link: drop at step 2
+    >>> s.meta["bfb_dropped_links"], round(s.meta["bfb_time_s"] * 1e6, 3)  # step 1: 2 + 1 us; step 2: 1.1 us
+    (4, 4.1)
     """
-    return _allgather_on(_graph(topology, False), _chunks(chunks), _meta(chunks))
+    return _allgather_on(_graph(topology, False, _size(size)), _chunks(chunks), _meta(chunks, size),
+                         drop_slow_links)
 
 
 def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
-                       allgather: Schedule | None = None) -> Schedule:
+                       allgather: Schedule | None = None, size: float | None = None,
+                       drop_slow_links: bool = True) -> Schedule:
     """The BFB reduce-scatter: the BFB allgather of the *transposed* graph, reversed in time (Zhao et al.
     Theorem 1 / Corollary 1.1, :func:`directcoll.schedule.ops.reverse`). Reversal flips every transfer, so
     the result uses exactly the links of ``topology``, also on unidirectional topologies (there its cost is
@@ -416,15 +469,15 @@ def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
 
     Args:
         topology: a direct topology (no switch nodes); unidirectional ones included.
-        chunks: as :func:`bfb_allgather`.
-        allgather: the :func:`bfb_allgather` of ``topology`` with the same ``chunks``, reused on a
+        chunks, size, drop_slow_links: as :func:`bfb_allgather` (``size``: the reduce-scatter's input M).
+        allgather: the :func:`bfb_allgather` of ``topology`` with the same ``chunks`` and ``size``, reused on a
             translation-invariant Cayley topology (ignored elsewhere; not checked).
 
     Returns:
         A reduce-scatter Schedule with N = topology.num_compute, nblocks = N (block v reduced onto rank v),
         D steps (D the diameter; G and G^T have the same one), reductions along links of ``topology``, an exact
-        common ``denominator``; ``meta["t_b_m_over_b_lp"]`` (T_B in units of M/B) and ``meta["bfb_lps"]`` as
-        in :func:`bfb_allgather`.
+        common ``denominator``; ``meta["t_b_m_over_b_lp"]`` (T_B in units of M/B), ``meta["bfb_lps"]`` and the
+        keys of ``chunks`` and ``size`` as in :func:`bfb_allgather`.
 
     Raises:
         UnsupportedShapeError, SolverError, ScheduleError, ResourceError: as :func:`bfb_allgather`.
@@ -438,13 +491,16 @@ def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
     >>> s.collective.value, s.num_steps, round(float(s.meta["t_b_m_over_b_lp"]), 4)
     ('reduce_scatter', 3, 0.75)
     """
-    meta = _meta(chunks)
+    meta = _meta(chunks, size)
     if _translation_invariant(topology) and topology.num_compute > 1:
-        ag = allgather if allgather is not None else bfb_allgather(topology, chunks=chunks)
+        ag = allgather if allgather is not None else bfb_allgather(topology, chunks=chunks, size=size,
+                                                                   drop_slow_links=drop_slow_links)
         negate = topology.node_at(-topology.coords(np.arange(topology.num_compute)))
-        return reverse(relabel(ag, negate), meta={**meta, "t_b_m_over_b_lp": ag.meta["t_b_m_over_b_lp"],
-                                                  "bfb_lps": ag.meta["bfb_lps"]})
-    return reverse(_allgather_on(_graph(topology, True), _chunks(chunks), meta), meta=meta)
+        keep = {k: v for k, v in ag.meta.items() if k not in ("algorithm", "variant")}
+        return reverse(relabel(ag, negate), meta={**meta, **keep})
+    ag = _allgather_on(_graph(topology, True, _size(size)), _chunks(chunks), meta, drop_slow_links)
+    extra = {k: v for k, v in ag.meta.items() if k not in meta} if chunks or size else {}  # plain: as recorded
+    return reverse(ag, meta={**meta, **extra})
 
 
 def _chunks(chunks) -> int | None:
@@ -453,25 +509,35 @@ def _chunks(chunks) -> int | None:
     return None if chunks is None else int(chunks)
 
 
-def _meta(chunks) -> dict:
+def _size(size) -> float | None:
+    if size is not None and not (isinstance(size, int | float | np.integer | np.floating) and 0 < size < np.inf):
+        raise UnsupportedShapeError(f"bfb: size must be a positive number of bytes (the collective's M), got "
+                                    f"{size!r}")
+    return None if size is None else float(size)
+
+
+def _meta(chunks, size=None) -> dict:
     meta = {"algorithm": "bfb", "variant": "bandwidth"}
-    return meta if chunks is None else {**meta, "chunks": int(chunks)}
+    meta = meta if chunks is None else {**meta, "chunks": int(chunks)}
+    return meta if size is None else {**meta, "size_bytes": _size(size)}
 
 
 def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunks: int | None = None,
-              **options) -> Schedule:
+              size: float | None = None, **options) -> Schedule:
     """Registry builder: BFB allgather, reduce-scatter (see :func:`bfb_reduce_scatter`) or allreduce =
     reduce-scatter then allgather (2D steps). ``variant`` and ``ports`` are ignored (one variant,
-    ``bandwidth``; BFB uses every link); ``chunks`` as in :func:`bfb_allgather`.
+    ``bandwidth``; BFB uses every link); ``chunks`` and ``size`` as in :func:`bfb_allgather` (``size``: the
+    vector's M, each phase's too).
 
     Returns:
         A Schedule of ``collective`` on N = topology.num_compute ranks (nblocks = N): D steps for allgather and
         reduce-scatter, 2D for allreduce, with ``meta["t_b_m_over_b_lp"]`` (T_B in units of M/B; for allreduce
-        the reduce-scatter's). Any collective other than allgather and reduce-scatter gets the allreduce (the
-        registry passes only these three).
+        the reduce-scatter's) and the keys of ``chunks`` and ``size`` (for allreduce ``bfb_time_s`` and
+        ``bfb_dropped_links`` of both phases added). Any collective other than allgather and reduce-scatter
+        gets the allreduce (the registry passes only these three).
 
     Raises:
-        UnsupportedShapeError: options other than ``chunks``, or as :func:`bfb_allgather`.
+        UnsupportedShapeError: options other than ``chunks`` and ``size``, or as :func:`bfb_allgather`.
         ScheduleError: an unknown collective name, or as :func:`bfb_allgather`.
         SolverError, ResourceError: as :func:`bfb_allgather`.
 
@@ -484,35 +550,34 @@ def build_bfb(topology: Topology, collective, *, variant=None, ports=None, chunk
     ('allreduce', 4)
     """
     if options:
-        raise UnsupportedShapeError(f"bfb takes only the option 'chunks'; got {', '.join(sorted(options))}")
+        raise UnsupportedShapeError(f"bfb takes only the options 'chunks' and 'size'; got "
+                                    f"{', '.join(sorted(options))}")
     coll = Collective.parse(collective)
     if coll is Collective.ALLGATHER:
-        return bfb_allgather(topology, chunks=chunks)
+        return bfb_allgather(topology, chunks=chunks, size=size)
     if coll is Collective.REDUCE_SCATTER:
-        return bfb_reduce_scatter(topology, chunks=chunks)
-    ag = bfb_allgather(topology, chunks=chunks)
-    rs = bfb_reduce_scatter(topology, chunks=chunks, allgather=ag)
-    return concat(rs, ag, meta=dict(rs.meta))
+        return bfb_reduce_scatter(topology, chunks=chunks, size=size)
+    ag = bfb_allgather(topology, chunks=chunks, size=size)
+    rs = bfb_reduce_scatter(topology, chunks=chunks, allgather=ag, size=size)
+    meta = dict(rs.meta)
+    for key in ("bfb_time_s", "bfb_dropped_links"):
+        if key in meta:
+            meta[key] = rs.meta[key] + ag.meta[key]
+    return concat(rs, ag, meta=meta)
 
 
-def translation_loads(topology: Topology, *, chunks: int | None = None):
-    """What node 0 receives in the BFB allgather of a translation-invariant Cayley topology, per step and
-    in-link: every node u receives the same, translated by u (the hook of
-    :mod:`directcoll.synthesis.bfb_pattern`, which writes the step pattern without the N x pieces schedule).
-
-    Args:
-        topology: a direct topology; chunks: as :func:`bfb_allgather`.
+def translation_loads(topology: Topology, *, chunks: int | None = None, size: float | None = None):
+    """What node 0 receives in :func:`bfb_allgather` on a translation-invariant Cayley topology, per step and
+    in-link (every node u receives the same, moved by u): the hook of :mod:`directcoll.synthesis.bfb_pattern`.
 
     Returns:
-        None when the topology is not translation-invariant (not Cayley, or link bandwidths that depend on the
-        node) or has one node; else (step int64 (R,) 0-based, link int64 (R,) topology link ids into node 0,
-        numerator int64 (R,) the amount over the link in that step in shards x ``den``, den int), one row per
-        transfer node 0 receives in :func:`bfb_allgather` (in step order).
+        None if the topology is not translation-invariant or has one node; else (step (R,) 0-based, link (R,)
+        topology link ids into node 0, numerator (R,) shards x ``den`` over that link in that step, den), int64.
 
     Raises:
-        UnsupportedShapeError, SolverError, ScheduleError: as :func:`bfb_allgather`.
+        UnsupportedShapeError, SolverError, ScheduleError: as :func:`bfb_allgather` (``chunks`` and ``size`` too).
 
-    Source: Zhao et al. (NSDI'25) Sec. 6.1 ("vertex-transitive": one node's LPs serve all); as :func:`bfb_allgather`.
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 ("vertex-transitive": one node's LPs serve all).
 
     >>> from directcoll.topology import parse
     >>> step, link, num, den = translation_loads(parse("ring:4"))
@@ -521,11 +586,11 @@ def translation_loads(topology: Topology, *, chunks: int | None = None):
     """
     if not _translation_invariant(topology) or topology.num_compute < 2:
         return None
-    g = _graph(topology, False)
+    g = _graph(topology, False, _size(size))
     (plan,), lps, _ = _plan(g, _chunks(chunks))
     den = _common_denominator(lps)
     z = np.stack([lps.solutions[lp][row] for lp, row in zip(plan.group_lp, plan.group_row, strict=True)])
     total = np.zeros((int(plan.group_step.max()), len(plan.in_links)), dtype=np.int64)
     np.add.at(total, plan.group_step - 1, (z * den).astype(np.int64))
     step, k = np.nonzero(total)
-    return step.astype(np.int64), g.link[plan.in_links[k]].astype(np.int64), total[step, k], den
+    return step, g.link[plan.in_links[k]], total[step, k], den

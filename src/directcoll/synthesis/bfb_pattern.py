@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective
 from directcoll.schedule.pattern import StepPattern, pattern_of
 from directcoll.synthesis.bfb import build_bfb, translation_loads
@@ -39,17 +38,18 @@ PATTERN_BYTES_PER_TRANSFER = 25
 
 
 def bfb_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, variant=None, ports=None,
-                chunks: int | None = None, **options) -> StepPattern:
+                chunks: int | None = None, size: float | None = None, **options) -> StepPattern:
     """The step pattern of :func:`~directcoll.synthesis.bfb.build_bfb` (equal to ``pattern_of(build_bfb(...))``
     up to the order of transfers within a step), by translation of node 0's plan where the topology allows.
 
     Args:
-        topology, collective, variant, ports, chunks: as :func:`~directcoll.synthesis.bfb.build_bfb`.
+        topology, collective, variant, ports, chunks, size, options: as
+            :func:`~directcoll.synthesis.bfb.build_bfb` (which refuses options other than ``chunks`` and ``size``).
 
     Returns:
         A :class:`~directcoll.schedule.pattern.StepPattern`: D distinct steps (allgather, reduce-scatter) or 2D
         (allreduce), D the diameter, N transfers per in-link of node 0 used in the step; meta ``algorithm``,
-        ``variant`` (and ``chunks``), ``bfb_lps`` is not recorded.
+        ``variant`` (and ``chunks``, ``size_bytes``); the LP statistics of the schedule's meta are not recorded.
 
     Raises:
         UnsupportedShapeError, ScheduleError, SolverError, ResourceError: as
@@ -62,12 +62,10 @@ def bfb_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, variant=
     >>> p.num_steps, len(p.src) // p.num_steps // 448  # diameter 4 + 3 + 4; six in-links used every step
     (11, 6)
     """
-    if options:
-        raise UnsupportedShapeError(f"bfb takes only the option 'chunks'; got {', '.join(sorted(options))}")
     coll = Collective.parse(collective)
-    loads = translation_loads(topology, chunks=chunks)
+    loads = None if options else translation_loads(topology, chunks=chunks, size=size)
     if loads is None or coll not in (Collective.ALLGATHER, Collective.REDUCE_SCATTER, Collective.ALLREDUCE):
-        return pattern_of(build_bfb(topology, coll, chunks=chunks))
+        return pattern_of(build_bfb(topology, coll, chunks=chunks, size=size, **options))
     step, link, num, den = loads
     n = topology.num_compute
     tails = topology.link_src[link]
@@ -81,7 +79,7 @@ def bfb_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, variant=
     offsets = np.r_[0, np.cumsum(per)].astype(np.int64)
     total = int(offsets[-1])
     src, dst = np.empty(total, np.int64), np.empty(total, np.int64)
-    size, reduce = np.empty(total, float), np.zeros(total, bool)
+    frac, reduce = np.empty(total, float), np.zeros(total, bool)
     coords = topology.coords(np.arange(n, dtype=np.int64))      # once: every row is coords - w_l
     first = np.r_[0, np.cumsum(rows)]
     slot = {(red, t): int(offsets[k]) for k, (red, t) in enumerate([(True, t) for t in order[0]]
@@ -94,10 +92,11 @@ def bfb_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, variant=
                     at = slot[red, t] + (r - first[t]) * n
                     src[at:at + n] = np.arange(n)
                     dst[at:at + n] = moved
-                    size[at:at + n] = num[r] / (n * den)
+                    frac[at:at + n] = num[r] / (n * den)
                     reduce[at:at + n] = red
-    meta = {"algorithm": "bfb", "variant": "bandwidth", **({} if chunks is None else {"chunks": int(chunks)})}
-    return StepPattern(n, coll.value, offsets, src, dst, size, reduce, np.arange(len(per), dtype=np.int64),
+    meta = {"algorithm": "bfb", "variant": "bandwidth", **({} if chunks is None else {"chunks": int(chunks)}),
+            **({} if size is None else {"size_bytes": float(size)})}
+    return StepPattern(n, coll.value, offsets, src, dst, frac, reduce, np.arange(len(per), dtype=np.int64),
                        meta=meta)
 
 
@@ -122,8 +121,8 @@ def bfb_pattern_bytes(topology: Topology, collective=Collective.ALLREDUCE) -> fl
     if not topology.is_cayley or topology.num_compute != topology.num_nodes:
         return None
     n = topology.num_compute
-    bw = topology.link_bandwidth.reshape(n, -1)
-    if not (bw == bw[0]).all():     # links that differ from node to node: the full schedule is built
+    bw, lat = topology.link_bandwidth.reshape(n, -1), topology.link_latency.reshape(n, -1)
+    if not ((bw == bw[0]).all() and (lat == lat[0]).all()):   # links that differ by node: the full schedule
         return None
     ecc = int(bfs_distances(LinkSet(n, topology.link_src, topology.link_dst, spec=topology.spec), [0])[0].max())
     degree = float(len(topology.link_src)) / n

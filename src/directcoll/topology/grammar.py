@@ -10,16 +10,19 @@ around them (docs/expansions.md)::
               | "bidir" "(" spec ")"                   G united with its transpose (App. A.6)
               | "punctured" "(" spec ("," KEY "=" INT)+ ")"   KEY: links, nodes, seed (at least links or
                                                        nodes): random cables / compute nodes removed (failures)
+              | "links" "(" spec ("," KEY "=" VALUE)+ ")"     KEY: dim, offset, link, cable (which links),
+                                                       bandwidth, latency (their values or factors such as 0.5x)
     family   := KIND[:ARGS]                            a family of FAMILIES or ALIASES
 
 A whole spec may also be ``file:PATH``, a network file (:mod:`directcoll.topology.files`); its path is taken
 as written (case and spaces kept) and operators do not take it.
 
 e.g. ``line^3(circulant:16:3,4)``, ``power(product(ring:4:uni,ring:8:uni),2)``,
-``punctured(torus:4x4,links=2,seed=1)`` (:func:`directcoll.topology.operators.punctured`). Family arguments may
-contain commas (circulant offsets, twisted-torus twists): inside an operator, a comma not followed by a letter
-continues the family's argument list (every spec starts with a letter), and the trailing ``,n`` of
-``degree``/``power`` is always their n (so ``degree(circulant:16:3,4,2)`` is C(16,{3,4}) * 2, and
+``punctured(torus:4x4,links=2,seed=1)`` (:func:`directcoll.topology.operators.punctured`),
+``links(torus:4x4,dim=0,bandwidth=0.5x,latency=2us)`` (:func:`directcoll.topology.modifiers.modify_links`).
+Family arguments may contain commas (circulant offsets, twisted-torus twists): inside an operator, a comma not
+followed by a letter continues the family's argument list (every spec starts with a letter), and the trailing
+``,n`` of ``degree``/``power`` is always their n (so ``degree(circulant:16:3,4,2)`` is C(16,{3,4}) * 2, and
 ``degree(circulant:16:3,4)`` is C(16,{3}) * 4). Spaces are ignored and names are case-insensitive.
 
 Numbers are ASCII decimal digits (no sign, no Unicode digits) within their field's range (:data:`MAX_INT`, and
@@ -34,6 +37,7 @@ import re
 from dataclasses import dataclass
 
 from directcoll.errors import SpecError
+from directcoll.topology import modifiers as mods
 from directcoll.topology import operators as ops
 from directcoll.topology.families.random_graphs import MAX_SEED
 from directcoll.topology.files import FILE_PREFIX, file_path, is_file_spec
@@ -77,6 +81,7 @@ OPERATORS: dict[str, tuple[str, str]] = {
     "power": ("power(SPEC,n)", summary(ops.cartesian_power)),
     "bidir": ("bidir(SPEC)", summary(ops.bidirectional)),
     "punctured": ("punctured(SPEC,links=K,nodes=K,seed=S)", summary(ops.punctured)),
+    "links": ("links(SPEC,dim=K|offset=S|link=U-V|cable=U-V,bandwidth=B,latency=T)", summary(mods.modify_links)),
 }
 #: keyword arguments of ``punctured(...)`` and their defaults
 PUNCTURED_KEYS = {"links": 0, "nodes": 0, "seed": 0}
@@ -108,8 +113,9 @@ def number(what: str, field: str, text: str, hi: int = MAX_INT) -> int:
 class SpecNode:
     """One node of a parsed spec: a family leaf (``op == "family"``, ``text`` its spec, e.g.
     ``circulant:16:3,4``) or an operator of :data:`OPERATORS` over ``children`` with integer parameter ``n``
-    (K of ``line^K``, n of ``degree``/``power``; None for ``product``/``bidir``/``punctured``) and keyword
-    arguments ``kwargs`` (``punctured``: (key, value) pairs of :data:`PUNCTURED_KEYS`, in that order).
+    (K of ``line^K``, n of ``degree``/``power``; None for ``product``/``bidir``/``punctured``/``links``) and
+    keyword arguments ``kwargs`` (``punctured``: (key, int) pairs of :data:`PUNCTURED_KEYS`, in that order;
+    ``links``: (key, value text) pairs in canonical order, :func:`directcoll.topology.modifiers.links_spec`).
 
     Raises:
         Nothing: a frozen record; :func:`parse_tree` checks what goes into it.
@@ -125,7 +131,7 @@ class SpecNode:
     text: str = ""
     children: tuple[SpecNode, ...] = ()
     n: int | None = None
-    kwargs: tuple[tuple[str, int], ...] = ()
+    kwargs: tuple[tuple[str, int | str], ...] = ()
 
     def __str__(self) -> str:
         if self.op == "family":
@@ -133,6 +139,8 @@ class SpecNode:
         inner = ",".join(str(c) for c in self.children)
         if self.op == "punctured":
             return ops.punctured_spec(inner, **dict(self.kwargs))
+        if self.op == "links":
+            return mods.links_spec(inner, self.kwargs)
         if self.op == "line":
             return f"line({inner})" if self.n == 1 else f"line^{self.n}({inner})"
         if self.op in ("degree", "power"):
@@ -232,7 +240,7 @@ class _Parser:
                 children.append(self.spec())
             if len(children) < 2:
                 raise self.fail("',' and a second factor: product(SPEC,SPEC,...) needs at least two")
-        kwargs = self.keywords(op) if op == "punctured" else ()
+        kwargs = self.keywords(op) if op == "punctured" else self.settings(op) if op == "links" else ()
         self.expect(")", f"')' closing {OPERATORS[op][0]}")
         self.depth -= 1
         if n is not None and n < 1:
@@ -262,6 +270,36 @@ class _Parser:
         if not ({"links", "nodes"} & set(got)):
             raise self.fail(f"',links=K' or ',nodes=K': {form} needs at least one of them")
         return tuple((k, got[k]) for k in PUNCTURED_KEYS if k in got)
+
+    def settings(self, op: str) -> tuple[tuple[str, str], ...]:
+        """``,KEY=VALUE`` arguments of ``links`` (keys of the modifiers module; a value runs to the next ',' or
+        ')'), returned in canonical order; their meaning is checked when the topology is built."""
+        form = OPERATORS[op][0]
+        keys = mods.SELECTOR_KEYS + mods.VALUE_KEYS
+        got: list[tuple[str, str]] = []
+        while self.peek() == ",":
+            self.i += 1
+            j = self.i
+            while self.i < len(self.s) and self.s[self.i].isalpha():
+                self.i += 1
+            key = self.s[j:self.i]
+            if key not in keys:
+                self.i = j
+                raise self.fail(f"a keyword of {form} ({', '.join(keys)})")
+            if key in dict(got) and key not in mods.REPEATABLE:
+                self.i = j
+                raise self.fail(f"each keyword of {form} once but link= and cable= ({key!r} is repeated)")
+            self.expect("=", f"'=' and a value after {key!r} in {form}")
+            j = self.i
+            while self.i < len(self.s) and self.s[self.i] not in ",()":
+                self.i += 1
+            if j == self.i:
+                raise self.fail(f"a value after '{key}=' in {form}")
+            got.append((key, self.s[j:self.i]))
+        if not any(k in mods.VALUE_KEYS for k, _ in got):
+            raise self.fail(f"',bandwidth=B' or ',latency=T': {form} needs at least one of them")
+        order = {k: i for i, k in enumerate(keys)}
+        return tuple(sorted(got, key=lambda kv: order[kv[0]]))
 
     def parse(self) -> SpecNode:
         if not self.s:

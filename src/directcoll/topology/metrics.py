@@ -133,7 +133,8 @@ def describe(topo: Topology) -> TopologySummary:
         links=topo.num_links, shape=topo.shape, degree_min=int(deg.min()), degree_max=int(deg.max()),
         diameter=diameter, average_distance=avg, link_bandwidth_bytes_per_s=bw,
         node_bandwidth_bytes_per_s=topo.node_bandwidth, bisection_links=cut,
-        bisection_bandwidth_bytes_per_s=None if cut is None else cut * bw,
+        # links of unequal bandwidths (links(...), App. E.3): the cut's bandwidth is not cut * one rate
+        bisection_bandwidth_bytes_per_s=None if cut is None or np.ptp(topo.link_bandwidth) > 0 else cut * bw,
     )
 
 

@@ -22,6 +22,7 @@ from directcoll.topology import operators as ops
 from directcoll.topology.files import FILE_PREFIX, file_size, read_network
 from directcoll.topology.grammar import OPERATORS, SpecNode, parse_tree
 from directcoll.topology.model import Topology
+from directcoll.topology.modifiers import modify_links
 from directcoll.topology.sizes import Size, check_caps, count, operator_size, show
 from directcoll.topology.table import read_family
 
@@ -111,7 +112,8 @@ def build_tree(node: SpecNode, **link_params) -> Topology:
         the :class:`~directcoll.topology.model.Topology` (bandwidths in bytes/s, latencies in s).
 
     Source: docs/topology.md; docs/expansions.md (the operators: line graph, degree and Cartesian product
-    expansions of Zhao et al. (NSDI'25) Sec. 5.1-5.3, ``bidir`` of its App. A.6, ``punctured`` after Basu et al.
+    expansions of Zhao et al. (NSDI'25) Sec. 5.1-5.3, ``bidir`` of its App. A.6, ``links`` (heterogeneous links)
+    of its App. E.3, ``punctured`` after Basu et al.
     (HPDC'24) Sec. 5.2).
 
     >>> build_tree(parse_tree("bidir(ring:4:uni)")).spec
@@ -137,6 +139,8 @@ def _build(node: SpecNode, **link_params) -> Topology:
         return ops.bidirectional(kids[0])
     if node.op == "punctured":
         return ops.punctured(kids[0], **dict(node.kwargs))
+    if node.op == "links":
+        return modify_links(kids[0], node.kwargs)
     raise SpecError(f"unknown operator {node.op!r}; accepted: {', '.join(OPERATORS)}")
 
 

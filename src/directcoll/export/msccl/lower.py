@@ -1,6 +1,7 @@
 """Export: an IR schedule as an MSCCL program for the NCCL MSCCL executor (:func:`to_msccl`, :func:`export_msccl`).
 
-- *Chunks* (:func:`directcoll.schedule.chunking.in_whole_chunks`). A block is ``q`` chunks,
+- *Chunks* (:func:`directcoll.schedule.chunking.in_whole_chunks`; a BFB schedule is rebuilt along its LP's loads
+  instead, :mod:`~directcoll.export.msccl.rechunk`). A block is ``q`` chunks,
   ``nchunksperloop = vector_blocks * q`` (``nblocks * q``; all-to-all: ``N k q``, one rank's send buffer). ``q``
   is the schedule's exact denominator (the least common denominator of its piece ends, 1 for block algorithms)
   unless ``nchunksperloop`` would exceed ``max_chunks``; then ``q = max_chunks // vector_blocks`` and every piece
@@ -55,6 +56,7 @@ from directcoll.export.msccl.format import (
 )
 from directcoll.export.msccl.layout import ALT, BUFFER_LETTERS, HOME, BufferLayout, buffer_layout
 from directcoll.export.msccl.limits import LIMITS, MscclLimits, check_limits
+from directcoll.export.msccl.rechunk import bfb_along_loads
 from directcoll.schedule.chunking import WholeChunks, exact_chunks_per_block, in_whole_chunks
 from directcoll.schedule.ir import COPY, REDUCE, Schedule
 
@@ -352,7 +354,9 @@ def to_msccl(schedule: Schedule, *, name: str | None = None, proto: str = "Simpl
     Returns:
         :class:`MscclExport` with the program, its XML and a report: ``chunks_per_block``,
         ``exact_chunks_per_block``, ``rounded``, ``max_deviation_blocks``, ``nchunksperloop``,
-        ``max_threadblocks``, ``max_steps_per_threadblock``, ``nchannels``, ``max_scratch_chunks``.
+        ``max_threadblocks``, ``max_steps_per_threadblock``, ``nchannels``, ``max_scratch_chunks``; for a BFB
+        schedule rebuilt along its LP's loads (:func:`~directcoll.export.msccl.rechunk.bfb_along_loads`) also
+        ``bfb_along_lp_loads`` ({from_chunks_per_block, t_b_m_over_b, t_b_m_over_b_relaxed}).
 
     Raises:
         MscclLimitError: the program exceeds an executor limit (message names the limit and value).
@@ -371,9 +375,14 @@ def to_msccl(schedule: Schedule, *, name: str | None = None, proto: str = "Simpl
     """
     limits = _limits(limits, limit_overrides)
     name = _checked_request(schedule, name, proto, max_chunks, min_bytes, max_bytes, limits)
-    chunked = _whole_chunks(schedule, max_chunks)
+    along = bfb_along_loads(schedule, max(1, max_chunks // schedule.vector_blocks))  # App. E.2, see rechunk.py
+    chunked = _whole_chunks(schedule if along is None else along, max_chunks)
     report = {"chunks_per_block": chunked.chunks_per_block, "exact_chunks_per_block": chunked.exact_chunks_per_block,
               "rounded": chunked.rounded, "max_deviation_blocks": chunked.max_deviation_blocks}
+    if along is not None:
+        report["bfb_along_lp_loads"] = {"from_chunks_per_block": exact_chunks_per_block(schedule),
+                                        "t_b_m_over_b": float(along.meta["t_b_m_over_b_lp"]),
+                                        "t_b_m_over_b_relaxed": float(along.meta["t_b_m_over_b_relaxed"])}
     if report["rounded"]:
         warnings.warn(f"msccl export: {schedule!r} needs {report['exact_chunks_per_block']} chunks per block to be "
                       f"exact; max_chunks={max_chunks} allows {report['chunks_per_block']}, so piece ends moved by up "
@@ -392,6 +401,9 @@ def to_msccl(schedule: Schedule, *, name: str | None = None, proto: str = "Simpl
                f"topology={meta.get('topology', '?')} variant={meta.get('variant', '-')} "
                f"chunks/block={report['chunks_per_block']} (exact {report['exact_chunks_per_block']}) "
                f"max deviation={report['max_deviation_blocks']:.6g} blocks")
+    if along is not None:
+        comment += (f"; BFB loads rounded to {chunked.chunks_per_block} chunks per shard along the LP (Zhao et al. "
+                    f"App. E.2), exact needs {report['bfb_along_lp_loads']['from_chunks_per_block']}")
     return MscclExport(program, program_to_xml(program, comment=comment), report)
 
 

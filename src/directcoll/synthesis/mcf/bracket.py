@@ -55,6 +55,7 @@ class McfBracket:
         link_load: float64 (E,) load per unit of pair demand of the best routing, on the flow network's links.
         rel_gap: the target relative gap the run stopped at or aimed for.
         max_iterations: the iteration cap of the run.
+        lengths: float64 (E,) the link lengths w of the best upper bound (its dual certificate), or None.
 
     Raises:
         Nothing: a frozen record built by :func:`alltoall_mcf_bracket`.
@@ -75,6 +76,7 @@ class McfBracket:
     link_load: np.ndarray
     rel_gap: float = 1e-3
     max_iterations: int = 400
+    lengths: np.ndarray | None = None
 
     @property
     def converged(self) -> bool:
@@ -96,8 +98,27 @@ class McfBracket:
                 "max_iterations": self.max_iterations, "seconds": self.seconds}
 
 
-class _TreeRouting:
-    """Shortest-path-tree routing of every compute node's all-to-all row under link lengths w."""
+class TreeRouting:
+    """Shortest-path-tree routing of every compute node's all-to-all row under link lengths w.
+
+    Args:
+        net: the :class:`~directcoll.synthesis.mcf.network.FlowNetwork` (parallel links allowed: the shortest of
+            each (u, v) takes the trees' load).
+
+    Raises:
+        Nothing: stores the network's arrays.
+
+    Source: the pricing step of Frank-Wolfe (this module) and of column generation
+    (:mod:`~directcoll.synthesis.mcf.colgen`): min over routings of sum_e w_e load_e is a shortest-path tree
+    per source (Basu et al. (HPDC'24) eq. (6)-(9), whose source-aggregated flows these trees are vertices of).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> net = flow_network(parse("ring:4"))
+    >>> total, load = TreeRouting(net).route(np.ones(8))
+    >>> total, float(load.sum())  # 4 sources x (1 + 1 + 2) hops
+    (16.0, 16.0)
+    """
 
     def __init__(self, net):
         self.n, self.v = net.num_compute, net.num_nodes
@@ -106,8 +127,23 @@ class _TreeRouting:
         self.key = self.src * self.v + self.dst
         self.sinks = (np.arange(self.v) < self.n).astype(float)  # only compute nodes receive
 
-    def route(self, w: np.ndarray, sources: np.ndarray | None = None) -> tuple[float, np.ndarray]:
-        """(sum of compute-pair distances under w, (E,) link loads of the tree routing) of ``sources``."""
+    def route(self, w: np.ndarray, sources: np.ndarray | None = None, groups: np.ndarray | None = None):
+        """Route every source's row along its shortest-path tree under the lengths ``w``.
+
+        Args:
+            w: float (E,) link lengths, > 0.
+            sources: int (S,) the sources (default all compute nodes).
+            groups: int (S,) a group id 0..k-1 per source, or None: the loads are then summed per group.
+
+        Returns:
+            (sum over the sources of the distances to every compute node under w, link loads: float64 (E,), or
+            (k, E) with ``groups``), the loads in units of one pair's demand.
+
+        Raises:
+            Nothing: scipy Dijkstra and numpy (w must be positive: a caller's contract).
+
+        Source: the class docstring.
+        """
         sources = np.arange(self.n) if sources is None else sources
         # parallel links: the graph keeps the shortest of each (u, v) and its id takes the trees' load
         order = np.lexsort((w, self.key))
@@ -128,7 +164,55 @@ class _TreeRouting:
         keys, ids = self.key[keep], keep
         sorter = np.argsort(keys)
         link = ids[sorter[np.searchsorted(keys, pred[s, node] * self.v + node, sorter=sorter)]]
-        return total, np.bincount(link, weights=size[s, node], minlength=len(self.src))
+        e = len(self.src)
+        if groups is None:
+            return total, np.bincount(link, weights=size[s, node], minlength=e)
+        k = int(groups.max()) + 1
+        loads = np.bincount(groups[s] * e + link, weights=size[s, node], minlength=k * e)
+        return total, loads.reshape(k, e)
+
+
+class FrankWolfe:
+    """The Frank-Wolfe state of :func:`alltoall_mcf_bracket` (see the module docstring), one :meth:`step` at a time:
+    the routing x (a convex combination of tree routings), the best feasible F (``lower``, ``best_load``) and the
+    best weak-duality bound (``upper``, ``best_w``).
+
+    Raises:
+        Nothing: routes the hop-shortest trees first.
+
+    Source: this module's docstring.
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.synthesis.mcf.network import flow_network
+    >>> fw = FrankWolfe(flow_network(parse("petersen")))
+    >>> round(fw.lower, 9), round(fw.upper, 9)  # F = 1/5: the hop-shortest trees are already optimal
+    (0.2, 0.2)
+    """
+
+    def __init__(self, net) -> None:
+        self.routing, self.cap = TreeRouting(net), net.capacity
+        w = 1.0 / self.cap
+        total, self.x = self.routing.route(w)
+        self.upper, self.best_w = float(self.cap @ w) / total, w
+        self.best_load, self.lower = self.x, 1.0 / float(np.max(self.x / self.cap))
+
+    def step(self, it: int) -> None:
+        """One iteration (``it`` counts from 1: the fallback step is 2 / (it + 2)). Raises: Nothing. Source: this
+        module's docstring."""
+        cap = self.cap
+        congestion = self.x / cap
+        top = float(congestion.max())
+        w = np.exp(SOFTMAX_SHARPNESS * (congestion - top) / top) / cap
+        w = np.maximum(w, LENGTH_FLOOR * w.max())
+        total, y = self.routing.route(w)
+        if float(cap @ w) / total < self.upper:
+            self.upper, self.best_w = float(cap @ w) / total, w
+        step = _best_step(congestion, y / cap)
+        # the maximum is flat along y more often than not: then the classic 2 / (k + 2) step keeps x moving
+        self.x = self.x + (step if step > 1e-6 else 2.0 / (it + 2)) * (y - self.x)
+        value = 1.0 / float(np.max(self.x / cap))
+        if value > self.lower:
+            self.lower, self.best_load = value, self.x
 
 
 def _best_step(a: np.ndarray, b: np.ndarray) -> float:
@@ -181,27 +265,13 @@ def alltoall_mcf_bracket(topology, *, rel_gap: float = 1e-3, max_iterations: int
     host = None if host_bandwidth is None else parse_bandwidth(host_bandwidth)
     ref = None if reference_bandwidth is None else parse_bandwidth(reference_bandwidth)
     net = flow_network(topo, host_bandwidth=host, nic_forwarding=nic_forwarding, reference_bandwidth=ref)
-    routing, cap = _TreeRouting(net), net.capacity
-    w = 1.0 / cap
-    total, x = routing.route(w)
-    upper = float(cap @ w) / total
-    best_load, lower = x, 1.0 / float(np.max(x / cap))
+    fw = FrankWolfe(net)
     it = 0
-    while it < max_iterations and (upper - lower) / lower > rel_gap:
+    while it < max_iterations and (fw.upper - fw.lower) / fw.lower > rel_gap:
         it += 1
-        congestion = x / cap
-        top = float(congestion.max())
-        w = np.exp(SOFTMAX_SHARPNESS * (congestion - top) / top) / cap
-        w = np.maximum(w, LENGTH_FLOOR * w.max())
-        total, y = routing.route(w)
-        upper = min(upper, float(cap @ w) / total)
-        step = _best_step(congestion, y / cap)
-        # the maximum is flat along y more often than not: then the classic 2 / (k + 2) step keeps x moving
-        x = x + (step if step > 1e-6 else 2.0 / (it + 2)) * (y - x)
-        value = 1.0 / float(np.max(x / cap))
-        if value > lower:
-            lower, best_load = value, x
+        fw.step(it)
         if progress is not None:
-            progress(it, max_iterations, (upper - lower) / lower)
+            progress(it, max_iterations, (fw.upper - fw.lower) / fw.lower)
+    upper, lower, best_load, best_w = fw.upper, fw.lower, fw.best_load, fw.best_w
     return McfBracket(topo.spec, lower, upper, it, time.perf_counter() - t0, best_load, float(rel_gap),
-                      int(max_iterations))
+                      int(max_iterations), best_w)

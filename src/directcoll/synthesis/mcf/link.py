@@ -27,15 +27,15 @@ Methods (:func:`alltoall_mcf`):
   other node. Conversely every such phi translates to a feasible link-LP solution, so the optimum is exactly
   the link LP's. The LP shrinks by a factor of N. (F need not equal the capacity bound: torus:3x4 has F = 1/6
   and bound 1/5.)
-* ``automorphism``: the same reduction for a group G of automorphisms that is not regular on the nodes
-  (:func:`directcoll.topology.families.kautz_digraphs.automorphisms`: generalized Kautz graphs, |G| = 2 gcd(d + 1, N)).
-  Averaging over G gives an optimal flow with x_{g s} = g x_s, so only one source per node orbit keeps
-  variables, and the load of a link orbit O is ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e)``, one capacity
-  row per link orbit. Conversely the reduced solution, averaged over each representative's stabilizer and
-  moved by G, is a feasible link-LP solution of the same F: the optimum is exactly the link LP's, from an LP
-  |G| times smaller (genkautz:4:1000: 10x).
-* ``auto`` (default): ``symmetric`` where it applies, else ``automorphism`` where a group of order > 1 is
-  known, else ``link``.
+* ``automorphism``: the same reduction for the topology's full automorphism group G, found by BLISS
+  (:func:`directcoll.topology.automorphism.automorphism_group`, any family, as generators). Averaging over G gives
+  an optimal flow with x_{g s} = g x_s, so only one source per node orbit keeps variables, and the load of a
+  link orbit O is ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e)``, one capacity row per link orbit; averaging
+  over the stabilizer of r makes x_r constant on its link orbits (one column each). Conversely the reduced
+  solution moved by G is a feasible link-LP solution of the same F: the optimum is exactly the link LP's
+  (:mod:`~directcoll.synthesis.mcf.symmetry`; line^2(circulant:64:6,7): 32,768 columns instead of 4.2M).
+* ``auto`` (default): ``symmetric`` where it applies, else ``automorphism`` where BLISS finds a group of order
+  > 1, else ``link``. (Graphs whose LP stays too large: :mod:`~directcoll.synthesis.mcf.certified`.)
 
 Host-to-NIC bottleneck (Basu Sec. 3.2.2, Fig. 2, Sec. 5.2): with ``host_bandwidth`` every compute node u
 becomes a host u, a NIC-in node and a NIC-out node; network links run NIC-out -> NIC-in and each node gets a
@@ -78,6 +78,7 @@ from directcoll.synthesis.mcf.formulations import (
 )
 from directcoll.synthesis.mcf.network import FlowNetwork, flow_network, is_translation_symmetric
 from directcoll.synthesis.mcf.symmetry import automorphism_lp, automorphism_orbits, move_children, orbit_flows
+from directcoll.topology.automorphism import automorphism_group
 
 METHODS = ("auto", "link", "decomposed", "symmetric", "automorphism")
 COMMODITIES = ("source", "pair")
@@ -237,10 +238,12 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     Args:
         topology: a :class:`Topology` or a spec string (``torus:3x3x3``).
         method: ``auto`` (``symmetric`` on Cayley topologies whose capacities are translation-invariant, else
-            ``automorphism`` where a group is known, else ``link``), ``link`` (source-aggregated LP, eq. 6-9),
+            ``automorphism`` where BLISS finds a group of order > 1, else ``link``), ``link``
+            (source-aggregated LP, eq. 6-9),
             ``decomposed`` (master eq. 6-9 + child LPs eq. 10-14 giving per-(s, d) flows), ``symmetric``
-            (single-source LP on the translation orbits) or ``automorphism`` (one source per node orbit of a
-            known automorphism group, :mod:`~directcoll.synthesis.mcf.symmetry`).
+            (single-source LP on the translation orbits) or ``automorphism`` (one source per node orbit of the
+            BLISS automorphism group, :mod:`~directcoll.synthesis.mcf.symmetry`; the trivial group is the link
+            LP). ``decomposed`` uses the automorphism master and children where the group is not trivial.
         host_bandwidth: bytes/s (a number or a string like ``100Gbps``) of each host <-> NIC link, modelling
             the host-to-NIC bottleneck (Basu Fig. 2, Sec. 5.2); None for none.
         nic_forwarding: with ``host_bandwidth``, the NIC forwards transit traffic instead of the host.
@@ -263,14 +266,14 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     Raises:
         TopologyError: fewer than 2 compute nodes, or compute nodes that cannot all reach each other.
         UnsupportedShapeError: an unknown method, solver or commodities; ``symmetric`` on a topology that is not
-            a Cayley graph with translation-invariant capacities; ``automorphism`` without a known group;
-            ``pair`` with another method; ``workers < 1`` (``decomposed``); a non-positive bandwidth.
+            a Cayley graph with translation-invariant capacities; ``pair`` with another method; ``workers < 1``
+            (``decomposed``); a non-positive bandwidth.
         SpecError: an unknown topology spec (ResourceError, TopologyError: as the spec parser).
         SolverError: HiGHS rejects an option of ``highs_options`` or does not reach an optimal solution
             (SolverLimitError: a limit in ``highs_options``).
         ResourceError: the LP (commodities x links columns) would need more memory than the budget.
-        DirectcollError: a bandwidth string cannot be read, or a listed automorphism does not map the network
-            onto itself.
+        DirectcollError: a bandwidth string cannot be read, or a BLISS generator does not map the network onto
+            itself.
 
     Source: Basu et al. (HPDC'24) Sec. 3.1.1, eq. (1)-(5); Sec. 3.1.2, eq. (6)-(14); Sec. 3.2.2, Fig. 2 (host
     bottleneck); Zhao et al. (NSDI'25) App. A.5, LP (3). The symmetric and automorphism reductions are
@@ -299,14 +302,15 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
     net = flow_network(topology, host_bandwidth=host, nic_forwarding=nic_forwarding, reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
     symmetric_ok = is_translation_symmetric(net)
-    orbits = None if symmetric_ok or method not in ("auto", "automorphism") else automorphism_orbits(net, topology)
+    orbits = None
+    if method in ("auto", "automorphism", "decomposed") and commodities == "source" and not \
+            (symmetric_ok and method == "auto"):
+        group = automorphism_group(topology)
+        if group.order > 1 or method == "automorphism":
+            orbits = automorphism_orbits(net, topology, group)
     if method == "auto":
         method = "link" if commodities != "source" else "symmetric" if symmetric_ok else \
             "automorphism" if orbits is not None else "link"
-    if method == "automorphism" and orbits is None:
-        raise UnsupportedShapeError(f"{topology.spec}: method 'automorphism' needs a known automorphism group "
-                                    "(generalized Kautz and Kautz graphs, no parallel links; Cayley graphs use "
-                                    "'symmetric'); use 'link' or 'decomposed'")
     if method == "symmetric" and not symmetric_ok:
         raise UnsupportedShapeError(f"{topology.spec}: method 'symmetric' needs a Cayley topology (port_offsets, no "
                                     "switches) whose link bandwidths are the same on every port's links; use "
@@ -354,7 +358,7 @@ def alltoall_mcf(topology, *, method: str = "auto", host_bandwidth=None, nic_for
                          commodity_link=link, commodity_value=val,
                          _source_flows=(ks // e, ks % e, agg[ks]), **common)
 
-    orbits = automorphism_orbits(net, topology) if method == "decomposed" else None
+    orbits = orbits if method == "decomposed" else None
     if orbits is not None:  # the master reduced by the automorphisms, children for one source per orbit
         x, value, how = solve(automorphism_lp(lp_net, orbits), "master")
         flows = orbit_flows(orbits, x, n, e)

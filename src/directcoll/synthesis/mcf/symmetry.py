@@ -1,15 +1,24 @@
 """Automorphism groups that shrink the all-to-all MCF LP (the ``automorphism`` method of
 :mod:`directcoll.synthesis.mcf.link`; Basu et al. Sec. 3.1 averaged over a group G).
 
-For a group G of automorphisms that is not regular on the nodes (generalized Kautz graphs, |G| = 2 gcd(d + 1,
-N), :func:`directcoll.topology.families.kautz_digraphs.automorphisms`), averaging an optimal flow over G gives an
-optimal flow with x_{g s} = g x_s, so only one source per node orbit keeps variables, and the load of a link orbit O is
-``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e)``, one capacity row per link orbit. The reduced solution,
-averaged over each representative's stabilizer and moved by G, is a feasible link-LP solution of the same F.
+G is the topology's full automorphism group from BLISS (:func:`directcoll.topology.automorphism.automorphism_group`:
+generators only, any family), lifted to the flow network (NIC nodes move with their host). Averaging an optimal flow
+over G gives an optimal flow with x_{g s} = g x_s, so only one source r per node orbit keeps variables, and the load
+of a G-link orbit O is ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e)``, one capacity row per link orbit. Averaging
+further over the stabilizer Stab(r) (which fixes r, so it maps r's flows to r's flows) makes x_r constant on every
+Stab(r)-orbit of links: one column per Stab(r)-link orbit P, and, since such a flow conserves at u exactly when it
+conserves at k u (k in Stab(r)), one conservation row per Stab(r)-node orbit. The stabilizer is BLISS run again with
+r coloured apart. On a vertex-transitive graph this is ONE source with E / |Stab| columns (torus:4x4: 64 links,
+|Stab| = 24, 4 columns).
 
-Source: docs/alltoall.md, "Methods" (``automorphism``), the reduction DESIGN.md, "Engines, runtimes and scale" asks
-for ("Symmetry ... is the first tool before any scale-out"); the group of Pi_{d,N} is Zhao et al. (NSDI'25) Def. 16's
-graph's, via :func:`directcoll.topology.families.kautz_digraphs.pi_automorphisms`.
+Conversely a solution x_r (Stab(r)-invariant by construction) moved by any g with g r = s gives source s's flow;
+the result does not depend on the choice of g (two choices differ by an element of Stab(r)), and the load of every
+link of O is the orbit average above, so the link LP's optimum equals the reduced LP's. The g per source is a word
+in the generators from a Schreier vector (:meth:`AutomorphismGroup.transversal`): the group is never enumerated,
+which is what makes groups of any order usable (hypercube:10: 3.7e9 elements, 10 generators).
+
+Source: docs/alltoall.md, "Methods" (``automorphism``); DESIGN.md, "Engines, runtimes and scale" ("Symmetry ... is
+the first tool before any scale-out"); issue #16 item 1 (one source per orbit).
 """
 
 from __future__ import annotations
@@ -19,25 +28,28 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from directcoll.errors import DirectcollError
 from directcoll.lp import LinearProgram
-from directcoll.synthesis.mcf.formulations import FLOW_EPS, flow_lp
+from directcoll.synthesis.mcf.formulations import FLOW_EPS, check_flow_lp
 from directcoll.synthesis.mcf.network import FlowNetwork
+from directcoll.topology.automorphism import AutomorphismGroup, automorphism_group, orbit_labels, permute_links
 from directcoll.topology.model import Topology
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Orbits:
     """A node automorphism group G acting on a flow network (see the module docstring).
 
     Attributes:
-        nodes: int64 (|G|, V) node permutations of the flow network (NIC nodes move with their host), identity
-            first.
-        links: int64 (|G|, E): the link each link is moved to by each element.
+        order: |G|.
+        nodes: int64 (k, V) generators of G on the flow network's nodes (NIC nodes move with their host).
+        links: int64 (k, E) the link each link is moved to by each generator.
         reps: int64 (R,) one compute node per node orbit (the smallest), sorted.
         orbit_size: int64 (R,) |orbit(rep)|, adding up to N.
-        link_orbit: int64 (E,) the index of every link's orbit.
+        link_orbit: int64 (E,) the index of every link's G-orbit.
         link_orbit_size: int64 (K,) |link orbit|.
+        stab_link: list of R int64 (E,) arrays: every link's Stab(rep)-orbit, numbered 0..P_r-1.
+        stab_node: list of R int64 (V,) arrays: every node's Stab(rep)-orbit label (its smallest member).
+        transversals: list of R (nodes, parent, generator) Schreier vectors of the reps' orbits.
 
     Raises:
         Nothing: a frozen record built by :func:`automorphism_orbits`.
@@ -48,83 +60,101 @@ class Orbits:
     >>> from directcoll.synthesis.mcf.network import flow_network
     >>> topo = parse("genkautz:2:10")
     >>> o = automorphism_orbits(flow_network(topo), topo)
-    >>> o.nodes.shape, o.reps.tolist(), o.orbit_size.tolist()
-    ((2, 10), [0, 1, 2, 3, 4], [2, 2, 2, 2, 2])
+    >>> o.order, o.reps.tolist(), o.orbit_size.tolist()
+    (2, [0, 1, 2, 3, 4], [2, 2, 2, 2, 2])
     """
 
-    nodes: np.ndarray  # (G, V) node permutations, identity first
-    links: np.ndarray  # (G, E) the link each link is moved to
-    reps: np.ndarray  # (R,) one compute node per node orbit
-    orbit_size: np.ndarray  # (R,) |orbit(rep)|
-    link_orbit: np.ndarray  # (E,) index of the link's orbit
-    link_orbit_size: np.ndarray  # (K,) |link orbit|
+    order: int
+    nodes: np.ndarray
+    links: np.ndarray
+    reps: np.ndarray
+    orbit_size: np.ndarray
+    link_orbit: np.ndarray
+    link_orbit_size: np.ndarray
+    stab_link: list
+    stab_node: list
+    transversals: list
+
+    @property
+    def num_columns(self) -> int:
+        """Flow columns of the reduced LP (sum over reps of Stab(rep)-link orbits). Raises: Nothing. Source:
+        the module docstring."""
+        return int(sum(int(p.max()) + 1 for p in self.stab_link))
 
 
-def automorphism_orbits(net: FlowNetwork, topology: Topology) -> Orbits | None:
-    """The known automorphism group of ``topology`` acting on ``net``, or None (no group, switches, parallel
-    links).
+def _lift(net: FlowNetwork, topology: Topology, group: AutomorphismGroup) -> tuple[np.ndarray, np.ndarray]:
+    """The group's generators on the flow network's nodes and links."""
+    n, v = topology.num_compute, topology.num_nodes
+    perms = group.generators
+    extra = (net.num_nodes - v) // n  # NIC nodes V + k N + u move with their host u
+    nodes = np.concatenate([perms] + [perms[:, :n] + v + k * n for k in range(extra)], axis=1)
+    _, cap_class = np.unique(net.capacity, return_inverse=True)
+    links = permute_links(net.link_src, net.link_dst, cap_class.ravel(), nodes) if len(nodes) else \
+        np.zeros((0, net.num_links), dtype=np.int64)
+    return nodes.reshape(-1, net.num_nodes), links
+
+
+def automorphism_orbits(net: FlowNetwork, topology: Topology, group: AutomorphismGroup | None = None) -> Orbits:
+    """The automorphism group of ``topology`` (BLISS) acting on ``net``, with the stabilizer of every
+    representative source.
 
     Args:
         net: the flow network of ``topology`` (host links allowed: NIC nodes move with their host).
-        topology: the topology (its kind and parameters select the group).
+        topology: the topology.
+        group: its automorphism group, if already computed (:func:`~directcoll.topology.automorphism.
+            automorphism_group`).
 
     Returns:
-        :class:`Orbits`, or None where no group of order > 1 is known or the network has switches or parallel
-        links.
+        :class:`Orbits` (the trivial group gives N representatives, each with trivial stabilizer).
 
     Raises:
-        DirectcollError: a listed automorphism does not map the network onto itself (or changes a capacity).
+        DirectcollError: a generator does not map the flow network onto itself (capacities included).
 
-    Source: docs/alltoall.md, "Methods" (``automorphism``: generalized Kautz and Kautz graphs, |G| =
-    2 gcd(d + 1, N)); the group: :func:`directcoll.topology.families.kautz_digraphs.automorphisms`.
+    Source: docs/alltoall.md, "Methods" (``automorphism``); the group: BLISS via
+    :func:`directcoll.topology.automorphism.automorphism_group`.
 
     >>> from directcoll.topology import parse
     >>> from directcoll.synthesis.mcf.network import flow_network
     >>> topo = parse("genkautz:4:20")
-    >>> len(automorphism_orbits(flow_network(topo), topo).nodes)
-    10
-    >>> automorphism_orbits(flow_network(parse("ring:4")), parse("ring:4")) is None
-    True
+    >>> o = automorphism_orbits(flow_network(topo), topo)
+    >>> o.order, o.reps.tolist(), o.num_columns  # 120 automorphisms, one orbit: 80 links in 20 columns
+    (120, [0], 20)
     """
-    from directcoll.topology.families.kautz_digraphs import automorphisms
-
-    perms = automorphisms(topology)
-    n, v = topology.num_compute, topology.num_nodes
-    if perms is None or len(perms) < 2 or v != n:
-        return None
-    extra = net.num_nodes - v  # NIC nodes V + u (and V + N + u) move with their host
-    nodes = np.concatenate([perms] + [perms + v + k * n for k in range(extra // n)], axis=1)
-    key = net.link_src * net.num_nodes + net.link_dst
-    order = np.argsort(key)
-    if np.any(key[order][1:] == key[order][:-1]):
-        return None
-    moved = nodes[:, net.link_src] * net.num_nodes + nodes[:, net.link_dst]
-    pos = np.minimum(np.searchsorted(key, moved, sorter=order), len(key) - 1)
-    links = order[pos]
-    if np.any(key[links] != moved) or np.any(net.capacity[links] != net.capacity):
-        raise DirectcollError(f"{topology.spec}: a listed automorphism does not map the network onto itself")
-    node_rep = nodes[:, :n].min(axis=0)
-    reps = np.unique(node_rep)
-    _, link_orbit, link_orbit_size = np.unique(links.min(axis=0), return_inverse=True, return_counts=True)
-    return Orbits(nodes, links, reps, np.bincount(node_rep, minlength=n)[reps], link_orbit, link_orbit_size)
+    n = topology.num_compute
+    group = automorphism_group(topology) if group is None else group
+    nodes, links = _lift(net, topology, group)
+    node_label = group.node_orbit[:n]
+    reps = np.unique(node_label)
+    link_label = orbit_labels(net.num_links, links)
+    _, link_orbit, link_orbit_size = np.unique(link_label, return_inverse=True, return_counts=True)
+    stab_link, stab_node, transversals = [], [], []
+    for r in reps.tolist():
+        stab = automorphism_group(topology, fix=[r]) if group.order > 1 else group
+        s_nodes, s_links = _lift(net, topology, stab)
+        stab_link.append(np.unique(orbit_labels(net.num_links, s_links), return_inverse=True)[1].ravel())
+        stab_node.append(orbit_labels(net.num_nodes, s_nodes))
+        transversals.append(group.transversal(r))
+    return Orbits(group.order, nodes, links, reps, np.bincount(node_label, minlength=n)[reps], link_orbit.ravel(),
+                  link_orbit_size, stab_link, stab_node, transversals)
 
 
 def automorphism_lp(net: FlowNetwork, orbits: Orbits) -> LinearProgram:
-    """Flows of the representative sources with one capacity row per link orbit (the source LP otherwise).
+    """The reduced LP: one Stab(r)-invariant flow per representative r, one capacity row per G-link orbit.
 
-    Columns ``x[i, j]`` at ``i * E + j`` for representative i, then F; rows: K orbit capacity rows, then the
-    conservation rows of :func:`~directcoll.synthesis.mcf.formulations.flow_lp`. The row of link orbit O is
-    ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e) <= cap(O)``.
+    Columns: for every representative r (in order), one per Stab(r)-link orbit P (its flow on each link of P), then
+    F. Rows: K capacity rows, ``sum_r |orbit(r)| / |O| * sum_{e in O} x_r(e) <= cap(O)``; then, per representative,
+    one conservation row ``out - in + F [u is a compute node] = 0`` at the smallest node u of every
+    Stab(r)-node orbit other than {r}. Flow into r is fixed to 0.
 
     Returns:
-        :class:`~directcoll.lp.LinearProgram` with R E + 1 columns and K + R (V - 1) rows (capacity units).
+        :class:`~directcoll.lp.LinearProgram` with :attr:`Orbits.num_columns` + 1 columns (capacity units).
 
     Raises:
         ResourceError: the LP would exceed the memory budget (:func:`~directcoll.synthesis.mcf.formulations.
             check_flow_lp`).
 
-    Source: Basu et al. (HPDC'24) eq. (6)-(9) reduced by the averaging argument of docs/alltoall.md, "Methods"
-    (``automorphism``).
+    Source: Basu et al. (HPDC'24) eq. (6)-(9) reduced by the averaging argument of this module's docstring
+    (docs/alltoall.md, "Methods", ``automorphism``).
 
     >>> from directcoll.topology import parse
     >>> from directcoll.synthesis.mcf.network import flow_network
@@ -135,31 +165,77 @@ def automorphism_lp(net: FlowNetwork, orbits: Orbits) -> LinearProgram:
     >>> lp.a.shape, round(-solve_lp(lp, "simplex", None)[1] * 27, 9)  # F = 2/27, as the link LP
     ((54, 91), 2.0)
     """
-    n, e = net.num_compute, net.num_links
-    r = len(orbits.reps)
-    t = np.tile(np.arange(n), r)
-    s = np.repeat(orbits.reps, n)
-    off = s != t
-    lp = flow_lp(net.num_nodes, net.link_src, net.link_dst, net.capacity, orbits.reps,
-                  np.repeat(np.arange(r), n)[off], t[off])
-    rep_of, link_of = np.divmod(np.arange(r * e), e)
+    e, n = net.num_links, net.num_compute
+    check_flow_lp(len(orbits.reps), e, n * len(orbits.reps))
     k = len(orbits.link_orbit_size)
-    rows = orbits.link_orbit[link_of]
-    cap_rows = sp.csc_matrix((orbits.orbit_size[rep_of] / orbits.link_orbit_size[rows], (rows, np.arange(r * e))),
-                             shape=(k, r * e + 1))
+    rows, cols, vals, upper = [], [], [], []
+    offset, row0 = 0, k
+    links = np.arange(e)
+    for i, r in enumerate(orbits.reps.tolist()):
+        col = offset + orbits.stab_link[i]
+        p = int(orbits.stab_link[i].max()) + 1
+        o = orbits.link_orbit
+        rows.append(o)
+        cols.append(col)
+        vals.append(orbits.orbit_size[i] / orbits.link_orbit_size[o])
+        label = orbits.stab_node[i]
+        keep = np.unique(label[label != r])  # the smallest node of every Stab(r)-node orbit but {r}
+        row_of = np.full(net.num_nodes, -1, dtype=np.int64)
+        row_of[keep] = row0 + np.arange(len(keep))
+        out, into = row_of[net.link_src] >= 0, row_of[net.link_dst] >= 0
+        out &= net.link_src == label[net.link_src]
+        into &= net.link_dst == label[net.link_dst]
+        rows += [row_of[net.link_src[out]], row_of[net.link_dst[into]]]
+        cols += [col[out], col[into]]
+        vals += [np.ones(out.sum()), -np.ones(into.sum())]
+        sinks = keep[keep < n]
+        rows.append(row_of[sinks])
+        cols.append(np.full(len(sinks), -1))  # F, placed below
+        vals.append(np.ones(len(sinks)))
+        up = np.full(p, np.inf)
+        up[orbits.stab_link[i][links[net.link_dst == r]]] = 0.0
+        upper.append(up)
+        offset += p
+        row0 += len(keep)
+    ncol = offset + 1
+    cols = [np.where(c < 0, offset, c) for c in cols]
+    a = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(row0, ncol))
     orbit_cap = np.zeros(k)
     orbit_cap[orbits.link_orbit] = net.capacity
-    a = sp.vstack([cap_rows, lp.a[e:]], format="csc")
-    return LinearProgram(a, lp.cost, lp.col_lower, lp.col_upper, np.r_[np.full(k, -np.inf), lp.row_lower[e:]],
-                         np.r_[orbit_cap, lp.row_upper[e:]])
+    cons = row0 - k
+    return LinearProgram(a, np.r_[np.zeros(offset), -1.0], np.zeros(ncol), np.r_[np.concatenate(upper), np.inf],
+                         np.r_[np.full(k, -np.inf), np.zeros(cons)], np.r_[orbit_cap, np.zeros(cons)])
+
+
+def rep_flows(orbits: Orbits, x: np.ndarray) -> list[np.ndarray]:
+    """Every representative's flow on every link, float64 (E,) each, from a solution of :func:`automorphism_lp`.
+    Raises: Nothing. Source: the module docstring (x_r constant on Stab(r)-link orbits)."""
+    out, offset = [], 0
+    for p in orbits.stab_link:
+        out.append(x[offset + p])
+        offset += int(p.max()) + 1
+    return out
+
+
+def _moved(orbits: Orbits, i: int, node_ids: np.ndarray, link_ids: np.ndarray):
+    """(s, moved nodes, moved links) for every s in representative i's orbit, breadth-first along its Schreier
+    vector: each member's images are its parent's moved by one generator."""
+    nodes, parent, gen = orbits.transversals[i]
+    images = {int(nodes[0]): (node_ids, link_ids)}
+    yield int(nodes[0]), node_ids, link_ids
+    for s, p, g in zip(nodes[1:].tolist(), parent[1:].tolist(), gen[1:].tolist(), strict=True):
+        pn, pl = images[p]
+        moved = (orbits.nodes[g][pn], orbits.links[g][pl])
+        images[s] = moved
+        yield s, moved[0], moved[1]
 
 
 def orbit_flows(orbits: Orbits, x: np.ndarray, num_compute: int, num_links: int):
-    """Every source's flow from the representatives': each averaged over its stabilizer, then moved by G.
+    """Every source's flow from the representatives': x_{g r} = g x_r.
 
     Args:
         orbits: the group (:class:`Orbits`).
-        x: float64 solution of :func:`automorphism_lp` (its first R E columns are the representatives' flows).
+        x: float64 solution of :func:`automorphism_lp`.
         num_compute: N; num_links: E.
 
     Returns:
@@ -169,25 +245,26 @@ def orbit_flows(orbits: Orbits, x: np.ndarray, num_compute: int, num_links: int)
     Raises:
         Nothing: numpy arithmetic on a solution of :func:`automorphism_lp`.
 
-    Source: docs/alltoall.md, "Methods" (``automorphism``: "each x_r, averaged over its stabilizer and moved by G,
-    gives a feasible link-LP solution with the same F").
+    Source: docs/alltoall.md, "Methods" (``automorphism``: "x_r moved by G gives a feasible link-LP solution with
+    the same F").
     """
-    r, e = len(orbits.reps), num_links
-    x = x[: r * e].reshape(r, e)
-    flows = np.zeros((num_compute, e))
-    for g_nodes, g_links in zip(orbits.nodes, orbits.links, strict=True):
-        # g x_r puts x_r(l) on link g(l); summed over G, source s = g(r) gets |Stab(r)| copies
-        flows[g_nodes[orbits.reps][:, None], g_links[None, :]] += x
-    rep_index = np.searchsorted(orbits.reps, orbits.nodes[:, :num_compute].min(axis=0))  # reps are sorted
-    flows /= (len(orbits.nodes) // orbits.orbit_size)[rep_index][:, None]
-    src, link = np.nonzero(flows > FLOW_EPS)
-    return src.astype(np.int64), link.astype(np.int64), flows[src, link]
+    out = [[], [], []]
+    empty = np.zeros(0, dtype=np.int64)
+    for i, flow in enumerate(rep_flows(orbits, x)):
+        keep = np.flatnonzero(flow > FLOW_EPS)
+        for s, _, moved in _moved(orbits, i, empty, keep):
+            out[0].append(np.full(len(keep), s, dtype=np.int64))
+            out[1].append(moved)
+            out[2].append(flow[keep])
+    src, link, val = (np.concatenate(c) for c in out)
+    order = np.lexsort((link, src))
+    return src[order], link[order], val[order]
 
 
 def move_children(orbits: Orbits, src, dst, link, val):
-    """Per-(s, d) flows of every source from its representative's: x_{g r, g d} = g x_{r, d} for one g per
-    source (the representative's flow is stabilizer-averaged, so every such g gives the same per-source flow and
-    a valid split of it into destinations).
+    """Per-(s, d) flows of every source from its representative's: x_{g r, g d} = g x_{r, d} for the g the
+    Schreier vector gives (the representative's flow is Stab(r)-invariant, so every such g gives the same
+    per-source flow and a valid split of it into destinations).
 
     Args:
         orbits: the group (:class:`Orbits`).
@@ -202,18 +279,12 @@ def move_children(orbits: Orbits, src, dst, link, val):
     Source: Basu et al. (HPDC'24) Sec. 3.1.2, eq. (10)-(14) (the child LPs' per-commodity flows), moved by G as
     in docs/alltoall.md, "Methods" (``decomposed`` with the automorphism master).
     """
-    first = {}
-    for gi, g in enumerate(orbits.nodes):
-        for r in orbits.reps:
-            first.setdefault(int(g[r]), (gi, int(r)))
     out = [[], [], [], []]
-    rep_rows = {int(r): np.flatnonzero(src == r) for r in orbits.reps}
-    for s_new, (gi, r) in sorted(first.items()):
-        rows = rep_rows[r]
-        g_nodes, g_links = orbits.nodes[gi], orbits.links[gi]
-        out[0].append(np.full(len(rows), s_new, dtype=np.int64))
-        out[1].append(g_nodes[dst[rows]])
-        out[2].append(g_links[link[rows]])
-        out[3].append(val[rows])
+    for i, r in enumerate(orbits.reps.tolist()):
+        rows = np.flatnonzero(src == r)
+        for s, moved_dst, moved_link in _moved(orbits, i, dst[rows], link[rows]):
+            out[0].append(np.full(len(rows), s, dtype=np.int64))
+            out[1].append(moved_dst)
+            out[2].append(moved_link)
+            out[3].append(val[rows])
     return tuple(np.concatenate(c) for c in out)
-
