@@ -108,6 +108,8 @@ def main(argv=None) -> int:
     ap.add_argument("--round-seconds", type=float, default=0.2, help="seconds per timed round (default 0.2)")
     ap.add_argument("--out", default="bench_native.json", help="JSON of every number (default bench_native.json)")
     ap.add_argument("--no-pingpong", action="store_true", help="skip the MPI_Sendrecv floor")
+    ap.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds one schedule's run may take before it is skipped (default 600)")
     ap.add_argument("--segment-bytes", type=int, help="the library's message segment (DIRECTCOLL_SEGMENT_BYTES; "
                                                       "default: its built-in 512 KiB)")
     args = ap.parse_args(argv)
@@ -138,7 +140,13 @@ def main(argv=None) -> int:
                 table = tmp / f"one-{key}-{n}.json"
                 table.write_text(json.dumps([{"collective": "allreduce", "ranks": n, "program": path.name}]))
                 print(f"# {n} ranks: {key} ...", file=sys.stderr, flush=True)
-                got = parse_bench(run_bench(n, sizes, table=table, round_seconds=args.round_seconds))
+                try:
+                    got = parse_bench(run_bench(n, sizes, table=table, round_seconds=args.round_seconds,
+                                                timeout=args.timeout))
+                except DirectcollError as exc:  # a run past --timeout (e.g. oversubscribed ranks under load)
+                    print(f"bench_native: {n} ranks, {key}: {exc}", file=sys.stderr)
+                    doc.setdefault("failed", []).append({"ranks": n, "schedule": key, "error": str(exc)})
+                    continue
                 rows[key] = {str(s): {"mpi_s": m, "ours_s": o, "ratio": m / o} for s, (m, o) in sorted(got.items())}
             doc["runs"][str(n)] = rows
             print_table(n, rows)
