@@ -177,6 +177,35 @@ def test_allreduce_matches_the_mpi_library(work, ranks):
         assert served[0].endswith(f"{prog.name})") and not [line for line in lines if "fell through" in line]
 
 
+#: segments of 40 bytes: 5 doubles, 2 double complexes, 1 long double complex, 40 bytes (none divides every
+#: message), so messages of a few elements travel in many segments and the last is shorter
+SEGMENTED = {"DIRECTCOLL_SEGMENT_BYTES": "40"}
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_segmented_messages_match_the_mpi_library(work, ranks):
+    """Every message cut into segments (DIRECTCOLL_SEGMENT_BYTES): pipelined reduced receives through the window
+    slots (Swing, ring), the steps that are not pipelined (recursive doubling latency reduces into what it sends),
+    three-operand first reductions not in place, scratch and local reductions (generalized), several runs per
+    message as one derived datatype per segment (BFB, Swing's reduce-scatter owners, MCF's relays)."""
+    root, lib, checker = work
+    runs = [["all", "0", "1", "7", "1001"]] if ranks == 2 else [["quick", "0", "1", str(ranks - 1), "7", "333"]]
+    cases = [("allreduce", s) for s in SCHEDULES[ranks]]
+    if ranks == 4:
+        cases += [("reduce_scatter", ("swing", "torus:4", [])), ("allgather", ("swing", "torus:4", [])),
+                  ("alltoall", ("mcf", "ring:4", ["--method", "timestepped"]))]
+    for (collective, (algorithm, spec, extra)), args in ((c, a) for c in cases for a in runs):
+        prog = _program(root, algorithm, spec, extra if collective == "allreduce" else
+                        [*extra, "--collective", collective])
+        table = _table(root, f"seg{ranks}.json", [{"collective": collective, "ranks": ranks, "program": prog.name}])
+        name = "reduce_scatter_block" if collective == "reduce_scatter" else collective
+        run = _run(lib, checker, ranks, table, args, collective=name, extra_env=SEGMENTED)
+        assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, collective, run.stdout,
+                                                                    run.stderr[-3000:])
+        served = [line for line in run.stderr.splitlines() if ": served by " in line]
+        assert len(served) == int(run.stdout.split()[1]) * ranks and "fell through" not in run.stderr
+
+
 def test_one_rank_no_steps(work):
     """No step writes recvbuf: not in place, every cell comes from sendbuf at the end."""
     root, lib, checker = work
@@ -342,3 +371,13 @@ def test_under_address_and_undefined_behaviour_sanitizers(work):
                extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"})
     assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
+    for ranks, collective, (algorithm, spec, extra) in [(2, "allreduce", SCHEDULES[2][0]), (4, "allreduce",
+                                                        SCHEDULES[4][3]), (4, "reduce_scatter", OWNED[4][0])]:
+        prog = _program(root, algorithm, spec, extra if collective == "allreduce" else
+                        [*extra, "--collective", collective])  # segmented: window slots, segment datatypes
+        table = _table(root, "asan.json", [{"collective": collective, "ranks": ranks, "program": str(prog)}])
+        run = _run(None, checker, ranks, table, ["quick", "0", "1", "7", "333"], preload=f"{asan}:{lib}",
+                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0", **SEGMENTED},
+                   collective="reduce_scatter_block" if collective == "reduce_scatter" else collective)
+        assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, run.stderr[-3000:])
+        assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr

@@ -51,11 +51,26 @@ void dc_iv_free(dc_ivset *s);
 typedef struct dc_seg {      /* a run of elements: region 0 = the user's buffer, 1 = the scratch blocks, 2 = sendbuf
                                 (all-to-all: recvbuf, its relayed and scratch blocks, sendbuf) */
     int region;
+    int init;                /* a reduction's destination run recvbuf does not hold yet (from_send): written as
+                                sendbuf (op) the incoming elements, three operands, instead of a copy and then op= */
     int64_t off, len;
 } dc_seg;
 
+/* Messages longer than DC_SEGMENT_BYTES travel as ceil(bytes / DC_SEGMENT_BYTES) messages of DC_SEGMENT_BYTES /
+ * extent elements each (the last shorter), on both ends alike, so a receiver can reduce a segment while the next
+ * is in flight and while it is still in cache (docs/benchmarks.md, "Native runtime": 64-1024 KiB measured). */
+#define DC_SEGMENT_BYTES ((int64_t)512 * 1024)
+/* The segment size plans are built with: DC_SEGMENT_BYTES, or $DIRECTCOLL_SEGMENT_BYTES (read with the tuning
+ * table, for tests and measurements). */
+extern int64_t dc_segment_bytes;
+/* Segments of a step's reduced receives in flight at once (each in its own slot of the staging buffer). */
+#define DC_WINDOW 2
+
 typedef struct dc_msg {
     int peer, op;            /* op: DC_COPY or DC_REDUCE (receives and local operations) */
+    int nseg;                /* messages it travels as (DC_SEGMENT_BYTES); 1 for local operations */
+    int64_t seglen;          /* elements per segment (the last one: the rest) */
+    MPI_Datatype *segtype;   /* nseg > 1, direct with several runs: the derived type of every segment, else NULL */
     int direct;              /* sent from / received into the user's or scratch buffer without staging */
     int region;              /* the region of a direct message */
     MPI_Datatype type;       /* derived type of a direct message of several runs, else MPI_DATATYPE_NULL */
@@ -68,6 +83,10 @@ typedef struct dc_msg {
 
 typedef struct dc_step {
     size_t nsend, nrecv, nlocal, ninit;
+    int pipelined;           /* its reduced receives are applied segment by segment as they arrive, DC_WINDOW in
+                                flight through window slots: no reduced cell is also sent in place, copied into
+                                (received or local) in the step, and no peer sends it a second message */
+    size_t nreq;             /* the most requests it has outstanding at once */
     dc_msg *send, *recv, *local;
     dc_seg *init;            /* from_send: cells reduced into before recvbuf held them, copied from sendbuf first */
 } dc_step;
@@ -75,13 +94,16 @@ typedef struct dc_step {
 typedef struct dc_plan {
     struct dc_plan *next;
     const dc_program *program;
-    int from_send;           /* an allreduce not in place: reads sendbuf (region 2) until recvbuf is written */
+    int from_send;           /* an allreduce or reduce-scatter not in place: reads sendbuf (region 2) until its
+                                buffer (recvbuf; the work buffer) is written */
     size_t nfinal;
     dc_seg *final;           /* from_send: cells no step writes, copied from sendbuf at the end */
     int64_t count;
     MPI_Datatype datatype;
     MPI_Aint extent;
     int64_t scratch_elems, stage_elems;
+    int64_t window;          /* the first element of the window slots in the staging buffer (DC_WINDOW slots of
+                                DC_SEGMENT_BYTES) */
     char *scratch, *stage;
     char *work;              /* reduce-scatter: the copy of sendbuf the schedule works in; all-to-all with
                                 MPI_IN_PLACE: the copy of recvbuf it sends from (count elements) */
@@ -112,7 +134,8 @@ int64_t dc_a2a_layout(const dc_program *p, dc_a2a *a);
 int64_t dc_a2a_place(const dc_a2a *a, int64_t x, int *region, int64_t *off);
 
 /* ---- reductions ----------------------------------------------------------------------------------------------- */
-typedef void (*dc_reduce_fn)(void *restrict inout, const void *restrict in, size_t n);
+/* out[i] = a[i] op b[i] for i < n: out is a (two operands, a op= b) or disjoint from it; b overlaps neither. */
+typedef void (*dc_reduce_fn)(void *out, const void *a, const void *restrict b, size_t n);
 /* The kernel of op on datatype, or NULL with the reason (not predefined, not defined by MPI for the type). */
 dc_reduce_fn dc_reduction(MPI_Op op, MPI_Datatype datatype, const char **why);
 /* Whether datatype is a predefined basic type the executor serves; its name either way ("derived" if none). */
@@ -121,7 +144,8 @@ const char *dc_op_name(MPI_Op op);
 
 /* ---- running a plan (directcoll.c) --------------------------------------------------------------------------- */
 /* What a run lets its caller do (dc_entry.c): step(ctx, t) before step t posts its messages; wait(ctx, t, n, reqs)
- * in place of PMPI_Waitall (its nonzero return ends the run with that code). */
+ * in place of PMPI_Waitall (its nonzero return ends the run with that code). A step may wait several times (its
+ * pipelined reductions wait segment by segment). */
 typedef struct dc_hooks {
     void (*step)(void *ctx, size_t t);
     int (*wait)(void *ctx, size_t t, int n, MPI_Request *reqs);

@@ -214,7 +214,7 @@ static int push(segvec *s, int region, int64_t off, int64_t len) {
         s->v = v;
         s->cap = cap;
     }
-    s->v[s->n++] = (dc_seg){region, off, len};
+    s->v[s->n++] = (dc_seg){.region = region, .off = off, .len = len};
     return 0;
 }
 
@@ -297,7 +297,42 @@ static int overlaps(const span *sp, size_t n, const dc_seg *g) {
     return lo > 0 && sp[lo - 1].region == g->region && sp[lo - 1].reach > g->off;
 }
 
-/* Make a message direct where it can be: one run (sent at its offset) or several (a derived datatype). */
+/* A derived datatype of the message elements [lo, hi) of runs (several runs of one region, offsets from the
+ * region's start), committed into *type. */
+static int runs_type(const dc_seg *runs, size_t nruns, int64_t lo, int64_t hi, MPI_Datatype datatype,
+                     MPI_Aint extent, MPI_Datatype *type) {
+    int *lens = malloc(nruns * sizeof *lens);
+    MPI_Aint *displs = malloc(nruns * sizeof *displs);
+    int rc = -1, k = 0;
+    if (lens && displs) {
+        for (size_t i = 0, at = 0; i < nruns; at += (size_t)runs[i].len, i++) {
+            int64_t a = (int64_t)at > lo ? (int64_t)at : lo, b = (int64_t)at + runs[i].len < hi ? (int64_t)at + runs[i].len : hi;
+            if (b <= a) continue;
+            lens[k] = (int)(b - a);
+            displs[k++] = (MPI_Aint)(runs[i].off + (a - (int64_t)at)) * extent;
+        }
+        if (PMPI_Type_create_hindexed(k, lens, displs, datatype, type) == MPI_SUCCESS &&
+            PMPI_Type_commit(type) == MPI_SUCCESS)
+            rc = 0;
+    }
+    free(lens);
+    free(displs);
+    return rc;
+}
+
+/* How a message of m->len elements travels: in m->nseg segments of m->seglen elements (DC_SEGMENT_BYTES), the
+ * same on both ends since both know its length and the datatype. */
+int64_t dc_segment_bytes = DC_SEGMENT_BYTES;
+
+static void segment(dc_msg *m, MPI_Aint extent) {
+    int64_t per = dc_segment_bytes / (extent > 0 ? extent : 1);
+    per = per > 0 ? per : 1;
+    m->nseg = m->len > per ? (int)((m->len + per - 1) / per) : 1;
+    m->seglen = m->nseg > 1 ? per : m->len;
+}
+
+/* Make a message direct where it can be: one run (sent at its offset) or several (a derived datatype, one per
+ * segment when it travels in several). */
 static int make_direct(dc_msg *m, const dc_seg *runs, size_t nseg, MPI_Datatype datatype, MPI_Aint extent) {
     m->direct = 1;
     m->region = runs[0].region;
@@ -305,21 +340,73 @@ static int make_direct(dc_msg *m, const dc_seg *runs, size_t nseg, MPI_Datatype 
         m->off = runs[0].off;
         return 0;
     }
-    int *lens = malloc(nseg * sizeof *lens);
-    MPI_Aint *displs = malloc(nseg * sizeof *displs);
-    int rc = -1;
-    if (lens && displs) {
-        for (size_t i = 0; i < nseg; i++) {
-            lens[i] = (int)runs[i].len;
-            displs[i] = (MPI_Aint)runs[i].off * extent;
-        }
-        if (PMPI_Type_create_hindexed((int)nseg, lens, displs, datatype, &m->type) == MPI_SUCCESS &&
-            PMPI_Type_commit(&m->type) == MPI_SUCCESS)
-            rc = 0;
+    if (m->nseg == 1) return runs_type(runs, nseg, 0, m->len, datatype, extent, &m->type);
+    if (!(m->segtype = malloc((size_t)m->nseg * sizeof *m->segtype))) return -1;
+    for (int i = 0; i < m->nseg; i++) m->segtype[i] = MPI_DATATYPE_NULL;
+    for (int i = 0; i < m->nseg; i++) {
+        int64_t lo = (int64_t)i * m->seglen, hi = lo + m->seglen < m->len ? lo + m->seglen : m->len;
+        if (runs_type(runs, nseg, lo, hi, datatype, extent, &m->segtype[i]) != 0) return -1;
     }
-    free(lens);
-    free(displs);
-    return rc;
+    return 0;
+}
+
+/* Split the destination runs of a reduction at the cells of `init` not yet `claimed` (recvbuf does not hold them:
+ * the reduction writes sendbuf (op) incoming there, three operands), which it then claims. */
+static int push_run(segvec *o, int region, int init, int64_t off, int64_t len) {
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 4;
+        dc_seg *v = realloc(o->v, cap * sizeof *v);
+        if (!v) return -1;
+        o->v = v;
+        o->cap = cap;
+    }
+    o->v[o->n++] = (dc_seg){.region = region, .init = init, .off = off, .len = len};
+    return 0;
+}
+
+typedef struct {
+    segvec *out;
+    const dc_ivset *claimed;
+} splitter;
+
+static int claimed_part(void *arg, int64_t a, int64_t b, int inside) {  /* inside: claimed already, op= */
+    return push_run(((splitter *)arg)->out, 0, !inside, a, b - a);
+}
+
+static int init_part(void *arg, int64_t a, int64_t b, int inside) {  /* inside: recvbuf does not hold it yet */
+    splitter *w = arg;
+    return inside ? dc_iv_walk(w->claimed, a, b, claimed_part, w) : push_run(w->out, 0, 0, a, b - a);
+}
+
+static int split_init(dc_msg *m, const dc_ivset *init, dc_ivset *claimed) {
+    segvec out = {0};
+    splitter w = {&out, claimed};
+    for (size_t i = 0; i < m->ndst; i++) {
+        const dc_seg *g = &m->dst[i];
+        size_t first = out.n;
+        if (g->region != 0 ? push_run(&out, g->region, 0, g->off, g->len) != 0
+                           : dc_iv_walk(init, g->off, g->off + g->len, init_part, &w) != 0) {
+            free(out.v);
+            return -1;
+        }
+        for (size_t k = first; k < out.n; k++) {  /* claimed run by run: a later run onto the same cells is op= */
+            if (out.v[k].init && dc_iv_add(claimed, out.v[k].off, out.v[k].off + out.v[k].len) != 0) {
+                free(out.v);
+                return -1;
+            }
+        }
+    }
+    free(m->dst);
+    m->dst = out.v;
+    m->ndst = out.n;
+    return 0;
+}
+
+/* whether any run of m's destination overlaps the sorted spans */
+static int dst_overlaps(const span *sp, size_t n, const dc_msg *m) {
+    for (size_t s = 0; s < m->ndst; s++)
+        if (overlaps(sp, n, &m->dst[s])) return 1;
+    return 0;
 }
 
 /* ---- reading sendbuf until recvbuf is written (from_send) ----------------------------------------------------- */
@@ -471,6 +558,8 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                         dc_iv_add(m->op == DC_COPY ? &copied : &reduced, dst.v[g].off, dst.v[g].off + dst.v[g].len))
                         FAIL("out of memory");
                 if (m->len > INT_MAX) FAIL("a message of %lld elements (more than an int counts)", (long long)m->len);
+                if (kind < 2) segment(m, extent);
+                else m->nseg = 1, m->seglen = m->len;
                 if (kind == 0 && one_region(&src)) {  /* an in-place send: what it reads must not change */
                     if (make_direct(m, src.v, src.n, datatype, extent) != 0) FAIL("cannot build a derived datatype");
                     for (size_t s = 0; s < src.n; s++) {
@@ -489,8 +578,40 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
             }
         }
         sort_spans(reads, nreads);
+        /* pipelined: no reduced cell is sent in place or copied into in the step, one message per reducing peer */
+        size_t ncopy = 0;
+        for (int kind = 1; kind < 3; kind++) {
+            const dc_msg *list = kind == 1 ? st->recv : st->local;
+            for (size_t i = 0, n = kind == 1 ? st->nrecv : st->nlocal; i < n; i++)
+                ncopy += list[i].op == DC_COPY ? list[i].ndst : 0;
+        }
+        span *copies = malloc((ncopy ? ncopy : 1) * sizeof *copies);
+        if (!copies) FAIL("out of memory");
+        ncopy = 0;
+        for (int kind = 1; kind < 3; kind++) {
+            const dc_msg *list = kind == 1 ? st->recv : st->local;
+            for (size_t i = 0, n = kind == 1 ? st->nrecv : st->nlocal; i < n; i++)
+                for (size_t g = 0; list[i].op == DC_COPY && g < list[i].ndst; g++)
+                    copies[ncopy++] = (span){list[i].dst[g].region, list[i].dst[g].off,
+                                             list[i].dst[g].off + list[i].dst[g].len, 0};
+        }
+        sort_spans(copies, ncopy);
+        st->pipelined = 0;
+        for (size_t i = 0; i < st->nrecv; i++) {
+            const dc_msg *m = &st->recv[i];
+            if (m->op != DC_REDUCE) continue;
+            int ok = !dst_overlaps(reads, nreads, m) && !dst_overlaps(copies, ncopy, m);
+            for (size_t j = 0; ok && j < st->nrecv; j++) ok = j == i || st->recv[j].peer != m->peer;
+            if (!ok) {
+                st->pipelined = 0;
+                break;
+            }
+            st->pipelined |= m->nseg > 1;  /* worth a window only when some reduced receive is segmented */
+        }
+        free(copies);
         for (size_t i = 0; i < st->nrecv; i++) {  /* a copy lands in place unless it overwrites what is sent */
             dc_msg *m = &st->recv[i];
+            if (st->pipelined && m->op == DC_REDUCE) continue;  /* through the window slots */
             segvec dst = {m->dst, m->ndst, m->ndst};
             int direct = m->op == DC_COPY && one_region(&dst);
             for (size_t s = 0; direct && s < m->ndst; s++)
@@ -511,6 +632,26 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                     free(init.v);
                     FAIL("out of memory");
                 }
+            /* the first reduction into each such cell writes sendbuf (op) incoming (three operands); only cells
+             * none claims (none, for the programs the library compiles) are still copied up front */
+            dc_ivset pending = {0}, claimed = {0};
+            int bad = 0;
+            for (size_t i = 0; i < init.n && !bad; i++) bad = dc_iv_add(&pending, init.v[i].off, init.v[i].off + init.v[i].len);
+            for (int kind = 1; kind < 3 && !bad; kind++) {
+                dc_msg *list = kind == 1 ? st->recv : st->local;
+                for (size_t i = 0, n = kind == 1 ? st->nrecv : st->nlocal; i < n && !bad; i++)
+                    if (list[i].op == DC_REDUCE) bad = split_init(&list[i], &pending, &claimed);
+            }
+            init.n = 0;
+            walker rest = {&init, NULL};
+            for (size_t i = 0; i < pending.n && !bad; i++)
+                bad = dc_iv_walk(&claimed, pending.v[2 * i], pending.v[2 * i + 1], outside_part, &rest);
+            dc_iv_free(&pending);
+            dc_iv_free(&claimed);
+            if (bad) {
+                free(init.v);
+                FAIL("out of memory");
+            }
             st->init = init.v;
             st->ninit = init.n;
             for (size_t i = 0; i < copied.n + reduced.n; i++) {
@@ -520,10 +661,12 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
             copied.n = reduced.n = 0;
         }
     }
-    if (from_send) {  /* cells no step writes keep sendbuf's values */
+    if (from_send) {  /* cells no step writes keep sendbuf's values (reduce-scatter: only the rank's block counts) */
         segvec final = {0};
         walker w = {&final, NULL};
-        if (dc_iv_walk(&written, 0, count, outside_part, &w) != 0) {
+        const int64_t lo = p->collective == DC_REDUCE_SCATTER ? (int64_t)rank * (count / p->nranks) : 0;
+        const int64_t hi = p->collective == DC_REDUCE_SCATTER ? lo + count / p->nranks : count;
+        if (dc_iv_walk(&written, lo, hi, outside_part, &w) != 0) {
             free(final.v);
             FAIL("out of memory");
         }
@@ -532,13 +675,24 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     }
     if (a2a && count > 0) {  /* the diagonal pair (rank, rank): from sendbuf to recvbuf, same offset */
         if (!(plan->final = malloc(sizeof *plan->final))) FAIL("out of memory");
-        plan->final[0] = (dc_seg){0, (int64_t)rank * A.m, A.m};
+        plan->final[0] = (dc_seg){.region = 0, .off = (int64_t)rank * A.m, .len = A.m};
         plan->nfinal = 1;
     }
     if (!c.ok) FAIL("the program ended early");
     size_t most = 1;
-    for (size_t t = 0; t < plan->nsteps; t++)
-        if (plan->steps[t].nsend + plan->steps[t].nrecv > most) most = plan->steps[t].nsend + plan->steps[t].nrecv;
+    int64_t window = 0;  /* elements of one window slot: the longest segment of a pipelined reduced receive */
+    for (size_t t = 0; t < plan->nsteps; t++) {
+        dc_step *st = &plan->steps[t];
+        st->nreq = st->pipelined ? DC_WINDOW : 0;
+        for (size_t i = 0; i < st->nsend; i++) st->nreq += (size_t)st->send[i].nseg;
+        for (size_t i = 0; i < st->nrecv; i++) {
+            if (!(st->pipelined && st->recv[i].op == DC_REDUCE)) st->nreq += (size_t)st->recv[i].nseg;
+            else if (st->recv[i].seglen > window) window = st->recv[i].seglen;
+        }
+        most = st->nreq > most ? st->nreq : most;
+    }
+    plan->window = plan->stage_elems;
+    plan->stage_elems += DC_WINDOW * window;
     plan->reqs = malloc(most * sizeof *plan->reqs);
     if (!plan->reqs) FAIL("out of memory");
     plan->scratch = malloc((size_t)(plan->scratch_elems ? plan->scratch_elems : 1) * (size_t)extent);
@@ -577,6 +731,9 @@ void dc_plan_free(dc_plan *plan) {
         for (int k = 0; k < 3; k++) {
             for (size_t i = 0; lists[k] && i < n[k]; i++) {
                 if (lists[k][i].type != MPI_DATATYPE_NULL) PMPI_Type_free(&lists[k][i].type);
+                for (int g = 0; lists[k][i].segtype && g < lists[k][i].nseg; g++)
+                    if (lists[k][i].segtype[g] != MPI_DATATYPE_NULL) PMPI_Type_free(&lists[k][i].segtype[g]);
+                free(lists[k][i].segtype);
                 free(lists[k][i].src);
                 free(lists[k][i].dst);
             }

@@ -68,6 +68,10 @@ static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
 static void init_config(void) {
     const char *debug = getenv("DIRECTCOLL_DEBUG");
     config.debug = debug && debug[0] && strcmp(debug, "0") != 0;
+    const char *seg = getenv("DIRECTCOLL_SEGMENT_BYTES");  /* for tests and measurements; a positive integer */
+    char *end = NULL;
+    long long bytes = seg && seg[0] ? strtoll(seg, &end, 10) : 0;
+    if (bytes > 0 && end && *end == '\0') dc_segment_bytes = bytes;
     config.keyval = MPI_KEYVAL_INVALID;
     char running[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
     int len = 0;
@@ -181,31 +185,45 @@ static void gather(char *to, const dc_seg *runs, size_t n, char *const base[3], 
     }
 }
 
-static void scatter(const char *from, const dc_seg *runs, size_t n, char *const base[3], MPI_Aint extent, int op,
-                    dc_reduce_fn fn) {
-    for (size_t i = 0; i < n; i++) {
-        char *to = base[runs[i].region] + runs[i].off * extent;
-        if (op == DC_COPY) memcpy(to, from, (size_t)(runs[i].len * extent));
-        else fn(to, from, (size_t)runs[i].len);
-        from += runs[i].len * extent;
+/* Apply len elements at from to the runs, starting `skip` elements into them: copy, or reduce (op= where recvbuf
+ * holds the cell; sendbuf (op) from on a run marked init, whose cells recvbuf does not hold yet). */
+static void scatter(const char *from, const dc_seg *runs, size_t n, int64_t skip, int64_t len, char *const base[3],
+                    MPI_Aint extent, int op, dc_reduce_fn fn) {
+    for (size_t i = 0; i < n && len > 0; i++) {
+        if (skip >= runs[i].len) {
+            skip -= runs[i].len;
+            continue;
+        }
+        int64_t k = runs[i].len - skip < len ? runs[i].len - skip : len, at = runs[i].off + skip;
+        char *to = base[runs[i].region] + at * extent;
+        if (op == DC_COPY) memcpy(to, from, (size_t)(k * extent));
+        else fn(to, runs[i].init ? base[2] + at * extent : to, from, (size_t)k);
+        from += k * extent;
+        len -= k;
+        skip = 0;
     }
 }
 
-static int post(const dc_msg *m, int sending, char *const base[3], char *stage, MPI_Datatype datatype,
+/* Post segment g of message m (a receive, or a send when sending) from / into its place, or into buf when not
+ * NULL (a window slot). */
+static int post(const dc_msg *m, int g, int sending, char *const base[3], char *stage, char *buf, MPI_Datatype datatype,
                 MPI_Aint extent, int tag, MPI_Comm comm, MPI_Request *req) {
-    void *buf;
-    int n;
+    const int64_t first = (int64_t)g * m->seglen;
+    int n = (int)(m->len - first < m->seglen ? m->len - first : m->seglen);
     MPI_Datatype type = datatype;
-    if (!m->direct) {
-        buf = stage + m->stage * extent;
-        n = (int)m->len;
+    if (buf) {
+    } else if (!m->direct) {
+        buf = stage + (m->stage + first) * extent;
+    } else if (m->segtype) {
+        buf = base[m->region];
+        n = 1;
+        type = m->segtype[g];
     } else if (m->type != MPI_DATATYPE_NULL) {
         buf = base[m->region];
         n = 1;
         type = m->type;
     } else {
-        buf = base[m->region] + m->off * extent;
-        n = (int)m->len;
+        buf = base[m->region] + (m->off + first) * extent;
     }
     return sending ? PMPI_Isend(buf, n, type, m->peer, tag, comm, req)
                    : PMPI_Irecv(buf, n, type, m->peer, tag, comm, req);
@@ -217,9 +235,57 @@ static void from_sendbuf(const dc_seg *runs, size_t n, char *const base[3], MPI_
         memcpy(base[0] + runs[i].off * extent, base[2] + runs[i].off * extent, (size_t)(runs[i].len * extent));
 }
 
+static int wait_for(const dc_hooks *hooks, size_t t, int n, MPI_Request *reqs) {
+    if (n == 0) return MPI_SUCCESS;
+    return hooks && hooks->wait ? hooks->wait(hooks->ctx, t, n, reqs) : PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+}
+
+/* The next segment of a step's reduced receives after cursor (*msg, *seg), in message order: its message, and its
+ * index in *g. */
+static const dc_msg *next_reduced(const dc_step *st, size_t *msg, int *seg, int *g) {
+    while (st->recv[*msg].op != DC_REDUCE || *seg >= st->recv[*msg].nseg) {
+        (*msg)++;
+        *seg = 0;
+    }
+    *g = (*seg)++;
+    return &st->recv[*msg];
+}
+
+/* A pipelined step's reduced receives: their segments in message order, DC_WINDOW in flight, each received into a
+ * window slot and reduced into place as soon as it arrives (while it is in cache and the next ones travel). */
+static int reduce_pipelined(const dc_plan *plan, const dc_step *st, size_t t, char *const base[3], int tag,
+                            MPI_Comm comm, dc_reduce_fn fn, const dc_hooks *hooks, MPI_Request *win) {
+    const MPI_Aint x = plan->extent;
+    int64_t slot = 0;  /* elements per window slot: the longest segment */
+    size_t total = 0, pmsg = 0, dmsg = 0;
+    int pseg = 0, dseg = 0, g = 0, rc = MPI_SUCCESS;
+    for (size_t i = 0; i < st->nrecv; i++) {
+        if (st->recv[i].op != DC_REDUCE) continue;
+        total += (size_t)st->recv[i].nseg;
+        slot = st->recv[i].seglen > slot ? st->recv[i].seglen : slot;
+    }
+    char *slots = plan->stage + plan->window * x;
+    for (size_t k = 0, next = 0; k < total; k++) {
+        for (; next < total && next < k + DC_WINDOW && rc == MPI_SUCCESS; next++) {  /* keep the window full */
+            const dc_msg *m = next_reduced(st, &pmsg, &pseg, &g);
+            rc = post(m, g, 0, base, NULL, slots + (int64_t)(next % DC_WINDOW) * slot * x, plan->datatype, x, tag,
+                      comm, &win[next % DC_WINDOW]);
+        }
+        if (rc == MPI_SUCCESS) rc = wait_for(hooks, t, 1, &win[k % DC_WINDOW]);
+        if (rc != MPI_SUCCESS) return rc;
+        const dc_msg *m = next_reduced(st, &dmsg, &dseg, &g);
+        const int64_t first = (int64_t)g * m->seglen;
+        scatter(slots + (int64_t)(k % DC_WINDOW) * slot * x, m->dst, m->ndst, first,
+                m->len - first < m->seglen ? m->len - first : m->seglen, base, x, DC_REDUCE, fn);
+    }
+    return rc;
+}
+
 /* Run a plan on buf (the user's vector, count elements; with from_send, recvbuf, and sendbuf holds the input):
- * per step, pack what is staged, post the receives and the sends, wait, then apply copies and then reductions
- * (the IR's bulk-synchronous semantics). hooks (NULL: none) see every step and replace PMPI_Waitall (dc_entry.c). */
+ * per step, pack what is staged, post the receives and the sends (every message in its segments), wait, then
+ * apply copies and then reductions (the IR's bulk-synchronous semantics). A pipelined step reduces its received
+ * segments as they arrive, before the copies: no cell is both (dc_plan_build). hooks (NULL: none) see every step
+ * and replace PMPI_Waitall (dc_entry.c). */
 int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
                const dc_hooks *hooks) {
     char *const base[3] = {buf, plan->scratch, (char *)(uintptr_t)sendbuf};  /* region 2 is only read */
@@ -233,23 +299,30 @@ int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbu
             gather(plan->stage + st->local[i].stage * x, st->local[i].src, st->local[i].nsrc, base, x);
         if (hooks && hooks->step) hooks->step(hooks->ctx, t);
         int nreq = 0, rc = MPI_SUCCESS, tag = (int)(t & 0x7fff);
-        for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++)
-            rc = post(&st->recv[i], 0, base, plan->stage, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
+        for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++) {
+            if (st->pipelined && st->recv[i].op == DC_REDUCE) continue;
+            for (int g = 0; g < st->recv[i].nseg && rc == MPI_SUCCESS; g++)
+                rc = post(&st->recv[i], g, 0, base, plan->stage, NULL, plan->datatype, x, tag, comm,
+                          &plan->reqs[nreq++]);
+        }
         for (size_t i = 0; i < st->nsend && rc == MPI_SUCCESS; i++)
-            rc = post(&st->send[i], 1, base, plan->stage, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
-        if (rc == MPI_SUCCESS)
-            rc = hooks && hooks->wait ? hooks->wait(hooks->ctx, t, nreq, plan->reqs)
-                                      : PMPI_Waitall(nreq, plan->reqs, MPI_STATUSES_IGNORE);
+            for (int g = 0; g < st->send[i].nseg && rc == MPI_SUCCESS; g++)
+                rc = post(&st->send[i], g, 1, base, plan->stage, NULL, plan->datatype, x, tag, comm,
+                          &plan->reqs[nreq++]);
+        from_sendbuf(st->init, st->ninit, base, x);  /* cells no copy or reduction of the step writes first */
+        if (rc == MPI_SUCCESS && st->pipelined)
+            rc = reduce_pipelined(plan, st, t, base, tag, comm, fn, hooks, plan->reqs + nreq);
+        if (rc == MPI_SUCCESS) rc = wait_for(hooks, t, nreq, plan->reqs);
         if (rc != MPI_SUCCESS) return rc;
-        from_sendbuf(st->init, st->ninit, base, x);
         for (int op = DC_COPY; op <= DC_REDUCE; op++) {  /* copies land before reductions */
             for (size_t i = 0; i < st->nrecv; i++) {
                 const dc_msg *m = &st->recv[i];
-                if (!m->direct && m->op == op) scatter(plan->stage + m->stage * x, m->dst, m->ndst, base, x, op, fn);
+                if (!m->direct && m->op == op && !(st->pipelined && op == DC_REDUCE))
+                    scatter(plan->stage + m->stage * x, m->dst, m->ndst, 0, m->len, base, x, op, fn);
             }
             for (size_t i = 0; i < st->nlocal; i++) {
                 const dc_msg *m = &st->local[i];
-                if (m->op == op) scatter(plan->stage + m->stage * x, m->dst, m->ndst, base, x, op, fn);
+                if (m->op == op) scatter(plan->stage + m->stage * x, m->dst, m->ndst, 0, m->len, base, x, op, fn);
             }
         }
     }
@@ -345,8 +418,9 @@ DC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     return execute(c.state, c.plan, recvbuf, from_send ? sendbuf : NULL, fn);
 }
 
-/* MPI_Reduce_scatter_block: the schedule works in a copy of sendbuf (in recvbuf itself with MPI_IN_PLACE), whose
- * element order is MPI's; then this rank's block moves to the start of recvbuf. */
+/* MPI_Reduce_scatter_block: the schedule works in a buffer of the plan (in recvbuf itself with MPI_IN_PLACE) laid
+ * out as sendbuf, whose element order is MPI's, reading sendbuf where the work buffer is not written yet (no
+ * up-front copy, as the allreduce); then this rank's block moves to the start of recvbuf. */
 DC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                        MPI_Op op, MPI_Comm comm) {
     call c;
@@ -355,12 +429,12 @@ DC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
     if (!c.why && (fn = dc_reduction(op, datatype, &c.why)) == NULL) { /* c.why is set */ }
     else if (!c.why && sendbuf == recvbuf && recvcount > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
     int64_t total = (int64_t)recvcount * c.size;
-    choose(&c, DC_REDUCE_SCATTER, comm, total, c.bytes * c.size, 0);
+    const int from_send = sendbuf != MPI_IN_PLACE;  /* reads sendbuf until the work copy is written: no copy */
+    choose(&c, DC_REDUCE_SCATTER, comm, total, c.bytes * c.size, from_send);
     log_call(&c);
     if (c.why) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-    char *work = sendbuf == MPI_IN_PLACE ? recvbuf : c.plan->work;
-    if (sendbuf != MPI_IN_PLACE && total > 0) memcpy(work, sendbuf, (size_t)total * (size_t)c.extent);
-    int rc = execute(c.state, c.plan, work, NULL, fn);
+    char *work = from_send ? c.plan->work : recvbuf;
+    int rc = execute(c.state, c.plan, work, from_send ? sendbuf : NULL, fn);
     if (rc == MPI_SUCCESS && recvcount > 0)
         memmove(recvbuf, work + (size_t)c.rank * (size_t)recvcount * (size_t)c.extent,
                 (size_t)recvcount * (size_t)c.extent);
