@@ -10,15 +10,14 @@ schedule over point-to-point; MPICH's own small allreduce takes a shared-memory 
 
 Prints one markdown table per N (rows: sizes; columns: MPI_Allreduce's time, then each schedule's ratio, ">= 1"
 means ours is at least as fast) with the date and ``uptime`` before and after, and writes every number to
-``--out`` (JSON, default ``bench_native.json`` in the current folder).
+``--out DIR``/bench_native.json (default DIR: benchmarks/out/).
 
 Run: python benchmarks/bench_native.py [--ranks 2,4] [--sizes 8B,1KiB,64KiB,1MiB,8MiB,64MiB]
-         [--schedules swing-bandwidth,...] [--round-seconds 0.2] [--segment-bytes N] [--out bench_native.json]
+         [--schedules swing-bandwidth,...] [--round-seconds 0.2] [--segment-bytes N] [--out DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -26,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import benchcli
 
 from directcoll.cli.options import read_sizes
 from directcoll.errors import DirectcollError, ScheduleError, UnsupportedShapeError
@@ -62,6 +63,9 @@ int main(int argc, char **argv) {
 }
 """
 
+
+#: 2 ranks, 7 schedules x 6 sizes, 0.2 s rounds: a few minutes quiet; 4 ranks on 2 cores take much longer
+ESTIMATE = "5-15 minutes (4 ranks oversubscribe a 2-core machine)"
 
 def label(algorithm: str, variant: str | None) -> str:
     return f"{algorithm}-{variant}" if variant else algorithm
@@ -100,13 +104,12 @@ def uptime() -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchcli.parser(__doc__, ESTIMATE, out_help="the JSON of every number is DIR/bench_native.json")
     ap.add_argument("--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
     ap.add_argument("--sizes", default=DEFAULT_SIZES, help=f"vector sizes (default {DEFAULT_SIZES})")
     ap.add_argument("--schedules", help="comma-separated labels to run (default: every contender), e.g. "
                                         "swing-bandwidth,recursive-doubling-bandwidth,ring")
     ap.add_argument("--round-seconds", type=float, default=0.2, help="seconds per timed round (default 0.2)")
-    ap.add_argument("--out", default="bench_native.json", help="JSON of every number (default bench_native.json)")
     ap.add_argument("--no-pingpong", action="store_true", help="skip the MPI_Sendrecv floor")
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="seconds one schedule's run may take before it is skipped (default 600)")
@@ -125,6 +128,7 @@ def main(argv=None) -> int:
     if any(r < 1 for r in ranks):
         ap.error(f"--ranks must be positive integers, got {args.ranks!r}")
     only = set(args.schedules.split(",")) if args.schedules else None
+    out = benchcli.begin(args, ESTIMATE, "bench_native") / "bench_native.json"
     doc = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
            "command": " ".join(["python", "benchmarks/bench_native.py", *(argv or sys.argv[1:])]),
            "load_before": uptime(), "sizes": sizes, "segment_bytes": args.segment_bytes, "runs": {}}
@@ -152,8 +156,8 @@ def main(argv=None) -> int:
             print_table(n, rows)
     doc["load_after"] = uptime()
     print(f"# load average after: {doc['load_after']}")
-    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"# wrote {args.out}", file=sys.stderr)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"# wrote {out}", file=sys.stderr)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from directcoll.errors import UnsupportedShapeError
 from directcoll.registry import build_pattern
 from directcoll.reports.contenders import default_contenders
 from directcoll.simulate import SWING_SST, NetworkParams, simulate
@@ -42,7 +43,10 @@ def test_fast_routing_equals_pairwise(monkeypatch, spec):
     topo = parse(spec)
     timed = 0
     for _family, name, variant, *extra in default_contenders(topo, "allreduce"):
-        pattern = build_pattern(name, topo, "allreduce", variant=variant, **(extra[0] if extra else {}))
+        try:  # a contender may refuse the shape (libswing: odd dimensions); compare lists it as skipped
+            pattern = build_pattern(name, topo, "allreduce", variant=variant, **(extra[0] if extra else {}))
+        except UnsupportedShapeError:
+            continue
         fast = simulate(pattern, topo, SWING_SST).time(SIZES)
         ref = _reference_times(monkeypatch, pattern, topo)
         np.testing.assert_allclose(fast, ref, rtol=1e-12, err_msg=f"{name} {variant} on {spec}")

@@ -111,11 +111,16 @@ def library(path=None):
         return _state["lib"]
 
 
-def choose(engine: str, op="sum", dtype=np.float64) -> str:
+def choose(engine: str, op="sum", dtype=np.float64, comm=None, timeout: float | None = None) -> str:
     """The engine that runs a call asked to run on ``engine`` with ``op`` (an executor op name or a
     :class:`~directcoll.runtime.executor.UserOp`) on elements of ``dtype``: ``"c"`` when asked for and the C engine
     serves it (a predefined op or a copy, on elements in the machine's byte order; the library loads), else
     ``"python"``, with one note on stderr per reason and process.
+
+    Every rank of a collective must run the same engine (they exchange different messages). The op and dtype are
+    the same on every rank, but whether the library loads is each process's own outcome (a failed or racing build),
+    so with ``comm`` the ranks agree once per communicator, the first time the C engine is asked for on it: the C
+    engine only if it loads on every rank (a MIN-reduction of one flag with the call's ``timeout``).
 
     Returns:
         ``"c"`` or ``"python"``.
@@ -139,13 +144,34 @@ def choose(engine: str, op="sum", dtype=np.float64) -> str:
     else:
         try:
             library()
-            return "c"
+            loads, why = True, ""
         except DirectcollError as exc:
-            why = f"the C engine is not available ({exc}); running the Python engine"
+            loads, why = False, f"the C engine is not available ({exc}); running the Python engine"
+        if comm is not None:
+            loads = _agreed(comm, loads, timeout)
+            if not loads and not why:
+                why = "the C engine is not available on every rank of the communicator; running the Python engine"
+        if loads:
+            return "c"
     if why not in _noted:
         _noted.add(why)
         print(f"directcoll: note: {why}", file=sys.stderr, flush=True)
     return "python"
+
+
+def _agreed(comm, loads: bool, timeout: float | None) -> bool:
+    """Whether the library loads on every rank of ``comm``: one MIN-reduction per communicator (cached by its
+    handle), the first time the C engine is asked for on it."""
+    key = comm.py2f()
+    agreed = _state.setdefault("agreed", {})
+    if key not in agreed:
+        from mpi4py import MPI
+
+        from directcoll.runtime.mpi_wait import reduce_value
+
+        agreed[key] = reduce_value(comm, bool(loads), MPI.MIN, timeout=timeout,
+                                   what="the agreement on the C engine (does libdirectcoll load on every rank)")
+    return agreed[key]
 
 
 def python_only(engine: str, what: str) -> str:

@@ -49,7 +49,6 @@ import numpy as np
 from directcoll.errors import DirectcollError
 from directcoll.runtime import MPI_EXTRA, cengine, executor, missing
 from directcoll.runtime.executor import DTYPES, DeadlineError, deadline_error
-from directcoll.runtime.mpi_wait import NATIVE, barrier, native, reduce_value, wait
 from directcoll.schedule.ir import Collective, Schedule
 
 try:
@@ -57,6 +56,9 @@ try:
     from mpi4py.util import dtlib
 except ImportError as _exc:
     raise missing("directcoll.runtime.mpi", MPI_EXTRA, _exc) from _exc
+
+# after the check above, so that a missing mpi4py is named for this module
+from directcoll.runtime.mpi_wait import NATIVE, barrier, native, reduce_value, wait  # noqa: E402
 
 __all__ = ["DTYPES", "EXECUTORS", "NATIVE", "OPS", "DeadlineError", "allgather", "allreduce", "alltoall", "barrier",
            "bcast", "broadcast", "native", "reduce", "reduce_scatter", "reduce_scatter_block", "reduce_value", "wait"]
@@ -165,7 +167,12 @@ def _on_c(engine: str, collective: Collective, comm, send, recv, name="sum", op=
           timeout, progress, what=None) -> bool:
     """Run the call on the C engine when ``engine`` asks for it and it serves ``name`` (cengine.choose); whether
     it did (False: the caller runs the Python engine)."""
-    if cengine.choose(engine, name, recv.dtype) != "c":
+    if engine == "c" and isinstance(comm, MPI.Comm):  # the ranks agree on the engine: a message, so check first
+        _intra(comm)
+        if not executor.validate(collective, send, recv, schedule=schedule, nranks=comm.Get_size(), op=name,
+                                 what=what):
+            return True  # nothing to do (count 0), on either engine
+    if cengine.choose(engine, name, recv.dtype, comm if isinstance(comm, MPI.Comm) else None, timeout) != "c":
         return False
     _intra(comm)
     cengine.run(collective, comm, send, recv, name, op, schedule=schedule, in_place=sendbuf is MPI.IN_PLACE,
