@@ -55,6 +55,18 @@ def test_host_schedules_verify_and_simulate_at_one_over_f(spec, host, variant):
     assert simulated == pytest.approx(shard / (b * f), rel=1e-6 + 2 * s.meta["discretization_error"])
 
 
+@pytest.mark.parametrize("variant", ["path", "extp"])
+def test_path_schedules_with_host_links_route_through_switches(variant):
+    """hammingmesh (fat-tree switches): the host links bound the injection, the routes cross the switches."""
+    topo, host = parse("hammingmesh:2x2:2x2"), 20e9
+    s = mcf_schedule(topo, variant, host_bandwidth=host)
+    assert verify(s).ok
+    f = alltoall_mcf(topo, host_bandwidth=host, nic_forwarding=True).value
+    assert f == pytest.approx(host / float(topo.link_bandwidth.max()) / (topo.num_compute - 1), rel=1e-9)
+    shard, b = 2.0**20, float(topo.link_bandwidth.max())
+    assert _time(s, topo, host, shard) == pytest.approx(shard / (b * f), rel=1e-9)
+
+
 def test_fig3_torus_flow_values_and_bound():
     """Basu Sec. 5.2: 3x3x3 torus, 25 Gb/s links, 100 Gb/s host: F = 2/27, (N - 1) F b = 6.01 GB/s; 1/9 without
     the bottleneck (and with NIC forwarding, the path schedules' fabric)."""
