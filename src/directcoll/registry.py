@@ -277,7 +277,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         build=ilp.build_ilp,
         collectives=("alltoall",),
         variants=ilp.ILP_VARIANTS,
-        topologies=f"any with at most {ilp.ILP_MAX_RANKS} ranks",
+        topologies=f"any with at most {ilp.ILP_MAX_RANKS} ranks (more with a time limit)",
         summary="all-to-all on one path per pair chosen by a HiGHS MIP minimizing the largest link load (Basu et al. "
                 "ILP-disjoint / ILP-shortest baseline)",
         aliases=("ilp",),

@@ -329,11 +329,13 @@ def rooted_option(collective: str, root: int | None) -> int | None:
 
 
 def build_options(args) -> dict:
-    """``--root`` and ``--chunks`` as build options of ``args.algorithm`` (those it takes; absent ones left out).
+    """``--root``, ``--chunks``, ``--host-bandwidth`` (mcf) and ``--time-limit`` (ilp-disjoint) as build options of
+    ``args.algorithm`` (those it takes; absent ones left out).
 
     Raises:
-        DirectcollError: ``--root`` with a collective other than broadcast and reduce, or ``--chunks`` for an
-            algorithm that does not pipeline (naming those that do).
+        DirectcollError: ``--root`` with a collective other than broadcast and reduce, ``--chunks`` for an
+            algorithm that does not pipeline (naming those that do), ``--host-bandwidth`` or ``--time-limit`` for
+            another algorithm than mcf or ilp-disjoint.
         UnsupportedShapeError: an unknown algorithm.
 
     Source: docs/algorithms.md (each algorithm's options).
@@ -351,6 +353,12 @@ def build_options(args) -> dict:
         if get(args.algorithm or DEFAULT_ALGORITHM).name not in takes:
             raise DirectcollError(f"--chunks applies to {', '.join(takes)}; not to {args.algorithm}")
         options["chunks"] = args.chunks
+    for flag, key, algorithm in (("--host-bandwidth", "host_bandwidth", "mcf"),
+                                 ("--time-limit", "time_limit", "ilp-disjoint")):
+        if getattr(args, key, None) is not None:
+            if get(args.algorithm or DEFAULT_ALGORITHM).name != algorithm:
+                raise DirectcollError(f"{flag} applies to {algorithm} only; not to {args.algorithm}")
+            options[key] = getattr(args, key)
     return options
 
 

@@ -176,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--params", help="system preset for --steps auto (default kolmakov-cluster)")
     sched.add_argument("--method", choices=["timestepped", "path", "extp"],
                        help="mcf only (--collective alltoall): tsMCF steps, pMCF paths or MCF-extP widest paths")
+    sched.add_argument("--host-bandwidth", type=bandwidth,
+                       help="mcf only: host <-> NIC bandwidth, e.g. 100Gbps (Basu et al. Fig. 2): the host forwards "
+                            "in timestepped schedules, the NIC in path and extp ones")
+    sched.add_argument("--time-limit", type=float,
+                       help="ilp-disjoint only: seconds for the MIP, > 0 (default 30 up to 16 ranks; required above); "
+                            "the best solution, its bound and gap are reported")
     sched.add_argument("-o", "--output", required=True, help="output file (.json, or .npz for large schedules)")
     add_output_options(sched)
     sched.set_defaults(func=cmd_schedule)

@@ -7,9 +7,11 @@ every link, minimize z). Variant ``disjoint`` (default): up to ``candidates`` (d
 link-disjoint paths per pair, found as successive shortest paths each avoiding the links of the ones before
 (:func:`directcoll.topology.paths.successive_shortest_paths`: a maximal, not necessarily maximum, disjoint set;
 Basu's ILP-disjoint); ``shortest``: up to ``candidates`` of the pair's shortest paths, spread over their
-enumeration order (Basu's ILP-shortest). NP-hard: refused above :data:`ILP_MAX_RANKS` ranks; HiGHS stops at
-``time_limit`` seconds (default :data:`ILP_TIME_LIMIT`) with its best solution and the schedule's meta records
-the status, the objective and the MIP's lower bound.
+enumeration order (Basu's ILP-shortest). NP-hard: above :data:`ILP_MAX_RANKS` ranks it runs only when a
+``time_limit`` is given explicitly (Basu ran it at N = 44 and 81, Sec. 5.3) and its estimated memory fits the
+budget; HiGHS stops at ``time_limit`` seconds (default :data:`ILP_TIME_LIMIT` up to :data:`ILP_MAX_RANKS` ranks)
+with its best solution and the schedule's meta records the status, the objective (the incumbent) and the MIP's
+lower bound; :func:`ilp_gap` gives the relative gap between them.
 """
 
 from __future__ import annotations
@@ -22,21 +24,26 @@ from directcoll.algorithms.alltoall.routed import csr_offsets, ordered_pairs, pa
 from directcoll.errors import UnsupportedShapeError
 from directcoll.lp import LinearProgram
 from directcoll.lp import solve as lp_solve
+from directcoll.resources import check_memory
 from directcoll.schedule.ir import Schedule, reorder_csr
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import successive_shortest_paths
 from directcoll.topology.routing import link_loads
 
-#: ``ilp-disjoint`` refuses more ranks than this (the MIP is NP-hard; Basu Sec. 5.3 solves it up to N = 44)
+#: ``ilp-disjoint`` refuses more ranks than this without an explicit ``time_limit`` (the MIP is NP-hard; Basu
+#: Sec. 5.3 solves it to optimality up to N = 44)
 ILP_MAX_RANKS = 16
+#: estimated bytes per nonzero of the MIP while HiGHS solves it (matrix copies, presolve, LP factor, search tree)
+ILP_BYTES_PER_NONZERO = 4096
 #: candidate paths per pair of ``ilp-disjoint``
 ILP_CANDIDATES = 4
 #: seconds HiGHS may spend on the ``ilp-disjoint`` MIP before it returns its best solution
 ILP_TIME_LIMIT = 30.0
 ILP_VARIANTS = ("disjoint", "shortest")
 
+
 def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: int = ILP_CANDIDATES,
-                 time_limit: float = ILP_TIME_LIMIT) -> Schedule:
+                 time_limit: float | None = None) -> Schedule:
     """All-to-all on one path per pair chosen by a MIP that minimizes the largest link load (Basu Sec. 5.2's
     ILP baseline): binary x_p for every candidate path p, sum_{p of (i, j)} x_p = 1 for every pair, and
     sum_{p through e} x_p <= z cap_e for every link e (cap_e: bandwidth relative to the fastest link);
@@ -44,14 +51,16 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
     pair (:func:`~directcoll.topology.paths.successive_shortest_paths`); ``shortest`` (ILP-shortest) up to
     ``candidates`` shortest paths (:func:`~directcoll.algorithms.alltoall.ewsp.shortest_paths`). HiGHS starts
     from the first candidate of every pair (a shortest path) and returns its best solution within
-    ``time_limit`` s; meta records ``ilp_status``, ``ilp_objective`` (= max_link_load), ``ilp_bound`` and
-    ``ilp_seconds``.
+    ``time_limit`` s; meta records ``ilp_status``, ``ilp_objective`` (= max_link_load, the incumbent),
+    ``ilp_bound`` and ``ilp_seconds``; the relative gap is :func:`ilp_gap` of the meta.
 
     Args:
-        topology: a topology of 2..:data:`ILP_MAX_RANKS` compute nodes that all reach each other.
+        topology: a topology of at least 2 compute nodes that all reach each other; above
+            :data:`ILP_MAX_RANKS` only with an explicit ``time_limit``.
         variant: ``disjoint`` (default) or ``shortest`` (:data:`ILP_VARIANTS`).
         candidates: the most candidate paths per pair, >= 1.
-        time_limit: seconds HiGHS may spend on the MIP.
+        time_limit: seconds HiGHS may spend on the MIP (> 0); None: :data:`ILP_TIME_LIMIT`, for at most
+            :data:`ILP_MAX_RANKS` ranks.
 
     Returns:
         A one-step all-to-all Schedule (N ranks, nblocks = N^2, N(N-1) transfers of whole blocks), one explicit
@@ -60,9 +69,11 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
         ``candidate_paths``.
 
     Raises:
-        UnsupportedShapeError: more than :data:`ILP_MAX_RANKS` or fewer than 2 ranks, an unknown variant,
-            candidates < 1, or (``shortest``) a pair with more than
+        UnsupportedShapeError: fewer than 2 ranks, more than :data:`ILP_MAX_RANKS` without a ``time_limit``,
+            a ``time_limit`` <= 0, an unknown variant, candidates < 1, or (``shortest``) a pair with more than
             :data:`~directcoll.topology.paths.MAX_PATHS_PER_PAIR` shortest paths.
+        ResourceError: the MIP's estimated memory (:data:`ILP_BYTES_PER_NONZERO` per nonzero) is over the
+            budget.
         SolverError: HiGHS fails or the MIP is infeasible; SolverLimitError: the time limit stopped it with no
             feasible point (never, as it starts from a feasible one).
         ScheduleError: a pair with no path at all (unreachable ranks): its block is left uncovered
@@ -70,7 +81,8 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
 
     Source: Basu et al. (HPDC'24) Sec. 5.2 (the ILP baseline: "selects a subset of a candidate set of (s, t)
     paths such that the maximum load on any link is minimized", ILP-disjoint and ILP-shortest) and Sec. 5.3
-    (tractable to N = 44 there); the MIP as written here is docs/alltoall.md, "Baselines and compare".
+    (optimal to N = 44 there, and at N = 81 within a tolerance of the link MCF); the MIP as written here is
+    docs/alltoall.md, "Baselines and compare".
 
     >>> from directcoll.topology import parse
     >>> s = ilp_alltoall(parse("ring:4"))
@@ -80,11 +92,20 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
     n = topology.num_compute
     if variant not in ILP_VARIANTS:
         raise UnsupportedShapeError(f"ilp-disjoint: unknown variant {variant!r}; accepted: {', '.join(ILP_VARIANTS)}")
-    if not 2 <= n <= ILP_MAX_RANKS:
-        raise UnsupportedShapeError(f"ilp-disjoint: the MIP is solved for 2..{ILP_MAX_RANKS} ranks only (NP-hard); "
-                                    f"{topology.spec} has {n}")
+    if n < 2:
+        raise UnsupportedShapeError(f"ilp-disjoint: all-to-all needs at least 2 ranks; {topology.spec} has {n}")
+    if time_limit is None and n > ILP_MAX_RANKS:
+        raise UnsupportedShapeError(f"ilp-disjoint: without a time limit the MIP is solved for 2..{ILP_MAX_RANKS} "
+                                    f"ranks only (NP-hard); {topology.spec} has {n}: give a time limit (option "
+                                    f"time_limit, --time-limit S; the best solution, its bound and gap are reported)")
+    time_limit = ILP_TIME_LIMIT if time_limit is None else float(time_limit)
+    if not time_limit > 0:
+        raise UnsupportedShapeError(f"ilp-disjoint: time_limit must be > 0 s, got {time_limit}")
     if candidates < 1:
         raise UnsupportedShapeError(f"ilp-disjoint: candidates must be >= 1, got {candidates}")
+    # before any path is searched: at least 3 nonzeros per candidate (one link, its pair row, the objective)
+    check_memory(f"the ilp-disjoint MIP on {topology.spec} (up to {n * (n - 1) * candidates:,} candidate paths)",
+                 ILP_BYTES_PER_NONZERO * 3.0 * n * (n - 1) * candidates)
     src, dst, paths = [], [], []
     if variant == "disjoint":
         for s, t in zip(*ordered_pairs(n), strict=True):
@@ -107,6 +128,9 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
         ro, idx = reorder_csr(ro_all, keep)
         src, dst, links = s_all[keep], d_all[keep], l_all[idx]
     num_paths, num_links = len(src), topology.num_links
+    # the candidate paths are small (N(N-1) x candidates lists); the MIP built from them is what grows
+    check_memory(f"the ilp-disjoint MIP on {topology.spec} ({num_paths:,} candidate paths, {len(links):,} path links)",
+                 ILP_BYTES_PER_NONZERO * float(len(links) + 2 * num_paths + num_links))
     cap = topology.link_bandwidth / topology.link_bandwidth.max()
     pair = src * n + dst
     pair_row = np.unique(pair, return_inverse=True)[1].ravel()
@@ -139,6 +163,28 @@ def ilp_alltoall(topology: Topology, variant: str = "disjoint", *, candidates: i
     return path_alltoall(topology, src[keep], dst[keep], np.ones(len(keep), np.int64), ro2, links[idx], meta=meta)
 
 
+def ilp_gap(meta: dict) -> float:
+    """The relative MIP gap (incumbent - bound) / incumbent of an ``ilp-disjoint`` schedule's meta (0 when optimal).
+
+    Args:
+        meta: a schedule's meta with ``ilp_objective`` and ``ilp_bound`` (max link loads, blocks per unit of relative
+            bandwidth).
+
+    Returns:
+        a float >= 0 (0 for an incumbent of 0).
+
+    Raises:
+        KeyError: meta without those keys (not an ``ilp-disjoint`` schedule).
+
+    Source: HiGHS's MIP gap (its ``mip_gap``: |incumbent - bound| / |incumbent|); Basu et al. (HPDC'24) Sec. 5.3.
+
+    >>> ilp_gap({"ilp_objective": 25.0, "ilp_bound": 20.0})
+    0.2
+    """
+    objective, bound = float(meta["ilp_objective"]), float(meta["ilp_bound"])
+    return max(0.0, (objective - bound) / objective) if objective > 0 else 0.0
+
+
 def build_ilp(topology: Topology, collective, *, variant=None, ports=None, **options) -> Schedule:
     """Registry builder (algorithm ``ilp-disjoint``) of :func:`ilp_alltoall` (options ``candidates``,
     ``time_limit`` in s); ``variant`` None means ``disjoint``, ``ports`` is ignored.
@@ -158,5 +204,6 @@ def build_ilp(topology: Topology, collective, *, variant=None, ports=None, **opt
     2.0
     """
     require_alltoall(topology, collective, "ilp-disjoint", options, ("candidates", "time_limit"))
+    limit = options.get("time_limit")
     return ilp_alltoall(topology, variant or "disjoint", candidates=int(options.get("candidates", ILP_CANDIDATES)),
-                        time_limit=float(options.get("time_limit", ILP_TIME_LIMIT)))
+                        time_limit=None if limit is None else float(limit))

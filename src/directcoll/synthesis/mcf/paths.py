@@ -21,6 +21,12 @@ carries. Two ways to get them:
   the bottleneck; :func:`widest_paths`) from the subgraph of its flow, subtracting
   each path's width, until no path is left.
 
+**Host-to-NIC bottleneck** (``host_bandwidth``, Basu Sec. 3.2.2, Fig. 2; Sec. 5.1's torus: 100 Gb/s host, 6 x 25
+Gb/s links): source-routed fabrics forward in the NIC, so a path crosses the host links of its ends only. Both
+methods run on the NIC-forwarding network (``flow_network(nic_forwarding=True)``): pMCF adds each path's host ->
+NIC and NIC -> host links to the topology's path sets, so eq. 22 bounds them too; MCF-extP extracts widest paths
+from that network's MCF flows. Host forwarding is refused (the time-stepped schedules model it).
+
 Both return a :class:`PathMcfResult`: paths as CSR over network link ids, the rate of every path (capacity
 units) and its **weight** (its share of its pair's shard: rates normalised to add up to 1 per pair). Sending
 every pair's shard split by the weights along the paths in one step takes ``time_m_over_b`` = max over links
@@ -343,7 +349,8 @@ def _pmcf_lp(net: FlowNetwork, paths: PathSet, symmetric: bool, scale: float) ->
 
 
 def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATHS, solver: str = "auto",
-         reference_bandwidth=None, highs_options: dict | None = None) -> PathMcfResult:
+         reference_bandwidth=None, highs_options: dict | None = None, host_bandwidth=None,
+         nic_forwarding: bool = True) -> PathMcfResult:
     """Path-based all-to-all MCF (Basu et al. Sec. 3.1.4, eq. 21-24) over the path sets of :func:`path_sets`.
 
     Args:
@@ -353,12 +360,16 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
         solver: as :func:`alltoall_mcf`.
         reference_bandwidth: bytes/s (or a string) of capacity 1; default the largest link bandwidth.
         highs_options: extra HiGHS options.
+        host_bandwidth: bytes/s (or a string) of every host <-> NIC link, or None (see the module docstring).
+        nic_forwarding: must be True with ``host_bandwidth`` (source-routed fabrics forward in the NIC).
 
     Returns:
-        :class:`PathMcfResult` with ``method="pmcf"``; ``lp_value`` = F_pMCF <= F.
+        :class:`PathMcfResult` with ``method="pmcf"``; ``lp_value`` = F_pMCF <= F. With a host bandwidth its
+        network is the NIC-forwarding one and every path starts and ends with its host links.
 
     Raises:
-        UnsupportedShapeError: bad ``paths``, ``max_shortest`` or ``solver``; a non-positive bandwidth.
+        UnsupportedShapeError: bad ``paths``, ``max_shortest`` or ``solver``; a non-positive bandwidth;
+            ``host_bandwidth`` with ``nic_forwarding=False``.
         TopologyError, SpecError, DirectcollError: as :func:`alltoall_mcf`.
         SolverError: HiGHS rejects an option or does not reach the optimum (SolverLimitError: a limit).
         ResourceError: the hop distances or the LP exceed the memory budget.
@@ -369,6 +380,11 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
     >>> r = pmcf("torus:3x3", paths="disjoint")
     >>> round(r.lp_value * 3, 9), round(r.value * 3, 9)  # F = 1/3
     (1.0, 1.0)
+
+    A host link of half a link's bandwidth: every host injects 8 shards, F = 1/16:
+
+    >>> round(pmcf("torus:3x3", paths="disjoint", host_bandwidth="25GB/s").value * 16, 9)
+    1.0
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth
@@ -377,11 +393,16 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
         raise UnsupportedShapeError(f"unknown LP solver {solver!r}; accepted: {', '.join(SOLVERS)}")
     topology = parse(topology)
     ref = None if reference_bandwidth is None else parse_bandwidth(reference_bandwidth)
+    host = _host(host_bandwidth, nic_forwarding)
     t0 = time.perf_counter()
-    net = flow_network(topology, reference_bandwidth=ref)
+    plain = flow_network(topology, reference_bandwidth=ref)
+    net = plain if host is None else flow_network(topology, host_bandwidth=host, nic_forwarding=True,
+                                                  reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
     symmetric = is_translation_symmetric(net)
-    found = path_sets(net, paths, max_shortest=max_shortest, sources=[0] if symmetric else None)
+    found = path_sets(plain, paths, max_shortest=max_shortest, sources=[0] if symmetric else None)
+    if host is not None:
+        found = _with_host_links(found, plain)
     t1 = time.perf_counter()
     n = net.num_compute
     scale = float(net.capacity.sum()) / (n * (n - 1))
@@ -401,6 +422,33 @@ def pmcf(topology, *, paths: str = "auto", max_shortest: int = MAX_SHORTEST_PATH
     return _with_value(result)
 
 
+def _host(host_bandwidth, nic_forwarding: bool) -> float | None:
+    """The host bandwidth in bytes/s (None: none), refusing host forwarding for path schedules."""
+    from directcoll.units import parse_bandwidth
+
+    if host_bandwidth is None:
+        return None
+    if not nic_forwarding:
+        raise UnsupportedShapeError("path schedules are for source-routed fabrics, where the NIC forwards (Basu Sec. "
+                                    "3.2.1); with host forwarding use the time-stepped schedules (mcf variant "
+                                    "'timestepped')")
+    host = parse_bandwidth(host_bandwidth)
+    if not host > 0:
+        raise UnsupportedShapeError(f"host bandwidth must be > 0 bytes/s, got {host_bandwidth!r}")
+    return host
+
+
+def _with_host_links(paths: PathSet, plain: FlowNetwork) -> PathSet:
+    """Paths of the topology network ``plain`` as paths of its NIC-forwarding host network: the source's host -> NIC
+    link (L + s) first, the destination's NIC -> host link (L + N + d) last (link ids of
+    :func:`~directcoll.synthesis.mcf.network.flow_network`)."""
+    offsets = np.r_[0, np.cumsum(np.diff(paths.offsets) + 2)].astype(np.int64)
+    links = np.insert(paths.links, paths.offsets[:-1], plain.num_links + paths.source)
+    links = np.insert(links, offsets[1:] - 1 - np.arange(len(offsets) - 1), plain.num_links + plain.num_compute
+                      + paths.dest)
+    return PathSet(paths.source, paths.dest, offsets, links)
+
+
 def _subset(paths: PathSet, keep: np.ndarray) -> PathSet:
     counts = np.diff(paths.offsets)[keep]
     return PathSet(paths.source[keep], paths.dest[keep], np.r_[0, np.cumsum(counts)].astype(np.int64),
@@ -413,7 +461,8 @@ def _with_value(result: PathMcfResult) -> PathMcfResult:
 
 # -- MCF-extP (Sec. 3.2.1) ------------------------------------------------------------------------------------
 def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: int | None = 1,
-             reference_bandwidth=None, highs_options: dict | None = None) -> PathMcfResult:
+             reference_bandwidth=None, highs_options: dict | None = None, host_bandwidth=None,
+             nic_forwarding: bool = True) -> PathMcfResult:
     """MCF-extP (Basu et al. Sec. 3.2.1): per-pair link flows of the MCF, then widest-path extraction.
 
     Args:
@@ -425,12 +474,14 @@ def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: i
             ``decomposed``.
         solver, workers, reference_bandwidth, highs_options: as :func:`alltoall_mcf` (``workers`` defaults to
             1 here: spawning a pool only pays off for large topologies).
+        host_bandwidth, nic_forwarding: as :func:`pmcf` (the MCF of the NIC-forwarding host network).
 
     Returns:
         :class:`PathMcfResult` with ``method="extp"``, ``path_set="widest"``, ``mcf_value`` = F.
 
     Raises:
-        UnsupportedShapeError: an unknown method; as :func:`alltoall_mcf` otherwise.
+        UnsupportedShapeError: an unknown method; ``host_bandwidth`` with ``nic_forwarding=False``; as
+            :func:`alltoall_mcf` otherwise.
         TopologyError, SpecError, SolverError, ResourceError, DirectcollError: as :func:`alltoall_mcf`.
 
     Source: Basu et al. (HPDC'24) Sec. 3.2.1 (MCF-extP: the decomposed link MCF of Sec. 3.1.2, then "Widest path
@@ -445,13 +496,16 @@ def mcf_extp(topology, *, method: str = "auto", solver: str = "auto", workers: i
     if method not in EXTP_METHODS:
         raise UnsupportedShapeError(f"unknown MCF-extP method {method!r}; accepted: {', '.join(EXTP_METHODS)}")
     topology = parse(topology)
+    host = _host(host_bandwidth, nic_forwarding)
     t0 = time.perf_counter()
-    common = dict(solver=solver, reference_bandwidth=reference_bandwidth, highs_options=highs_options)
+    common = dict(solver=solver, reference_bandwidth=reference_bandwidth, highs_options=highs_options,
+                  **({} if host is None else {"host_bandwidth": host, "nic_forwarding": True}))
     how = None
     if method == "pair":
         mcf = alltoall_mcf(topology, method="link", commodities="pair", **common)
         flows = (mcf.commodity_source, mcf.commodity_dest, mcf.commodity_link, mcf.commodity_value)
-    elif method == "decomposed" or not is_translation_symmetric(flow_network(topology)):
+    elif method == "decomposed" or not is_translation_symmetric(
+            flow_network(topology, **({} if host is None else {"host_bandwidth": host, "nic_forwarding": True}))):
         mcf = alltoall_mcf(topology, method="decomposed", workers=workers, **common)
         flows = (mcf.commodity_source, mcf.commodity_dest, mcf.commodity_link, mcf.commodity_value)
     else:

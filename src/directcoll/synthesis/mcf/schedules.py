@@ -145,7 +145,8 @@ def _merge_pieces(transfer: np.ndarray, start: np.ndarray, stop: np.ndarray):
 
 
 def tsmcf_schedule(topology, *, lmax: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS,
-                   solver: str = "auto", result: TsMcfResult | None = None) -> Schedule:
+                   solver: str = "auto", result: TsMcfResult | None = None, host_bandwidth=None,
+                   nic_forwarding: bool = False) -> Schedule:
     """The tsMCF all-to-all lowered to a chunked, link-by-link, step-by-step schedule (Basu Sec. 3.1.3, 4).
 
     Args:
@@ -154,29 +155,37 @@ def tsmcf_schedule(topology, *, lmax: int | None = None, max_chunks: int = DEFAU
         max_chunks: most chunks per shard (see the module docstring).
         solver: LP solver, as :func:`alltoall_mcf`.
         result: a :class:`TsMcfResult` of this topology to lower instead of solving.
+        host_bandwidth, nic_forwarding: the host-to-NIC bottleneck, as :func:`tsmcf` (host forwarding only).
 
     Returns:
         An all-to-all :class:`Schedule` (nblocks = N^2, denominator = chunks per shard) of at most ``lmax``
         steps whose transfers each cross one link, given as the transfer's explicit route; meta records
         ``lp_value``, ``lp_time_m_over_b``, ``schedule_time_m_over_b``, ``chunks``, ``exact_chunking``,
-        ``discretization_error``, ``lmax``, ``alltoall_mcf``.
+        ``discretization_error``, ``lmax``, ``alltoall_mcf``; with a host bandwidth also
+        ``host_bandwidth_bytes_per_s``, and the schedule's time counts every step's busiest host link (what a
+        rank sends, or receives, in the step over the host bandwidth), as the step model with ``host_injection``
+        does.
 
     Raises:
         UnsupportedShapeError: a topology with switches; as :func:`tsmcf` and :func:`chunk_shards`.
         TopologyError, SpecError, SolverError, ResourceError, DirectcollError: as :func:`tsmcf`.
 
     Source: Basu et al. (HPDC'24) Sec. 3.2.2 (tsMCF for non source-routed fabrics) and Sec. 4 ("Link-based
-    Schedules": at each time step a rank sends the chunks received in the previous one).
+    Schedules": at each time step a rank sends the chunks received in the previous one); host links: Sec. 3.2.2,
+    Fig. 2.
 
     >>> s = tsmcf_schedule("ring:4")
     >>> s.nblocks, round(s.meta["schedule_time_m_over_b"], 9), s.meta["exact_chunking"]
     (16, 2.0, True)
+    >>> round(tsmcf_schedule("ring:4", host_bandwidth="50GB/s").meta["schedule_time_m_over_b"], 9)  # F = 1/4
+    4.0
     """
     from directcoll.topology.spec import parse
 
     topology = parse(topology)
     _require_compute_only(topology, "timestepped")
-    r = result if result is not None else tsmcf(topology, lmax=lmax, solver=solver)
+    r = result if result is not None else tsmcf(topology, lmax=lmax, solver=solver, host_bandwidth=host_bandwidth,
+                                                nic_forwarding=nic_forwarding)
     net, n = r.network, topology.num_compute
     walks = r.walks([0] if r.method == "symmetric" else None)
     src, dest, weight, links = walks["source"], walks["dest"], walks["weight"], walks["links"]
@@ -202,14 +211,21 @@ def tsmcf_schedule(topology, *, lmax: int | None = None, max_chunks: int = DEFAU
     t_step, t_link = keys // net.num_links, keys % net.num_links
     offsets = np.searchsorted(transfer, np.arange(len(keys) + 1)).astype(np.int64)
     # one transfer per (step, link): its amount is that link's load in the step
-    load = np.bincount(transfer, weights=(stop - start) / q, minlength=len(keys)) / net.capacity[t_link]
+    amount = np.bincount(transfer, weights=(stop - start) / q, minlength=len(keys))
+    load = amount / net.capacity[t_link]
     per_step = np.zeros(len(used_steps))
     np.maximum.at(per_step, t_step, load)
+    if r.host_bandwidth is not None:  # what every rank sends / receives in a step crosses its host link
+        host_cap = r.host_bandwidth / r.reference_bandwidth
+        for end in (net.link_src[t_link], net.link_dst[t_link]):
+            host_load = np.bincount(t_step * n + end, weights=amount, minlength=len(used_steps) * n) / host_cap
+            np.maximum.at(per_step, np.arange(len(used_steps)).repeat(n), host_load)
     meta = {"algorithm": "mcf", "variant": "timestepped", "topology": topology.spec, "lmax": r.lmax,
             "steps_used": len(used_steps), "lp_value": r.value, "lp_time_m_over_b": r.time,
             "schedule_time_m_over_b": float(per_step.sum()), "alltoall_mcf": r.mcf_value,
             "chunks": q, "exact_chunking": chunking.exact, "discretization_error": chunking.error,
-            "walks": int(use.sum()), "lp_method": r.method, "solver": r.solver}
+            "walks": int(use.sum()), "lp_method": r.method, "solver": r.solver,
+            **({"host_bandwidth_bytes_per_s": r.host_bandwidth} if r.host_bandwidth is not None else {})}
     return Schedule(Collective.ALLTOALL, n, n * n, t_step, net.link_src[t_link], net.link_dst[t_link],
                     np.zeros(len(keys), np.uint8), offsets, start, stop, denominator=q,
                     route_offsets=np.arange(len(keys) + 1, dtype=np.int64), route_links=t_link, meta=meta)
@@ -222,16 +238,22 @@ def path_schedule(result: PathMcfResult, *, max_chunks: int = DEFAULT_MAX_CHUNKS
     For every pair (i, j) and path p: one transfer i -> j carrying chunks ``[first, first + count)`` of block
     i N + j (a fractional piece, denominator = chunks per shard) along the path's links (the transfer's route).
 
+    With a host bandwidth (NIC forwarding: every path starts with its source's host -> NIC link and ends with its
+    destination's NIC -> host link) the routes keep the topology links only: the host links are the transfer's
+    own ends, which the simulators charge with ``host_injection``; ``schedule_time_m_over_b`` counts them.
+
     Args:
-        result: from :func:`pmcf` or :func:`mcf_extp`, on a network without host links.
+        result: from :func:`pmcf` or :func:`mcf_extp`.
         max_chunks: most chunks per shard (see the module docstring).
 
     Returns:
         An all-to-all :class:`Schedule` (1 step, nblocks = N^2); meta records ``lp_value``, ``lp_time_m_over_b``
-        (= 1 / value), ``schedule_time_m_over_b``, ``chunks``, ``exact_chunking``, ``discretization_error``.
+        (= 1 / value), ``schedule_time_m_over_b``, ``chunks``, ``exact_chunking``, ``discretization_error``, and
+        ``host_bandwidth_bytes_per_s`` with a host bandwidth.
 
     Raises:
-        UnsupportedShapeError: a result on a host-augmented network; as :func:`chunk_shards`.
+        UnsupportedShapeError: a path that crosses a host link other than at its ends (host forwarding); as
+            :func:`chunk_shards`.
         ScheduleError: as :func:`chunk_shards`.
 
     Source: Basu et al. (HPDC'24) Sec. 4, "Path-based Schedules" (routes per commodity, shards divided into
@@ -243,8 +265,12 @@ def path_schedule(result: PathMcfResult, *, max_chunks: int = DEFAULT_MAX_CHUNKS
     (2, 16, 2.0)
     """
     net, n, p = result.network, result.num_compute, result.paths
-    if (net.topology_link < 0).any():
-        raise UnsupportedShapeError("path schedules need a flow network without host links (no host_bandwidth)")
+    host = net.topology_link[p.links] < 0
+    ends = np.zeros(len(p.links), dtype=bool)
+    ends[p.offsets[:-1]] = ends[p.offsets[1:] - 1] = True
+    if (host & ~ends).any():
+        raise UnsupportedShapeError("path schedules forward in the NIC: a path crosses a host link between its ends "
+                                    "(host forwarding); use the time-stepped schedule")
     chunking = chunk_shards(p.source * n + p.dest, result.weight, max_chunks)
     q = chunking.chunks
     keep = np.flatnonzero(chunking.counts > 0)
@@ -254,20 +280,27 @@ def path_schedule(result: PathMcfResult, *, max_chunks: int = DEFAULT_MAX_CHUNKS
     start = (p.source[keep] * n + p.dest[keep]) * q + chunking.first[keep]
     stop = start + chunking.counts[keep]
     load = link_loads(net, p.source[keep], p.dest[keep], chunking.counts[keep] / q, routes=(route_offsets, route))
+    host_bandwidth = None
+    if host.any():  # the host links are the transfers' ends: keep the topology links as the routes
+        inner = net.topology_link[route] >= 0
+        route_offsets = np.r_[0, np.cumsum(np.add.reduceat(inner, route_offsets[:-1]))].astype(np.int64)
+        route = route[inner]
+        host_bandwidth = float(net.capacity[net.topology_link < 0][0] * result.reference_bandwidth)
     meta = {"algorithm": "mcf", "variant": "path" if result.method == "pmcf" else "extp", "topology": result.spec,
             "path_set": result.path_set, "lp_value": result.lp_value, "lp_time_m_over_b": 1.0 / result.lp_value,
             "paths_value": result.value, "schedule_time_m_over_b": float((load / net.capacity).max()),
             "alltoall_mcf": result.mcf_value, "chunks": q, "exact_chunking": chunking.exact,
-            "discretization_error": chunking.error, "paths": len(keep), "solver": result.solver}
+            "discretization_error": chunking.error, "paths": len(keep), "solver": result.solver,
+            **({"host_bandwidth_bytes_per_s": host_bandwidth} if host_bandwidth is not None else {})}
     t = len(keep)
     return Schedule(Collective.ALLTOALL, n, n * n, np.zeros(t, np.int64), p.source[keep], p.dest[keep],
                     np.zeros(t, np.uint8), np.arange(t + 1, dtype=np.int64), start, stop, denominator=q,
                     route_offsets=route_offsets, route_links=net.topology_link[route], meta=meta)
 
 
-_OPTIONS = {"timestepped": {"lmax", "max_chunks", "solver"},
-            "path": {"paths", "max_shortest", "max_chunks", "solver"},
-            "extp": {"method", "max_chunks", "solver", "workers"}}
+_OPTIONS = {"timestepped": {"lmax", "max_chunks", "solver", "host_bandwidth", "nic_forwarding"},
+            "path": {"paths", "max_shortest", "max_chunks", "solver", "host_bandwidth", "nic_forwarding"},
+            "extp": {"method", "max_chunks", "solver", "workers", "host_bandwidth", "nic_forwarding"}}
 
 
 def mcf_schedule(topology, variant: str = "timestepped", **options) -> Schedule:
@@ -275,7 +308,10 @@ def mcf_schedule(topology, variant: str = "timestepped", **options) -> Schedule:
 
     Options: ``timestepped``: ``lmax``, ``max_chunks``, ``solver``; ``path``: ``paths`` (``auto``,
     ``disjoint``, ``shortest``), ``max_shortest``, ``max_chunks``, ``solver``; ``extp``: ``method``
-    (``auto``, ``decomposed``, ``pair``), ``max_chunks``, ``solver``, ``workers``.
+    (``auto``, ``decomposed``, ``pair``), ``max_chunks``, ``solver``, ``workers``. Every variant takes
+    ``host_bandwidth`` (bytes/s or a string, Basu Sec. 3.2.2's host-to-NIC bottleneck) and ``nic_forwarding``
+    (default per variant: False for ``timestepped``, whose hosts forward; True for ``path`` and ``extp``, whose
+    NICs do; the other value is refused).
 
     Returns:
         An all-to-all Schedule (nblocks = N^2, denominator = chunks per shard) with explicit routes; see

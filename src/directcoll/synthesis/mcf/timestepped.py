@@ -29,6 +29,17 @@ Flows into a commodity's own source are fixed to 0 (they never help). Built vect
 and solved by HiGHS through :mod:`directcoll.synthesis.mcf.formulations` (same solvers, same optimal-basis
 guarantee).
 
+**Host-to-NIC bottleneck** (Basu Sec. 3.2.2, Fig. 2; ``host_bandwidth``): runtimes that forward in the host (the
+non source-routed fabrics tsMCF is for) pass every chunk a node sends, its own or forwarded, over its host -> NIC
+link, and every chunk it receives over its NIC -> host link. In the time-expanded graph this is one more capacity
+per step and host: ``sum of the flows on u's out-links in step t <= H U_t`` and the same for its in-links (H: host
+bandwidth / reference bandwidth), exactly Fig. 2's augmented graph with the host and NIC hops of one link taken in
+the same step (a bulk-synchronous step moves data host -> NIC -> link -> NIC -> host). Symmetric: every link leaves
+one host, so the host row of step t is ``sum over all links of source 0's flow <= H U_t``. The fluid F of the
+augmented network (``alltoall_mcf(host_bandwidth=H)``) is the stopping target; torus:3x3x3 with 25 Gb/s links and
+a 100 Gb/s host reaches Basu's F = 2/27. NIC forwarding (transit traffic bypassing the host) is for source-routed
+fabrics: the path variants.
+
 ``lmax`` defaults to the hop diameter D, then grows one step at a time while the value improves by more than
 :data:`LMAX_TOLERANCE` (relative) and stays below the fluid F, up to D + :data:`LMAX_EXTRA`.
 """
@@ -95,6 +106,7 @@ class TsMcfResult:
         mcf_value: the fluid F of :func:`alltoall_mcf` used as the stopping target (None if not computed).
         tried: l_max -> value for every l_max solved (``lmax=None`` tries several).
         seconds: wall time of the stages.
+        host_bandwidth: bytes/s of every host <-> NIC link (host forwarding), or None for no host bottleneck.
 
     Per-source flows (:attr:`flow_source`, :attr:`flow_step`, :attr:`flow_link`, :attr:`flow_value`, columnar
     (K,) arrays) are in shards: ``flow_value`` of source s on link e in step t (0-based, the LP's t + 1).
@@ -123,6 +135,7 @@ class TsMcfResult:
     mcf_value: float | None = None
     tried: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)
+    host_bandwidth: float | None = None
     _flows: tuple = field(default=(), repr=False)   # (src, step, link, value): all sources, or source 0 (symmetric)
     _holds: tuple = field(default=(), repr=False)   # (src, step, node, value)
 
@@ -243,7 +256,8 @@ class TsMcfResult:
         return {"spec": self.spec, "tsmcf_value": self.value, "time_m_over_b": self.time, "lmax": self.lmax,
                 "step_time": self.step_time.tolist(), "method": self.method, "solver": self.solver,
                 "alltoall_mcf": self.mcf_value, "tried": {str(k): v for k, v in self.tried.items()},
-                "seconds": dict(self.seconds)}
+                "seconds": dict(self.seconds),
+                **({"host_bandwidth_bytes_per_s": self.host_bandwidth} if self.host_bandwidth else {})}
 
 
 def _out_links(net: FlowNetwork) -> list[np.ndarray]:
@@ -285,7 +299,7 @@ def _split_source(s: int, f: np.ndarray, h: np.ndarray, out_links, link_dst, n: 
 
 
 # -- the LP ---------------------------------------------------------------------------------------------------
-def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float) -> LinearProgram:
+def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float, host: float | None = None) -> LinearProgram:
     """tsMCF LP on the time-expanded graph (see the module docstring).
 
     Columns: ``f[s, t, e]`` (link e in step t) at ``(s lmax + t) E + e``; then ``g[s, t, u]`` (u holds during
@@ -293,7 +307,10 @@ def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float) -> Linear
     cap_e / scale W_t <= 0`` at ``t K + e`` (``t K + orbit(e)`` when symmetric, K = #orbits), then conservation
     at the time-expanded node (u, t), t = 0..lmax, ``out_t + g[t] - in_{t-1} - g[t-1] = b`` at
     ``lmax K + (s (lmax + 1) + t) V + u``, with b = N - 1 at (s, 0) and -1 at (d, lmax) for every compute
-    d != s. Objective: min sum_t W_t.
+    d != s. Objective: min sum_t W_t. With ``host`` (host capacity relative to the reference), host rows after
+    those: ``sum_{s, e out of u} f[s, t, e] - host / scale W_t <= 0`` at ``R + t 2N + u`` and the same over the
+    links into u at ``R + t 2N + N + u`` (R: the rows before); symmetric: one row per step, ``R + t``, over all
+    links of source 0 (see the module docstring).
     """
     n, v, e, lm = net.num_compute, net.num_nodes, net.num_links, lmax
     sources = np.array([0]) if symmetric else np.arange(n)
@@ -334,13 +351,38 @@ def _ts_lp(net: FlowNetwork, lmax: int, symmetric: bool, scale: float) -> Linear
     useless = (net.link_dst[j_f] == sources[s_f]) | (net.link_src[j_f] == net.link_dst[j_f])
     col_upper[col_f[useless]] = 0.0
     cost = np.r_[np.zeros(col_w0), np.ones(lm)]
-    return LinearProgram(a, cost, np.zeros(ncol), col_upper, np.r_[np.full(r0, -np.inf), rhs], np.r_[np.zeros(r0), rhs])
+    lower, upper = np.r_[np.full(r0, -np.inf), rhs], np.r_[np.zeros(r0), rhs]
+    if host is not None:
+        a, nh_rows = _host_rows(a, net, lm, symmetric, t_f, j_f, col_f, col_w0, host / scale)
+        lower, upper = np.r_[lower, np.full(nh_rows, -np.inf)], np.r_[upper, np.zeros(nh_rows)]
+    return LinearProgram(a, cost, np.zeros(ncol), col_upper, lower, upper)
 
 
-def _solve_ts(net: FlowNetwork, lmax: int, symmetric: bool, solver: str, options):
+def _host_rows(a, net: FlowNetwork, lm: int, symmetric: bool, t_f, j_f, col_f, col_w0: int, host: float):
+    """The tsMCF LP's matrix ``a`` with the host rows of :func:`_ts_lp` appended; returns (matrix, rows added)."""
+    n = net.num_compute
+    if symmetric:  # every link leaves one host: source 0's total flow of step t bounds every host's out (and in)
+        rows, cols, vals = t_f, col_f, np.ones(len(col_f))
+        nrows = lm
+        rows, cols = np.r_[rows, np.arange(lm)], np.r_[cols, col_w0 + np.arange(lm)]
+        vals = np.r_[vals, np.full(lm, -host)]
+    else:
+        out, into = net.link_src[j_f], net.link_dst[j_f]
+        o, i = out < n, into < n
+        rows = np.r_[t_f[o] * 2 * n + out[o], t_f[i] * 2 * n + n + into[i]]
+        cols, vals = np.r_[col_f[o], col_f[i]], np.ones(int(o.sum() + i.sum()))
+        nrows = lm * 2 * n
+        t_w = np.repeat(np.arange(lm), 2 * n)
+        rows, cols = np.r_[rows, np.arange(nrows)], np.r_[cols, col_w0 + t_w]
+        vals = np.r_[vals, np.full(nrows, -host)]
+    extra = sp.csc_matrix((vals, (rows, cols)), shape=(nrows, a.shape[1]))
+    return sp.vstack([a, extra], format="csc"), nrows
+
+
+def _solve_ts(net: FlowNetwork, lmax: int, symmetric: bool, solver: str, options, host: float | None = None):
     n, e, v, lm = net.num_compute, net.num_links, net.num_nodes, lmax
     scale = float(net.capacity.sum()) / (n * (n - 1))
-    lp = _ts_lp(net, lm, symmetric, scale)
+    lp = _ts_lp(net, lm, symmetric, scale, host)
     lp.name = f"time-stepped MCF LP ({lm} steps{', symmetric' if symmetric else ''})"
     x, obj, how = solve_lp(lp, solver, options)
     ns = 1 if symmetric else n
@@ -355,7 +397,8 @@ def _solve_ts(net: FlowNetwork, lmax: int, symmetric: bool, solver: str, options
 
 
 def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: str = "auto",
-          reference_bandwidth=None, highs_options: dict | None = None) -> TsMcfResult:
+          reference_bandwidth=None, highs_options: dict | None = None, host_bandwidth=None,
+          nic_forwarding: bool = False) -> TsMcfResult:
     """Time-stepped all-to-all MCF (Basu et al. Sec. 3.1.3, eq. 15-20) on the time-expanded graph.
 
     Args:
@@ -368,24 +411,35 @@ def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: st
         solver: as :func:`alltoall_mcf` (``auto``, ``simplex``, ``ipm``, ``pdlp``).
         reference_bandwidth: bytes/s (or a string) of capacity 1; default the largest link bandwidth.
         highs_options: extra HiGHS options.
+        host_bandwidth: bytes/s (or a string such as ``100Gbps``) of every host <-> NIC link, the host forwarding
+            (Basu Sec. 3.2.2, Fig. 2); None: no host bottleneck.
+        nic_forwarding: must be False: time-stepped schedules forward in the host (NIC forwarding: the path
+            schedules of :mod:`~directcoll.synthesis.mcf.paths`).
 
     Returns:
         :class:`TsMcfResult`: value (1 / time), time in m / b, U_t per step, per-step per-link flows.
 
     Raises:
         UnsupportedShapeError: lmax below the diameter or above the limit, an unknown method or solver,
-            ``symmetric`` on a topology without the symmetry; a non-positive bandwidth.
+            ``symmetric`` on a topology without the symmetry; a non-positive bandwidth; ``nic_forwarding``.
         TopologyError, SpecError, DirectcollError: as :func:`alltoall_mcf`.
         SolverError: HiGHS rejects an option or does not reach the optimum (SolverLimitError: a limit).
         ResourceError: the hop distances or an LP exceed the memory budget.
 
     Source: Basu et al. (HPDC'24) Sec. 3.1.3, eq. (15)-(20), as the exact source-aggregated reformulation of
     this module's docstring (eq. (17) read as the hold variables being >= 0; eq. (16) with link capacities
-    cap(u, v) U_t, Basu's "multiplier ... if link bandwidth is not uniform").
+    cap(u, v) U_t, Basu's "multiplier ... if link bandwidth is not uniform"); the host rows are Sec. 3.2.2, Fig. 2.
 
     >>> r = tsmcf("ring:4")
     >>> r.method, r.lmax, round(r.time, 9), round(r.mcf_value, 9)
     ('symmetric', 2, 2.0, 0.5)
+
+    A host link of one link's bandwidth: every host forwards 1 + 2 + 1 = 4 shard-hops per source, F = 1/4
+    instead of 1/2:
+
+    >>> r = tsmcf("ring:4", host_bandwidth="50GB/s")
+    >>> round(r.value * 4, 9), round(r.mcf_value * 4, 9)
+    (1.0, 1.0)
     """
     from directcoll.topology.spec import parse
     from directcoll.units import parse_bandwidth
@@ -394,11 +448,18 @@ def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: st
         raise UnsupportedShapeError(f"unknown tsMCF method {method!r}; accepted: {', '.join(TS_METHODS)}")
     if solver not in SOLVERS:
         raise UnsupportedShapeError(f"unknown LP solver {solver!r}; accepted: {', '.join(SOLVERS)}")
+    if nic_forwarding:
+        raise UnsupportedShapeError("time-stepped MCF forwards in the host (Basu Sec. 3.2.2); for NIC forwarding use "
+                                    "the path schedules (mcf variant 'path' or 'extp')")
     topology: Topology = parse(topology)
     ref = None if reference_bandwidth is None else parse_bandwidth(reference_bandwidth)
+    host = None if host_bandwidth is None else parse_bandwidth(host_bandwidth)
+    if host is not None and not host > 0:
+        raise UnsupportedShapeError(f"host bandwidth must be > 0 bytes/s, got {host_bandwidth!r}")
     t0 = time.perf_counter()
     net = flow_network(topology, reference_bandwidth=ref)
     ref = float(topology.link_bandwidth.max()) if ref is None else ref
+    host_cap = None if host is None else host / ref
     symmetric_ok = is_translation_symmetric(net)
     if method == "auto":
         method = "symmetric" if symmetric_ok else "source"
@@ -413,14 +474,15 @@ def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: st
     mcf_value = None
     if lmax is None:
         t1 = time.perf_counter()
-        mcf_value = alltoall_mcf(topology, reference_bandwidth=ref, solver=solver, highs_options=highs_options).value
+        mcf_value = alltoall_mcf(topology, reference_bandwidth=ref, solver=solver, highs_options=highs_options,
+                                 host_bandwidth=host).value
         seconds["mcf"] = time.perf_counter() - t1
     symmetric = method == "symmetric"
     candidates = [int(lmax)] if lmax is not None else range(diam, min(diam + LMAX_EXTRA, LMAX_LIMIT) + 1)
     tried, best = {}, None
     t2 = time.perf_counter()
     for lm in candidates:
-        total, step_time, flows, holds, how = _solve_ts(net, lm, symmetric, solver, highs_options)
+        total, step_time, flows, holds, how = _solve_ts(net, lm, symmetric, solver, highs_options, host_cap)
         tried[lm] = 1.0 / total
         if best is not None and total >= best[1] * (1 - LMAX_TOLERANCE):
             break  # no improvement: keep the shorter schedule
@@ -431,6 +493,6 @@ def tsmcf(topology, *, lmax: int | None = None, method: str = "auto", solver: st
     lm, total, step_time, flows, holds, how = best
     return TsMcfResult(value=1.0 / total, time=total, lmax=lm, step_time=step_time, method=method, solver=how,
                        spec=topology.spec, network=net, reference_bandwidth=ref, mcf_value=mcf_value, tried=tried,
-                       seconds=seconds, _flows=flows, _holds=holds)
+                       seconds=seconds, host_bandwidth=host, _flows=flows, _holds=holds)
 
 
