@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from directcoll.algorithms.abelian import PLACEMENTS, AbelianGroup, group_of, placement_of
+from directcoll.algorithms.abelian import PLACEMENTS, AbelianGroup, fold_counts, group_of, placement_of
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import from_reduce_scatter
@@ -60,26 +60,6 @@ def num_steps(p: int) -> int:
     (3, 3)
     """
     return max(1, math.ceil(math.log2(p)))
-
-
-def fold_counts(p: int) -> list[int]:
-    """N_i = ceil(P / 2^i) for i = 0..ceil(log2 P) (eq. 18): how many distributed vectors remain before step i.
-
-    Returns:
-        A list of L + 1 ints, from P down to 1.
-
-    Raises:
-        Nothing: arithmetic.
-
-    Source: Kolmakov & Zhang, Sec. 7, eq. (18).
-
-    >>> fold_counts(7)
-    [7, 4, 2, 1]
-    """
-    counts = [p]
-    for _ in range(num_steps(p)):
-        counts.append(-(-counts[-1] // 2))
-    return counts
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import sys
 
 from directcoll.cli.build import DEFAULT_TOPOLOGY
 from directcoll.cli.compare_table import print_comparison
-from directcoll.cli.options import check_output, network_spec, preset_spec, read_sizes
+from directcoll.cli.options import algorithm_list, check_output, network_spec, preset_spec, read_sizes
 from directcoll.cli.output import ProgressBar, gbps, noop, print_json, print_table, table_console
 from directcoll.errors import DirectcollError
 
@@ -275,26 +275,6 @@ def _steps_csv(steps: list[dict]) -> None:
 
 
 
-def _run_algorithms(text: str, collective: str) -> None:
-    """Refuse an empty list, an unknown algorithm or variant, or one that does not implement ``collective`` (a shape
-    an algorithm cannot serve is reported as skipped by the ranks)."""
-    from directcoll.registry import get
-
-    items = [item.strip() for item in text.split(",")]
-    if not text.strip() or not all(items):
-        raise DirectcollError(f"--algorithms {text!r}: give a comma list of NAME or NAME:VARIANT, e.g. "
-                              f"{DEFAULT_RUN_ALGORITHMS}")
-    for item in items:
-        name, _, variant = item.partition(":")
-        alg = get(name)
-        if variant and variant not in alg.variants:
-            raise DirectcollError(f"--algorithms: {alg.name} has no variant {variant!r}; accepted: "
-                                  f"{', '.join(alg.variants) or 'none'}")
-        if collective not in alg.collectives:
-            raise DirectcollError(f"--algorithms: {alg.name} does not implement {collective}; it implements "
-                                  f"{', '.join(alg.collectives)}")
-
-
 def _run_engine(asked: str | None) -> str:
     """The engine the ranks run our schedules on: ``asked`` ("c" or "python"), or by default "c" when libdirectcoll
     builds, else "python" with a one-line note on stderr. An asked-for "c" that cannot be built is an error."""
@@ -376,7 +356,7 @@ def cmd_run(args) -> int:
         algorithms = DEFAULT_RUN_ALLTOALL  # the default list has no all-to-all
     elif args.collective in ("broadcast", "reduce") and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ROOTED
-    _run_algorithms(algorithms, args.collective)
+    algorithm_list(algorithms, args.collective, DEFAULT_RUN_ALGORITHMS)  # refused before anything is launched
     from directcoll.cli.build import rooted_option
 
     root = rooted_option(args.collective, args.root)

@@ -412,3 +412,38 @@ def network_spec(args, default: str | None = None) -> str | None:
         raise DirectcollError(f"the network is given twice, as SPEC {spec!r} and --topology {old!r}; give it once, "
                               "as SPEC")
     return spec if spec is not None else old if old is not None else default
+
+
+def algorithm_list(text: str, collective: str, example: str = "swing,ring") -> list[tuple[str, str | None]]:
+    """``--algorithms`` of ``run`` (every engine): a comma list of NAME or NAME:VARIANT, each implementing
+    ``collective``; a shape an algorithm cannot serve is reported as skipped by the ranks, not here.
+
+    Returns:
+        (registry name, variant or None) per item, in order.
+
+    Raises:
+        DirectcollError: an empty list or item (the message shows ``example``), an unknown variant, or an algorithm
+            that does not implement ``collective``. UnsupportedShapeError: an unknown algorithm.
+
+    Source: docs/runtime.md ("directcoll run"); the registry's variants and collectives.
+
+    >>> algorithm_list("swing:bandwidth,ring", "allreduce")
+    [('swing', 'bandwidth'), ('ring', None)]
+    """
+    from directcoll.registry import get
+
+    items = [item.strip() for item in text.split(",")]
+    if not text.strip() or not all(items):
+        raise DirectcollError(f"--algorithms {text!r}: give a comma list of NAME or NAME:VARIANT, e.g. {example}")
+    out = []
+    for item in items:
+        name, _, variant = item.partition(":")
+        alg = get(name)
+        if variant and variant not in alg.variants:
+            raise DirectcollError(f"--algorithms: {alg.name} has no variant {variant!r}; accepted: "
+                                  f"{', '.join(alg.variants) or 'none'}")
+        if collective not in alg.collectives:
+            raise DirectcollError(f"--algorithms: {alg.name} does not implement {collective}; it implements "
+                                  f"{', '.join(alg.collectives)}")
+        out.append((alg.name, variant or None))
+    return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from directcoll.cli.options import network_spec, read_sizes
+from directcoll.cli.options import algorithm_list, network_spec, read_sizes
 from directcoll.cli.output import Heartbeat, gbps, print_json, table_console
 from directcoll.errors import DirectcollError
 
@@ -23,28 +23,6 @@ from directcoll.errors import DirectcollError
 DEFAULT_SMPI_TOPOLOGY = "torus:2x4"
 #: wall-clock seconds one smpirun (one algorithm, every size) may take
 SMPI_WALL_LIMIT = 1800.0
-
-
-def _algorithms(text: str, collective: str) -> list[tuple[str, str | None]]:
-    """(name, variant) pairs of ``--algorithms``, refusing an empty list, an unknown algorithm or variant, or one
-    that does not implement ``collective``."""
-    from directcoll.registry import get
-
-    items = [item.strip() for item in text.split(",")]
-    if not text.strip() or not all(items):
-        raise DirectcollError(f"--algorithms {text!r}: give a comma list of NAME or NAME:VARIANT, e.g. swing,ring")
-    out = []
-    for item in items:
-        name, _, variant = item.partition(":")
-        alg = get(name)
-        if variant and variant not in alg.variants:
-            raise DirectcollError(f"--algorithms: {alg.name} has no variant {variant!r}; accepted: "
-                                  f"{', '.join(alg.variants) or 'none'}")
-        if collective not in alg.collectives:
-            raise DirectcollError(f"--algorithms: {alg.name} does not implement {collective}; it implements "
-                                  f"{', '.join(alg.collectives)}")
-        out.append((alg.name, variant or None))
-    return out
 
 
 def run_smpi(args) -> int:
@@ -87,7 +65,7 @@ def run_smpi(args) -> int:
     if args.collective == "alltoall" and algorithms == "swing:latency,swing:bandwidth,recursive-doubling," \
                                                       "rabenseifner,ring":
         algorithms = "direct"  # as directcoll run: the default list has no all-to-all
-    pairs = _algorithms(algorithms, args.collective)
+    pairs = algorithm_list(algorithms, args.collective)
     quiet = args.json
     with Heartbeat(f"SMPI run on {topology.num_compute} simulated ranks") as beat:
         doc = smpi_run(topology, params, args.collective, pairs, list(sizes), repeat=args.repeat,
