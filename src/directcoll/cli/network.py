@@ -332,7 +332,7 @@ def cmd_run(args) -> int:
     import tempfile
 
     from directcoll.resources import check_memory
-    from directcoll.runtime import require_mpi
+    from directcoll.runtime import MPI_EXTRA, require_mpi
     from directcoll.runtime.launch import RANK_PROCESS_BYTES, run_job
     from directcoll.topology import parse
     from directcoll.units import format_size, format_time
@@ -366,8 +366,11 @@ def cmd_run(args) -> int:
         check_memory(f"run of {format_size(max(sizes))} on {ranks} ranks of this machine",
                      ranks * (float(RANK_PROCESS_BYTES) + 5.0 * max(sizes)))
     require_mpi("directcoll run")  # the ranks run this Python: mpi4py must be here (the mpi extra)
-    engine = _run_engine(args.engine)
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
+    if not launcher or shutil.which(launcher[0]) is None:  # refused before the library is built for the ranks
+        raise DirectcollError(f"cannot start {launcher[0] if launcher else ''!r} (No such file or directory): "
+                              f"install MPI ({MPI_EXTRA}) or pass --mpiexec")
+    engine = _run_engine(args.engine)
     with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
