@@ -247,20 +247,25 @@ class _Parser:
             raise SpecError(f"topology spec {show(self.original)}: {op} needs an integer >= 1, got {n}")
         return SpecNode(op, "", tuple(children), n, kwargs)
 
+    def _keyword(self, form: str, keys) -> tuple[int, str]:
+        """After a ',' of ``form``'s keyword arguments: (where the keyword starts, the keyword), one of ``keys``."""
+        self.i += 1
+        j = self.i
+        while self.i < len(self.s) and self.s[self.i].isalpha():
+            self.i += 1
+        key = self.s[j:self.i]
+        if key not in keys:
+            self.i = j
+            raise self.fail(f"a keyword of {form} ({', '.join(keys)})")
+        return j, key
+
     def keywords(self, op: str) -> tuple[tuple[str, int], ...]:
         """``,KEY=INT`` arguments of ``punctured`` (keys of :data:`PUNCTURED_KEYS`, each at most once, links or
         nodes at least once), returned in :data:`PUNCTURED_KEYS` order."""
         form = OPERATORS[op][0]
         got: dict[str, int] = {}
         while self.peek() == ",":
-            self.i += 1
-            j = self.i
-            while self.i < len(self.s) and self.s[self.i].isalpha():
-                self.i += 1
-            key = self.s[j:self.i]
-            if key not in PUNCTURED_KEYS:
-                self.i = j
-                raise self.fail(f"a keyword of {form} ({', '.join(PUNCTURED_KEYS)})")
+            j, key = self._keyword(form, PUNCTURED_KEYS)
             if key in got:
                 self.i = j
                 raise self.fail(f"each keyword of {form} once ({key!r} is repeated)")
@@ -278,14 +283,7 @@ class _Parser:
         keys = mods.SELECTOR_KEYS + mods.VALUE_KEYS
         got: list[tuple[str, str]] = []
         while self.peek() == ",":
-            self.i += 1
-            j = self.i
-            while self.i < len(self.s) and self.s[self.i].isalpha():
-                self.i += 1
-            key = self.s[j:self.i]
-            if key not in keys:
-                self.i = j
-                raise self.fail(f"a keyword of {form} ({', '.join(keys)})")
+            j, key = self._keyword(form, keys)
             if key in dict(got) and key not in mods.REPEATABLE:
                 self.i = j
                 raise self.fail(f"each keyword of {form} once but link= and cable= ({key!r} is repeated)")
