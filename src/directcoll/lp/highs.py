@@ -9,10 +9,12 @@ C library runs, and flushes C's stdio buffers before pointing it back.
 **Progress of long solves.** A solve that runs longer than :data:`SOLVER_LOG_AFTER` seconds shows HiGHS's own log
 (presolve, then an iteration line every few seconds: objective, infeasibilities, time) on standard error, each
 line prefixed ``highs:`` after one line naming the model; shorter solves print nothing. HiGHS hands its log to a
-callback (``cbLogging``, never its console), so standard output stays clean. Whether it is shown is
-:func:`solver_log_enabled`: ``auto`` (the default) when standard error is a terminal, ``on`` always, ``off``
-never; set by the environment variable ``DIRECTCOLL_SOLVER_LOG`` or by ``directcoll --solver-log MODE``
-(:func:`solver_log`).
+callback (``cbLogging``, never its console), so standard output stays clean; HiGHS before 1.14 calls that callback
+only while its console log is on (measured: highspy 1.12.0 and 1.13.1 deliver nothing with ``log_to_console``
+off, 1.14.0 on do), so there the console log is on and descriptor 1 points at ``/dev/null`` during the solve.
+Whether it is shown is :func:`solver_log_enabled`: ``auto`` (the default) when standard error is a terminal,
+``on`` always, ``off`` never; set by the environment variable ``DIRECTCOLL_SOLVER_LOG`` or by
+``directcoll --solver-log MODE`` (:func:`solver_log`).
 """
 
 from __future__ import annotations
@@ -214,6 +216,18 @@ def _highspy():
     return highspy
 
 
+def _callback_needs_console() -> bool:
+    """Whether this highspy calls the log callback only while ``log_to_console`` is on (releases before 1.14; the
+    module docstring, "Progress of long solves")."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major, minor = (int(part) for part in version("highspy").split(".")[:2])
+    except (PackageNotFoundError, ValueError):   # a build without metadata or an odd version: assume current
+        return False
+    return (major, minor) < (1, 14)
+
+
 class Solver:
     """A HiGHS instance whose options are fixed at construction; :meth:`solve` checks every status.
 
@@ -284,17 +298,21 @@ class Solver:
 
     @contextmanager
     def _log(self, what: str):
-        """Relay HiGHS's log to standard error once the block has run :data:`SOLVER_LOG_AFTER` seconds, when
-        :func:`solver_log_enabled`; output_flag is on only inside the block, with the console log off."""
+        """Inside the block descriptor 1 points at standard error (:func:`quiet_stdout`), and HiGHS's log is relayed
+        to standard error once the block has run :data:`SOLVER_LOG_AFTER` seconds, when :func:`solver_log_enabled`;
+        output_flag is on only inside the block, with the console log off (on, with descriptor 1 at ``/dev/null``,
+        where the callback needs it: :func:`_callback_needs_console`)."""
         if not solver_log_enabled() or not hasattr(self._h, "cbLogging"):
-            yield
+            with quiet_stdout():
+                yield
             return
         relay = _LogRelay(what)
-        self._h.setOptionValue("log_to_console", False)
+        console = _callback_needs_console()
+        self._h.setOptionValue("log_to_console", console)
         self._h.setOptionValue("output_flag", True)
         self._h.cbLogging.subscribe(relay)
         try:
-            with relay:
+            with quiet_stdout("null" if console else "stderr"), relay:
                 yield
         finally:
             self._h.cbLogging.unsubscribe(relay)
@@ -303,7 +321,7 @@ class Solver:
     def _run(self, lp: LinearProgram, method: str, accept_limit: bool, duals: bool) -> Solution:
         hs = self._hs
         t0 = time.perf_counter()
-        with quiet_stdout(), self._log(f"HiGHS ({method}) on {lp.describe()}"):
+        with self._log(f"HiGHS ({method}) on {lp.describe()}"):
             if self._reset_threads:
                 hs.Highs.resetGlobalScheduler(True)
             run_status = self._h.run()
@@ -399,7 +417,7 @@ class Solver:
         sol = hs.HighsSolution()
         sol.col_value, sol.col_dual = np.asarray(x, float), np.asarray(col_dual, float)
         t0 = time.perf_counter()
-        with quiet_stdout(), self._log(f"HiGHS crossover on {lp.describe()}"):
+        with self._log(f"HiGHS crossover on {lp.describe()}"):
             status = self._h.crossover(sol)
         if status == hs.HighsStatus.kError:
             raise SolverError(f"HiGHS crossover failed on {lp.describe()}")
