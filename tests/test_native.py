@@ -125,7 +125,7 @@ def test_a_bad_mpicc_is_one_clear_error(monkeypatch, capsys):
 def test_program_files_round_trip_and_refuse_damage(tmp_path, capsys):
     prog = _program(tmp_path, "swing", "ring:3", [])
     info = native.program_info(prog.read_bytes())
-    assert (info["version"], info["collective"], info["ranks"], info["name"]) == (1, "allreduce", 3, "swing:bandwidth")
+    assert (info["version"], info["collective"], info["ranks"], info["name"]) == (2, "allreduce", 3, "swing:bandwidth")
     blob = bytearray(prog.read_bytes())
     blob[60] ^= 1
     with pytest.raises(DirectcollError, match="checksum"):
@@ -133,7 +133,7 @@ def test_program_files_round_trip_and_refuse_damage(tmp_path, capsys):
     assert main(["schedule", "direct", "ring:3", "--collective", "alltoall", "-o", str(tmp_path / "a.json")]) == 0
     assert main(["native", "compile", str(tmp_path / "a.json"), "-o", str(tmp_path / "a.dcp")]) == 0
     info = native.program_info((tmp_path / "a.dcp").read_bytes())
-    assert (info["version"], info["collective"], info["nblocks"]) == (1, "alltoall", 9)  # v1 files stay as they were
+    assert (info["version"], info["collective"], info["nblocks"], info["root"]) == (2, "alltoall", 9, None)
 
 
 def test_the_library_rounds_piece_ends_exactly_as_the_python_programs(work):

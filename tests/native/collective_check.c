@@ -13,9 +13,14 @@
  *                                                    datatype, MPI_Reduce_scatter_block), MPI_CHAR, an allgather
  *                                                    received as a derived datatype
  *
+ *   collective_check bcast:R|reduce:R fallthrough COUNT  another root than R, a user-defined op, a derived
+ *                                                    datatype, an intercommunicator
+ *
  * COLLECTIVE: allreduce, reduce_scatter_block, allgather or alltoall (COUNT: per destination; copies, like
- * allgather, once per datatype). Prints "checked N cases, F failures" on rank 0; exit
- * status 1 on any failure.
+ * allgather, once per datatype), bcast:R or reduce:R (MPI_Bcast, MPI_Reduce with root R, modulo the communicator's
+ * size; a broadcast once per datatype, one buffer; a reduce in place at the root with recvbuf NULL elsewhere, and
+ * not in place with a recvbuf off the root that must stay untouched). Prints "checked N cases, F failures" on rank
+ * 0; exit status 1 on any failure.
  */
 #include <complex.h>
 #include <math.h>
@@ -115,16 +120,19 @@ static long differs(const tinfo *t, int size, const char *got, const char *want,
     return -1;
 }
 
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_ALLTOALL };
+enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_ALLTOALL, C_BCAST, C_REDUCE };
+static int the_root;  /* MPI_Bcast and MPI_Reduce: the root (modulo the communicator's size) */
 
 static int check(int coll, const tinfo *t, MPI_Op op, const char *opname, int count, int in_place, MPI_Comm comm) {
     int size = 0, rank, nranks;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
     MPI_Type_size(t->type, &size);
-    const size_t z = (size_t)size, n = (size_t)count, total = coll == C_ALLREDUCE ? n : n * (size_t)nranks;
+    const int rooted = coll == C_BCAST || coll == C_REDUCE, root = the_root % nranks;
+    const size_t z = (size_t)size, n = (size_t)count, total = coll == C_ALLREDUCE || rooted ? n : n * (size_t)nranks;
     const size_t nsend = coll == C_ALLGATHER ? n : total;  /* elements each rank contributes */
-    const size_t nresult = coll == C_REDUCE_SCATTER ? n : total;  /* elements of the result */
+    /* elements of the result; a reduce's recvbuf off the root must stay untouched (it may be NULL: in place) */
+    const size_t nresult = coll == C_REDUCE_SCATTER ? n : coll == C_REDUCE && rank != root ? 0 : total;
     const size_t nrecv = in_place ? total : nresult;      /* elements of recvbuf */
     size_t bytes = (total + GUARD) * z;
     char *send = malloc(bytes), *got = malloc(bytes), *want = malloc(bytes), *ref = malloc(bytes);
@@ -147,11 +155,24 @@ static int check(int coll, const tinfo *t, MPI_Op op, const char *opname, int co
     } else if (coll == C_ALLGATHER) {
         rc = MPI_Allgather(sb, count, t->type, got, count, t->type, comm);
         PMPI_Allgather(send, count, t->type, want, count, t->type, comm);
-    } else {
+    } else if (coll == C_ALLTOALL) {
         rc = MPI_Alltoall(sb, count, t->type, got, count, t->type, comm);
         PMPI_Alltoall(send, count, t->type, want, count, t->type, comm);
+    } else if (coll == C_BCAST) {  /* one buffer: the root's holds the input */
+        if (rank == root) {
+            memcpy(got, send, n * z);
+            memcpy(want, send, n * z);
+            memcpy(ref, got, bytes);
+        }
+        rc = MPI_Bcast(got, count, t->type, root, comm);
+        PMPI_Bcast(want, count, t->type, root, comm);
+    } else {  /* MPI_IN_PLACE at the root only; off the root recvbuf is NULL in place, else must not change */
+        rc = MPI_Reduce(in_place && rank != root ? send : sb, rank == root || !in_place ? got : NULL, count, t->type,
+                        op, root, comm);
+        PMPI_Reduce(send, want, count, t->type, op, root, comm);
     }
     long bad = rc != MPI_SUCCESS ? 0 : differs(t, size, got, want, (int)nresult);
+    if (bad < 0 && coll == C_REDUCE && rank != root && memcmp(got, ref, bytes) != 0) bad = 0;
     int guard = memcmp(got + nrecv * z, ref + nrecv * z, (size_t)GUARD * z) != 0;
     if (bad >= 0 || guard)
         fprintf(stderr, "FAIL rank %d/%d: %s %s count=%d in_place=%d: %s%ld\n", rank, nranks, t->name, opname, count,
@@ -168,6 +189,59 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
     for (int i = 0; i < n; i++) ((int *)inout)[i] += ((int *)in)[i];
 }
 
+/* What MPI_Bcast and MPI_Reduce leave to the MPI library: another root than the program's, a user-defined op, a
+ * derived datatype, an intercommunicator. The number of wrong elements on this rank. */
+static int rooted_fallthrough(int coll, int count) {
+    int rank, nranks, failures = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    const int other = (the_root + 1) % nranks;
+    MPI_Op mine;
+    MPI_Op_create(user_sum, 1, &mine);
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int *a = calloc((size_t)(2 * count + 1), sizeof *a), *b = calloc((size_t)(2 * count + 1), sizeof *b);
+    const int sum = nranks * (nranks - 1) / 2;
+    for (int i = 0; i < 2 * count; i++) a[i] = rank + i;
+    if (coll == C_BCAST) {
+        MPI_Bcast(a, count, MPI_INT, other, MPI_COMM_WORLD);  /* a root no program is compiled for */
+        for (int i = 0; i < count; i++) failures += a[i] != other + i;
+        for (int i = 0; i < 2 * count; i++) a[i] = rank + i;
+        MPI_Bcast(a, count, pair, the_root, MPI_COMM_WORLD);  /* a derived datatype */
+        for (int i = 0; i < 2 * count; i++) failures += a[i] != the_root + i;
+    } else {
+        MPI_Reduce(a, b, count, MPI_INT, MPI_SUM, other, MPI_COMM_WORLD);  /* another root */
+        for (int i = 0; rank == other && i < count; i++) failures += b[i] != nranks * i + sum;
+        MPI_Reduce(a, b, count, MPI_INT, mine, the_root, MPI_COMM_WORLD);  /* a user-defined op */
+        for (int i = 0; rank == the_root && i < count; i++) failures += b[i] != nranks * i + sum;
+        MPI_Reduce(a, b, count, pair, mine, the_root, MPI_COMM_WORLD);  /* a derived datatype */
+        for (int i = 0; rank == the_root && i < 2 * count; i++) failures += b[i] != nranks * i + sum;
+    }
+    if (nranks >= 2) {  /* an intercommunicator: even ranks (group A, root: its rank 0) and odd ranks */
+        MPI_Comm half, inter;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter);
+        int r = rank % 2 ? 0 : rank == 0 ? MPI_ROOT : MPI_PROC_NULL, x[2] = {rank + 5, rank + 6}, y[2] = {0, 0};
+        if (coll == C_BCAST) {
+            MPI_Bcast(x, 2, MPI_INT, r, inter);
+            failures += rank % 2 && (x[0] != 5 || x[1] != 6);
+        } else {
+            MPI_Reduce(x, y, 2, MPI_INT, MPI_SUM, r, inter);  /* the odd ranks' sum, at world rank 0 */
+            int odd = 0;
+            for (int k = 1; k < nranks; k += 2) odd += k + 5;
+            failures += rank == 0 && y[0] != odd;
+        }
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+    MPI_Op_free(&mine);
+    MPI_Type_free(&pair);
+    free(a);
+    free(b);
+    return failures;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, nranks;
@@ -178,8 +252,12 @@ int main(int argc, char **argv) {
     int coll = strcmp(collective, "reduce_scatter_block") == 0 ? C_REDUCE_SCATTER
                : strcmp(collective, "allgather") == 0      ? C_ALLGATHER
                : strcmp(collective, "alltoall") == 0       ? C_ALLTOALL
+               : strncmp(collective, "bcast", 5) == 0      ? C_BCAST
+               : strncmp(collective, "reduce:", 7) == 0 || strcmp(collective, "reduce") == 0 ? C_REDUCE
                                                            : C_ALLREDUCE;
-    const int copies = coll == C_ALLGATHER || coll == C_ALLTOALL;  /* no op: each datatype once */
+    if (strchr(collective, ':')) the_root = atoi(strchr(collective, ':') + 1);
+    const int copies = coll == C_ALLGATHER || coll == C_ALLTOALL || coll == C_BCAST;  /* no op: each datatype once */
+    const int places = coll == C_BCAST ? 1 : 2;  /* MPI_Bcast has one buffer */
     const tinfo types[] = {
         {MPI_INT, "MPI_INT", K_INT, G_INT, 0}, {MPI_DOUBLE, "MPI_DOUBLE", K_FLOAT, G_FLOAT, 1e-12},
         {MPI_FLOAT, "MPI_FLOAT", K_FLOAT, G_FLOAT, 1e-5}, {MPI_UINT8_T, "MPI_UINT8_T", K_INT, G_INT, 0},
@@ -209,7 +287,10 @@ int main(int argc, char **argv) {
                             G_INT | G_LOGICAL, G_INT | G_LOGICAL, G_INT | G_BYTE | G_MULTI,
                             G_INT | G_BYTE | G_MULTI, G_INT | G_BYTE | G_MULTI};
     int cases = 0, failures = 0;
-    if (strcmp(mode, "fallthrough") == 0) {
+    if (strcmp(mode, "fallthrough") == 0 && (coll == C_BCAST || coll == C_REDUCE)) {
+        failures = rooted_fallthrough(coll, argc > 3 ? atoi(argv[3]) : 10);
+        cases = 5;
+    } else if (strcmp(mode, "fallthrough") == 0) {
         int count = argc > 3 ? atoi(argv[3]) : 10;
         MPI_Op mine;
         MPI_Op_create(user_sum, 1, &mine);
@@ -266,7 +347,7 @@ int main(int argc, char **argv) {
             for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
                 if (copies ? k > 0 : !(opgroups[k] & types[ti].group)) continue;  /* copies: once */
                 for (int a = 3; a < argc; a++) {
-                    for (int in_place = 0; in_place < 2; in_place++) {
+                    for (int in_place = 0; in_place < places; in_place++) {
                         failures += check(coll, &types[ti], ops[k], copies ? "copy" : opnames[k],
                                           atoi(argv[a]), in_place, MPI_COMM_WORLD);
                         cases++;

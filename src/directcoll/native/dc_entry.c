@@ -266,10 +266,13 @@ DC_EXPORT const char *directcoll_mpi_library(void) {
     return "";
 }
 
-/* Run program (collective: 0 allreduce, 1 reduce_scatter = MPI_Reduce_scatter_block, 2 allgather, 3 all-to-all) on
- * the communicator comm with the buffers, count, datatype and op of the MPI call it stands for: count is
- * MPI_Allreduce's count, or the recvcount of the others (elements per rank's block). in_place: sendbuf is
- * MPI_IN_PLACE (allgather: this rank's block is already in recvbuf). op is ignored by allgather and all-to-all.
+/* Run program (collective: 0 allreduce, 1 reduce_scatter = MPI_Reduce_scatter_block, 2 allgather, 3 all-to-all,
+ * 4 broadcast, 5 reduce) on the communicator comm with the buffers, count, datatype and op of the MPI call it stands
+ * for: count is MPI_Allreduce's, MPI_Bcast's or MPI_Reduce's count, or the recvcount of the others (elements per
+ * rank's block). in_place: sendbuf is MPI_IN_PLACE (allgather: this rank's block is already in recvbuf; broadcast:
+ * recvbuf is MPI_Bcast's one buffer; reduce: only at the root). Broadcast and reduce run for the program's root
+ * (the caller checks the call's); a reduce's recvbuf is not touched off the root (it may be NULL there). op is
+ * ignored by allgather, all-to-all and broadcast.
  * timeout: seconds each step may wait (<= 0: no deadline); status: {beat, step} words updated at every step, or
  * NULL; failure: room for 2 + N ints, on a deadline the step, the number of peers waited on and those peers.
  *
@@ -280,7 +283,6 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
                              long long count, MPI_Fint datatype_f, MPI_Fint op_f, MPI_Fint comm_f, double timeout,
                              int64_t *status, int *failure, char *err, size_t errlen) {
     const dc_program *p = program;
-    const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
     MPI_Comm comm = PMPI_Comm_f2c(comm_f);
     MPI_Datatype datatype = PMPI_Type_f2c(datatype_f);
     MPI_Op op = PMPI_Op_f2c(op_f);
@@ -288,9 +290,11 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
     const char *why = NULL, *tname = NULL;
     dc_reduce_fn fn = NULL;
     err[0] = '\0';
-    if (!p || collective < 0 || collective > DC_ALLTOALL || (uint32_t)collective != p->collective) {
-        snprintf(err, errlen, "the program is %s %s, not a %s", p ? "a" : "not", p ? names[p->collective] : "loaded",
-                 collective >= 0 && collective <= DC_ALLTOALL ? names[collective] : "known collective");
+    if (!p || collective < 0 || collective >= DC_NCOLLECTIVES || (uint32_t)collective != p->collective) {
+        snprintf(err, errlen, "the program is %s %s, not a %s", p ? "a" : "not",
+                 p ? dc_collective_name(p->collective) : "loaded",
+                 collective >= 0 && collective < DC_NCOLLECTIVES ? dc_collective_name((uint32_t)collective)
+                                                                 : "known collective");
         return RUN_REFUSED;
     }
     if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
@@ -307,7 +311,8 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
         snprintf(err, errlen, "a negative count (%lld)", count);
         return RUN_REFUSED;
     }
-    if (collective <= DC_REDUCE_SCATTER) {
+    const int rooted = collective == DC_BROADCAST || collective == DC_REDUCE_TO_ROOT, at_root = rank == (int)p->root;
+    if (collective <= DC_REDUCE_SCATTER || collective == DC_REDUCE_TO_ROOT) {
         if (!(fn = dc_reduction(op, datatype, &why))) {
             snprintf(err, errlen, "the C engine does not reduce %s: %s", dc_op_name(op) ? dc_op_name(op) : "this op",
                      why ? why : "unsupported");
@@ -319,9 +324,14 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
     }
     MPI_Aint lb = 0, extent = 0;
     PMPI_Type_get_extent(datatype, &lb, &extent);
-    const int64_t total = collective == DC_ALLREDUCE ? (int64_t)count : (int64_t)count * size;
+    if (collective == DC_REDUCE_TO_ROOT && in_place && !at_root) {
+        snprintf(err, errlen, "a reduce in place on rank %d, not the root %u (MPI_IN_PLACE is the root's)", rank,
+                 p->root);
+        return RUN_REFUSED;
+    }
+    const int64_t total = collective == DC_ALLREDUCE || rooted ? (int64_t)count : (int64_t)count * size;
     const size_t block = (size_t)count * (size_t)extent;  /* bytes of one rank's block (not allreduce) */
-    const int from_send = collective == DC_ALLREDUCE && !in_place;
+    const int from_send = (collective == DC_ALLREDUCE || collective == DC_REDUCE_TO_ROOT) && !in_place;
     int late = 0;
     estate *s = state_of(comm, timeout, &late, err, errlen);
     if (!s && late) {  /* step -1: the setup; waiting on every other rank */
@@ -349,6 +359,13 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
         break;
     case DC_ALLGATHER:  /* in recvbuf, this rank's block first copied in */
         if (!in_place && block > 0) memcpy((char *)recvbuf + (size_t)rank * block, sendbuf, block);
+        break;
+    case DC_BROADCAST:  /* in recvbuf on every rank; the root's input copied in first (ncclBroadcast's form) */
+        if (!in_place && at_root && block > 0) memcpy(recvbuf, sendbuf, block);
+        break;
+    case DC_REDUCE_TO_ROOT:  /* in recvbuf at the root, in the plan's work buffer elsewhere; reads sendbuf */
+        buf = at_root ? recvbuf : plan->work;
+        from = from_send ? sendbuf : NULL;
         break;
     default:  /* all-to-all: reads sendbuf (in place: a copy of recvbuf), writes recvbuf */
         from = sendbuf;

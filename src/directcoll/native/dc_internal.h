@@ -12,8 +12,13 @@
 
 /* ---- the program format (docs/runtime.md, "Program files") ---------------------------------------------------- */
 #define DC_MAGIC "DCPROG\r\n"
-#define DC_FORMAT_VERSION 1u
-enum dc_collective { DC_ALLREDUCE = 0, DC_REDUCE_SCATTER = 1, DC_ALLGATHER = 2, DC_ALLTOALL = 3 };
+#define DC_FORMAT_VERSION 2u
+/* broadcast and reduce (rooted) record their root in the file (dc_program.root) */
+enum dc_collective { DC_ALLREDUCE = 0, DC_REDUCE_SCATTER = 1, DC_ALLGATHER = 2, DC_ALLTOALL = 3, DC_BROADCAST = 4,
+                     DC_REDUCE_TO_ROOT = 5 };
+#define DC_NCOLLECTIVES 6
+/* the collective's name in tuning tables and messages ("allreduce", ..., "broadcast", "reduce"); "?" if unknown */
+const char *dc_collective_name(uint32_t collective);
 enum { DC_COPY = 0, DC_REDUCE = 1 };
 
 typedef struct dc_program {
@@ -23,6 +28,7 @@ typedef struct dc_program {
     int64_t denominator;
     char *name;            /* the algorithm, for the debug log */
     const unsigned char *owner;      /* nblocks u32 (reduce-scatter / allgather), else NULL */
+    uint32_t root;         /* broadcast and reduce: the root rank the program is compiled for; else 0 */
     const unsigned char *rank_offsets; /* nranks + 1 u64 */
     uint64_t checksum;     /* FNV-1a 64 of the file before its trailer */
 } dc_program;
@@ -56,6 +62,13 @@ typedef struct dc_seg {      /* a run of elements: region 0 = the user's buffer,
     int64_t off, len;
 } dc_seg;
 
+/* A received message whose pieces read overlapping ranges of the sender's buffer travels as the union of those
+ * ranges, once, in ascending order (runtime/program.py, message_layout); its receiver applies piece k from message
+ * offset at[k] (slices of the message, in piece order, that together feed the destination runs in order). */
+typedef struct dc_slice {
+    int64_t at, len;
+} dc_slice;
+
 /* Messages longer than DC_SEGMENT_BYTES travel as ceil(bytes / DC_SEGMENT_BYTES) messages of DC_SEGMENT_BYTES /
  * extent elements each (the last shorter), on both ends alike, so a receiver can reduce a segment while the next
  * is in flight and while it is still in cache (docs/benchmarks.md, "Native runtime": 64-1024 KiB measured). */
@@ -79,6 +92,9 @@ typedef struct dc_msg {
     int64_t stage;           /* staged: where its elements lie in the staging buffer */
     size_t nsrc, ndst;
     dc_seg *src, *dst;       /* the runs read (sends, local) and written (receives, local), in message order */
+    size_t nslice;           /* a receive of overlapping pieces (always staged): the slices of the message its
+                                destination runs read in turn; 0: the runs read the message in order */
+    dc_slice *slice;
 } dc_msg;
 
 typedef struct dc_step {
@@ -94,8 +110,9 @@ typedef struct dc_step {
 typedef struct dc_plan {
     struct dc_plan *next;
     const dc_program *program;
-    int from_send;           /* an allreduce or reduce-scatter not in place: reads sendbuf (region 2) until its
-                                buffer (recvbuf; the work buffer) is written */
+    int from_send;           /* an allreduce, reduce-scatter or reduce not in place: reads sendbuf (region 2) until
+                                its buffer (recvbuf; the work buffer; a reduce's non-root: the work buffer) is
+                                written */
     size_t nfinal;
     dc_seg *final;           /* from_send: cells no step writes, copied from sendbuf at the end */
     int64_t count;
@@ -106,7 +123,8 @@ typedef struct dc_plan {
                                 DC_SEGMENT_BYTES) */
     char *scratch, *stage;
     char *work;              /* reduce-scatter: the copy of sendbuf the schedule works in; all-to-all with
-                                MPI_IN_PLACE: the copy of recvbuf it sends from (count elements) */
+                                MPI_IN_PLACE: the copy of recvbuf it sends from; a reduce's non-root rank: the
+                                buffer it reduces in (recvbuf is not significant there) (count elements) */
     MPI_Request *reqs;       /* room for the most messages of a step */
     size_t nsteps;
     dc_step *steps;

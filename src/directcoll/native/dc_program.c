@@ -106,7 +106,7 @@ dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
     p->nsteps = rd32(&c);
     p->denominator = rd64(&c);
     uint32_t name_len = rd32(&c);
-    if (!c.ok || p->collective > DC_ALLTOALL || p->nranks < 1 || p->nblocks < 1 || p->denominator < 1 ||
+    if (!c.ok || p->collective >= DC_NCOLLECTIVES || p->nranks < 1 || p->nblocks < 1 || p->denominator < 1 ||
         p->nblocks > INT32_MAX || p->nscratch > INT32_MAX ||
         p->denominator > INT64_MAX / ((int64_t)p->nblocks + p->nscratch) / 2 || (uint64_t)(c.end - c.p) < name_len)
         FAIL("%s: a bad header", path);
@@ -123,6 +123,10 @@ dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
         for (uint32_t b = 0; b < p->nblocks; b++)
             if (get_le(p->owner + 4 * b, 4) >= p->nranks) FAIL("%s: block %u has no valid owner", path, b);
         c.p += 4 * (size_t)p->nblocks;
+    }
+    if (p->collective == DC_BROADCAST || p->collective == DC_REDUCE_TO_ROOT) {  /* the root the schedule is for */
+        p->root = rd32(&c);
+        if (!c.ok || p->root >= p->nranks) FAIL("%s: a bad root (%u) for %u ranks", path, p->root, p->nranks);
     }
     if ((uint64_t)(c.end - c.p) / 8 <= p->nranks) FAIL("%s: a bad header", path);
     p->rank_offsets = c.p;
@@ -451,6 +455,75 @@ static int push_any(segvec *s, const layout *L, int64_t a, int64_t len) {
     return L->a2a ? push_a2a(s, L->a2a, a, len) : push_work(s, L, a, len);
 }
 
+/* ---- one message's pieces and how they travel (runtime/program.py, message_layout) ---------------------------- */
+typedef struct {
+    int64_t a, b, d;         /* source elements [a, b) and destination start d, after rounding; b > a */
+    size_t idx;              /* its index among the message's pieces (sorting) */
+} piece;
+
+typedef struct {
+    piece *v, *sorted;
+    int64_t *at, *u;         /* per piece: its offset in the message; the union's intervals, pairs */
+    size_t n, cap, nu;
+} pieces;
+
+static int piece_cmp(const void *x, const void *y) {
+    const piece *a = x, *b = y;
+    if (a->a != b->a) return (a->a > b->a) - (a->a < b->a);
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static int add_piece(pieces *P, int64_t a, int64_t b, int64_t d) {
+    if (P->n == P->cap) {
+        size_t cap = P->cap ? 2 * P->cap : 16;
+        piece *v = realloc(P->v, cap * sizeof *v), *w = v ? realloc(P->sorted, cap * sizeof *w) : NULL;
+        if (v) P->v = v;
+        if (w) P->sorted = w;
+        int64_t *at = w ? realloc(P->at, cap * sizeof *at) : NULL, *u = at ? realloc(P->u, 2 * cap * sizeof *u) : NULL;
+        if (at) P->at = at;
+        if (u) P->u = u;
+        if (!u) return -1;
+        P->cap = cap;
+    }
+    P->v[P->n] = (piece){a, b, d, P->n};
+    P->n++;
+    return 0;
+}
+
+/* Whether the pieces read overlapping source ranges (1) or are pairwise disjoint (0: the message is their
+ * concatenation in piece order). Overlapping: the message carries the union of their ranges once, in ascending
+ * order (P->u, P->nu intervals), and piece k starts at message offset P->at[k]: message_layout's rule, which both
+ * ends apply to the same rounded pieces, so sender and receiver agree. */
+static int union_layout(pieces *P) {
+    if (P->n < 2) return 0;
+    memcpy(P->sorted, P->v, P->n * sizeof *P->v);
+    qsort(P->sorted, P->n, sizeof *P->sorted, piece_cmp);
+    int64_t reach = P->sorted[0].b;  /* the largest end so far */
+    size_t i = 1;
+    for (; i < P->n && P->sorted[i].a >= reach; i++) reach = P->sorted[i].b > reach ? P->sorted[i].b : reach;
+    if (i == P->n) return 0;
+    int64_t start = P->sorted[0].a, stop = P->sorted[0].b, where = 0;
+    P->nu = 0;
+    for (i = 0; i < P->n; i++) {
+        const piece *q = &P->sorted[i];
+        if (i > 0 && q->a >= stop) {  /* a new interval of the union */
+            P->u[2 * P->nu] = start;
+            P->u[2 * P->nu + 1] = stop;
+            P->nu++;
+            where += stop - start;
+            start = q->a;
+            stop = q->b;
+        } else if (q->b > stop) {
+            stop = q->b;
+        }
+        P->at[q->idx] = where + q->a - start;
+    }
+    P->u[2 * P->nu] = start;
+    P->u[2 * P->nu + 1] = stop;
+    P->nu++;
+    return 1;
+}
+
 dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
                        int from_send, char *err, size_t errlen) {
     const size_t nbound = (size_t)p->nblocks + p->nscratch + 1;
@@ -461,6 +534,8 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     span *reads = NULL;
     size_t nreads = 0, reads_cap = 0;
     dc_ivset written = {0}, copied = {0}, reduced = {0};  /* from_send: recvbuf's cells written so far, this step */
+    pieces P = {0};  /* the pieces of the message being read */
+    const int rooted_reduce = p->collective == DC_REDUCE_TO_ROOT;
     if (!bounds || !plan) FAIL("out of memory");
     plan->from_send = from_send;
     if ((p->owner || a2a) && count % p->nranks) FAIL("%lld elements do not split into %u MPI blocks", (long long)count,
@@ -515,17 +590,31 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                 dc_msg *m = &lists[kind][*kept];
                 m->peer = kind < 2 ? (int)rd32(&c) : rank;
                 m->op = kind > 0 ? (int)rd32(&c) : DC_COPY;
-                if (m->op == DC_REDUCE && (p->collective == DC_ALLGATHER || a2a)) FAIL("a copying program that reduces");
+                if (m->op == DC_REDUCE && (p->collective == DC_ALLGATHER || p->collective == DC_BROADCAST || a2a))
+                    FAIL("a copying program that reduces");
                 m->type = MPI_DATATYPE_NULL;
                 uint32_t np = rd32(&c);
                 segvec src = {0}, dst = {0};
+                P.n = 0;
                 for (uint32_t j = 0; j < np; j++) {
                     int64_t xa = rd64(&c), xb = rd64(&c), xd = kind ? rd64(&c) : 0;
                     int64_t a = dc_element(p, bounds, xa), b = dc_element(p, bounds, xb);
-                    if (b <= a) continue;
-                    m->len += b - a;
-                    if ((kind != 1 && push_any(&src, &L, a, b - a) != 0) ||
-                        (kind && push_any(&dst, &L, dc_element(p, bounds, xd), b - a) != 0)) {
+                    if (b > a && add_piece(&P, a, b, kind ? dc_element(p, bounds, xd) : 0) != 0) FAIL("out of memory");
+                }
+                /* a message (not a local operation) whose pieces read overlapping ranges carries their union once */
+                const int merged = kind < 2 && union_layout(&P);
+                for (size_t j = 0; merged && j < P.nu; j++) {
+                    m->len += P.u[2 * j + 1] - P.u[2 * j];
+                    if (kind == 0 && push_any(&src, &L, P.u[2 * j], P.u[2 * j + 1] - P.u[2 * j]) != 0) {
+                        free(src.v);
+                        FAIL("out of memory");
+                    }
+                }
+                for (size_t j = 0; j < P.n; j++) {
+                    const int64_t a = P.v[j].a, len = P.v[j].b - P.v[j].a;
+                    if (!merged) m->len += len;
+                    if ((kind != 1 && !merged && push_any(&src, &L, a, len) != 0) ||
+                        (kind && push_any(&dst, &L, P.v[j].d, len) != 0)) {
                         free(src.v);
                         free(dst.v);
                         FAIL("out of memory");
@@ -553,6 +642,11 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                 m->dst = dst.v;
                 m->ndst = dst.n;
                 (*kept)++;
+                if (merged && kind == 1) {  /* piece j reads the message from P.at[j] */
+                    if (!(m->slice = malloc(P.n * sizeof *m->slice))) FAIL("out of memory");
+                    for (size_t j = 0; j < P.n; j++) m->slice[j] = (dc_slice){P.at[j], P.v[j].b - P.v[j].a};
+                    m->nslice = P.n;
+                }
                 for (size_t g = 0; from_send && g < dst.n; g++)
                     if (dst.v[g].region == 0 &&
                         dc_iv_add(m->op == DC_COPY ? &copied : &reduced, dst.v[g].off, dst.v[g].off + dst.v[g].len))
@@ -600,7 +694,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
         for (size_t i = 0; i < st->nrecv; i++) {
             const dc_msg *m = &st->recv[i];
             if (m->op != DC_REDUCE) continue;
-            int ok = !dst_overlaps(reads, nreads, m) && !dst_overlaps(copies, ncopy, m);
+            int ok = !dst_overlaps(reads, nreads, m) && !dst_overlaps(copies, ncopy, m) && m->nslice == 0;
             for (size_t j = 0; ok && j < st->nrecv; j++) ok = j == i || st->recv[j].peer != m->peer;
             if (!ok) {
                 st->pipelined = 0;
@@ -613,7 +707,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
             dc_msg *m = &st->recv[i];
             if (st->pipelined && m->op == DC_REDUCE) continue;  /* through the window slots */
             segvec dst = {m->dst, m->ndst, m->ndst};
-            int direct = m->op == DC_COPY && one_region(&dst);
+            int direct = m->op == DC_COPY && one_region(&dst) && m->nslice == 0;  /* slices: staged */
             for (size_t s = 0; direct && s < m->ndst; s++)
                 direct = !overlaps(reads, m->ndst ? nreads : 0, &m->dst[s]);
             if (direct) {
@@ -665,7 +759,9 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
         segvec final = {0};
         walker w = {&final, NULL};
         const int64_t lo = p->collective == DC_REDUCE_SCATTER ? (int64_t)rank * (count / p->nranks) : 0;
-        const int64_t hi = p->collective == DC_REDUCE_SCATTER ? lo + count / p->nranks : count;
+        const int64_t hi = p->collective == DC_REDUCE_SCATTER ? lo + count / p->nranks
+                           : rooted_reduce && (uint32_t)rank != p->root ? 0  /* a reduce's result: at the root */
+                                                                        : count;
         if (dc_iv_walk(&written, lo, hi, outside_part, &w) != 0) {
             free(final.v);
             FAIL("out of memory");
@@ -699,7 +795,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     plan->stage = malloc((size_t)(plan->stage_elems ? plan->stage_elems : 1) * (size_t)extent);
     if (!plan->scratch || !plan->stage) FAIL("out of memory for %lld scratch and %lld staging elements",
                                              (long long)plan->scratch_elems, (long long)plan->stage_elems);
-    if ((p->collective == DC_REDUCE_SCATTER || a2a) &&
+    if ((p->collective == DC_REDUCE_SCATTER || a2a || (rooted_reduce && (uint32_t)rank != p->root)) &&
         !(plan->work = malloc((size_t)(count ? count : 1) * (size_t)extent)))
         FAIL("out of memory for a work copy of %lld elements", (long long)count);
     free(bounds);
@@ -709,6 +805,10 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     dc_iv_free(&written);
     dc_iv_free(&copied);
     dc_iv_free(&reduced);
+    free(P.v);
+    free(P.sorted);
+    free(P.at);
+    free(P.u);
     return plan;
 fail:
     free(bounds);
@@ -718,6 +818,10 @@ fail:
     dc_iv_free(&written);
     dc_iv_free(&copied);
     dc_iv_free(&reduced);
+    free(P.v);
+    free(P.sorted);
+    free(P.at);
+    free(P.u);
     dc_plan_free(plan);
     return NULL;
 }
@@ -736,6 +840,7 @@ void dc_plan_free(dc_plan *plan) {
                 free(lists[k][i].segtype);
                 free(lists[k][i].src);
                 free(lists[k][i].dst);
+                free(lists[k][i].slice);
             }
             free(lists[k]);
         }

@@ -2,6 +2,9 @@
  *
  * A JSON list of entries, or an object whose "entries" is that list; each entry
  *   {"collective": "allreduce", "ranks": 4, "min_bytes": 0, "max_bytes": 65536, "program": "swing4.dcp"}
+ * (collective: allreduce, reduce_scatter, allgather, alltoall, broadcast or reduce; a rooted program serves the
+ * root it was compiled for, which the program file records: other keys, such as a "root" written for people, are
+ * skipped)
  * (max_bytes null or absent: no upper bound; min_bytes absent: 0; a relative program path is relative to the
  * table's folder). A small JSON reader, enough for this table: objects, lists, strings (escapes kept as-is except
  * \" and \\ and \/), numbers, true, false, null.
@@ -13,6 +16,12 @@
 #include <string.h>
 
 #include "dc_internal.h"
+
+const char *dc_collective_name(uint32_t collective) {
+    static const char *const names[DC_NCOLLECTIVES] = {"allreduce", "reduce_scatter", "allgather", "alltoall",
+                                                       "broadcast", "reduce"};
+    return collective < DC_NCOLLECTIVES ? names[collective] : "?";
+}
 
 typedef struct {
     const char *p, *end, *start;
@@ -147,9 +156,8 @@ static int entry(reader *r, dc_entry *e, const char *dir) {
                 char *name = NULL;
                 rc = string(r, &name);
                 if (rc == 0) {
-                    const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
-                    for (uint32_t k = 0; k < 4; k++)
-                        if (strcmp(name, names[k]) == 0) e->collective = k;
+                    for (uint32_t k = 0; k < DC_NCOLLECTIVES; k++)
+                        if (strcmp(name, dc_collective_name(k)) == 0) e->collective = k;
                     if (e->collective == 99) rc = fail(r, "an unknown collective");
                 }
                 free(name);

@@ -3,9 +3,10 @@
  *
  *   LD_PRELOAD=$(directcoll native lib) DIRECTCOLL_SCHEDULES=tuning.json mpiexec -n 4 ./app
  *
- * MPI_Allreduce (and MPI_Reduce_scatter_block, MPI_Allgather, MPI_Alltoall) runs the program the tuning table names
- * for the communicator's size and the call's bytes; every other call falls through to the PMPI_ call: user-defined ops, derived or unsupported datatypes,
- * intercommunicators, sizes no entry covers. DIRECTCOLL_DEBUG=1 logs one line per call to stderr.
+ * MPI_Allreduce (and MPI_Reduce_scatter_block, MPI_Allgather, MPI_Alltoall, MPI_Bcast, MPI_Reduce) runs the program
+ * the tuning table names for the communicator's size and the call's bytes (MPI_Bcast and MPI_Reduce: and root);
+ * every other call falls through to the PMPI_ call: user-defined ops, derived or unsupported datatypes,
+ * intercommunicators, sizes no entry covers, roots no program is compiled for. DIRECTCOLL_DEBUG=1 logs one line per call to stderr.
  *
  * State: one configuration, read once (pthread_once) and never written again; everything per communicator lives in
  * an attribute of that communicator (MPI_Comm_create_keyval): a private duplicate for our messages, and the plans
@@ -97,10 +98,9 @@ static void init_config(void) {
             dc_entry *e = &config.entries[i];
             e->program = dc_program_load(e->path, e->error, sizeof e->error);
             if (e->program && (e->program->collective != e->collective || (int)e->program->nranks != e->ranks)) {
-                const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
                 snprintf(e->error, sizeof e->error, "%s holds a program of %s for %u ranks; its table entry says %s "
-                         "on %d ranks", e->path, names[e->program->collective], e->program->nranks, names[e->collective],
-                         e->ranks);
+                         "on %d ranks", e->path, dc_collective_name(e->program->collective), e->program->nranks,
+                         dc_collective_name(e->collective), e->ranks);
                 dc_program_free(e->program);
                 e->program = NULL;
             }
@@ -150,6 +150,18 @@ static const dc_entry *select_entry(uint32_t collective, int size, double bytes)
             return e;
     }
     return NULL;
+}
+
+/* broadcast and reduce: the first entry of the table for this collective, size and byte count whose program is
+ * compiled for root, else the first one for any root (its program then refuses the call, naming its root) */
+static const dc_entry *select_rooted(uint32_t collective, int size, double bytes, int root) {
+    for (size_t i = 0; i < config.nentries; i++) {
+        const dc_entry *e = &config.entries[i];
+        if (e->collective == collective && e->ranks == size && bytes >= e->min_bytes &&
+            (e->max_bytes < 0 || bytes <= e->max_bytes) && e->program && (int)e->program->root == root)
+            return e;
+    }
+    return select_entry(collective, size, bytes);
 }
 
 /* the plan of program p for (count, datatype), built on first use and cached, most recently used first */
@@ -202,6 +214,18 @@ static void scatter(const char *from, const dc_seg *runs, size_t n, int64_t skip
         len -= k;
         skip = 0;
     }
+}
+
+/* Apply a staged received message at from to its destination runs: in order, or slice by slice when its pieces
+ * overlap at the sender (each piece from its offset in the message, dc_slice). */
+static void apply_recv(const char *from, const dc_msg *m, char *const base[3], MPI_Aint extent, int op,
+                       dc_reduce_fn fn) {
+    if (m->nslice == 0) {
+        scatter(from, m->dst, m->ndst, 0, m->len, base, extent, op, fn);
+        return;
+    }
+    for (size_t k = 0, skip = 0; k < m->nslice; skip += (size_t)m->slice[k].len, k++)
+        scatter(from + m->slice[k].at * extent, m->dst, m->ndst, (int64_t)skip, m->slice[k].len, base, extent, op, fn);
 }
 
 /* Post segment g of message m (a receive, or a send when sending) from / into its place, or into buf when not
@@ -318,7 +342,7 @@ int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbu
             for (size_t i = 0; i < st->nrecv; i++) {
                 const dc_msg *m = &st->recv[i];
                 if (!m->direct && m->op == op && !(st->pipelined && op == DC_REDUCE))
-                    scatter(plan->stage + m->stage * x, m->dst, m->ndst, 0, m->len, base, x, op, fn);
+                    apply_recv(plan->stage + m->stage * x, m, base, x, op, fn);
             }
             for (size_t i = 0; i < st->nlocal; i++) {
                 const dc_msg *m = &st->local[i];
@@ -339,6 +363,7 @@ typedef struct {
     const char *coll, *opname, *why;
     char buf[300];
     int size, rank, count;
+    int root;                 /* MPI_Bcast, MPI_Reduce: the call's root; -1 for the others */
     long long bytes;
     MPI_Aint extent;
     MPI_Datatype datatype;
@@ -352,8 +377,10 @@ static void log_call(const call *c) {
     const char *tname = NULL;
     dc_known_type(c->datatype, &tname);
     char what[200];
-    snprintf(what, sizeof what, "%s(count=%d, %s%s%s) on %d ranks, %lld bytes", c->coll, c->count, tname,
-             c->opname ? ", " : "", c->opname ? c->opname : "", c->size, c->bytes);
+    char root[32] = "";
+    if (c->root >= 0) snprintf(root, sizeof root, ", root=%d", c->root);
+    snprintf(what, sizeof what, "%s(count=%d, %s%s%s%s) on %d ranks, %lld bytes", c->coll, c->count, tname,
+             c->opname ? ", " : "", c->opname ? c->opname : "", root, c->size, c->bytes);
     if (c->why)
         fprintf(stderr, "directcoll: rank %d: %s: fell through: %s\n", c->rank, what, c->why);
     else
@@ -370,6 +397,7 @@ static void begin(call *c, const char *coll, MPI_Comm comm, int count, MPI_Datat
     c->count = count;
     c->datatype = datatype;
     c->rank = -1;
+    c->root = -1;
     c->bytes = -1;
     int inter = 0, tsize = 0;
     MPI_Aint lb = 0;
@@ -389,13 +417,20 @@ static void begin(call *c, const char *coll, MPI_Comm comm, int count, MPI_Datat
 static void choose(call *c, uint32_t collective, MPI_Comm comm, int64_t total, long long bytes, int from_send) {
     c->bytes = bytes;
     if (c->why) return;
-    if ((c->entry = select_entry(collective, c->size, (double)bytes)) == NULL) {
-        const char *names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall"};
-        snprintf(c->buf, sizeof c->buf, "no table entry covers an %s on %d ranks of %lld bytes", names[collective],
-                 c->size, bytes);
+    c->entry = c->root >= 0 ? select_rooted(collective, c->size, (double)bytes, c->root)
+                            : select_entry(collective, c->size, (double)bytes);
+    if (c->entry == NULL) {
+        const char *name = dc_collective_name(collective);
+        snprintf(c->buf, sizeof c->buf, "no table entry covers a%s %s on %d ranks of %lld bytes",
+                 name[0] == 'a' ? "n" : "", name, c->size, bytes);
         c->why = c->buf;
     } else if (!c->entry->program) {
         c->why = c->entry->error;
+    } else if (c->root >= 0 && (uint32_t)c->root != c->entry->program->root) {
+        snprintf(c->buf, sizeof c->buf, "the program for a %s on %d ranks of %lld bytes (%s) is compiled for root %u, "
+                 "not %d", dc_collective_name(collective), c->size, bytes, c->entry->path, c->entry->program->root,
+                 c->root);
+        c->why = c->buf;
     } else if ((c->state = state_of(comm, c->size)) == NULL || !c->state->usable) {
         c->why = c->state ? c->state->reason : "out of memory";
     } else if ((c->plan = plan_of(c->state, c->entry->program, total, c->datatype, c->extent, from_send, c->buf,
@@ -487,6 +522,42 @@ DC_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
         from = c.plan->work;
     }
     return execute(c.state, c.plan, recvbuf, from, NULL);
+}
+
+/* MPI_Bcast: the schedule works in buffer on every rank (the root's holds the input). Copies only: any predefined
+ * basic datatype the reductions know. A program serves the root it was compiled for; other roots fall through. */
+DC_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    call c;
+    begin(&c, "MPI_Bcast", comm, count, datatype, NULL);
+    c.root = root;
+    const char *tname = NULL;
+    if (!c.why && !dc_known_type(datatype, &tname)) c.why = "a derived, non-contiguous or unsupported datatype";
+    else if (!c.why && (root < 0 || root >= c.size)) c.why = "a root outside the communicator";
+    choose(&c, DC_BROADCAST, comm, count, c.bytes, 0);
+    log_call(&c);
+    if (c.why) return PMPI_Bcast(buffer, count, datatype, root, comm);
+    return execute(c.state, c.plan, buffer, NULL, NULL);
+}
+
+/* MPI_Reduce: every rank reduces in a buffer that reads sendbuf until it is written (from_send, as the allreduce):
+ * recvbuf at the root (with MPI_IN_PLACE recvbuf holds the input), elsewhere the plan's work buffer (recvbuf is not
+ * significant there and is never touched). */
+DC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                         MPI_Comm comm) {
+    call c;
+    begin(&c, "MPI_Reduce", comm, count, datatype, dc_op_name(op));
+    c.root = root;
+    dc_reduce_fn fn = NULL;
+    const int at_root = c.rank == root;
+    if (!c.why && (fn = dc_reduction(op, datatype, &c.why)) == NULL) { /* c.why is set */ }
+    else if (!c.why && (root < 0 || root >= c.size)) c.why = "a root outside the communicator";
+    else if (!c.why && at_root && sendbuf == recvbuf && count > 0) c.why = "sendbuf aliases recvbuf (use MPI_IN_PLACE)";
+    else if (!c.why && !at_root && sendbuf == MPI_IN_PLACE) c.why = "MPI_IN_PLACE on a rank other than the root";
+    const int from_send = sendbuf != MPI_IN_PLACE;
+    choose(&c, DC_REDUCE_TO_ROOT, comm, count, c.bytes, from_send);
+    log_call(&c);
+    if (c.why) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return execute(c.state, c.plan, at_root ? recvbuf : c.plan->work, from_send ? sendbuf : NULL, fn);
 }
 
 DC_EXPORT int MPI_Finalize(void) {

@@ -43,10 +43,10 @@ from directcoll.schedule.ir import Collective, Schedule
 #: the first 8 bytes of every program file
 MAGIC = b"DCPROG\r\n"
 #: the program format's version (the library refuses others)
-FORMAT_VERSION = 1
-#: collective codes of the format
+FORMAT_VERSION = 2
+#: collective codes of the format (broadcast and reduce, since version 2, record their root)
 COLLECTIVE_CODES = {Collective.ALLREDUCE: 0, Collective.REDUCE_SCATTER: 1, Collective.ALLGATHER: 2,
-                    Collective.ALLTOALL: 3}
+                    Collective.ALLTOALL: 3, Collective.BROADCAST: 4, Collective.REDUCE: 5}
 #: the library's sources, in the package directcoll.native
 SOURCES = ("directcoll.c", "dc_program.c", "dc_alltoall.c", "dc_ivset.c", "dc_reduce.c", "dc_table.c",
            "dc_entry.c", "dc_internal.h")
@@ -209,30 +209,34 @@ def library_path(mpicc: list[str] | None = None) -> Path:
 
 # -- program files -----------------------------------------------------------------------------------------------
 def encode_program(schedule: Schedule) -> bytes:
-    """The program file of ``schedule`` (allreduce, reduce-scatter, allgather or all-to-all), for every count and
-    datatype:
-    the header, then per rank per step its sends, receives and local operations with piece ends in block
-    coordinates, then an FNV-1a checksum (docs/runtime.md, "Program files").
+    """The program file of ``schedule`` (allreduce, reduce-scatter, allgather, all-to-all, broadcast or reduce), for
+    every count and datatype: the header (reduce-scatter and allgather: the block owners; broadcast and reduce: the
+    root), then per rank per step its sends, receives and local operations with piece ends in block coordinates,
+    then an FNV-1a checksum (docs/runtime.md, "Program files").
 
     Returns:
         The file's bytes.
 
     All-to-all needs no field of its own: its coordinate (N^2 k blocks, pair (i, j)'s k blocks at (i N + j) k) and
-    the library's per-rank layout (send part, receive part, relayed blocks) follow from the collective code.
+    the library's per-rank layout (send part, receive part, relayed blocks) follow from the collective code. A
+    rooted program serves only the root it records.
 
     Raises:
-        DirectcollError: a broadcast or reduce (the format and libdirectcoll have no rooted collective yet).
+        DirectcollError: a collective the format has no code for (none of the IR's today).
 
-    Source: docs/runtime.md, "Program files"; DESIGN.md, "Schedule IR" (transfers, pieces, shift, scratch).
+    Source: docs/runtime.md, "Program files"; DESIGN.md, "Schedule IR" (transfers, pieces, shift, scratch; the
+    root in ``meta["root"]``).
 
     >>> from directcoll.registry import build
     >>> len(encode_program(build("ring", "ring:2", variant="unidirectional")))
     383
+    >>> program_info(encode_program(build("binomial", "ring:4", "reduce", root=3)))["root"]
+    3
     """
     s = schedule
-    if s.collective not in COLLECTIVE_CODES:  # broadcast and reduce: not in the format nor libdirectcoll yet
+    if s.collective not in COLLECTIVE_CODES:
         raise DirectcollError(f"libdirectcoll runs {', '.join(c.value for c in COLLECTIVE_CODES)}; a "
-                            f"{s.collective.value} has no program format yet (run it with directcoll.runtime.mpi)")
+                              f"{s.collective.value} has no program format")
     n, steps = s.nranks, s.num_steps
     sends = [[[] for _ in range(steps)] for _ in range(n)]
     recvs = [[[] for _ in range(steps)] for _ in range(n)]
@@ -253,6 +257,8 @@ def encode_program(schedule: Schedule) -> bytes:
                                steps, s.denominator, len(name.encode())) + name.encode()
     if s.collective in (Collective.REDUCE_SCATTER, Collective.ALLGATHER):
         head += np.asarray(s.owner, dtype="<u4").tobytes()
+    if s.collective.rooted:
+        head += struct.pack("<I", s.root)
     sections = [b"".join(struct.pack("<III", len(sends[r][t]), len(recvs[r][t]), len(local[r][t]))
                          + b"".join(sends[r][t]) + b"".join(recvs[r][t]) + b"".join(local[r][t])
                          for t in range(steps)) for r in range(n)]
@@ -305,7 +311,7 @@ def write_program(schedule: Schedule, path, *, verify: bool = True) -> Path:
 
 def program_info(blob: bytes) -> dict:
     """The header of a program file: ``version``, ``collective``, ``ranks``, ``nblocks``, ``nscratch``, ``steps``,
-    ``denominator``, ``name`` and ``bytes``.
+    ``denominator``, ``name``, ``root`` (broadcast and reduce; None for the others) and ``bytes``.
 
     Returns:
         A dict of those fields.
@@ -327,6 +333,9 @@ def program_info(blob: bytes) -> dict:
         raise DirectcollError(f"program format version {version}; this directcoll reads {FORMAT_VERSION}")
     if struct.unpack_from("<Q", blob, len(blob) - 8)[0] != _fnv1a(blob[:-8]):
         raise DirectcollError("the program file's checksum does not match (truncated or modified)")
-    codes = {v: k.value for k, v in COLLECTIVE_CODES.items()}
-    return {"version": version, "collective": codes.get(coll, str(coll)), "ranks": n, "nblocks": nb, "nscratch": ns,
-            "steps": steps, "denominator": den, "name": blob[44:44 + name_len].decode(), "bytes": len(blob)}
+    codes = {v: k for k, v in COLLECTIVE_CODES.items()}
+    kind = codes.get(coll)
+    root = struct.unpack_from("<I", blob, 44 + name_len)[0] if kind is not None and kind.rooted else None
+    return {"version": version, "collective": kind.value if kind else str(coll), "ranks": n, "nblocks": nb,
+            "nscratch": ns, "steps": steps, "denominator": den, "name": blob[44:44 + name_len].decode(), "root": root,
+            "bytes": len(blob)}
