@@ -53,7 +53,7 @@ def test_c_engine_equals_python_engine_and_mpi_for_every_algorithm_on_2_ranks(wo
     result = _engines(2, "ring:2;bidir(ring:2)", "all", [0, 1, 3, 7, 30011])
     timings("C engine vs Python engine vs MPI, every algorithm, 2 ranks", time.perf_counter() - t0)
     assert result["failures"] == [], result["failures"]
-    collectives = {"allreduce", "reduce_scatter", "allgather", "alltoall"}
+    collectives = {"allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"}
     offered = {name for name, alg in ALGORITHMS.items() if collectives & set(alg.collectives)}
     ran = {entry.split(":")[0] for entry in result["built"]}
     assert ran == offered, offered - ran
@@ -66,10 +66,13 @@ def test_c_engine_equals_python_engine_with_fractional_and_relayed_pieces_on_4_r
     t0 = time.perf_counter()
     # Swing's permuted owners, BFB's quarter blocks, the generalized allreduce's scratch, the Hamiltonian ring,
     # EwSP's eighths, MCF's relays; counts 0, 1, 3 (< 4 ranks), 1001 (not divisible by 4)
-    result = _engines(4, "torus:2x2", "swing,bfb,generalized,ring,ewsp,mcf", [0, 1, 3, 1001])
-    timings("C engine vs Python engine vs MPI, 6 algorithms, 4 ranks", time.perf_counter() - t0)
+    # and the rooted trees, chain and scatter + allgather, from root 3
+    result = _engines(4, "torus:2x2", "swing,bfb,generalized,ring,ewsp,mcf,binomial,chain,swing-tree,bfb-tree",
+                      [0, 1, 3, 1001])
+    timings("C engine vs Python engine vs MPI, 10 algorithms, 4 ranks", time.perf_counter() - t0)
     assert result["failures"] == [], result["failures"]
-    assert result["cases"] >= 300 and any("hamiltonian" in b for b in result["built"])
+    assert result["cases"] >= 500 and any("hamiltonian" in b for b in result["built"])
+    assert any(b.startswith("chain:pipelined reduce") for b in result["built"])
 
 
 CHOICE = """

@@ -23,7 +23,7 @@ from directcoll.export.msccl.lift import import_msccl
 from directcoll.export.msccl.lower import export_msccl
 from directcoll.registry import build, order_preserving
 from directcoll.runtime.executor import UserOp, broadcast, reduce
-from directcoll.runtime.native import encode_program
+from directcoll.runtime.native import encode_program, program_info
 from directcoll.schedule import load, save
 from directcoll.schedule.ir import COPY, ScheduleBuilder
 from directcoll.topology import parse
@@ -254,9 +254,8 @@ def test_a_non_commutative_reduce_runs_in_rank_order_and_is_refused_where_it_can
                   exchange=None, root=2)
 
 
-def test_the_native_program_format_refuses_rooted_collectives():
-    with pytest.raises(DirectcollError, match="a broadcast has no program format yet"):
-        encode_program(build("binomial", "ring:4", "broadcast"))
+def test_the_native_program_format_records_the_root():
+    assert program_info(encode_program(build("binomial", "ring:4", "broadcast", root=2)))["root"] == 2
 
 
 def _cli(*args, timeout=300):

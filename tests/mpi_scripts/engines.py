@@ -3,8 +3,10 @@ the job's ranks: run by tests/test_native_engine.py under ``mpiexec -n N`` with 
 (TOPOLOGIES: specs separated by ";"; ALGORITHMS: "all" or a comma list; counts of the vector for allreduce, of one
 rank's block for the others). Every (algorithm, variant, collective), built on the first of TOPOLOGIES where it
 builds, runs at every count, in place and not, on int64 (SUM, MAX: bitwise), float64 (SUM: to reassociation)
-and, at the smallest nonzero counts, int32 and float32 (MIN, PROD). Rank 0 prints one JSON object: {"cases": how
-many, "failures": [...], "skipped": [...]}.
+and, at the smallest nonzero counts, int32 and float32 (MIN, PROD). Broadcast and reduce run from the last rank
+(a non-zero root): in place is MPI_Bcast's one buffer (``dc.bcast``) and a reduce's MPI_IN_PLACE at the root; a
+reduce's result is compared at the root only. Rank 0 prints one JSON object: {"cases": how many, "failures": [...],
+"skipped": [...]}.
 """
 
 import json
@@ -20,8 +22,10 @@ from directcoll.runtime import mpi as dc
 comm = MPI.COMM_WORLD
 n, rank = comm.Get_size(), comm.Get_rank()
 topologies, only, counts = sys.argv[1].split(";"), sys.argv[2], [int(c) for c in sys.argv[3:]]
+ROOT = n - 1
 NATIVE = {"allreduce": comm.Allreduce, "reduce_scatter": comm.Reduce_scatter_block, "allgather": comm.Allgather,
-          "alltoall": comm.Alltoall}
+          "alltoall": comm.Alltoall, "reduce": lambda x, ref, op: comm.Reduce(x, ref, op=op, root=ROOT),
+          "broadcast": lambda x, ref: (ref.__setitem__(slice(None), x), comm.Bcast(ref, root=ROOT))}
 OP_NAMES = {MPI.SUM.py2f(): "SUM", MPI.MAX.py2f(): "MAX", MPI.MIN.py2f(): "MIN", MPI.PROD.py2f(): "PROD"}
 failures, skipped, built, cases = [], [], [], 0
 
@@ -29,17 +33,26 @@ failures, skipped, built, cases = [], [], [], 0
 def inputs(collective, count, dtype):
     """(sendbuf, recvbuf size) of this rank; values small enough that PROD of int32 does not overflow."""
     rng = np.random.default_rng(1000 * rank + count)
-    size = count if collective == "allreduce" else count * (1 if collective == "allgather" else n)
+    one = collective in ("allreduce", "broadcast", "reduce")  # one vector of count elements
+    size = count if one else count * (1 if collective == "allgather" else n)
     x = rng.integers(1, 4, size) if dtype(0).dtype.kind == "i" else rng.random(size) + 0.5
-    out = count if collective == "reduce_scatter" else count * (1 if collective == "allreduce" else n)
+    out = count if collective == "reduce_scatter" or one else count * n
     return x.astype(dtype), out
 
 
 def call(collective, schedule, engine, x, out, op, in_place):
     fn = dc.EXECUTORS[collective]
     kw = {"schedule": schedule, "timeout": 30, "engine": engine}
-    if collective in ("allreduce", "reduce_scatter"):
+    if collective in ("allreduce", "reduce_scatter", "reduce"):
         kw["op"] = op
+    if collective == "broadcast" and in_place:  # MPI_Bcast's one buffer
+        y = x.copy() if rank == ROOT else np.full(out, -7, dtype=x.dtype)
+        dc.bcast(comm, y, ROOT, schedule=schedule, timeout=30, engine=engine)
+        return y
+    if collective == "reduce":  # the result at the root only (recvbuf None elsewhere)
+        y = (x.copy() if in_place else np.full(out, -7, dtype=x.dtype)) if rank == ROOT else None
+        fn(comm, MPI.IN_PLACE if in_place and rank == ROOT else x, y, root=ROOT, **kw)
+        return y if rank == ROOT else None
     if not in_place:
         y = np.full(out, -7, dtype=x.dtype)
         fn(comm, x, y, **kw)
@@ -54,6 +67,8 @@ def call(collective, schedule, engine, x, out, op, in_place):
 
 
 def same(a, b, dtype, exact):
+    if a is None:  # a reduce off the root
+        return True
     return a.shape == b.shape and (np.array_equal(a, b) if exact else np.allclose(a, b, rtol=1e-12, atol=0))
 
 
@@ -61,7 +76,8 @@ def first_build(name, collective, variant):
     why = ""
     for topology in topologies:
         try:
-            return build(name, topology, collective, variant=variant)
+            return build(name, topology, collective, variant=variant,
+                         **({"root": ROOT} if collective in ("broadcast", "reduce") else {}))
         except UnsupportedShapeError as exc:
             why = str(exc)[:80]
     skipped.append(f"{name}:{variant} {collective}: {why}")
@@ -69,7 +85,7 @@ def first_build(name, collective, variant):
 
 
 for name, alg in ALGORITHMS.items():
-    for collective in ("allreduce", "reduce_scatter", "allgather", "alltoall"):
+    for collective in ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"):
         if collective not in alg.collectives or (only != "all" and name not in only.split(",")):
             continue
         for variant in alg.variants or (None,):
@@ -77,7 +93,7 @@ for name, alg in ALGORITHMS.items():
             if schedule is None:
                 continue
             built.append(f"{name}:{variant} {collective} on {schedule.meta.get('topology', '?')}")
-            reduces = collective in ("allreduce", "reduce_scatter")
+            reduces = collective in ("allreduce", "reduce_scatter", "reduce")
             for count in counts:
                 kinds = [(np.int64, MPI.SUM, True), (np.float64, MPI.SUM, False)]
                 if reduces:

@@ -361,7 +361,7 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
         if (!in_place && block > 0) memcpy((char *)recvbuf + (size_t)rank * block, sendbuf, block);
         break;
     case DC_BROADCAST:  /* in recvbuf on every rank; the root's input copied in first (ncclBroadcast's form) */
-        if (!in_place && at_root && block > 0) memcpy(recvbuf, sendbuf, block);
+        if (!in_place && at_root && block > 0) memmove(recvbuf, sendbuf, block);
         break;
     case DC_REDUCE_TO_ROOT:  /* in recvbuf at the root, in the plan's work buffer elsewhere; reads sendbuf */
         buf = at_root ? recvbuf : plan->work;

@@ -174,30 +174,6 @@ def _agreed(comm, loads: bool, timeout: float | None) -> bool:
     return agreed[key]
 
 
-def python_only(engine: str, what: str) -> str:
-    """The engine of a call the C engine does not serve (``what``, e.g. "broadcast"): ``"python"``, with one note on
-    stderr per ``what`` and process when ``engine`` asked for ``"c"``.
-
-    Returns:
-        ``"python"``.
-
-    Raises:
-        DirectcollError: ``engine`` is not one of :data:`ENGINES`.
-
-    Source: docs/runtime.md, "The C engine" (libdirectcoll's program format has no rooted collectives yet).
-
-    >>> python_only("python", "broadcast")
-    'python'
-    """
-    if engine not in ENGINES:
-        raise DirectcollError(f"engine {engine!r}: accepted: {', '.join(ENGINES)}")
-    why = f"{what} runs on the Python engine (libdirectcoll's programs have no rooted collectives yet)"
-    if engine == "c" and why not in _noted:
-        _noted.add(why)
-        print(f"directcoll: note: {why}", file=sys.stderr, flush=True)
-    return "python"
-
-
 class _Program:
     """A schedule's program file loaded into the library (closed when dropped)."""
 
@@ -238,12 +214,15 @@ def _buffers(n: int):
     return _local.failure, _local.err
 
 
-def run(collective: Collective, comm, send: np.ndarray, recv: np.ndarray, op="sum", mpi_op=None, *,
-        schedule: Schedule, in_place: bool, timeout: float | None, progress=None, what: str | None = None) -> None:
+def run(collective: Collective, comm, send: np.ndarray, recv: np.ndarray | None, op="sum", mpi_op=None, *,
+        schedule: Schedule, in_place: bool, timeout: float | None, progress=None, what: str | None = None,
+        root: int | None = None) -> None:
     """Run ``schedule`` on ``comm`` through libdirectcoll: the arguments are those of the Python engine's
     :mod:`~directcoll.runtime.executor` functions (1-D views ``send`` and ``recv`` as MPI reads them; ``op`` its
     name for the checks, ``mpi_op`` the ``MPI.Op`` of a reduction) plus ``in_place`` (the call's sendbuf was
-    ``MPI.IN_PLACE``: ``send`` is then the view of recvbuf that holds the input).
+    ``MPI.IN_PLACE``: ``send`` is then the view of recvbuf that holds the input; a broadcast's one buffer, as
+    MPI_Bcast's). Broadcast and reduce: ``root`` (None: the schedule's, which must equal it); a reduce's ``recv``
+    may be None off the root (it is not touched there).
 
     Returns:
         None; ``recv`` is written in place.
@@ -257,16 +236,20 @@ def run(collective: Collective, comm, send: np.ndarray, recv: np.ndarray, op="su
     Source: docs/runtime.md, "The C engine"; MPI 4.1 standard, Ch. 6.
     """
     n, rank = comm.Get_size(), comm.Get_rank()
-    if not executor.validate(collective, send, recv, schedule=schedule, nranks=n, op=op, what=what):
+    if not (executor.validate_rooted(collective, send, recv, schedule=schedule, rank=rank, nranks=n, op=op, root=root)
+            if collective.rooted else executor.validate(collective, send, recv, schedule=schedule, nranks=n, op=op,
+                                                        what=what)):
         return
     program = _program(schedule)
-    count = {Collective.ALLREDUCE: recv.size, Collective.REDUCE_SCATTER: recv.size, Collective.ALLGATHER: send.size,
-             Collective.ALLTOALL: recv.size // n}[collective]
+    count = {Collective.ALLREDUCE: send.size, Collective.REDUCE_SCATTER: send.size // n,
+             Collective.ALLGATHER: send.size, Collective.ALLTOALL: send.size // n, Collective.BROADCAST: send.size,
+             Collective.REDUCE: send.size}[collective]
     words = progress.step_words() if progress is not None else None
     failure, err = _buffers(n)
     rc = program._lib.directcoll_run(
         program.handle, native.COLLECTIVE_CODES[collective], int(in_place), None if in_place else send.ctypes.data,
-        recv.ctypes.data, count, _datatype(recv.dtype), mpi_op.py2f() if mpi_op is not None else 0, comm.py2f(),
+        None if recv is None else recv.ctypes.data, count, _datatype(send.dtype),
+        mpi_op.py2f() if mpi_op is not None else 0, comm.py2f(),
         float(timeout or 0.0), None if words is None else ctypes.addressof(words), failure, err, len(err))
     if rc == _RUN_DEADLINE:
         peers = list(failure[2:2 + failure[1]])

@@ -338,6 +338,37 @@ def _check_root(schedule: Schedule, root: int | None) -> int:
     return schedule.root
 
 
+def validate_rooted(collective: Collective, send: np.ndarray, recv: np.ndarray | None, *, schedule: Schedule,
+                    rank: int, nranks: int, op="sum", root: int | None = None, group: str = "communicator") -> bool:
+    """The checks of every engine before a broadcast or reduce sends anything: the root (``root``, None: the
+    schedule's, which must equal it), then :func:`check`, then the buffers: a broadcast's ``send`` and ``recv`` of
+    one size on every rank; a reduce's root needs a ``recv`` of ``send``'s size (``recv`` may be None elsewhere).
+
+    Returns:
+        Whether there is anything to do: False for a count of 0 (which MPI allows: no message).
+
+    Raises:
+        DirectcollError: another root than the schedule's, what :func:`check` raises, a root without recvbuf, or
+            sizes that differ.
+
+    Source: MPI 4.1 standard, Sec. 6.4 (MPI_Bcast) and 6.9.1 (MPI_Reduce: recvbuf significant at the root only).
+
+    >>> from directcoll.registry import build
+    >>> validate_rooted(Collective.REDUCE, np.zeros(0), None, schedule=build("binomial", "ring:2", "reduce"), rank=1,
+    ...                 nranks=2)
+    False
+    """
+    root = _check_root(schedule, root)
+    at_root = rank == root
+    if collective is Collective.REDUCE and at_root and recv is None:
+        raise DirectcollError("reduce: the root needs a recvbuf")
+    check(schedule, nranks, collective, (send.dtype,) if recv is None else (send.dtype, recv.dtype),
+          op if collective is Collective.REDUCE else "sum", group)
+    if recv is not None and (collective is Collective.BROADCAST or at_root) and send.size != recv.size:
+        raise DirectcollError(f"{collective.value}: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    return send.size > 0
+
+
 def broadcast(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: int, nranks: int,
               exchange: Exchange, root: int | None = None, group: str = "communicator") -> None:
     """MPI_Bcast (ncclBroadcast's form): every rank's ``recv`` = the root's ``send`` (read at the root only; it may
@@ -359,10 +390,10 @@ def broadcast(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
     >>> recv.tolist()
     [4.0, 5.0]
     """
-    check(schedule, nranks, Collective.BROADCAST, (send.dtype, recv.dtype), "sum", group)
-    root = _check_root(schedule, root)
-    if send.size != recv.size:
-        raise DirectcollError(f"broadcast: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    if not validate_rooted(Collective.BROADCAST, send, recv, schedule=schedule, rank=rank, nranks=nranks, root=root,
+                           group=group):
+        return
+    root = schedule.root
     program = programs(schedule, recv.size)[0][rank]
     work = np.zeros(program.work_length, dtype=recv.dtype)
     if rank == root:
@@ -391,13 +422,10 @@ def reduce(send: np.ndarray, recv: np.ndarray | None, *, schedule: Schedule, ran
     >>> recv.tolist()
     [4.0, 5.0]
     """
-    root = _check_root(schedule, root)
-    at_root = rank == root
-    if at_root and recv is None:
-        raise DirectcollError("reduce: the root needs a recvbuf")
-    check(schedule, nranks, Collective.REDUCE, (send.dtype, recv.dtype) if at_root else (send.dtype,), op, group)
-    if at_root and send.size != recv.size:
-        raise DirectcollError(f"reduce: sendbuf has {send.size} elements, recvbuf {recv.size}")
+    if not validate_rooted(Collective.REDUCE, send, recv if rank == schedule.root else None, schedule=schedule,
+                           rank=rank, nranks=nranks, op=op, root=root, group=group):
+        return
+    at_root = rank == schedule.root
     program = programs(schedule, send.size, _ordered(op))[0][rank]
     work = np.empty(program.work_length, dtype=send.dtype)
     work[: send.size] = send

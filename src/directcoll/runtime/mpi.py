@@ -164,19 +164,22 @@ def _intra(comm) -> None:
 
 
 def _on_c(engine: str, collective: Collective, comm, send, recv, name="sum", op=None, *, sendbuf, schedule,
-          timeout, progress, what=None) -> bool:
+          timeout, progress, what=None, root=None) -> bool:
     """Run the call on the C engine when ``engine`` asks for it and it serves ``name`` (cengine.choose); whether
-    it did (False: the caller runs the Python engine)."""
+    it did (False: the caller runs the Python engine). Broadcast and reduce: ``root`` as the executors take it; a
+    broadcast's ``sendbuf`` is MPI.IN_PLACE for MPI_Bcast's one buffer."""
     if engine == "c" and isinstance(comm, MPI.Comm):  # the ranks agree on the engine: a message, so check first
         _intra(comm)
-        if not executor.validate(collective, send, recv, schedule=schedule, nranks=comm.Get_size(), op=name,
-                                 what=what):
+        n = comm.Get_size()
+        if not (executor.validate_rooted(collective, send, recv, schedule=schedule, rank=comm.Get_rank(), nranks=n,
+                                         op=name, root=root) if collective.rooted else
+                executor.validate(collective, send, recv, schedule=schedule, nranks=n, op=name, what=what)):
             return True  # nothing to do (count 0), on either engine
-    if cengine.choose(engine, name, recv.dtype, comm if isinstance(comm, MPI.Comm) else None, timeout) != "c":
+    if cengine.choose(engine, name, send.dtype, comm if isinstance(comm, MPI.Comm) else None, timeout) != "c":
         return False
     _intra(comm)
     cengine.run(collective, comm, send, recv, name, op, schedule=schedule, in_place=sendbuf is MPI.IN_PLACE,
-                timeout=timeout, progress=progress, what=what)
+                timeout=timeout, progress=progress, what=what, root=root)
     return True
 
 
@@ -455,8 +458,8 @@ def bcast(comm, buf, root: int | None = None, *, schedule: Schedule, timeout: fl
           progress=None, engine: str = "c") -> None:
     """``comm.Bcast(buf, root)`` (MPI_Bcast, MPI 4.1 §6.4) run with ``schedule``: every rank's buf = the root's.
 
-    ``root`` defaults to the schedule's (``meta["root"]``; another one is refused); timeout, progress: as
-    :func:`allreduce`; ``engine``: broadcast and reduce run on the Python engine (a note when "c" was asked for).
+    ``root`` defaults to the schedule's (``meta["root"]``; another one is refused); timeout, progress, engine: as
+    :func:`allreduce`.
 
     Raises:
         DirectcollError: a schedule of another collective, rank count or root, or a bad buffer. DeadlineError: as
@@ -470,8 +473,10 @@ def bcast(comm, buf, root: int | None = None, *, schedule: Schedule, timeout: fl
 
     Source: MPI 4.1 standard, Sec. 6.4 (MPI_Bcast); docs/runtime.md, "Library".
     """
-    cengine.python_only(engine, "broadcast")
     data = _buffer(buf, "buf", writable=True)
+    if _on_c(engine, Collective.BROADCAST, comm, data, data, sendbuf=MPI.IN_PLACE, schedule=schedule, timeout=timeout,
+             progress=progress, root=root):
+        return
     executor.broadcast(data, data, root=root, **_context(comm, schedule, timeout, progress))
 
 
@@ -480,9 +485,12 @@ def broadcast(comm, sendbuf, recvbuf, *, schedule: Schedule, timeout: float | No
     """ncclBroadcast's form of :func:`bcast`: every rank's recvbuf = the root's sendbuf (``schedule.root``; the
     executor form of ``directcoll run``). Raises: as :func:`bcast`. Source: MPI 4.1 standard, Sec. 6.4.
     """
-    cengine.python_only(engine, "broadcast")
     recv = _buffer(recvbuf, "recvbuf", writable=True)
-    executor.broadcast(_buffer(sendbuf, "sendbuf", writable=False), recv, **_context(comm, schedule, timeout, progress))
+    send = _buffer(sendbuf, "sendbuf", writable=False)
+    if _on_c(engine, Collective.BROADCAST, comm, send, recv, sendbuf=sendbuf, schedule=schedule, timeout=timeout,
+             progress=progress):
+        return
+    executor.broadcast(send, recv, **_context(comm, schedule, timeout, progress))
 
 
 def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, schedule: Schedule,
@@ -491,7 +499,7 @@ def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, sched
     recvbuf = op over the ranks of sendbuf; recvbuf is ignored elsewhere (it may be None there).
 
     sendbuf may be ``MPI.IN_PLACE`` at the root; ``root`` defaults to the schedule's; op, timeout, progress: as
-    :func:`allreduce` (a non-commutative op needs an order-preserving schedule); engine: as :func:`bcast`.
+    :func:`allreduce` (a non-commutative op needs an order-preserving schedule); engine: as :func:`allreduce`.
 
     Raises:
         DirectcollError: as :func:`allreduce`, or a root other than the schedule's. DeadlineError: as :func:`allreduce`.
@@ -504,7 +512,6 @@ def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, sched
 
     Source: MPI 4.1 standard, Sec. 6.9.1 (MPI_Reduce); docs/runtime.md, "Library".
     """
-    cengine.python_only(engine, "reduce")
     name = _op(op)
     mine = comm.Get_rank() == (schedule.root if root is None else root)
     recv = _buffer(recvbuf, "recvbuf", writable=True) if mine else None
@@ -512,6 +519,9 @@ def reduce(comm, sendbuf, recvbuf, op=MPI.SUM, root: int | None = None, *, sched
     if recv is not None and send is not recv and np.shares_memory(send, recv):
         raise DirectcollError("reduce: sendbuf and recvbuf overlap, and MPI forbids aliased buffers; pass "
                               "MPI.IN_PLACE as sendbuf at the root")
+    if _on_c(engine, Collective.REDUCE, comm, send, recv, name, op, sendbuf=sendbuf, schedule=schedule,
+             timeout=timeout, progress=progress, root=root):
+        return
     executor.reduce(send, recv, op=name, root=root, **_context(comm, schedule, timeout, progress))
 
 

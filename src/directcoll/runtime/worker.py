@@ -204,7 +204,7 @@ def _work(args, comm, progress: Progress) -> None:
                                        what=f"the reduction of the checks of {phase}")
             row = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"), "size": size,
                    "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct,
-                   "engine": "python" if args.collective in ("broadcast", "reduce") else args.engine}
+                   "engine": args.engine}
             if args.native:
                 if size not in native_cache:
                     native_cache[size] = _time(
