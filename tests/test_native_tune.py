@@ -84,6 +84,33 @@ def test_tune_from_the_model_serves_an_unmodified_program(work, capsys):
     assert "wrote" in capsys.readouterr().out
 
 
+def test_tune_and_bench_broadcast_and_reduce_for_a_root(work, tmp_path, capsys):
+    """A table of programs compiled for root 3 serves MPI_Bcast / MPI_Reduce from root 3 and lets root 0 fall
+    through; the bench times the rooted call from the table's root (and refuses a table of another root)."""
+    _root, lib, checker = work
+    for collective, name in (("broadcast", "bcast"), ("reduce", "reduce")):
+        path = tmp_path / f"{collective}.json"
+        assert main(["tune", "torus:2x2", "--collective", collective, "--root", "3", "--sizes", "64B,1MiB",
+                     "-o", str(path), "--json"]) == 0
+        table = json.loads(capsys.readouterr().out)
+        assert table["root"] == 3 and all(e["root"] == 3 and e["program"].endswith("-root3.dcp")
+                                          for e in table["entries"])
+        assert all(native.program_info((tmp_path / e["program"]).read_bytes())["root"] == 3 for e in table["entries"])
+        run = _check(lib, checker, 4, path, ["quick", "1", "7"], collective=f"{name}:3")
+        assert run.returncode == 0 and "0 failures" in run.stdout and "fell through" not in run.stderr, run.stderr
+        run = _check(lib, checker, 4, path, ["quick", "7"], collective=f"{name}:0")
+        assert run.returncode == 0 and "0 failures" in run.stdout and "served by" not in run.stderr
+        assert "is compiled for root 3, not 0" in run.stderr
+    assert main(["bench", "--ranks", "4", "--collective", "reduce", "--root", "3", "--table", str(path),
+                 "--sizes", "8B", "--round-seconds", "0.01", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["root"] == 3 and doc["rows"][0]["directcoll_s"] > 0 and doc["rows"][0]["mpi_s"] > 0
+    assert main(["bench", "--ranks", "4", "--collective", "reduce", "--table", str(path), "--sizes", "8B"]) == 2
+    assert "has no entry for reduce on 4 ranks from root 0" in capsys.readouterr().err
+    assert main(["tune", "torus:2x2", "--root", "1", "-o", str(tmp_path / "x.json")]) == 2
+    assert "only broadcast and reduce have a root" in capsys.readouterr().err
+
+
 def test_tune_refuses_bad_requests_with_one_line(tmp_path, capsys):
     assert main(["tune", "ring:4", "--ranks", "3", "-o", str(tmp_path / "t.json")]) == 2
     assert "ring:4 has 4 ranks" in capsys.readouterr().err

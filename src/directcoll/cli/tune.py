@@ -27,7 +27,7 @@ from directcoll.cli.output import print_json
 
 #: the sizes ``tune`` and ``bench`` use by default: 8 B to 128 MiB, every factor of 8
 DEFAULT_TUNE_SIZES = "8B,64B,512B,4KiB,32KiB,256KiB,2MiB,16MiB,128MiB"
-SERVED = ["allreduce", "reduce_scatter", "allgather", "alltoall"]
+SERVED = ["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"]
 
 
 def add_tune_parsers(sub, spec_help: str) -> None:
@@ -55,6 +55,8 @@ def add_tune_parsers(sub, spec_help: str) -> None:
     tune.add_argument("spec", help=spec_help + "; its compute nodes are the ranks")
     tune.add_argument("--ranks", type=count(1), help="the number of ranks, checked against the network's")
     tune.add_argument("--collective", default="allreduce", choices=SERVED, help="collective (default allreduce)")
+    tune.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank the programs are compiled "
+                                                    "for, >= 0 (default 0; a call from another root falls through)")
     tune.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_TUNE_SIZES})")
     tune.add_argument("--params", help="system preset or FILE.json of `directcoll calibrate -o` for the model "
                                        "(default swing-sst)")
@@ -79,6 +81,7 @@ def add_tune_parsers(sub, spec_help: str) -> None:
     bench.add_argument("spec", nargs="?", help=spec_help + "; without --table, its model table is benchmarked")
     bench.add_argument("--ranks", type=count(1), help="ranks to run (default: the network's)")
     bench.add_argument("--collective", default="allreduce", choices=SERVED, help="collective (default allreduce)")
+    bench.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
     bench.add_argument("--sizes", help=f"{SIZES_FORMS}; OSU's sizes: the vector, one rank's block for allgather "
                                        "(default 8B,1MiB,64MiB)")
     bench.add_argument("--table", help="the tuning table to run ours from (default: `tune SPEC`'s, in a temporary "
@@ -127,14 +130,15 @@ def cmd_tune(args) -> int:
             print(f"directcoll: note: {topology.num_compute} ranks on {cores} cores are oversubscribed; the measured "
                   "times say little about a machine with a core per rank", file=sys.stderr)
         table = measured_table(topology, args.output, collective=args.collective, sizes=sizes, ranks=args.ranks,
-                               round_seconds=args.round_seconds)
+                               round_seconds=args.round_seconds, root=args.root)
     else:
         table = model_table(topology, args.output, collective=args.collective, sizes=sizes, params=params,
-                            ranks=args.ranks)
+                            ranks=args.ranks, root=args.root)
     if args.json:
         print_json(table)
         return 0
-    print(f"wrote {args.output}: {table['collective']} on {table['ranks']} ranks of {table['network']}, "
+    root = f" from root {table['root']}" if "root" in table else ""
+    print(f"wrote {args.output}: {table['collective']}{root} on {table['ranks']} ranks of {table['network']}, "
           f"{len(table['entries'])} entries from the {'measurements' if args.measure else 'step model'}")
     for e in table["entries"]:
         top = "..." if e["max_bytes"] is None else f"{e['max_bytes']}"
@@ -177,8 +181,8 @@ def cmd_bench(args) -> int:
         table = args.table
         if table is None and topology is not None and args.impl != "native":
             table = str(Path(tmp) / "tuning.json")
-            model_table(topology, table, collective=args.collective, sizes=sizes, ranks=ranks)
-        text = run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table,
+            model_table(topology, table, collective=args.collective, sizes=sizes, ranks=ranks, root=args.root)
+        text = run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
                          round_seconds=args.round_seconds)
     if args.output:
         Path(args.output).write_text(text)
@@ -190,7 +194,7 @@ def cmd_bench(args) -> int:
             rows.append({"bytes": size, "mpi_s": mpi, "directcoll_s": ours,
                          "ratio": mpi / ours if mpi and ours else None})
         print_json({"collective": args.collective, "ranks": ranks, "impl": args.impl, "table": args.table,
-                    "rows": rows})
+                    **({"root": args.root or 0} if args.collective in ("broadcast", "reduce") else {}), "rows": rows})
     else:
         sys.stdout.write(text)
     return 0

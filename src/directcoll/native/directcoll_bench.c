@@ -1,14 +1,16 @@
-/* directcoll_bench: an OSU-style latency test of MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather or
- * MPI_Alltoall on
+/* directcoll_bench: an OSU-style latency test of MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
+ * MPI_Alltoall, MPI_Bcast or MPI_Reduce on
  * MPI_DOUBLE (MPI_SUM), not in place, timing the MPI library's own collective (the PMPI_ call) and the MPI_ call
  * (served by libdirectcoll under LD_PRELOAD with a tuning table; the MPI library again without one) in the same run
  * (docs/runtime.md, "Benchmarks and tuning"; `directcoll bench`, `directcoll tune --measure`).
  *
  *   directcoll_bench COLLECTIVE IMPL ROUND_SECONDS BYTES...
  *
- * COLLECTIVE: allreduce, reduce_scatter, allgather or alltoall. IMPL: native (the PMPI_ call only), ours (the MPI_
+ * COLLECTIVE: allreduce, reduce_scatter, allgather, alltoall, broadcast[:ROOT] or reduce[:ROOT] (root 0 unless
+ * given). IMPL: native (the PMPI_ call only), ours (the MPI_
  * call only) or both (alternating, round by round). BYTES as OSU prints them: the vector for allreduce and
- * reduce_scatter (rounded down to a multiple of 8 x the ranks, at least one element per rank), one rank's block for allgather,
+ * reduce_scatter (rounded down to a multiple of 8 x the ranks, at least one element per rank) and for broadcast and
+ * reduce, one rank's block for allgather,
  * one destination's block for alltoall.
  * Per size: a probe sets the iterations of a round (about ROUND_SECONDS), then 5 rounds of each; a round is the
  * slowest rank's mean per call, and the row shows the best round, in microseconds.
@@ -24,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL };
+enum { ALLREDUCE, REDUCE_SCATTER, ALLGATHER, ALLTOALL, BCAST, REDUCE };
 
 typedef struct {
-    int coll, size, rank;
+    int coll, size, rank, root;
     long count;          /* allreduce: the vector; reduce_scatter and allgather: one rank's block */
     double *a, *b;
 } bench;
@@ -44,9 +46,15 @@ static int call(const bench *k, int ours) {
     case ALLGATHER:
         return ours ? MPI_Allgather(k->a, n, MPI_DOUBLE, k->b, n, MPI_DOUBLE, MPI_COMM_WORLD)
                     : PMPI_Allgather(k->a, n, MPI_DOUBLE, k->b, n, MPI_DOUBLE, MPI_COMM_WORLD);
-    default:
+    case ALLTOALL:
         return ours ? MPI_Alltoall(k->a, n, MPI_DOUBLE, k->b, n, MPI_DOUBLE, MPI_COMM_WORLD)
                     : PMPI_Alltoall(k->a, n, MPI_DOUBLE, k->b, n, MPI_DOUBLE, MPI_COMM_WORLD);
+    case BCAST:
+        return ours ? MPI_Bcast(k->a, n, MPI_DOUBLE, k->root, MPI_COMM_WORLD)
+                    : PMPI_Bcast(k->a, n, MPI_DOUBLE, k->root, MPI_COMM_WORLD);
+    default:
+        return ours ? MPI_Reduce(k->a, k->b, n, MPI_DOUBLE, MPI_SUM, k->root, MPI_COMM_WORLD)
+                    : PMPI_Reduce(k->a, k->b, n, MPI_DOUBLE, MPI_SUM, k->root, MPI_COMM_WORLD);
     }
 }
 
@@ -62,8 +70,8 @@ static double round_time(const bench *k, int ours, int iters) {
 
 static int usage(int rank) {
     if (rank == 0)
-        fprintf(stderr, "usage: directcoll_bench allreduce|reduce_scatter|allgather|alltoall native|ours|both "
-                        "ROUND_SECONDS BYTES...\n");
+        fprintf(stderr, "usage: directcoll_bench allreduce|reduce_scatter|allgather|alltoall|broadcast[:ROOT]|"
+                        "reduce[:ROOT] native|ours|both ROUND_SECONDS BYTES...\n");
     return 2;
 }
 
@@ -73,7 +81,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &k.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &k.size);
     int rc = 0;
-    const char *titles[] = {"Allreduce", "Reduce_scatter_block", "Allgather", "Alltoall"};
+    const char *titles[] = {"Allreduce", "Reduce_scatter_block", "Allgather", "Alltoall", "Bcast", "Reduce"};
     int native = 0, ours = 0;
     double seconds = argc > 3 ? atof(argv[3]) : 0;
     if (argc < 4 || seconds <= 0) rc = usage(k.rank);
@@ -81,7 +89,11 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "reduce_scatter") == 0) k.coll = REDUCE_SCATTER;
     else if (strcmp(argv[1], "allgather") == 0) k.coll = ALLGATHER;
     else if (strcmp(argv[1], "alltoall") == 0) k.coll = ALLTOALL;
+    else if (strncmp(argv[1], "broadcast", 9) == 0 && (argv[1][9] == '\0' || argv[1][9] == ':')) k.coll = BCAST;
+    else if (strncmp(argv[1], "reduce", 6) == 0 && (argv[1][6] == '\0' || argv[1][6] == ':')) k.coll = REDUCE;
     else rc = usage(k.rank);
+    if (rc == 0 && strchr(argv[1], ':')) k.root = atoi(strchr(argv[1], ':') + 1);
+    if (rc == 0 && (k.root < 0 || k.root >= k.size)) rc = usage(k.rank);
     if (rc == 0) {
         native = strcmp(argv[2], "native") == 0 || strcmp(argv[2], "both") == 0;
         ours = strcmp(argv[2], "ours") == 0 || strcmp(argv[2], "both") == 0;

@@ -34,7 +34,9 @@ from directcoll.runtime.native import find_mpicc, library_path, mpi_identity, wr
 from directcoll.schedule.ir import Collective
 
 #: the collectives libdirectcoll serves (the tuning table's collective names)
-SERVED = ("allreduce", "reduce_scatter", "allgather", "alltoall")
+SERVED = ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce")
+#: the collectives with a root (their programs serve the root they are compiled for)
+ROOTED = ("broadcast", "reduce")
 #: seconds of each timed round of the benchmark (5 rounds per size and side)
 ROUND_SECONDS = 0.2
 
@@ -62,12 +64,14 @@ def byte_ranges(sizes) -> list[tuple[int, int | None]]:
     return [(0 if i == 0 else tops[i - 1] + 1, tops[i] if i < len(tops) else None) for i in range(len(sizes))]
 
 
-def table_entries(collective: str, ranks: int, sizes, winners: list[str | None]) -> list[dict]:
+def table_entries(collective: str, ranks: int, sizes, winners: list[str | None], root: int | None = None) -> list[dict]:
     """Table entries of ``winners`` (a program file name per size, None where the MPI library wins): one entry per
-    run of consecutive sizes with the same program, its bytes from :func:`byte_ranges`; none where None.
+    run of consecutive sizes with the same program, its bytes from :func:`byte_ranges`; none where None. ``root``
+    (broadcast and reduce): recorded in every entry, for people and :func:`check_table` (the library reads the
+    root from the program).
 
     Returns:
-        A list of {collective, ranks, min_bytes, max_bytes, program} dicts.
+        A list of {collective, ranks, min_bytes, max_bytes, program} dicts (and root, when given).
 
     Raises:
         DirectcollError: bad sizes (:func:`byte_ranges`) or not one winner per size.
@@ -89,12 +93,12 @@ def table_entries(collective: str, ranks: int, sizes, winners: list[str | None])
             out[-1]["max_bytes"] = hi
         else:
             out.append({"collective": collective, "ranks": ranks, "min_bytes": lo, "max_bytes": hi,
-                        "program": program})
+                        "program": program, **({} if root is None else {"root": root})})
     return out
 
 
-def _program_name(stem: str, algorithm: str, variant: str) -> str:
-    label = f"{algorithm}-{variant}" if variant else algorithm
+def _program_name(stem: str, algorithm: str, variant: str, root: int | None = None) -> str:
+    label = (f"{algorithm}-{variant}" if variant else algorithm) + ("" if root is None else f"-root{root}")
     return f"{stem}-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in label) + ".dcp"
 
 
@@ -120,34 +124,43 @@ def _contender_of(entry, contenders: list[tuple]) -> tuple | None:
     return next((c for c in mine if _label(c) is None and c[2] is None), None)
 
 
-def _check(topology, collective: str, ranks: int | None) -> tuple[str, int]:
+def _check(topology, collective: str, ranks: int | None, root: int | None = None) -> tuple[str, int, int | None]:
+    """(collective name, ranks, root: 0 by default for broadcast and reduce, None for the others), checked."""
     coll = Collective.parse(collective).value
     if coll not in SERVED:
         raise DirectcollError(f"libdirectcoll serves {', '.join(SERVED)}, not {coll}")
     n = topology.num_compute
     if ranks is not None and ranks != n:
         raise DirectcollError(f"--ranks {ranks}: {topology.spec} has {n} ranks; give a network of {ranks} ranks")
-    return coll, n
+    if root is not None and coll not in ROOTED:
+        raise DirectcollError(f"--root {root}: only broadcast and reduce have a root; the collective is {coll}")
+    if coll in ROOTED:
+        root = 0 if root is None else int(root)
+        if not 0 <= root < n:
+            raise DirectcollError(f"--root {root}: the root must be one of the ranks 0..{n - 1} of {topology.spec}")
+    return coll, n, root
 
 
 def model_table(topology, output, *, collective: str = "allreduce", sizes=None, params=None, ranks=None,
-                routing: str = "adaptive") -> dict:
+                routing: str = "adaptive", root: int | None = None) -> dict:
     """Write the tuning table ``output`` (JSON) of the step model's winner per size on ``topology``, each winner
     compiled (verified) as a program file next to it (``STEM-ALGORITHM-VARIANT.dcp``); a winner that cannot be
     compiled gives way to the next fastest.
 
     Args:
         topology: the network (its compute nodes are the ranks); output: the table's path.
-        collective: allreduce, reduce_scatter or allgather; sizes: bytes (default 8 B, 1 KiB, ... 64 MiB);
-        params: :class:`~directcoll.simulate.params.NetworkParams`; ranks: must equal the topology's ranks.
+        collective: a name of :data:`SERVED`; sizes: bytes (default 8 B, 1 KiB, ... 64 MiB);
+        params: :class:`~directcoll.simulate.params.NetworkParams`; ranks: must equal the topology's ranks;
+        root: broadcast and reduce: the root every program is compiled for (default 0).
 
     Returns:
         The table written: {directcoll_tuning, source "model", network, collective, ranks, sizes, winners,
-        entries}.
+        entries} (and root, for broadcast and reduce).
 
     Raises:
-        DirectcollError: an all-to-all collective, ``ranks`` other than the topology's, bad sizes, no contender
-            that compiles; what :func:`~directcoll.reports.compare.compare` raises.
+        DirectcollError: a collective libdirectcoll does not serve, ``ranks`` other than the topology's, a root
+            with another collective or outside the ranks, bad sizes, no contender that compiles; what
+            :func:`~directcoll.reports.compare.compare` raises.
 
     Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4.
 
@@ -159,13 +172,13 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
     ('t.json', 0, None)
     """
     from directcoll.reports.compare import compare
-    from directcoll.reports.contenders import default_contenders
+    from directcoll.reports.contenders import default_contenders, with_root
 
-    coll, n = _check(topology, collective, ranks)
+    coll, n, root = _check(topology, collective, ranks, root)
     sizes = sorted({int(s) for s in (sizes if sizes is not None else [8 << (3 * k) for k in range(9)])})
     byte_ranges(sizes)
     output = Path(output)
-    contenders = default_contenders(topology, coll)
+    contenders = with_root(default_contenders(topology, coll), root)
     cmp = compare(topology, coll, sizes, params, routing, contenders=contenders)
     compiled: dict[tuple, str | None] = {}
     winners = []
@@ -176,7 +189,7 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
                 continue
             key = (c[1], c[2], tuple(sorted((c[3] if len(c) > 3 else {}).items())))
             if key not in compiled:
-                name = _program_name(output.stem, entry.algorithm, entry.variant)
+                name = _program_name(output.stem, entry.algorithm, entry.variant, root)
                 try:
                     write_program(_build(topology, coll, c), output.parent / name)
                     compiled[key] = name
@@ -188,7 +201,8 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
         else:
             raise DirectcollError(f"no contender on {topology.spec} compiles into a program at {sizes[j]} bytes")
     table = {"directcoll_tuning": 1, "source": "model", "network": topology.spec, "collective": coll, "ranks": n,
-             "sizes": sizes, "winners": winners, "entries": table_entries(coll, n, sizes, winners)}
+             **({} if root is None else {"root": root}), "sizes": sizes, "winners": winners,
+             "entries": table_entries(coll, n, sizes, winners, root)}
     output.write_text(json.dumps(table, indent=1) + "\n")
     return table
 
@@ -269,10 +283,12 @@ def parse_bench(text: str) -> dict[int, tuple[float, float | None]]:
     return out
 
 
-def check_table(path, *, collective: str | None = None, ranks: int | None = None) -> list[dict]:
+def check_table(path, *, collective: str | None = None, ranks: int | None = None, root: int | None = None
+                ) -> list[dict]:
     """Check the tuning table at ``path`` as libdirectcoll will read it: a list of entries or an object with
     ``entries``, each program readable (:func:`~directcoll.runtime.native.program_info`, relative to the table's
-    folder) and of its entry's collective and ranks; with ``collective`` and ``ranks``, at least one entry for them.
+    folder) and of its entry's collective, ranks and root (where the entry names one); with ``collective`` and
+    ``ranks``, at least one entry for them (and with ``root``, one whose program is compiled for it).
 
     Returns:
         The entries.
@@ -300,6 +316,7 @@ def check_table(path, *, collective: str | None = None, ranks: int | None = None
     entries = doc.get("entries") if isinstance(doc, dict) else doc
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise DirectcollError(f"the tuning table {str(path)!r} is not a list of entries (or an object with one)")
+    roots = []  # the root each entry's program is compiled for (None: not rooted)
     for i, e in enumerate(entries):
         program = path.parent / str(e.get("program", ""))
         try:
@@ -310,16 +327,22 @@ def check_table(path, *, collective: str | None = None, ranks: int | None = None
         if (info["collective"], info["ranks"]) != (e.get("collective"), e.get("ranks")):
             raise DirectcollError(f"{path} entry {i}: {program} holds a {info['collective']} program for "
                                   f"{info['ranks']} ranks, the entry says {e.get('collective')} on {e.get('ranks')}")
-    if collective is not None and not any(e.get("collective") == collective and e.get("ranks") == ranks
-                                          for e in entries):
-        raise DirectcollError(f"the tuning table {str(path)!r} has no entry for {collective} on {ranks} ranks")
+        if "root" in e and e["root"] != info["root"]:
+            raise DirectcollError(f"{path} entry {i}: {program} is compiled for root {info['root']}, the entry says "
+                                  f"root {e['root']}")
+        roots.append(info["root"])
+    if collective is not None and not any(e.get("collective") == collective and e.get("ranks") == ranks and
+                                          (root is None or at == root) for e, at in zip(entries, roots, strict=True)):
+        raise DirectcollError(f"the tuning table {str(path)!r} has no entry for {collective} on {ranks} ranks"
+                              + ("" if root is None else f" from root {root}"))
     return entries
 
 
 def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "both", table=None,
-              round_seconds: float = ROUND_SECONDS, timeout: float = 1800.0) -> str:
+              round_seconds: float = ROUND_SECONDS, timeout: float = 1800.0, root: int | None = None) -> str:
     """Run ``directcoll_bench`` on ``ranks`` ranks of this machine (``mpiexec -n``) at ``sizes`` (bytes, as OSU
-    prints them), under ``LD_PRELOAD`` of libdirectcoll with the tuning table ``table`` when given.
+    prints them), under ``LD_PRELOAD`` of libdirectcoll with the tuning table ``table`` when given. ``root``:
+    broadcast and reduce (default 0).
 
     Returns:
         Its output in the OSU micro-benchmarks' format (with ``impl="both"``: the MPI library's "Avg Latency(us)"
@@ -333,12 +356,18 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
     """
     if impl not in ("native", "ours", "both"):
         raise DirectcollError(f"impl must be native, ours or both, got {impl!r}")
+    coll = Collective.parse(collective).value
+    if root is not None and coll not in ROOTED:
+        raise DirectcollError(f"--root {root}: only broadcast and reduce have a root; the collective is {coll}")
+    if coll in ROOTED and not 0 <= (root or 0) < int(ranks):
+        raise DirectcollError(f"--root {root}: the root must be one of the ranks 0..{int(ranks) - 1}")
     mpicc = find_mpicc()
-    cmd = [find_mpiexec(mpicc), "-n", str(int(ranks)), str(bench_path(mpicc)), Collective.parse(collective).value,
-           impl, repr(float(round_seconds)), *[str(int(s)) for s in sizes]]
+    cmd = [find_mpiexec(mpicc), "-n", str(int(ranks)), str(bench_path(mpicc)),
+           coll + (f":{root or 0}" if coll in ROOTED else ""), impl, repr(float(round_seconds)),
+           *[str(int(s)) for s in sizes]]
     env = {k: v for k, v in os.environ.items() if k not in ("DIRECTCOLL_SCHEDULES", "DIRECTCOLL_DEBUG")}
     if table is not None and impl != "native":
-        check_table(table, collective=Collective.parse(collective).value, ranks=int(ranks))
+        check_table(table, collective=coll, ranks=int(ranks), root=(root or 0) if coll in ROOTED else None)
     if table is not None:
         env["LD_PRELOAD"] = str(library_path(mpicc))
         env["DIRECTCOLL_SCHEDULES"] = str(Path(table).resolve())
@@ -353,7 +382,7 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
 
 
 def measured_table(topology, output, *, collective: str = "allreduce", sizes=None, ranks=None,
-                   round_seconds: float = ROUND_SECONDS, progress=None) -> dict:
+                   round_seconds: float = ROUND_SECONDS, progress=None, root: int | None = None) -> dict:
     """Write the tuning table ``output`` from measurements: every default contender that compiles is run through
     libdirectcoll on the topology's ranks of this machine with the MPI library's own collective in the same run
     (:func:`run_bench`, one run per candidate); per size the fastest wins, and where the MPI library is fastest
@@ -368,19 +397,19 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
 
     Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4 (``--measure``).
     """
-    from directcoll.reports.contenders import default_contenders
+    from directcoll.reports.contenders import default_contenders, with_root
 
-    coll, n = _check(topology, collective, ranks)
+    coll, n, root = _check(topology, collective, ranks, root)
     sizes = sorted({int(s) for s in (sizes if sizes is not None else [8 << (3 * k) for k in range(9)])})
     byte_ranges(sizes)
     output = Path(output)
     times: dict[str, list[float]] = {"mpi": [math.inf] * len(sizes)}
     with tempfile.TemporaryDirectory(prefix="directcoll-tune-") as tmp:
         candidates = []
-        for c in default_contenders(topology, coll):
+        for c in with_root(default_contenders(topology, coll), root):
             try:
                 sched = _build(topology, coll, c)
-                name = _program_name(output.stem, sched.algorithm, _label(c) or sched.meta.get("variant") or "")
+                name = _program_name(output.stem, sched.algorithm, _label(c) or sched.meta.get("variant") or "", root)
                 write_program(sched, Path(tmp) / name)
             except (ScheduleError, UnsupportedShapeError):
                 continue
@@ -394,7 +423,7 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
             table.write_text(json.dumps([{"collective": coll, "ranks": n, "program": name}]))
             per = n if coll in ("allgather", "alltoall") else 1  # the bench takes OSU's sizes: per rank there
             rows = parse_bench(run_bench(n, [max(1, s // per) for s in sizes], collective=coll, table=table,
-                                         round_seconds=round_seconds))
+                                         round_seconds=round_seconds, root=root))
             for j, (mpi, ours) in enumerate(_rows_in_order(rows, len(sizes))):
                 times["mpi"][j] = min(times["mpi"][j], mpi)
                 times[name][j] = ours if ours is not None else math.inf
@@ -405,9 +434,9 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
         for name in set(w for w in winners if w):
             shutil.copyfile(Path(tmp) / name, output.parent / name)
     table = {"directcoll_tuning": 1, "source": "measured", "network": topology.spec, "collective": coll, "ranks": n,
-             "sizes": sizes, "winners": winners,
+             **({} if root is None else {"root": root}), "sizes": sizes, "winners": winners,
              "times": {k: [None if math.isinf(t) else t for t in v] for k, v in times.items()},
-             "entries": table_entries(coll, n, sizes, winners)}
+             "entries": table_entries(coll, n, sizes, winners, root)}
     output.write_text(json.dumps(table, indent=1) + "\n")
     return table
 
