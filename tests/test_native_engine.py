@@ -2,7 +2,8 @@
 called through ctypes from directcoll.runtime.mpi gives the Python engine's results and the MPI library's, for
 every algorithm ``directcoll run`` offers (2 ranks; a subset with fractional and relayed pieces on 4), at counts 0,
 1, fewer than the ranks, not divisible by them and large, in place and not; the engine choice and its notes; the
-deadline and the published step; the refusal of a library bound to another MPI; ``directcoll run --engine``.
+deadline and the published step; the refusal of a library bound to another MPI; ``directcoll run --engine``;
+broadcast and reduce from a non-zero root; the C plans send each source byte of a transfer once (issue #17).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 from test_native import MPICC, MPIEXEC, WHY, native_workdir
 
+from directcoll.algorithms.generalized import generalized_allreduce
 from directcoll.registry import ALGORITHMS
+from directcoll.runtime.native import write_program
 
 HERE = Path(__file__).resolve().parent
 SRC = str(HERE.parent / "src")
@@ -201,3 +204,54 @@ def test_run_without_an_mpi_compiler_falls_back_with_a_note_or_refuses_c(work, t
     asked = subprocess.run([*args, "--engine", "c"], capture_output=True, text=True, timeout=60, env=env)
     assert asked.returncode == 2 and asked.stderr.startswith("directcoll: error: --engine c: ") and \
         asked.stderr.count("\n") == 1, asked.stderr
+
+
+SENT = """
+import ctypes, json, sys
+from mpi4py import MPI
+from directcoll.algorithms.generalized import generalized_allreduce
+from directcoll.runtime import cengine
+from directcoll.runtime.program import compile_programs
+p, r = int(sys.argv[1]), int(sys.argv[2])
+s, count = generalized_allreduce(p, r), 3 * p  # u = 3 elements
+program = cengine._program(s)
+sent = program._lib.directcoll_plan_sent
+sent.restype = ctypes.c_longlong
+sent.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+err = ctypes.create_string_buffer(256)
+progs = compile_programs(s, count)
+msgs = [at for q in progs for st in q.steps for _, at, _, _ in st.recvs]
+print(json.dumps({
+    "c": [sent(program.handle, k, count, MPI.DOUBLE.py2f(), err, len(err)) for k in range(p)],
+    "python": [sum(int((rg[:, 1] - rg[:, 0]).sum()) for st in q.steps for _, rg in st.sends) for q in progs],
+    "pieces": sum(int((at[:, 1] - at[:, 0]).sum()) for at in msgs),  # each piece sent on its own
+    "twice": sum(int((at[:, 1] - at[:, 0]).sum()) > int(at[:, 1].max()) for at in msgs)}))
+"""
+
+
+@pytest.mark.parametrize("p, r", [(13, 4), (7, 3)])
+def test_the_c_plans_send_each_source_byte_once(work, p, r):
+    """The generalized allreduce (Kolmakov & Zhang) has transfers two of whose pieces read one source range for two
+    cells: the C plans send that range once, as the Python programs do (eq. 44: P ceil(log2 P) u elements per rank
+    at r = ceil(log2 P)), and the receivers apply both pieces from it; the result is exact against MPI_Allreduce
+    (collective_check on P ranks, integers bitwise), also when messages travel in 40-byte segments."""
+    root, lib, checker = work
+    proc = subprocess.run([sys.executable, "-c", SENT, str(p), str(r)], capture_output=True, text=True, timeout=120,
+                          env=_env())
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["twice"] > 0 and out["pieces"] > sum(out["python"])  # some pieces land twice: a union to send
+    assert out["c"] == out["python"]
+    if (p, r) == (13, 4):
+        assert out["c"] == [3 * p * 4] * p  # eq. 44 in elements: P L u with L = 4, u = 3
+    prog = write_program(generalized_allreduce(p, r), root / f"generalized-{p}-{r}.dcp")
+    table = root / f"generalized-{p}.json"
+    table.write_text(json.dumps([{"collective": "allreduce", "ranks": p, "program": prog.name}]))
+    for extra in [{}, *([{"DIRECTCOLL_SEGMENT_BYTES": "40"}] if p == 7 else [])]:
+        env = {**os.environ, "LD_PRELOAD": str(lib), "DIRECTCOLL_DEBUG": "1", "DIRECTCOLL_SCHEDULES": str(table),
+               **extra}
+        run = subprocess.run([MPIEXEC, "-n", str(p), str(checker), "allreduce", "quick", "1", str(3 * p), "1001"],
+                             capture_output=True, text=True, env=env, timeout=240)
+        assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+        served = [line for line in run.stderr.splitlines() if ": served by " in line]
+        assert len(served) == int(run.stdout.split()[1]) * p and "fell through" not in run.stderr

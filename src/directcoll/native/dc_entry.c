@@ -387,6 +387,29 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
     return RUN_OK;
 }
 
+/* For tests and measurements: the elements the plan of program for rank sends over the whole schedule on a vector of
+ * total elements of datatype (allreduce, broadcast, reduce: the count; the others: N x the block), message by
+ * message as it travels (a message carries each source element once). -1 with err set when the plan cannot be
+ * built. No message is sent, but MPI must be initialized: plans build derived datatypes. */
+DC_EXPORT long long directcoll_plan_sent(void *program, int rank, long long total, MPI_Fint datatype_f, char *err,
+                                         size_t errlen) {
+    const dc_program *p = program;
+    MPI_Datatype datatype = PMPI_Type_f2c(datatype_f);
+    MPI_Aint lb = 0, extent = 0;
+    if (!p || rank < 0 || (uint32_t)rank >= p->nranks || total < 0) {
+        snprintf(err, errlen, "no program, a rank outside it or a negative count");
+        return -1;
+    }
+    PMPI_Type_get_extent(datatype, &lb, &extent);
+    dc_plan *plan = dc_plan_build(p, rank, total, datatype, extent, 0, err, errlen);
+    if (!plan) return -1;
+    long long sent = 0;
+    for (size_t t = 0; t < plan->nsteps; t++)
+        for (size_t i = 0; i < plan->steps[t].nsend; i++) sent += plan->steps[t].send[i].len;
+    dc_plan_free(plan);
+    return sent;
+}
+
 /* The MPI library version string the library was built against, and whether the running MPI has the same (1). */
 DC_EXPORT int directcoll_same_mpi(void) {
     char running[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
