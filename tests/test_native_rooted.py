@@ -50,8 +50,9 @@ def _program(root: Path, algorithm: str, spec: str, variant: str | None, collect
     return prog
 
 
-def _run(lib, checker, ranks: int, table: Path, collective: str, args: list[str]):
-    env = {**os.environ, "LD_PRELOAD": str(lib), "DIRECTCOLL_DEBUG": "1", "DIRECTCOLL_SCHEDULES": str(table)}
+def _run(lib, checker, ranks: int, table: Path, collective: str, args: list[str], extra_env=None):
+    env = {**os.environ, "LD_PRELOAD": str(lib), "DIRECTCOLL_DEBUG": "1", "DIRECTCOLL_SCHEDULES": str(table),
+           **(extra_env or {})}
     return subprocess.run([MPIEXEC, "-n", str(ranks), str(checker), collective, *args], capture_output=True, text=True,
                           env=env, timeout=240)
 
@@ -80,8 +81,10 @@ def test_bcast_and_reduce_match_the_mpi_library(work, ranks, algorithm, spec, va
                                      for c in ("broadcast", "reduce")]))
         for collective in ("bcast", "reduce"):
             runs = [["all", *small], ["quick", "30011"]] if ranks == 2 else [["quick", *small]]
-            for args in runs:
-                run = _run(lib, checker, ranks, table, f"{collective}:{at}", args)
+            # 4 ranks also in 40-byte segments: reductions pipelined through the window slots
+            envs = [{}, {"DIRECTCOLL_SEGMENT_BYTES": "40"}] if ranks == 4 else [{}]
+            for args, extra in ((a, e) for a in runs for e in envs):
+                run = _run(lib, checker, ranks, table, f"{collective}:{at}", args, extra)
                 assert run.returncode == 0 and "0 failures" in run.stdout, (collective, at, run.stdout,
                                                                             run.stderr[-3000:])
                 served = [line for line in run.stderr.splitlines() if ": served by " in line]
@@ -121,3 +124,36 @@ def test_a_table_serves_each_root_from_its_own_program(work):
         assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
         served = [line for line in run.stderr.splitlines() if ": served by " in line]
         assert served and all(line.endswith(f"({progs[at]})") for line in served)
+
+
+def test_rooted_and_overlapping_receives_under_address_and_undefined_behaviour_sanitizers(work):
+    """A broadcast and a reduce (the non-root work buffers, from_send at the root) from root 2, segmented too, and the
+    generalized allreduce's receives of overlapping pieces (applied slice by slice), under ASan + UBSan with leak
+    checks. ASan must come first in LD_PRELOAD."""
+    import shutil
+
+    root, _, checker = work
+    gcc = shutil.which("gcc")
+    asan = subprocess.run([gcc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip() \
+        if gcc else ""
+    if not os.path.isabs(asan) or not os.path.exists(asan):
+        pytest.skip("gcc has no libasan.so")
+    try:
+        lib = native.build_library(root / "libdirectcoll-asan.so", extra_flags=(
+            "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"))
+    except DirectcollError as exc:
+        pytest.skip(f"the sanitizer build failed: {exc}")
+    table = root / "asan.json"
+    native.write_program(build("generalized", "ring:7", variant="latency"), root / "generalized7.dcp")  # r = 3
+    entries = [{"collective": c, "ranks": 3, "program": _program(root, "chain", "ring:3", None, c, 2).name}
+               for c in ("broadcast", "reduce")]
+    table.write_text(json.dumps([*entries, {"collective": "allreduce", "ranks": 7, "program": "generalized7.dcp"}]))
+    env = {**os.environ, "LD_PRELOAD": f"{asan}:{lib}", "DIRECTCOLL_SCHEDULES": str(table),
+           "ASAN_OPTIONS": "detect_leaks=1"}
+    segmented = {"DIRECTCOLL_SEGMENT_BYTES": "40"}
+    for ranks, collective, extra in [(3, "bcast:2", {}), (3, "reduce:2", {}), (3, "reduce:2", segmented),
+                                     (7, "allreduce", segmented)]:
+        run = subprocess.run([MPIEXEC, "-n", str(ranks), str(checker), collective, "quick", "0", "1", "2", "7", "333"],
+                             capture_output=True, text=True, env={**env, **extra}, timeout=240)
+        assert run.returncode == 0 and "0 failures" in run.stdout, (collective, run.stderr[-3000:])
+        assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
