@@ -157,3 +157,21 @@ def test_rooted_and_overlapping_receives_under_address_and_undefined_behaviour_s
                              capture_output=True, text=True, env={**env, **extra}, timeout=240)
         assert run.returncode == 0 and "0 failures" in run.stdout, (collective, run.stderr[-3000:])
         assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
+
+
+def test_directcoll_run_serves_rooted_collectives_on_the_c_engine(work, capsys):
+    import sys
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-m", "directcoll.cli.main", "run", "ring:3", "--collective", "reduce",
+                           "--root", "2", "--algorithms", "binomial,chain", "--sizes", "8B,64KiB", "--repeat", "1",
+                           "--engine", "c", "--json"], capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["engine"] == "c" and len(data["results"]) == 4 and "note:" not in proc.stderr
+    assert all(r["engine"] == "c" and r["correct"] for r in data["results"])
+    assert main(["run", "ring:4", "--engine", "smpi", "--collective", "broadcast"]) == 2
+    assert capsys.readouterr().err.strip() == ("directcoll: error: --engine smpi runs allreduce, reduce_scatter, "
+                                               "allgather and alltoall; a broadcast runs on real ranks (--engine c "
+                                               "or python)")

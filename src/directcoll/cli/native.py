@@ -41,8 +41,8 @@ def add_native_parser(sub, add_budget) -> None:
     lib.add_argument("--json", action="store_true", help="machine-readable output (path, mpicc, MPI version)")
     lib.set_defaults(func=cmd_native_lib)
     comp = nat_sub.add_parser("compile", help="write a schedule file as a native program file (verified first)")
-    comp.add_argument("file", help="schedule file (.json or .npz): allreduce, reduce_scatter, allgather or "
-                                           "alltoall")
+    comp.add_argument("file", help="schedule file (.json or .npz): allreduce, reduce_scatter, allgather, "
+                                           "alltoall, broadcast or reduce (a rooted program serves its root)")
     comp.add_argument("-o", "--output", required=True, help="program file to write, e.g. swing8.dcp")
     comp.add_argument("--json", action="store_true", help="machine-readable output")
     comp.set_defaults(func=cmd_native_compile)

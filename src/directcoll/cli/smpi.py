@@ -37,8 +37,9 @@ def run_smpi(args) -> int:
         0 when every result is correct and every call was served by our program, 1 otherwise.
 
     Raises:
-        DirectcollError: ``--hostfile`` or ``--mpiexec`` (real launches only), bad ``--ranks``, ``--repeat``,
-            sizes or ``--algorithms``, an smpirun that fails.
+        DirectcollError: ``--hostfile`` or ``--mpiexec`` (real launches only), a broadcast or reduce (the SMPI
+            driver does not time them), bad ``--ranks``, ``--repeat``, sizes or ``--algorithms``, an smpirun that
+            fails.
         MissingDependencyError: no SimGrid (``apt-get install libsimgrid-dev``).
         SpecError, ResourceError, ScheduleError: from the network, the memory budget or a schedule.
 
@@ -52,6 +53,9 @@ def run_smpi(args) -> int:
         if value:
             raise DirectcollError(f"{flag} launches real ranks; --engine smpi simulates every rank in one SimGrid "
                                   "process on this machine (drop it, or use --engine python)")
+    if args.collective in ("broadcast", "reduce"):  # the SMPI driver times the four unrooted collectives
+        raise DirectcollError(f"--engine smpi runs allreduce, reduce_scatter, allgather and alltoall; a "
+                              f"{args.collective} runs on real ranks (--engine c or python)")
     if args.repeat < 1:
         raise DirectcollError(f"--repeat {args.repeat}: give at least 1 timed repetition (after one warm-up)")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
