@@ -80,8 +80,8 @@ def cmd_native_compile(args) -> int:
     """``directcoll native compile FILE -o OUT.dcp``: verify a schedule file and write it as a program file
     (:func:`directcoll.runtime.native.write_program`) for a ``DIRECTCOLL_SCHEDULES`` table.
 
-    Output: ``wrote OUT: NAME COLLECTIVE program for N ranks, S steps, B bytes``; ``--json``: the program's header
-    fields (:func:`~directcoll.runtime.native.program_info`) and ``file``.
+    Output: ``wrote OUT: NAME COLLECTIVE program for N ranks[ from root R], S steps, B bytes``; ``--json``: the
+    program's header fields (:func:`~directcoll.runtime.native.program_info`) and ``file``.
 
     Returns:
         0.
@@ -111,6 +111,7 @@ def cmd_native_compile(args) -> int:
     if args.json:
         print_json({"file": str(path), **info})
     else:
-        print(f"wrote {path}: {info['name']} {info['collective']} program for {info['ranks']} ranks, "
+        root = "" if info["root"] is None else f" from root {info['root']}"
+        print(f"wrote {path}: {info['name']} {info['collective']} program for {info['ranks']} ranks{root}, "
               f"{info['steps']} steps, {info['bytes']} bytes")
     return 0
