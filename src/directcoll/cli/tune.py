@@ -111,8 +111,9 @@ def cmd_tune(args) -> int:
         0.
 
     Raises:
-        DirectcollError: a bad network, sizes, ``--ranks`` other than the network's, an unwritable ``-o``, no MPI
-            or a failed run (``--measure``). The CLI turns them into exit status 2.
+        DirectcollError: a bad network, sizes, ``--ranks`` other than the network's, ``--root`` with a collective
+            other than broadcast and reduce or outside the ranks, an unwritable ``-o``, no MPI or a failed run
+            (``--measure``). The CLI turns them into exit status 2.
 
     Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4.
     """
@@ -152,15 +153,16 @@ def cmd_bench(args) -> int:
     """``directcoll bench [SPEC] --ranks N``: :func:`directcoll.reports.tuning.run_bench` with the table ``--table``
     (or ``SPEC``'s model table).
 
-    Output: the OSU-format text (also to ``-o``); ``--json``: {collective, ranks, table, rows: [{bytes, mpi_s,
-    directcoll_s, ratio}]}, ratio = time(MPI library) / time(ours).
+    Output: the OSU-format text (also to ``-o``); ``--json``: {collective, ranks, table, (root: broadcast and
+    reduce), rows: [{bytes, mpi_s, directcoll_s, ratio}]}, ratio = time(MPI library) / time(ours).
 
     Returns:
         0.
 
     Raises:
-        DirectcollError: no ranks, no schedules for ``--impl`` both/ours (neither SPEC nor ``--table``), no MPI, a
-            failed run. The CLI turns them into exit status 2.
+        DirectcollError: no ranks, no schedules for ``--impl`` both/ours (neither SPEC nor ``--table``), a
+            ``--root`` the collective has not or a table without a program for it, no MPI, a failed run. The CLI
+            turns them into exit status 2.
 
     Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 7.
     """
