@@ -113,6 +113,19 @@ def test_other_roots_and_what_the_schedules_cannot_serve_fall_through(work):
                              "fell through: a user-defined or non-reduction op") == 4
 
 
+def test_the_library_refuses_a_version_1_program_with_one_line(work):
+    root, lib, checker = work
+    body = bytearray(native.encode_program(build("ring", "ring:2"))[:-8])
+    body[8:12] = (1).to_bytes(4, "little")  # a file of the first format, its checksum right
+    (root / "v1.dcp").write_bytes(bytes(body) + native._fnv1a(bytes(body)).to_bytes(8, "little"))
+    table = root / "v1.json"
+    table.write_text(json.dumps([{"collective": "allreduce", "ranks": 2, "program": "v1.dcp"}]))
+    run = _run(lib, checker, 2, table, "allreduce", ["quick", "5"])
+    assert run.returncode == 0 and "0 failures" in run.stdout and "served by" not in run.stderr
+    assert run.stderr.count("v1.dcp: program format version 1; this library reads version 2; calls it covers "
+                            "fall through") == 2  # one line per rank
+
+
 def test_a_table_serves_each_root_from_its_own_program(work):
     """Two entries for one size, roots 0 and 2: each call runs the program of its root."""
     root, lib, checker = work
