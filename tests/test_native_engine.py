@@ -229,11 +229,12 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize("p, r", [(13, 4), (7, 3)])
+@pytest.mark.parametrize("p, r", [(13, 4), (7, 3), (23, 3)])
 def test_the_c_plans_send_each_source_byte_once(work, p, r):
     """The generalized allreduce (Kolmakov & Zhang) has transfers two of whose pieces read one source range for two
     cells: the C plans send that range once, as the Python programs do (eq. 44: P ceil(log2 P) u elements per rank
-    at r = ceil(log2 P)), and the receivers apply both pieces from it; the result is exact against MPI_Allreduce
+    at r = ceil(log2 P); P = 23, r = 3: 64 units per rank against 74 with each piece on its own, counted only), and
+    the receivers apply both pieces from it; the result is exact against MPI_Allreduce
     (collective_check on P ranks, integers bitwise; on 7 ranks in 40-byte segments)."""
     root, lib, checker = work
     proc = subprocess.run([sys.executable, "-c", SENT, str(p), str(r)], capture_output=True, text=True, timeout=120,
@@ -244,6 +245,9 @@ def test_the_c_plans_send_each_source_byte_once(work, p, r):
     assert out["c"] == out["python"]
     if (p, r) == (13, 4):
         assert out["c"] == [3 * p * 4] * p  # eq. 44 in elements: P L u with L = 4, u = 3
+    if p == 23:  # the issue's second case (eq. 36's 64 units against 74 sent twice): counted only, not run
+        assert sum(out["c"]) == 3 * 64 * p and out["pieces"] == 3 * 74 * p
+        return
     prog = write_program(generalized_allreduce(p, r), root / f"generalized-{p}-{r}.dcp")
     table = root / f"generalized-{p}.json"
     table.write_text(json.dumps([{"collective": "allreduce", "ranks": p, "program": prog.name}]))
