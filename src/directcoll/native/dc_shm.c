@@ -62,14 +62,14 @@ static char *cell_of(dc_chan *c, const dc_shm *sh, unsigned long long i) {
 }
 
 dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_t budget, char *why, size_t len) {
-    int size = 0, rank = 0, nodesize = 0;
-    PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
 #ifdef DC_NO_SHM
-    (void)want, (void)cell_bytes, (void)cells, (void)budget;
+    (void)comm, (void)want, (void)cell_bytes, (void)cells, (void)budget;
     snprintf(why, len, "this build has no shared-memory transport");
     return NULL;
 #else
+    int size = 0, rank = 0, nodesize = 0;
+    PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
     /* collective on every rank, whatever its own wish: the ranks agree on one transport */
     MPI_Comm node = MPI_COMM_NULL;
     if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
