@@ -244,6 +244,18 @@ def test_shared_memory_channels_of_tiny_cells(work, ranks):
         assert all(" over shm (" in line for line in served), served[0]
 
 
+def test_the_shared_memory_loop_drives_mpi_progress(work):
+    """Rank 0 calls the collective while rank 1 waits in MPI_Recv on rank 0's MPI_Isend of 4 MiB, which MPICH (CMA off:
+    through its cells, pushed by the sender) moves only inside rank 0's MPI calls: the loop must drive them."""
+    root, lib, checker = work
+    table = _table(root, "progress.json", [{"collective": "allreduce", "ranks": 2,
+                                            "program": str(_program(root, "swing", "ring:2", []))}])
+    run = _run(lib, checker, 2, table, ["progress", str(1 << 22)], timeout=60,
+               extra_env={"MPIR_CVAR_CH4_CMA_ENABLE": "0", "DIRECTCOLL_TRANSPORT": "shm"})
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    assert run.stderr.count(" over shm (") == 2 * int(run.stdout.split()[1])
+
+
 def test_the_transport_falls_back_and_refuses_with_one_line(work):
     """Channels over the budget, or cells narrower than the datatype: MPI point-to-point, the reason in the debug
     line; a DIRECTCOLL_TRANSPORT other than auto, shm or mpi: everything falls through, one line per rank."""

@@ -31,7 +31,8 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the channel counters must be lock-f
 
 #define LINE 128               /* a counter's own region: two cache lines (the adjacent-line prefetcher pairs them) */
 #define CELL_ALIGN 64          /* cells start on cache lines (and every datatype's alignment) */
-#define SPIN_POLLS 256         /* empty polls before the loop yields the core on every further empty poll */
+#define SPIN_POLLS 256         /* empty polls before the loop drives MPI's progress and yields the core on every
+                                  further empty poll */
 
 typedef struct {               /* the head of a channel, in shared memory; K cells follow */
     _Alignas(LINE) atomic_ullong head;
@@ -45,6 +46,7 @@ typedef struct {               /* one message's progress in a step */
 } dc_progress;
 
 struct dc_shm {
+    MPI_Comm comm;                           /* the private duplicate the window belongs to */
     MPI_Win win;
     int rank, size, cells;
     size_t cell_bytes, stride, chan_bytes;   /* a cell's capacity, the distance between cells, one channel's bytes */
@@ -122,6 +124,7 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
         }
         return NULL;
     }
+    sh->comm = comm;
     sh->rank = rank;
     sh->size = size;
     sh->cells = cells;
@@ -360,8 +363,16 @@ int dc_shm_step(dc_shm *sh, const dc_plan *plan, const dc_step *st, char *const 
                 reducing |= ordered;
             }
         }
-        if (moved) idle = 0;
-        else if (++idle >= SPIN_POLLS) sched_yield();  /* oversubscribed ranks must let the others run */
+        if (moved) {
+            idle = 0;
+        } else if (++idle >= SPIN_POLLS) {
+            /* MPI's progress: a peer may wait in a point-to-point call of the application's on a message of ours
+             * that only our progress engine moves (MPICH progresses weakly, inside MPI calls); and oversubscribed
+             * ranks must let the others run */
+            int flag = 0;
+            PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, sh->comm, &flag, MPI_STATUS_IGNORE);
+            sched_yield();
+        }
     }
     return MPI_SUCCESS;
 }
