@@ -3,10 +3,13 @@
  * of MPI point-to-point, under the same plans and steps as dc_execute's MPI transport.
  *
  * The segment holds one single-producer / single-consumer FIFO channel per directed pair of ranks, in the receiver's
- * part of the window: K cells of C bytes (cache-sized) and two counters on cache lines of their own, `head` (cells
- * written; only the sender writes it) and `tail` (cells consumed; only the receiver writes it), C11 atomics stored
- * with release and loaded with acquire ordering, so a cell's bytes are visible before the count that publishes it.
- * A message starts at a new cell and fills floor(C / extent) elements per cell; both ends know its length.
+ * part of the window: K cells of C bytes (cache-sized) and a counter on cache lines of its own, `tail` (cells
+ * consumed; only the receiver writes it). Each cell starts with its sequence word (only the sender writes it): cell
+ * i of the stream, in slot i mod K, is full when its word reads i + 1. C11 atomics, stored with release and loaded
+ * with acquire ordering, so a cell's bytes are visible before the word that publishes it. The word shares its cache
+ * line with the cell's first 48 bytes, so a small message costs the receiver one cache-line transfer (a separate
+ * `head` counter cost two: the counter's line, then the cell's). The sender reads `tail` only when the channel looks
+ * full. A message starts at a new cell and fills floor(C / extent) elements per cell; both ends know its length.
  *
  * Why it is faster than point-to-point on one node (docs/benchmarks.md, "Native runtime"): MPICH moves messages of
  * 8 KiB and more by CMA (process_vm_readv, pinning the pages) and small ones through message matching and requests;
@@ -30,12 +33,13 @@
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the channel counters must be lock-free to be shared between processes");
 
 #define LINE 128               /* a counter's own region: two cache lines (the adjacent-line prefetcher pairs them) */
-#define CELL_ALIGN 64          /* cells start on cache lines (and every datatype's alignment) */
+#define CELL_ALIGN 64          /* cells start on cache lines */
+#define CELL_DATA 16           /* a cell's bytes start after its sequence word, 16-byte aligned (every datatype's) */
 #define SPIN_POLLS 256         /* empty polls before the loop drives MPI's progress and yields the core on every
                                   further empty poll */
 
-typedef struct {               /* the head of a channel, in shared memory; K cells follow */
-    _Alignas(LINE) atomic_ullong head;
+typedef struct {               /* the head of a channel, in shared memory; K cells follow, each a sequence word (an
+                                  atomic_ullong) and CELL_DATA - 8 bytes of padding before its C bytes */
     _Alignas(LINE) atomic_ullong tail;
 } dc_chan;
 
@@ -51,16 +55,17 @@ struct dc_shm {
     int rank, size, cells;
     size_t cell_bytes, stride, chan_bytes;   /* a cell's capacity, the distance between cells, one channel's bytes */
     dc_chan **out, **in;                     /* per peer: the channel to it and the one from it (NULL: self) */
-    unsigned long long *sent, *taken;        /* per peer: our own counters (head of out[p], tail of in[p]) */
-    unsigned long long *tail_seen, *head_seen; /* per peer: the other end's counter as last loaded */
+    unsigned long long *sent, *taken;        /* per peer: cells written into out[p], cells consumed from in[p] */
+    unsigned long long *tail_seen;           /* per peer: out[p]'s tail as last loaded */
     unsigned *busy;                          /* per peer and direction: the pass in which a message held it */
     unsigned pass;
     dc_progress *prog;                       /* room for a step's messages */
     size_t nprog;
 };
 
-static char *cell_of(dc_chan *c, const dc_shm *sh, unsigned long long i) {
-    return (char *)c + sizeof(dc_chan) + (size_t)(i % (unsigned)sh->cells) * sh->stride;
+/* the sequence word of stream cell i of channel c; its bytes start CELL_DATA after it */
+static atomic_ullong *cell_of(dc_chan *c, const dc_shm *sh, unsigned long long i) {
+    return (atomic_ullong *)((char *)c + sizeof(dc_chan) + (size_t)(i % (unsigned)sh->cells) * sh->stride);
 }
 
 dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_t budget, char *why, size_t len) {
@@ -78,7 +83,7 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
         PMPI_Comm_size(node, &nodesize);
         PMPI_Comm_free(&node);
     }
-    const size_t stride = (cell_bytes + CELL_ALIGN - 1) / CELL_ALIGN * CELL_ALIGN;
+    const size_t stride = (CELL_DATA + cell_bytes + CELL_ALIGN - 1) / CELL_ALIGN * CELL_ALIGN;
     const size_t chan = sizeof(dc_chan) + (size_t)cells * stride;
     const double total = (double)size * (size - 1) * (double)chan;  /* the node's segment: N (N - 1) channels */
     int ok = want != DC_TRANSPORT_MPI && nodesize == size && total <= (double)budget ? 1 : 0;
@@ -108,7 +113,7 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
     const size_t n = (size_t)size;
     if (!sh || !(sh->out = calloc(n, sizeof *sh->out)) || !(sh->in = calloc(n, sizeof *sh->in)) ||
         !(sh->sent = calloc(n, sizeof *sh->sent)) || !(sh->taken = calloc(n, sizeof *sh->taken)) ||
-        !(sh->tail_seen = calloc(n, sizeof *sh->tail_seen)) || !(sh->head_seen = calloc(n, sizeof *sh->head_seen)) ||
+        !(sh->tail_seen = calloc(n, sizeof *sh->tail_seen)) ||
         !(sh->busy = calloc(2 * n, sizeof *sh->busy))) {
         snprintf(why, len, "out of memory");
         ok = 0;
@@ -118,7 +123,7 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
     if (!agreed) {
         if (ok) snprintf(why, len, "out of memory on another rank");
         if (sh) {
-            free(sh->out), free(sh->in), free(sh->sent), free(sh->taken), free(sh->tail_seen), free(sh->head_seen);
+            free(sh->out), free(sh->in), free(sh->sent), free(sh->taken), free(sh->tail_seen);
             free(sh->busy);
             free(sh);
         }
@@ -152,8 +157,8 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
         PMPI_Win_shared_query(sh->win, r, &bytes, &unit, &theirs);
         sh->out[r] = (dc_chan *)(theirs + (size_t)(rank < r ? rank : rank - 1) * chan);  /* in r's part */
         sh->in[r] = (dc_chan *)(part + (size_t)(r < rank ? r : r - 1) * chan);
-        atomic_init(&sh->in[r]->head, 0);
         atomic_init(&sh->in[r]->tail, 0);
+        for (int k = 0; k < cells; k++) atomic_init(cell_of(sh->in[r], sh, (unsigned long long)k), 0);
     }
     /* a passive-target epoch for the window's lifetime (MPI 4.1 Sec. 12.5.4: load/store access to a shared window);
      * the barrier orders every rank's zeroed counters before the first cell */
@@ -175,7 +180,7 @@ void dc_shm_close(dc_shm *sh) {
         PMPI_Win_free(&sh->win);
     }
 #endif
-    free(sh->out), free(sh->in), free(sh->sent), free(sh->taken), free(sh->tail_seen), free(sh->head_seen);
+    free(sh->out), free(sh->in), free(sh->sent), free(sh->taken), free(sh->tail_seen);
     free(sh->busy);
     free(sh->prog);
     free(sh);
@@ -286,13 +291,14 @@ static int push(dc_shm *sh, const dc_plan *plan, const dc_msg *m, dc_progress *g
             sh->tail_seen[p] = atomic_load_explicit(&c->tail, memory_order_acquire);
             if (head - sh->tail_seen[p] >= (unsigned long long)sh->cells) break;  /* full */
         }
-        char *cell = cell_of(c, sh, head);
+        atomic_ullong *seq = cell_of(c, sh, head);
+        char *cell = (char *)seq + CELL_DATA;
         const int64_t n = m->len - g->done < per ? m->len - g->done : per;
         if (m->direct) walk(g, m->src, base, x, cell, n, PACK, NULL);
         else memcpy(cell, plan->stage + (m->stage + g->done) * x, (size_t)(n * x));
         g->done += n;
         sh->sent[p] = head + 1;
-        atomic_store_explicit(&c->head, head + 1, memory_order_release);
+        atomic_store_explicit(seq, head + 1, memory_order_release);  /* publishes the cell */
         moved++;
     }
     return moved;
@@ -310,11 +316,9 @@ static int drain(dc_shm *sh, const dc_plan *plan, const dc_step *st, const dc_ms
     int moved = 0;
     while (g->done < m->len) {
         const unsigned long long tail = sh->taken[p];
-        if (tail == sh->head_seen[p]) {
-            sh->head_seen[p] = atomic_load_explicit(&c->head, memory_order_acquire);
-            if (tail == sh->head_seen[p]) break;  /* empty */
-        }
-        const char *cell = cell_of(c, sh, tail);
+        atomic_ullong *seq = cell_of(c, sh, tail);
+        if (atomic_load_explicit(seq, memory_order_acquire) != tail + 1) break;  /* empty */
+        const char *cell = (const char *)seq + CELL_DATA;
         const int64_t n = m->len - g->done < per ? m->len - g->done : per;
         if (mode < 0) memcpy(plan->stage + (m->stage + g->done) * x, cell, (size_t)(n * x));
         else walk(g, m->dst, base, x, (char *)(uintptr_t)cell, n, mode, fn);
