@@ -215,14 +215,14 @@ def test_segmented_messages_match_the_mpi_library(work, ranks, transport):
         assert all(f" over {transport}" in line for line in served), served[0]
 
 
-#: channels of two cells of 40 bytes (64 apart): 1 long double complex, 2 double complexes, 5 doubles per cell, so
+#: channels of three cells of 40 bytes (64 apart): 1 long double complex, 2 double complexes, 5 doubles per cell, so
 #: every message of a few elements fills many cells and wraps around its channel many times
-TINY_CELLS = {"DIRECTCOLL_SHM_CELL_BYTES": "40", "DIRECTCOLL_SHM_CELLS": "2"}
+TINY_CELLS = {"DIRECTCOLL_SHM_CELL_BYTES": "40", "DIRECTCOLL_SHM_CELLS": "3"}
 
 
 @pytest.mark.parametrize("ranks", [2, 4, 8])
 def test_shared_memory_channels_of_tiny_cells(work, ranks):
-    """Every message through many cells of a two-cell channel: direct and staged copies, reductions from the cells
+    """Every message through many cells of a three-cell channel: direct and staged copies, reductions from the cells
     into place (pipelined or not, three operands not in place) and staged ones, several messages per peer and step,
     relays (all-to-all); 8 ranks on this machine's cores (oversubscribed: the loop must yield)."""
     root, lib, checker = work

@@ -84,7 +84,7 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
         PMPI_Comm_free(&node);
     }
     const size_t stride = (CELL_DATA + cell_bytes + CELL_ALIGN - 1) / CELL_ALIGN * CELL_ALIGN;
-    const size_t chan = sizeof(dc_chan) + (size_t)cells * stride;
+    const size_t chan = (sizeof(dc_chan) + (size_t)cells * stride + LINE - 1) / LINE * LINE;  /* dc_chan's alignment */
     const double total = (double)size * (size - 1) * (double)chan;  /* the node's segment: N (N - 1) channels */
     int ok = want != DC_TRANSPORT_MPI && nodesize == size && total <= (double)budget ? 1 : 0;
     long long mine[5] = {ok, (long long)cell_bytes, cells, -(long long)cell_bytes, -(long long)cells}, all[5];
