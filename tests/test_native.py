@@ -2,7 +2,8 @@
 and MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather and MPI_Alltoall of an unmodified C program
 (tests/native/collective_check.c) served under LD_PRELOAD against the PMPI_ calls: every predefined basic datatype x
 op MPI defines on it, counts 0, 1, fewer than the ranks, not divisible, large; in place and not; the fall-throughs
-with their DEBUG lines; the ABI refusal; ASan + UBSan.
+with their DEBUG lines; the ABI refusal; ASan + UBSan. Both transports: the shared-memory channels (the default
+on one node) and MPI point-to-point (DIRECTCOLL_TRANSPORT=mpi) run the allreduce and segmented matrices.
 
 2 ranks run the whole matrix; 3 and 4 ranks (oversubscribed on small machines, where MPICH's busy polling makes
 large messages slow) run int, double, float and uint8 on smaller counts.
@@ -158,8 +159,12 @@ def test_the_library_rounds_piece_ends_exactly_as_the_python_programs(work):
             assert np.array_equal(out, _elements(s, boundaries(s, count), xs)), (algorithm, count)
 
 
-@pytest.mark.parametrize("ranks", [2, 3, 4])
-def test_allreduce_matches_the_mpi_library(work, ranks):
+#: the transports the allreduce and segmented matrices run over (DIRECTCOLL_TRANSPORT)
+TRANSPORTS = ["shm", "mpi"]
+
+
+@pytest.mark.parametrize(("ranks", "transport"), [(2, "shm"), (2, "mpi"), (3, "shm"), (4, "shm"), (4, "mpi")])
+def test_allreduce_matches_the_mpi_library(work, ranks, transport):  # 3 ranks over mpi: the segmented test
     root, lib, checker = work
     runs = ([["all", "0", "1", "7", "1001"], ["quick", "100003"]] if ranks == 2 else
             [["quick", "0", "1", str(ranks - 1), "7", "1001"]])  # a loaded machine makes large ones slow
@@ -167,7 +172,7 @@ def test_allreduce_matches_the_mpi_library(work, ranks):
         prog = _program(root, algorithm, spec, extra)
         table = _table(root, f"t{ranks}.json", [{"collective": "allreduce", "ranks": ranks, "min_bytes": 0,
                                                  "max_bytes": None, "program": prog.name}])
-        run = _run(lib, checker, ranks, table, args)
+        run = _run(lib, checker, ranks, table, args, extra_env={"DIRECTCOLL_TRANSPORT": transport})
         assert run.returncode == 0, (algorithm, run.stdout, run.stderr[-3000:])
         cases = int(run.stdout.split()[1])
         assert "0 failures" in run.stdout and cases > 0
@@ -175,6 +180,7 @@ def test_allreduce_matches_the_mpi_library(work, ranks):
         served = [line for line in lines if ": served by " in line]
         assert len(served) == cases * ranks, (algorithm, [line for line in lines if "served" not in line][:5])
         assert served[0].endswith(f"{prog.name})") and not [line for line in lines if "fell through" in line]
+        assert all(f" over {transport}" in line for line in served), served[0]
 
 
 #: segments of 40 bytes: 5 doubles, 2 double complexes, 1 long double complex, 40 bytes (none divides every
@@ -182,8 +188,9 @@ def test_allreduce_matches_the_mpi_library(work, ranks):
 SEGMENTED = {"DIRECTCOLL_SEGMENT_BYTES": "40"}
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("ranks", [2, 3, 4])
-def test_segmented_messages_match_the_mpi_library(work, ranks):
+def test_segmented_messages_match_the_mpi_library(work, ranks, transport):
     """Every message cut into segments (DIRECTCOLL_SEGMENT_BYTES): pipelined reduced receives through the window
     slots (Swing, ring), the steps that are not pipelined (recursive doubling latency reduces into what it sends),
     three-operand first reductions not in place, scratch and local reductions (generalized), several runs per
@@ -199,11 +206,77 @@ def test_segmented_messages_match_the_mpi_library(work, ranks):
                         [*extra, "--collective", collective])
         table = _table(root, f"seg{ranks}.json", [{"collective": collective, "ranks": ranks, "program": prog.name}])
         name = "reduce_scatter_block" if collective == "reduce_scatter" else collective
-        run = _run(lib, checker, ranks, table, args, collective=name, extra_env=SEGMENTED)
+        run = _run(lib, checker, ranks, table, args, collective=name,
+                   extra_env={**SEGMENTED, "DIRECTCOLL_TRANSPORT": transport})
         assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, collective, run.stdout,
                                                                     run.stderr[-3000:])
         served = [line for line in run.stderr.splitlines() if ": served by " in line]
         assert len(served) == int(run.stdout.split()[1]) * ranks and "fell through" not in run.stderr
+        assert all(f" over {transport}" in line for line in served), served[0]
+
+
+#: channels of three cells of 40 bytes (64 apart): 1 long double complex, 2 double complexes, 5 doubles per cell, so
+#: every message of a few elements fills many cells and wraps around its channel many times
+TINY_CELLS = {"DIRECTCOLL_SHM_CELL_BYTES": "40", "DIRECTCOLL_SHM_CELLS": "3"}
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 8])
+def test_shared_memory_channels_of_tiny_cells(work, ranks):
+    """Every message through many cells of a three-cell channel: direct and staged copies, reductions from the cells
+    into place (pipelined or not, three operands not in place) and staged ones, several messages per peer and step,
+    relays (all-to-all); 8 ranks on this machine's cores (oversubscribed: the loop must yield)."""
+    root, lib, checker = work
+    cases = {2: [("allreduce", ("swing", "ring:2", ["--variant", "latency"])), ("allreduce", SCHEDULES[2][1])],
+             4: [("allreduce", SCHEDULES[4][3]), ("allreduce", SCHEDULES[4][0]),
+                 ("reduce_scatter", OWNED[4][0]), ("allgather", OWNED[4][1]), ("alltoall", ALLTOALL[4][0])],
+             8: [("allreduce", ("swing", "torus:8", []))]}[ranks]
+    args = ["all", "0", "1", "7", "333"] if ranks == 2 else ["quick", "0", "1", "7", "333"]
+    for collective, (algorithm, spec, extra) in cases:
+        prog = _program(root, algorithm, spec, extra if collective == "allreduce" else
+                        [*extra, "--collective", collective])
+        table = _table(root, f"tiny{ranks}.json", [{"collective": collective, "ranks": ranks, "program": prog.name}])
+        name = "reduce_scatter_block" if collective == "reduce_scatter" else collective
+        run = _run(lib, checker, ranks, table, args, collective=name,
+                   extra_env={**TINY_CELLS, "DIRECTCOLL_TRANSPORT": "shm"})
+        assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, collective, run.stderr[-3000:])
+        served = [line for line in run.stderr.splitlines() if ": served by " in line]
+        assert len(served) == int(run.stdout.split()[1]) * ranks and "fell through" not in run.stderr
+        assert all(" over shm (" in line for line in served), served[0]
+
+
+def test_the_shared_memory_loop_drives_mpi_progress(work):
+    """Rank 0 calls the collective while rank 1 waits in MPI_Recv on rank 0's MPI_Isend of 4 MiB, which MPICH (CMA off:
+    through its cells, pushed by the sender) moves only inside rank 0's MPI calls: the loop must drive them."""
+    root, lib, checker = work
+    table = _table(root, "progress.json", [{"collective": "allreduce", "ranks": 2,
+                                            "program": str(_program(root, "swing", "ring:2", []))}])
+    run = _run(lib, checker, 2, table, ["progress", str(1 << 22)], timeout=60,
+               extra_env={"MPIR_CVAR_CH4_CMA_ENABLE": "0", "DIRECTCOLL_TRANSPORT": "shm"})
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    assert run.stderr.count(" over shm (") == 2 * int(run.stdout.split()[1])
+
+
+def test_the_transport_falls_back_and_refuses_with_one_line(work):
+    """Channels over the budget, or cells narrower than the datatype: MPI point-to-point, the reason in the debug
+    line; a DIRECTCOLL_TRANSPORT other than auto, shm or mpi: everything falls through, one line per rank."""
+    root, lib, checker = work
+    table = _table(root, "fallback.json", [{"collective": "allreduce", "ranks": 2,
+                                            "program": str(_program(root, "swing", "ring:2", []))}])
+    run = _run(lib, checker, 2, table, ["quick", "7"], extra_env={"DIRECTCOLL_SHM_CELL_BYTES": str(1 << 30)})
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    served = [line for line in run.stderr.splitlines() if ": served by " in line]
+    assert served and all(" over mpi [its channels would take 8192 MiB, over the 256 MiB budget] (" in line
+                          for line in served), served[0]
+    run = _run(lib, checker, 2, table, ["all", "3"], extra_env={"DIRECTCOLL_SHM_CELL_BYTES": "24"})
+    assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
+    assert "MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM) on 2 ranks, 96 bytes: served by swing:bandwidth over mpi [a " \
+           "datatype wider than a cell]" in run.stderr
+    assert "(count=3, MPI_DOUBLE, MPI_SUM) on 2 ranks, 24 bytes: served by swing:bandwidth over shm (" in run.stderr
+    run = _run(lib, checker, 2, table, ["quick", "7"], extra_env={"DIRECTCOLL_TRANSPORT": "fast",
+                                                                  "DIRECTCOLL_DEBUG": "0"})
+    assert run.returncode == 0 and "0 failures" in run.stdout
+    assert run.stderr.count("directcoll: DIRECTCOLL_TRANSPORT is fast, not auto, shm or mpi; every collective falls "
+                            "through to the MPI library\n") == 2 and run.stderr.count("\n") == 2
 
 
 def test_one_rank_no_steps(work):
@@ -377,7 +450,7 @@ def test_under_address_and_undefined_behaviour_sanitizers(work):
                         [*extra, "--collective", collective])  # segmented: window slots, segment datatypes
         table = _table(root, "asan.json", [{"collective": collective, "ranks": ranks, "program": str(prog)}])
         run = _run(None, checker, ranks, table, ["quick", "0", "1", "7", "333"], preload=f"{asan}:{lib}",
-                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0", **SEGMENTED},
+                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0", **SEGMENTED, **TINY_CELLS},
                    collective="reduce_scatter_block" if collective == "reduce_scatter" else collective)
         assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, run.stderr[-3000:])
         assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr

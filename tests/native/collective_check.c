@@ -12,6 +12,9 @@
  *   collective_check allreduce fallthrough COUNT     a user-defined op (MPI_Allreduce on MPI_INT and on a derived
  *                                                    datatype, MPI_Reduce_scatter_block), MPI_CHAR, an allgather
  *                                                    received as a derived datatype
+ *   collective_check COLLECTIVE progress BYTES       rank 0 sends BYTES to rank 1 (MPI_Isend) and calls the
+ *                                                    collective while rank 1 waits in MPI_Recv for them: the
+ *                                                    collective must drive rank 0's MPI progress meanwhile
  *
  *   collective_check bcast:R|reduce:R fallthrough COUNT  another root than R, a user-defined op, a derived
  *                                                    datatype, an intercommunicator
@@ -319,6 +322,19 @@ int main(int argc, char **argv) {
         MPI_Type_free(&pair);
         free(a);
         free(b);
+    } else if (strcmp(mode, "progress") == 0) {
+        const int n = argc > 3 ? atoi(argv[3]) : 1 << 22;
+        char *big = calloc((size_t)n + 1, 1);
+        for (int it = 0; it < 3; it++, cases++) {
+            MPI_Request req = MPI_REQUEST_NULL;
+            for (int i = 0; rank == 0 && i < n; i++) big[i] = (char)(i + it);
+            if (rank == 0) MPI_Isend(big, n, MPI_CHAR, 1, it, MPI_COMM_WORLD, &req);
+            else if (rank == 1) MPI_Recv(big, n, MPI_CHAR, 0, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            failures += check(coll, &types[0], MPI_SUM, "MPI_SUM", 7, 0, MPI_COMM_WORLD);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            for (int i = 0; rank == 1 && i < n; i++) failures += big[i] != (char)(i + it);
+        }
+        free(big);
     } else if (strcmp(mode, "comms") == 0) {  /* several communicators at once, freed in between; even ranks */
         MPI_Comm dup, half, inter;
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);

@@ -105,6 +105,9 @@ typedef struct dc_step {
     size_t nreq;             /* the most requests it has outstanding at once */
     dc_msg *send, *recv, *local;
     dc_seg *init;            /* from_send: cells reduced into before recvbuf held them, copied from sendbuf first */
+    int shm_reduce;          /* shared-memory transport: its reduced receives are reduced from the cells into place
+                                during the step (dc_shm_attach), else staged and applied after it */
+    int shm_ordered;         /* ... and two of them reduce into one cell: in message order */
 } dc_step;
 
 typedef struct dc_plan {
@@ -128,6 +131,8 @@ typedef struct dc_plan {
     MPI_Request *reqs;       /* room for the most messages of a step */
     size_t nsteps;
     dc_step *steps;
+    struct dc_shm *shm;      /* the shared-memory transport it runs over (dc_shm_attach), NULL: MPI point-to-point */
+    const char *shm_why;     /* why not, when it was offered one (a static string), else NULL */
 } dc_plan;
 
 /* Build the plan of program p for rank on count elements of datatype; NULL and a message in err on failure. */
@@ -172,6 +177,27 @@ typedef struct dc_hooks {
 /* Run plan on buf (with from_send, sendbuf holds the input) over comm; hooks may be NULL. MPI_SUCCESS or an error. */
 int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
                const dc_hooks *hooks);
+
+/* ---- the shared-memory transport (dc_shm.c; docs/runtime.md, "The shared-memory transport") ------------------ */
+enum { DC_TRANSPORT_MPI = 0, DC_TRANSPORT_AUTO = 1, DC_TRANSPORT_SHM = 2 };
+/* Cells of a channel and their bytes, and the most bytes of channels a node's segment may take (all of its ranks'
+ * N (N - 1) channels together); $DIRECTCOLL_SHM_CELLS and $DIRECTCOLL_SHM_CELL_BYTES override the first two. */
+#define DC_SHM_CELLS 4
+#define DC_SHM_CELL_BYTES ((size_t)64 * 1024)
+#define DC_SHM_BUDGET ((size_t)256 * 1024 * 1024)
+typedef struct dc_shm dc_shm;
+/* Collective over comm (every rank calls it, whatever it wants): the channels of comm's ranks in one segment
+ * (MPI_Win_allocate_shared) when every rank wants them (want: DC_TRANSPORT_*, not MPI), all are on one node and the
+ * segment fits the budget; else NULL and the reason in why. */
+dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_t budget, char *why, size_t len);
+/* Collective (frees the window) unless MPI is finalized; NULL is nothing. */
+void dc_shm_close(dc_shm *sh);
+/* Let plan (of rank) run over sh: sets plan->shm and its steps' shm_ fields; NULL, or why it cannot (it then stays
+ * on MPI point-to-point). */
+const char *dc_shm_attach(dc_shm *sh, dc_plan *plan, int rank);
+/* Move step st's messages through the channels (dc_execute: after the step's staging, before it applies what was
+ * staged); MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int dc_shm_step(dc_shm *sh, const dc_plan *plan, const dc_step *st, char *const base[3], dc_reduce_fn fn);
 
 /* ---- the tuning table (a minimal JSON reader) ----------------------------------------------------------------- */
 typedef struct dc_entry {

@@ -36,6 +36,9 @@ typedef struct {
     dc_entry *entries;
     size_t nentries;
     int keyval;
+    int transport;            /* DIRECTCOLL_TRANSPORT: DC_TRANSPORT_AUTO (default), _SHM or _MPI */
+    int shm_cells;            /* the channels' geometry (DC_SHM_CELLS, DC_SHM_CELL_BYTES unless overridden) */
+    size_t shm_cell_bytes;
 } dc_config;
 
 static dc_config config;      /* written once, by init_config under config_once */
@@ -47,6 +50,8 @@ typedef struct {
     int rank, size, usable;
     char reason[300];
     dc_plan *plans;           /* most recently used first, at most MAX_PLANS */
+    dc_shm *shm;              /* the shared-memory channels of its ranks (dc_shm.c), NULL: MPI point-to-point */
+    char shm_why[200];        /* why there are none */
 } comm_state;
 
 static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
@@ -59,11 +64,20 @@ static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
         dc_plan_free(s->plans);
         s->plans = next;
     }
+    dc_shm_close(s->shm);  /* collective, as the deletion of the attribute is */
     int finalized = 0;
     PMPI_Finalized(&finalized);
     if (s->comm != MPI_COMM_NULL && !finalized) PMPI_Comm_free(&s->comm);
     free(s);
     return MPI_SUCCESS;
+}
+
+/* a positive integer from the environment, else fallback (for tests and measurements) */
+static long long env_count(const char *name, long long fallback) {
+    const char *v = getenv(name);
+    char *end = NULL;
+    long long n = v && v[0] ? strtoll(v, &end, 10) : 0;
+    return n > 0 && end && *end == '\0' ? n : fallback;
 }
 
 static void init_config(void) {
@@ -74,6 +88,13 @@ static void init_config(void) {
     long long bytes = seg && seg[0] ? strtoll(seg, &end, 10) : 0;
     if (bytes > 0 && end && *end == '\0') dc_segment_bytes = bytes;
     config.keyval = MPI_KEYVAL_INVALID;
+    const char *transport = getenv("DIRECTCOLL_TRANSPORT");
+    config.transport = !transport || !transport[0] || strcmp(transport, "auto") == 0 ? DC_TRANSPORT_AUTO
+                       : strcmp(transport, "shm") == 0                              ? DC_TRANSPORT_SHM
+                       : strcmp(transport, "mpi") == 0                              ? DC_TRANSPORT_MPI
+                                                                                    : -1;
+    config.shm_cells = (int)env_count("DIRECTCOLL_SHM_CELLS", DC_SHM_CELLS);
+    config.shm_cell_bytes = (size_t)env_count("DIRECTCOLL_SHM_CELL_BYTES", (long long)DC_SHM_CELL_BYTES);
     char running[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
     int len = 0;
     PMPI_Get_library_version(running, &len);
@@ -88,6 +109,9 @@ static void init_config(void) {
                 config.reason);
     } else if (!path || !path[0]) {
         snprintf(config.reason, sizeof config.reason, "DIRECTCOLL_SCHEDULES is not set");
+    } else if (config.transport < 0) {
+        snprintf(config.reason, sizeof config.reason, "DIRECTCOLL_TRANSPORT is %.40s, not auto, shm or mpi", transport);
+        fprintf(stderr, "directcoll: %s; every collective falls through to the MPI library\n", config.reason);
     } else if (dc_table_load(path, &config.entries, &config.nentries, config.reason, sizeof config.reason) != 0) {
         fprintf(stderr, "directcoll: %s; every collective falls through to the MPI library\n", config.reason);
     } else if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &config.keyval, NULL) != MPI_SUCCESS) {
@@ -136,6 +160,9 @@ static comm_state *state_of(MPI_Comm comm, int size) {
                  "(DIRECTCOLL_SCHEDULES or a program file differs between them)", size);
     } else {
         s->usable = 1;
+        /* the channels, collectively at the same point (every rank here decided alike); NULL: point-to-point */
+        s->shm = dc_shm_open(s->comm, config.transport, config.shm_cell_bytes, config.shm_cells >= 1 ?
+                             config.shm_cells : 1, DC_SHM_BUDGET, s->shm_why, sizeof s->shm_why);
     }
     PMPI_Comm_set_attr(comm, config.keyval, s);
     return s;
@@ -179,6 +206,7 @@ static dc_plan *plan_of(comm_state *s, const dc_program *p, int64_t count, MPI_D
     }
     dc_plan *plan = dc_plan_build(p, s->rank, count, datatype, extent, from_send, err, errlen);
     if (!plan) return NULL;
+    if (s->shm) plan->shm_why = dc_shm_attach(s->shm, plan, s->rank);
     plan->next = s->plans;
     s->plans = plan;
     if (depth + 1 > MAX_PLANS) {  /* drop the least recently used */
@@ -305,11 +333,34 @@ static int reduce_pipelined(const dc_plan *plan, const dc_step *st, size_t t, ch
     return rc;
 }
 
+/* Step t's messages over MPI point-to-point: post the receives and the sends (every message in its segments), wait;
+ * a pipelined step reduces its received segments as they arrive. */
+static int mpi_step(MPI_Comm comm, const dc_plan *plan, const dc_step *st, size_t t, char *const base[3],
+                    dc_reduce_fn fn, const dc_hooks *hooks) {
+    const MPI_Aint x = plan->extent;
+    int nreq = 0, rc = MPI_SUCCESS, tag = (int)(t & 0x7fff);
+    for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++) {
+        if (st->pipelined && st->recv[i].op == DC_REDUCE) continue;
+        for (int g = 0; g < st->recv[i].nseg && rc == MPI_SUCCESS; g++)
+            rc = post(&st->recv[i], g, 0, base, plan->stage, NULL, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
+    }
+    for (size_t i = 0; i < st->nsend && rc == MPI_SUCCESS; i++)
+        for (int g = 0; g < st->send[i].nseg && rc == MPI_SUCCESS; g++)
+            rc = post(&st->send[i], g, 1, base, plan->stage, NULL, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
+    from_sendbuf(st->init, st->ninit, base, x);  /* cells no copy or reduction of the step writes first */
+    if (rc == MPI_SUCCESS && st->pipelined)
+        rc = reduce_pipelined(plan, st, t, base, tag, comm, fn, hooks, plan->reqs + nreq);
+    if (rc == MPI_SUCCESS) rc = wait_for(hooks, t, nreq, plan->reqs);
+    return rc;
+}
+
 /* Run a plan on buf (the user's vector, count elements; with from_send, recvbuf, and sendbuf holds the input):
- * per step, pack what is staged, post the receives and the sends (every message in its segments), wait, then
- * apply copies and then reductions (the IR's bulk-synchronous semantics). A pipelined step reduces its received
- * segments as they arrive, before the copies: no cell is both (dc_plan_build). hooks (NULL: none) see every step
- * and replace PMPI_Waitall (dc_entry.c). */
+ * per step, pack what is staged, move the step's messages, then apply copies and then reductions (the IR's
+ * bulk-synchronous semantics). Messages move over MPI point-to-point (mpi_step) or, for a plan attached to a
+ * communicator's shared-memory channels, through them (dc_shm_step; the C engine's plans never are, so its hooks
+ * keep their waits). Reductions a step applies as they arrive (a pipelined step; over shared memory, every step
+ * whose reduced cells are neither sent in place nor copied into) come before the copies: no cell is both
+ * (dc_plan_build, dc_shm_attach). hooks (NULL: none) see every step and replace PMPI_Waitall (dc_entry.c). */
 int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
                const dc_hooks *hooks) {
     char *const base[3] = {buf, plan->scratch, (char *)(uintptr_t)sendbuf};  /* region 2 is only read */
@@ -322,26 +373,19 @@ int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbu
         for (size_t i = 0; i < st->nlocal; i++)
             gather(plan->stage + st->local[i].stage * x, st->local[i].src, st->local[i].nsrc, base, x);
         if (hooks && hooks->step) hooks->step(hooks->ctx, t);
-        int nreq = 0, rc = MPI_SUCCESS, tag = (int)(t & 0x7fff);
-        for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++) {
-            if (st->pipelined && st->recv[i].op == DC_REDUCE) continue;
-            for (int g = 0; g < st->recv[i].nseg && rc == MPI_SUCCESS; g++)
-                rc = post(&st->recv[i], g, 0, base, plan->stage, NULL, plan->datatype, x, tag, comm,
-                          &plan->reqs[nreq++]);
+        int rc;
+        if (plan->shm) {
+            from_sendbuf(st->init, st->ninit, base, x);  /* cells no copy or reduction of the step writes first */
+            rc = dc_shm_step(plan->shm, plan, st, base, fn);
+        } else {
+            rc = mpi_step(comm, plan, st, t, base, fn, hooks);
         }
-        for (size_t i = 0; i < st->nsend && rc == MPI_SUCCESS; i++)
-            for (int g = 0; g < st->send[i].nseg && rc == MPI_SUCCESS; g++)
-                rc = post(&st->send[i], g, 1, base, plan->stage, NULL, plan->datatype, x, tag, comm,
-                          &plan->reqs[nreq++]);
-        from_sendbuf(st->init, st->ninit, base, x);  /* cells no copy or reduction of the step writes first */
-        if (rc == MPI_SUCCESS && st->pipelined)
-            rc = reduce_pipelined(plan, st, t, base, tag, comm, fn, hooks, plan->reqs + nreq);
-        if (rc == MPI_SUCCESS) rc = wait_for(hooks, t, nreq, plan->reqs);
         if (rc != MPI_SUCCESS) return rc;
+        const int reduced = plan->shm ? st->shm_reduce : st->pipelined;  /* its reductions are applied already */
         for (int op = DC_COPY; op <= DC_REDUCE; op++) {  /* copies land before reductions */
             for (size_t i = 0; i < st->nrecv; i++) {
                 const dc_msg *m = &st->recv[i];
-                if (!m->direct && m->op == op && !(st->pipelined && op == DC_REDUCE))
+                if (!m->direct && m->op == op && !(reduced && op == DC_REDUCE))
                     apply_recv(plan->stage + m->stage * x, m, base, x, op, fn);
             }
             for (size_t i = 0; i < st->nlocal; i++) {
@@ -383,9 +427,12 @@ static void log_call(const call *c) {
              c->opname ? ", " : "", c->opname ? c->opname : "", root, c->size, c->bytes);
     if (c->why)
         fprintf(stderr, "directcoll: rank %d: %s: fell through: %s\n", c->rank, what, c->why);
+    else if (c->plan->shm)
+        fprintf(stderr, "directcoll: rank %d: %s: served by %s over shm (%s)\n", c->rank, what,
+                c->entry->program->name, c->entry->path);
     else
-        fprintf(stderr, "directcoll: rank %d: %s: served by %s (%s)\n", c->rank, what, c->entry->program->name,
-                c->entry->path);
+        fprintf(stderr, "directcoll: rank %d: %s: served by %s over mpi [%s] (%s)\n", c->rank, what,
+                c->entry->program->name, c->plan->shm_why ? c->plan->shm_why : c->state->shm_why, c->entry->path);
 }
 
 /* Start a call: the checks every collective shares, up to the communicator's size and the datatype's size. */

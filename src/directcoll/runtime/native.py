@@ -49,7 +49,7 @@ COLLECTIVE_CODES = {Collective.ALLREDUCE: 0, Collective.REDUCE_SCATTER: 1, Colle
                     Collective.ALLTOALL: 3, Collective.BROADCAST: 4, Collective.REDUCE: 5}
 #: the library's sources, in the package directcoll.native
 SOURCES = ("directcoll.c", "dc_program.c", "dc_alltoall.c", "dc_ivset.c", "dc_reduce.c", "dc_table.c",
-           "dc_entry.c", "dc_internal.h")
+           "dc_entry.c", "dc_shm.c", "dc_internal.h")
 #: flags of every build (warnings are errors; no FMA contraction, so rounding matches numpy's)
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden",
           "-ffp-contract=off")

@@ -52,8 +52,9 @@ from directcoll.runtime.native import CFLAGS, SOURCES, write_program
 #: the C sources of the SMPI program: libdirectcoll's and the driver
 SMPI_SOURCES = (*SOURCES, "dc_smpi_driver.c")
 #: flags of the SMPI build: the native library's, but an executable (smpicc adds -shared itself) bound to its own
-#: MPI_ definitions (-Bsymbolic) instead of libsimgrid's weak ones
-SMPI_CFLAGS = (*(f for f in CFLAGS if f != "-shared"), "-Wl,-Bsymbolic")
+#: MPI_ definitions (-Bsymbolic) instead of libsimgrid's weak ones; without the shared-memory transport (-DDC_NO_SHM:
+#: the simulated ranks share one process and talk over the simulated network, point-to-point)
+SMPI_CFLAGS = (*(f for f in CFLAGS if f != "-shared"), "-Wl,-Bsymbolic", "-DDC_NO_SHM")
 #: SimGrid configuration of every run (the module docstring says why each)
 SMPI_CONFIG = ("network/model:CM02", "network/crosstraffic:0", "network/TCP-gamma:0", "smpi/wtime:0",
                "smpi/simulate-computation:no", "smpi/host-speed:1Gf", "smpi/coll-selector:mpich")
