@@ -251,7 +251,10 @@ def test_the_c_plans_send_each_source_byte_once(work, p, r):
     prog = write_program(generalized_allreduce(p, r), root / f"generalized-{p}-{r}.dcp")
     table = root / f"generalized-{p}.json"
     table.write_text(json.dumps([{"collective": "allreduce", "ranks": p, "program": prog.name}]))
-    for extra in [{"DIRECTCOLL_SEGMENT_BYTES": "40"} if p == 7 else {}]:  # P = 7: in 40-byte segments
+    # both transports; P = 7 also in 40-byte segments (MPI) and through 40-byte cells (shared memory)
+    small = p == 7
+    for extra in [{"DIRECTCOLL_TRANSPORT": "mpi", **({"DIRECTCOLL_SEGMENT_BYTES": "40"} if small else {})},
+                  {"DIRECTCOLL_TRANSPORT": "shm", **({"DIRECTCOLL_SHM_CELL_BYTES": "40"} if small else {})}]:
         env = {**os.environ, "LD_PRELOAD": str(lib), "DIRECTCOLL_DEBUG": "1", "DIRECTCOLL_SCHEDULES": str(table),
                **extra}
         run = subprocess.run([MPIEXEC, "-n", str(p), str(checker), "allreduce", "quick", str(3 * p), "1001"],
@@ -259,3 +262,4 @@ def test_the_c_plans_send_each_source_byte_once(work, p, r):
         assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
         served = [line for line in run.stderr.splitlines() if ": served by " in line]
         assert len(served) == int(run.stdout.split()[1]) * p and "fell through" not in run.stderr
+        assert all(f" over {extra['DIRECTCOLL_TRANSPORT']}" in line for line in served), served[:2]
