@@ -404,10 +404,17 @@ def test_a_library_built_for_another_mpi_refuses(work):
     assert len(refusals) == 2 and "Another MPI 9.9" in refusals[0]  # once per rank
 
 
-def test_under_address_and_undefined_behaviour_sanitizers(work):
-    """ASan must come first in LD_PRELOAD; leaks are checked too (LeakSanitizer at exit)."""
-    root, _, checker = work
-    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+_SANITIZED: dict[str, tuple[str, Path]] = {}  # built once per session (the first caller's folder outlives it)
+
+
+def sanitized_library(root: Path) -> tuple[str, Path]:
+    """(gcc's libasan.so, libdirectcoll built with ASan + UBSan into root, once per session); skips the test where
+    either is missing."""
+    if "lib" in _SANITIZED:
+        return _SANITIZED["lib"]
+    gcc = shutil.which("gcc")
+    asan = subprocess.run([gcc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip() \
+        if gcc else ""
     if not os.path.isabs(asan) or not os.path.exists(asan):
         pytest.skip("gcc has no libasan.so")
     try:
@@ -415,6 +422,14 @@ def test_under_address_and_undefined_behaviour_sanitizers(work):
             "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"))
     except DirectcollError as exc:
         pytest.skip(f"the sanitizer build failed: {exc}")
+    _SANITIZED["lib"] = (asan, lib)
+    return asan, lib
+
+
+def test_under_address_and_undefined_behaviour_sanitizers(work):
+    """ASan must come first in LD_PRELOAD; leaks are checked too (LeakSanitizer at exit)."""
+    root, _, checker = work
+    asan, lib = sanitized_library(root)
     for ranks, algorithm, spec, extra in [(2, "swing", "ring:2", []), (3, "generalized", "ring:3", ["--variant",
                                                                                                  "latency"])]:
         prog = _program(root, algorithm, spec, extra)

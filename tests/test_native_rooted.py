@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_native import MPICC, MPIEXEC, WHY, native_workdir
+from test_native import MPICC, MPIEXEC, WHY, native_workdir, sanitized_library
 
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
@@ -144,19 +144,8 @@ def test_rooted_and_overlapping_receives_under_address_and_undefined_behaviour_s
     """A broadcast and a reduce (the non-root work buffers, from_send at the root; in segments) from root 2, and the
     generalized allreduce's receives of overlapping pieces (applied slice by slice), under ASan + UBSan with leak
     checks. ASan must come first in LD_PRELOAD."""
-    import shutil
-
     root, _, checker = work
-    gcc = shutil.which("gcc")
-    asan = subprocess.run([gcc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip() \
-        if gcc else ""
-    if not os.path.isabs(asan) or not os.path.exists(asan):
-        pytest.skip("gcc has no libasan.so")
-    try:
-        lib = native.build_library(root / "libdirectcoll-asan.so", extra_flags=(
-            "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"))
-    except DirectcollError as exc:
-        pytest.skip(f"the sanitizer build failed: {exc}")
+    asan, lib = sanitized_library(root)
     table = root / "asan.json"
     native.write_program(build("generalized", "ring:7", variant="latency"), root / "generalized7.dcp")  # r = 3
     entries = [{"collective": c, "ranks": 3, "program": _program(root, "chain", "ring:3", None, c, 2).name}
