@@ -159,10 +159,6 @@ def test_the_library_rounds_piece_ends_exactly_as_the_python_programs(work):
             assert np.array_equal(out, _elements(s, boundaries(s, count), xs)), (algorithm, count)
 
 
-#: the transports the allreduce and segmented matrices run over (DIRECTCOLL_TRANSPORT)
-TRANSPORTS = ["shm", "mpi"]
-
-
 @pytest.mark.parametrize(("ranks", "transport"), [(2, "shm"), (2, "mpi"), (3, "shm"), (4, "shm"), (4, "mpi")])
 def test_allreduce_matches_the_mpi_library(work, ranks, transport):  # 3 ranks over mpi: the segmented test
     root, lib, checker = work
@@ -188,8 +184,8 @@ def test_allreduce_matches_the_mpi_library(work, ranks, transport):  # 3 ranks o
 SEGMENTED = {"DIRECTCOLL_SEGMENT_BYTES": "40"}
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("ranks", [2, 3, 4])
+# (3 ranks over shm left out: segments do not cut the cells; the tiny-cell test below wraps the channels)
+@pytest.mark.parametrize(("ranks", "transport"), [(2, "shm"), (2, "mpi"), (3, "mpi"), (4, "shm"), (4, "mpi")])
 def test_segmented_messages_match_the_mpi_library(work, ranks, transport):
     """Every message cut into segments (DIRECTCOLL_SEGMENT_BYTES): pipelined reduced receives through the window
     slots (Swing, ring), the steps that are not pipelined (recursive doubling latency reduces into what it sends),
