@@ -75,12 +75,13 @@ def programs(n: int, folder: Path, only: set[str] | None) -> dict[str, Path]:
     """The verified program of every default contender of ring:N that compiles (label -> path)."""
     topology = parse(f"ring:{n}")
     out = {}
-    for _family, name, variant, *extra in default_contenders(topology, "allreduce"):
+    for c in default_contenders(topology, "allreduce"):
+        name, variant = c.algorithm, c.variant
         key = label(name, variant)
         if only and key not in only:
             continue
         try:
-            sched = build(name, topology, "allreduce", variant=variant, **(extra[0] if extra else {}))
+            sched = build(name, topology, "allreduce", variant=variant, **c.options)
             out[key] = write_program(sched, folder / f"{key}-{n}.dcp")
         except (ScheduleError, UnsupportedShapeError) as exc:
             print(f"bench_native: {key} on {n} ranks: {exc}", file=sys.stderr)

@@ -48,10 +48,10 @@ def jobs(quick: bool) -> list[tuple]:
     out = []
     for collective, specs in (("allreduce", QUICK if quick else ALLREDUCE), ("alltoall", QUICK if quick else ALLTOALL)):
         for spec in specs:
-            for family, name, variant, *extra in default_contenders(parse(spec), collective):
-                if family == "mcf" and not quick and spec in ("torus:4x4x4",):
+            for c in default_contenders(parse(spec), collective):
+                if c.family == "mcf" and not quick and spec in ("torus:4x4x4",):
                     continue  # the LP for 64 ranks takes minutes; the smaller tori cover MCF
-                out.append((spec, collective, family, name, variant, extra[0] if extra else {}))
+                out.append((spec, collective, c.family, c.algorithm, c.variant, dict(c.options)))
     return out
 
 

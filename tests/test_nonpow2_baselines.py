@@ -153,12 +153,12 @@ def test_both_baselines_compete_on_non_power_of_two_tori_with_their_own_letters(
     for spec, libswing_runs in (("torus:3x5", False), ("torus:6x6", True)):
         topo = parse(spec)
         contenders = default_contenders(topo)
-        families = list(dict.fromkeys(c[0] for c in contenders))
+        families = list(dict.fromkeys(c.family for c in contenders))
         assert {"rabenseifner-3-2", "swing-libswing"} <= set(families)
         letters = [letter(f) for f in families]
         assert len(set(letters)) == len(letters), dict(zip(families, letters, strict=True))
         cmp = compare(topo, sizes=[1024, 1 << 20], contenders=contenders, bound=False)
         assert "rabenseifner-3-2" in cmp.families()
         assert ("swing-libswing" in cmp.families()) is libswing_runs
-        assert any(s["variant"] == "libswing" for s in cmp.skipped) is not libswing_runs
-    assert not any(c[0] == "rabenseifner-3-2" for c in default_contenders(parse("torus:4x4")))
+        assert any(s.contender.variant == "libswing" for s in cmp.skipped) is not libswing_runs
+    assert not any(c.family == "rabenseifner-3-2" for c in default_contenders(parse("torus:4x4")))

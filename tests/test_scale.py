@@ -42,9 +42,10 @@ def _reference_times(monkeypatch, pattern, topo, params=SWING_SST):
 def test_fast_routing_equals_pairwise(monkeypatch, spec):
     topo = parse(spec)
     timed = 0
-    for _family, name, variant, *extra in default_contenders(topo, "allreduce"):
+    for c in default_contenders(topo, "allreduce"):
+        name, variant = c.algorithm, c.variant
         try:  # a contender may refuse the shape (libswing: odd dimensions); compare lists it as skipped
-            pattern = build_pattern(name, topo, "allreduce", variant=variant, **(extra[0] if extra else {}))
+            pattern = build_pattern(name, topo, "allreduce", variant=variant, **c.options)
         except UnsupportedShapeError:
             continue
         fast = simulate(pattern, topo, SWING_SST).time(SIZES)

@@ -27,7 +27,7 @@ from common import Claim, begin, image_path, parser, write_claims
 from directcoll.errors import DirectcollError, ResourceError
 from directcoll.registry import build_pattern
 from directcoll.reports.compare import Comparison, compare
-from directcoll.reports.contenders import DEFAULT_CONTENDERS
+from directcoll.reports.contenders import DEFAULT_CONTENDERS, Contender
 from directcoll.resources import memory_budget_override
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.packet import simulate_packet
@@ -98,7 +98,7 @@ def sweep(spec: str, sizes=SIZES, params=SWING_SST, drop=(), extra=()) -> Sweep:
     """``compare`` on ``spec`` with the paper's contenders less the families in ``drop``; ``extra`` contenders are
     timed and drawn but left out of the gain (as the paper leaves out mirrored recursive doubling)."""
     topo = parse(spec)
-    contenders = [c for c in DEFAULT_CONTENDERS if c[0] not in drop] + list(extra)
+    contenders = [c for c in DEFAULT_CONTENDERS if c.family not in drop] + [Contender.of(c) for c in extra]
     # compare's memory check counts the ring's 2(N-1) steps as if every transfer were built (64 GiB on
     # torus:128x128) although its pattern is built in closed form (measured peak: 0.4 GB); see docs/paper.md
     budget = memory_budget_override("64GiB") if topo.num_compute > 4096 else nullcontext()
@@ -107,7 +107,7 @@ def sweep(spec: str, sizes=SIZES, params=SWING_SST, drop=(), extra=()) -> Sweep:
         cmp = compare(topo, "allreduce", np.asarray(sizes, dtype=float), params, contenders=contenders)
     seconds = time.perf_counter() - t0
     every = cmp.families()
-    extra_fams = {c[0] for c in extra}
+    extra_fams = {Contender.of(c).family for c in extra}
     fams = {f: t for f, (t, _) in every.items() if f not in extra_fams}
     others = [f for f in fams if f != "swing"]
     stack = np.array([fams[f] for f in others])
@@ -313,7 +313,8 @@ def packet_verdict(spec: str, sizes, params=SWING_SST, drop=(), within: float = 
     topo = parse(spec)
     params = params.with_(packet_header=max(2, params.packet_header))
     built = []
-    for family, algorithm, variant in [c for c in DEFAULT_CONTENDERS if c[0] not in drop]:
+    for family, algorithm, variant in [(c.family, c.algorithm, c.variant) for c in DEFAULT_CONTENDERS
+                                       if c.family not in drop]:
         try:
             pattern = build_pattern(algorithm, topo, "allreduce", variant=variant)
         except DirectcollError:

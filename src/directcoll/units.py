@@ -121,6 +121,30 @@ _SIZE_FORMS = ("a size (4096, 32B, 64KiB, 1MB), a power-of-two range LOW..HIGH (
                "a comma list (1KiB,1MiB,64MiB) or a workload name")
 
 
+def signed_percent(fraction: float) -> str:
+    """A gain as a signed whole percentage: ``+40%``, ``-15%``; a value that rounds to zero is ``0%`` (never
+    ``-0%``); NaN is ``n/a``.
+
+    Args:
+        fraction: dimensionless (0.4 = 40 %).
+
+    Returns:
+        The text.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: Swing (De Sensi et al., NSDI'24) Fig. 6 (gains in percent).
+
+    >>> signed_percent(0.4), signed_percent(-0.004), signed_percent(-0.15)
+    ('+40%', '0%', '-15%')
+    """
+    if math.isnan(fraction):
+        return "n/a"
+    value = round(fraction * 100)
+    return "0%" if value == 0 else f"{value:+d}%"
+
+
 def _size_error(text, why: str = "") -> DirectcollError:
     reason = f" ({why})" if why else ""
     return DirectcollError(f"cannot read sizes {text!r}{reason}; use {_SIZE_FORMS}; "

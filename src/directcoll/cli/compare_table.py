@@ -8,6 +8,7 @@ over the best other); issue #18 ("tables that read well anywhere": distinct lett
 from __future__ import annotations
 
 from directcoll.cli.output import SHORT_FAMILY, gbps, table_console
+from directcoll.units import signed_percent
 
 #: the marks of variants in the compare table (lower case: the families' letters are capitals), and their names
 VARIANT_MARKS = {"latency": "lat", "bandwidth": "bw", "hamiltonian": "ham", "bidirectional": "bi",
@@ -38,9 +39,10 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
     allreduce on ring:4, ...
     size   ring (R)   best     time   steps     Ξ   busiest link   its bytes
     ...
-    1KiB    13.3 bi    R     615 ns       6  1.00           0->1        128B
+    1KiB    3.39 bi    R     2.42 µs       6   1.00           0->1        128B
     ...
     """
+    from rich.markup import escape
     from rich.table import Table
 
     from directcoll.reports.plot import letter as plot_letter
@@ -53,6 +55,7 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
 
     fams = cmp.families()
     winners = cmp.winners()
+    ties = cmp.ties()
     reference = cmp.gain_family
     gain = cmp.gain(reference) if reference else None
     others = cmp.best_other(reference) if gain is not None else None
@@ -83,11 +86,11 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
             shown = "" if alltoall and not several[fam] else short.get(variants[j], variants[j])
             cell = f"{gbps(size / times[j])} {shown}".rstrip()
             row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
-        row += [letter(winners[j][0]), format_time(winners[j][2])]
+        row += ["≈".join(letter(f) for f in ties[j]), format_time(winners[j][2])]
         if bound is not None:
             row += [format_time(bound[j]), f"{winners[j][2] / bound[j]:.2f}x"]
         if gain is not None:
-            row.append(f"{gain[j] * 100:+.0f}% {letter(others[j])}")
+            row.append("tie" if others[j] is None else f"{signed_percent(gain[j])} {letter(others[j])}")
         if why:
             best = cmp.entry(*winners[j][:2]).why.at(size)
             row += [str(best["steps"]), f"{best['congestion_deficiency']:.2f}", best["max_link_name"],
@@ -95,8 +98,11 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
         table.add_row(*row)
     console = table_console(table)
     console.print(table)
-    gain_note = (f" {reference} gain = {reference}'s goodput over the best other (letter) - 1." if gain is not None
-                 else "")
+    tie = f"{cmp.tie_tolerance * 100:.2g} %"
+    gain_note = (f" {reference} gain = {reference}'s goodput over the best other outside its tie (letter) - 1."
+                 if gain is not None else "")
+    gain_note = (f" A≈B: a tie, times within {tie} of the fastest (the model's resolution; --tie-tolerance)."
+                 + gain_note)
     peak = f" Peak goodput {cmp.peak_goodput * 8 / 1e9:.4g} Gb/s."
     if why:
         peak += (" Of the best: steps = its number of steps; Ξ = its congestion deficiency (bytes x hops over bytes, "
@@ -117,8 +123,10 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
                       f"{families}. best = the fastest." + gain_note + peak)
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
-    for s in cmp.skipped:
-        console.print(f"[dim]skipped {s['algorithm']} {s['variant'] or ''}: {s['reason']}[/dim]")
+    for k in cmp.skipped:
+        c = k.contender
+        name = " ".join(filter(None, (c.algorithm, c.label)))
+        console.print(f"[dim]skipped {escape(name)} ({k.kind}): {escape(k.reason)}[/dim]", highlight=False)
 
 
 

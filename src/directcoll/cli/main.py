@@ -54,6 +54,7 @@ from directcoll.cli.options import (
     add_output_options,
     bandwidth,
     count,
+    fraction,
     duration,
     per_byte,
     print_notes,
@@ -64,6 +65,7 @@ from directcoll.cli.sweep import add_sweep_parser
 from directcoll.cli.topology_io import cmd_topology_export
 from directcoll.cli.tune import add_tune_parsers
 from directcoll.errors import DirectcollError
+from directcoll.reports.contenders import TIE_TOLERANCE
 
 #: table2 builds side^4 tori: 16^4 = 65,536 ranks is the largest it measures
 TABLE2_MAX_SIDE = 16
@@ -228,9 +230,19 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_SIZES}; {DEFAULT_PACKET_SIZES} with --model "
                                      "packet)")
     cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "
-                                          "swing, recursive-doubling, ring, bucket, generalized, and bfb up to "
-                                          "1024 ranks; on direct-connect topologies: bfb, ring, shifted-ring, "
+                                          "swing, recursive-doubling, ring, bucket, bfb, generalized; on "
+                                          "direct-connect topologies: bfb, ring, shifted-ring, "
                                           "double-binary-tree, recursive-doubling, generalized)")
+    cmp.add_argument("--ports", type=count(1), help="build every contender with this many ports (concurrent "
+                                                    "collectives per rank, >= 1); those that refuse it or take no "
+                                                    "port count are listed as skipped (default: each algorithm's "
+                                                    "own)")
+    cmp.add_argument("--cutoffs", action=argparse.BooleanOptionalAction, default=True,
+                     help="apply the default contender list's size cutoffs, which are listed as skipped "
+                          "(--no-cutoffs runs those contenders too)")
+    cmp.add_argument("--tie-tolerance", type=fraction, default=TIE_TOLERANCE,
+                     help=f"times within this fraction of the fastest are a tie, e.g. 0.005 or 0.5%% (default "
+                          f"{TIE_TOLERANCE:g}: the step model's resolution in docs/fidelity.md)")
     cmp.add_argument("--variant", help=VARIANT_HELP + "; keeps only that variant of each family that has it")
     _add_network_options(cmp)
     cmp.add_argument("--model", default="step", choices=["step", "flow", "packet"],

@@ -73,36 +73,35 @@ def cmd_compare(args) -> int:
     >>> from directcoll.cli.main import main
     >>> main(["compare", "ring:4", "--sizes", "1KiB", "--algorithms", "ring", "--csv"])
     ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
-    algorithm,variant,family,size_bytes,time_s,goodput_Bps
-    ring,bidirectional,ring,1024,...
+    algorithm,variant,ports,family,size_bytes,time_s,goodput_Bps,skipped
+    ring,bidirectional,2,ring,1024,...
     0
     """
     from directcoll.cli.build import rooted_option
     from directcoll.reports.compare import compare
-    from directcoll.reports.contenders import default_contenders, family_contenders, with_root
+    from directcoll.reports.contenders import default_policy, select, with_root
 
     check_output(args.plot, "--plot")
     plot_format = _plot_format(args.plot, args.format)
     output_format = _output_format(args.output)
     topology, params, notes = _resolve_network(args.spec, args.params, args)
     sizes = read_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
-    contenders = default_contenders(topology, args.collective)
+    contenders, skipped = default_policy(topology, args.collective, cutoffs=args.cutoffs)
     if args.algorithms:
         wanted = [a.strip() for a in args.algorithms.split(",") if a.strip()]
         if not wanted:
             raise DirectcollError(f"--algorithms {args.algorithms!r} names no algorithm; see `directcoll algorithms`")
-        defaults = contenders
-        contenders = [c for c in defaults if c[0] in wanted or c[1] in wanted]
-        for w in wanted:
-            if not any(w in (c[0], c[1]) for c in defaults):
-                contenders += family_contenders(w, topology, args.collective)
+        contenders = select(contenders + [k.contender for k in skipped], wanted, topology, args.collective)
+        skipped = []  # asked for by name: no cutoff applies
     if args.variant:
         contenders = _only_variant(contenders, args.variant)
     contenders = with_root(contenders, rooted_option(args.collective, args.root))
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
-                      progress=(lambda done, total, label="": tick(done, total)) if tick else noop, why=args.why)
+                      progress=(lambda done, total, label="": tick(done, total)) if tick else noop, why=args.why,
+                      ports=args.ports, tie_tolerance=args.tie_tolerance)
+    cmp.skipped[:0] = skipped  # the policy's cutoffs first, then what refused to run
     if args.plot:
         from directcoll.reports.plot import plot_comparison
 
@@ -150,14 +149,14 @@ def _output_format(path: str | None) -> str | None:
     return fmt
 
 
-def _only_variant(contenders: list[tuple], variant: str) -> list[tuple]:
+def _only_variant(contenders: list, variant: str) -> list:
     """Of every family with variant ``variant``, keep only that variant (families without it stay as they are)."""
-    offered = sorted({str(c[2]) for c in contenders if c[2] is not None})
+    offered = sorted({str(c.variant) for c in contenders if c.variant is not None})
     if variant not in offered:
         raise DirectcollError(f"--variant {variant!r}: no contender has that variant; accepted: "
                               f"{', '.join(offered) or 'none (these algorithms have no variants)'}")
-    having = {c[0] for c in contenders if c[2] == variant}
-    return [c for c in contenders if c[0] not in having or c[2] == variant]
+    having = {c.family for c in contenders if c.variant == variant}
+    return [c for c in contenders if c.family not in having or c.variant == variant]
 
 
 
@@ -168,7 +167,7 @@ def cmd_simulate(args) -> int:
 
     Output: per size a summary line, and for one size a per-step table (the step model's busiest link as ``u->v``,
     with coordinates on grids); ``--json``, one size: {time_s, model, size, steps, algorithm, collective,
-    topology, routing, params, goodput_Bps}, the step model's steps with ``max_link`` (an id) and
+    topology, routing, params, goodput_Bps, variant, ports}, the step model's steps with ``max_link`` (an id) and
     ``max_link_name`` (``u->v``); several sizes: {sizes, results: [that document per size], algorithm,
     collective, topology, routing, params, model}; ``--csv``: one row per size and step, ``size_bytes`` first.
 
@@ -212,8 +211,10 @@ def cmd_simulate(args) -> int:
     topology, params, notes = _resolve_network(spec, args.params, args)
     sim = simulate(schedule, topology, params, args.routing) if args.model == "step" else None
     docs = [_simulate_one(schedule, topology, params, args, size, sim) for size in sizes]
-    common = {"algorithm": schedule.algorithm, "collective": schedule.collective.value, "topology": topology.spec,
-              "routing": args.routing, "params": params.to_dict()}
+    ports = schedule.meta.get("ports")
+    common = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"),
+              "ports": None if ports is None else int(ports), "collective": schedule.collective.value,
+              "topology": topology.spec, "routing": args.routing, "params": params.to_dict()}
     if args.json:
         print_json({**docs[0], **common, "goodput_Bps": docs[0]["goodput_Bps"]} if len(docs) == 1 else
                    {"sizes": sizes, "model": args.model, **common, "results": docs})

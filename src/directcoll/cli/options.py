@@ -54,6 +54,32 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def fraction(text: str) -> float:
+    """An argparse type: a finite fraction >= 0, as a number (``0.005``) or a percentage (``0.5%``).
+
+    Returns:
+        The fraction (0.5% -> 0.005).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse reports it as a usage error, status 2).
+
+    Source: docs/compare.md, "Ties" (the tie tolerance).
+
+    >>> fraction("0.5%"), fraction("0.01")
+    (0.005, 0.01)
+    """
+    import math
+
+    body, scale = (text[:-1], 100.0) if text.strip().endswith("%") else (text, 1.0)
+    try:
+        value = float(body) / scale
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a fraction >= 0 such as 0.005 or 0.5%, got {text!r}")
+    return value
+
+
 def count(minimum: int, maximum: int | None = None):
     """An argparse type: an integer >= ``minimum`` (and <= ``maximum`` when given).
 

@@ -42,17 +42,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from directcoll.errors import DirectcollError, UnsupportedShapeError
+from directcoll.errors import DirectcollError, ResourceError, UnsupportedShapeError
 from directcoll.registry import build_pattern
 from directcoll.reports.contenders import (
     DEFAULT_CONTENDERS,
-    default_contenders,
+    Contender,
+    TIE_TOLERANCE,
+    Skipped,
+    default_policy,
     generalized_contenders,
     is_direct_connect,
 )
 from directcoll.reports.why import Why, explain
 from directcoll.schedule.ir import Collective
-from directcoll.simulate.params import NetworkParams
+from directcoll.simulate.params import NetworkParams, default_params
 from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
 
@@ -68,6 +71,8 @@ class Entry:
         times: float64 (S,), seconds per size of :attr:`Comparison.sizes`.
         why: its steps, Ξ and busiest link (:class:`~directcoll.reports.why.Why`) when :func:`compare` was asked
             for them, else None.
+        ports: the port count its schedule records (concurrent collectives per rank, Swing Sec. 4.1), None for
+            an algorithm that uses the links its construction chooses (BFB, double binary tree, MCF).
 
     Raises:
         Nothing: a record built by :func:`compare`.
@@ -79,6 +84,7 @@ class Entry:
     variant: str
     times: np.ndarray  # seconds per size
     why: Why | None = None
+    ports: int | None = None
 
 
 @dataclass
@@ -89,7 +95,9 @@ class Comparison:
         topology, collective, routing, model: what was compared, as names.
         params: the :class:`~directcoll.simulate.params.NetworkParams` used.
         sizes: float64 (S,), vector sizes in bytes; entries: the timed :class:`Entry` objects.
-        skipped: contenders that refused the topology, with their reason.
+        skipped: the :class:`~directcoll.reports.contenders.Skipped` contenders (shape not served, over the
+            memory budget, a cutoff, a port count), each with its reason.
+        tie_tolerance: fraction within which two times are a tie (:data:`TIE_TOLERANCE`).
         peak_goodput: bytes/s (half the injection bandwidth for allreduce).
         reference: the family whose gain is reported; bound, bound_times: all-to-all's MCF bound (s per size).
 
@@ -115,7 +123,7 @@ class Comparison:
     model: str
     sizes: np.ndarray
     entries: list[Entry]
-    skipped: list[dict] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     peak_goodput: float = 0.0  # bytes/s: half the injection bandwidth for allreduce
     #: the family whose gain is reported when present: "swing" on grids, "bfb" on direct-connect topologies,
     #: "mcf" (else "ewsp") for all-to-all
@@ -124,6 +132,7 @@ class Comparison:
     bound: dict | None = None
     #: all-to-all: the bound's time per size, s (an ideal schedule's bandwidth time; no latency)
     bound_times: np.ndarray | None = None
+    tie_tolerance: float = TIE_TOLERANCE
 
     def goodput(self, times: np.ndarray) -> np.ndarray:
         """Bytes per second: size / time (all-to-all: size is each rank's send buffer).
@@ -217,9 +226,41 @@ class Comparison:
             return None
         return next((f for f in (self.reference, "swing", "bfb") if f in fams), None)
 
+    def ties(self) -> list[list[str]]:
+        """Per size, the families within :attr:`tie_tolerance` of the fastest (the winner first, then by time): a
+        set of more than one is a tie the model cannot resolve.
+
+        Returns:
+            A list of S lists of family names.
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: docs/compare.md, "Ties" (the tolerance from the fidelity study, docs/fidelity.md).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1.000e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([1.004e-6])),
+        ...                 Entry("bucket", "bucket", "bandwidth", np.array([2e-6]))])
+        >>> c.ties()
+        [['swing', 'ring']]
+        """
+        fams = self.families()
+        names = list(fams)
+        stack = np.array([fams[f][0] for f in names])
+        out = []
+        for j in range(stack.shape[1]):
+            col = stack[:, j]
+            order = np.argsort(col, kind="stable")
+            limit = col[order[0]] * (1.0 + self.tie_tolerance)
+            out.append([names[i] for i in order if col[i] <= limit])
+        return out
+
     def gain(self, family: str | None = None) -> np.ndarray | None:
-        """goodput(family) / goodput(best other family) - 1 per size (default family: :attr:`gain_family`);
-        None when absent or alone.
+        """goodput(family) / goodput(best rival) - 1 per size (default family: :attr:`gain_family`); None when
+        absent or alone. The rival is the fastest other family outside the family's tie (:meth:`ties`) when the
+        family ties for first, else the winner; NaN where every family ties.
 
         Returns:
             float64 (S,), dimensionless (1.0 = twice as fast), or None.
@@ -228,7 +269,7 @@ class Comparison:
             Nothing: reduces the entries.
 
         Source: Swing (De Sensi et al., NSDI'24) Sec. 5.1.1 (a 100% gain denotes Swing is 2x faster than the best
-        state-of-the-art algorithm).
+        state-of-the-art algorithm); docs/compare.md, "Ties".
 
         >>> import numpy as np
         >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
@@ -238,12 +279,25 @@ class Comparison:
         >>> c.gain("ring").tolist()
         [-0.75, 1.0]
         """
+        return self._rivals(family)[0]
+
+    def _rivals(self, family: str | None) -> tuple[np.ndarray | None, list[str | None]]:
+        """(gain per size, the rival family per size) of :meth:`gain` and :meth:`best_other`."""
         family = family or self.gain_family
         fams = self.families()
         if family not in fams or len(fams) < 2:
-            return None
-        others = np.array([t for f, (t, _) in fams.items() if f != family]).min(axis=0)
-        return others / fams[family][0] - 1.0
+            return None, []
+        gains, rivals = [], []
+        for j, tie in enumerate(self.ties()):
+            outside = [f for f in fams if f != family and (family not in tie or f not in tie)]
+            if not outside:
+                gains.append(np.nan)
+                rivals.append(None)
+                continue
+            best = min(outside, key=lambda f: fams[f][0][j])
+            gains.append(fams[best][0][j] / fams[family][0][j] - 1.0)
+            rivals.append(best)
+        return np.array(gains), rivals
 
     def entry(self, family: str, variant: str) -> Entry | None:
         """The timed entry of ``family`` labelled ``variant`` (as :meth:`winners` names them), or None.
@@ -261,11 +315,12 @@ class Comparison:
         """
         return next((e for e in self.entries if e.family == family and e.variant == variant), None)
 
-    def best_other(self, family: str | None = None) -> list[str]:
-        """Per size, the fastest family other than ``family`` (default: :attr:`gain_family`).
+    def best_other(self, family: str | None = None) -> list[str | None]:
+        """Per size, the rival :meth:`gain` compares ``family`` with (default: :attr:`gain_family`): the fastest
+        family outside its tie, or the winner when it is not in the winning tie; None where every family ties.
 
         Returns:
-            A list of S family names.
+            A list of S family names (or None).
 
         Raises:
             Nothing: reduces the entries (at least two families were timed when a gain exists).
@@ -280,36 +335,36 @@ class Comparison:
         >>> c.best_other()
         ['ring', 'ring']
         """
-        family = family or self.gain_family
-        fams = self.families()
-        names = [f for f in fams if f != family]
-        stack = np.array([fams[f][0] for f in names])
-        return [names[i] for i in stack.argmin(axis=0)]
+        return self._rivals(family)[1]
 
     def to_dict(self) -> dict:
-        """Plain JSON: per size, ``best`` has the winner and, when a reference family was timed, ``gain`` and
-        ``gain_family`` (and ``swing_gain``, the same number, when that family is Swing).
+        """Plain JSON: ``params`` names the parameter set (name, source and every value); every row of ``results``
+        carries its variant and ports; per size, ``best`` has the winner, ``ties`` (the families within
+        ``tie_tolerance`` of it, winner first) and, when a reference family was timed, ``gain`` against its rival
+        (``gain_rival``), ``gain_family`` (and ``swing_gain``, the same number, when that family is Swing);
+        ``skipped`` lists every contender that did not run (algorithm, family, variant, ports, kind, reason).
 
         Returns:
-            A JSON-serializable dict (times in s, goodputs in bytes/s, sizes in bytes).
+            A JSON-serializable dict (times in s, goodputs in bytes/s, sizes in bytes; a gain where every family
+            ties is null).
 
         Raises:
             Nothing: converts the arrays.
 
-        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract tested in
-        subprocesses).
+        Source: docs/compare.md, "Output" (machine-readable output is a contract tested in subprocesses).
 
         >>> import numpy as np
         >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
         ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
         ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
         ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
-        >>> c.to_dict()["best"][0]["swing_gain"]
-        3.0
+        >>> c.to_dict()["best"][0]["swing_gain"], c.to_dict()["best"][0]["ties"]
+        (3.0, ['swing'])
         """
         winners = self.winners()
         family = self.gain_family
-        gain = self.gain(family) if family else None
+        gain, rivals = self._rivals(family) if family else (None, [])
+        ties = self.ties()
 
         def why(family: str, variant: str, j: int) -> dict:
             entry = self.entry(family, variant)
@@ -318,29 +373,39 @@ class Comparison:
         def gains(j: int) -> dict:
             if gain is None:
                 return {}
-            extra = {"swing_gain": float(gain[j])} if family == "swing" else {}
-            return {"gain": float(gain[j]), "gain_family": family, **extra}
+            value = None if np.isnan(gain[j]) else float(gain[j])
+            extra = {"swing_gain": value} if family == "swing" else {}
+            return {"gain": value, "gain_family": family, "gain_rival": rivals[j], **extra}
+
+        def ports(family: str, variant: str):
+            entry = self.entry(family, variant)
+            return entry.ports if entry is not None else None
 
         return {
             "topology": self.topology, "collective": self.collective, "model": self.model, "routing": self.routing,
             "params": self.params.to_dict(), "sizes": [int(s) for s in self.sizes],
             "peak_goodput_Bps": self.peak_goodput, "gain_family": family if gain is not None else None,
-            "results": [{"algorithm": e.algorithm, "variant": e.variant, "family": e.family, "size": int(s),
-                         "time_s": float(t), "goodput_Bps": float(s / t), **(e.why.at(s) if e.why else {})}
+            "tie_tolerance": self.tie_tolerance,
+            "results": [{"algorithm": e.algorithm, "variant": e.variant, "ports": e.ports, "family": e.family,
+                         "size": int(s), "time_s": float(t), "goodput_Bps": float(s / t),
+                         **(e.why.at(s) if e.why else {})}
                         for e in self.entries for s, t in zip(self.sizes, e.times, strict=True)],
-            "best": [{"size": int(s), "algorithm": w[0], "variant": w[1], "time_s": w[2],
-                      "goodput_Bps": float(s / w[2]), **gains(j), **why(w[0], w[1], j)}
+            "best": [{"size": int(s), "algorithm": w[0], "variant": w[1], "ports": ports(w[0], w[1]),
+                      "time_s": w[2], "goodput_Bps": float(s / w[2]), "ties": ties[j], **gains(j),
+                      **why(w[0], w[1], j)}
                      for j, (s, w) in enumerate(zip(self.sizes, winners, strict=True))],
-            "skipped": self.skipped,
+            "skipped": [k.to_dict() for k in self.skipped],
             **({"bound": {**self.bound, "times_s": [float(t) for t in self.bound_times],
                           "goodput_Bps": [float(g) for g in self.sizes / self.bound_times]},
                 "goodput_definition": ALLTOALL_GOODPUT} if self.bound is not None else {}),
         }
 
     def to_csv(self) -> str:
-        """One CSV row per (entry, size): algorithm, variant, family, size_bytes, time_s, goodput_Bps, with a header;
-        when the entries carry their :class:`~directcoll.reports.why.Why` (``compare(..., why=True)``), also steps,
-        congestion_deficiency, max_link_name, bytes_max_link and max_link_step.
+        """One CSV row per (entry, size): algorithm, variant, ports, family, size_bytes, time_s, goodput_Bps and an
+        empty ``skipped`` column, with a header; then one row per skipped contender, its size, time and goodput
+        empty and ``skipped`` = kind: reason. When the entries carry their :class:`~directcoll.reports.why.Why`
+        (``compare(..., why=True)``), also steps, congestion_deficiency, max_link_name, bytes_max_link and
+        max_link_step.
 
         Returns:
             The CSV text.
@@ -348,26 +413,32 @@ class Comparison:
         Raises:
             Nothing: formats the arrays.
 
-        Source: DESIGN.md, "Engines, runtimes and scale" (``--csv`` is a contract).
+        Source: docs/compare.md, "Output" (``--csv`` is a contract).
 
         >>> import numpy as np
         >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
-        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
-        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
-        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6]), ports=4),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6]), ports=4),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]), ports=2)])
         >>> c.to_csv().splitlines()[1]
-        'swing,latency,swing,8,1e-06,8000000'
+        'swing,latency,4,swing,8,1e-06,8000000,'
         """
         buf = io.StringIO()
         w = csv.writer(buf)
         why = all(e.why is not None for e in self.entries)
         extra = list(WHY_CSV) if why else []
-        w.writerow(["algorithm", "variant", "family", "size_bytes", "time_s", "goodput_Bps", *extra])
+        w.writerow(["algorithm", "variant", "ports", "family", "size_bytes", "time_s", "goodput_Bps", "skipped",
+                    *extra])
         for e in self.entries:
             for s, t in zip(self.sizes, e.times, strict=True):
                 more = [e.why.at(s)[k] for k in WHY_CSV] if why else []
-                w.writerow([e.algorithm, e.variant, e.family, int(s), f"{t:.9g}", f"{s / t:.9g}",
+                w.writerow([e.algorithm, e.variant, "" if e.ports is None else e.ports, e.family, int(s),
+                            f"{t:.9g}", f"{s / t:.9g}", "",
                             *(f"{v:.9g}" if isinstance(v, float) else v for v in more)])
+        for k in self.skipped:
+            d = k.to_dict()
+            w.writerow([d["algorithm"], d["variant"] or "", "" if d["ports"] is None else d["ports"], d["family"],
+                        "", "", "", f"{d['kind']}: {d['reason']}", *([""] * len(extra))])
         return buf.getvalue()
 
 
@@ -422,21 +493,25 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
             "pair_rate_Bps": float(res.pair_rate_bytes_per_s), "host_bandwidth_Bps": host}
 
 
-def _check_memory_up_front(topology: Topology, coll: Collective, contenders) -> None:
-    """Refuse the comparison before timing anything when one contender's schedule would not fit the memory budget
-    (:func:`directcoll.registry.check_build_memory`; they are built one at a time)."""
-    from directcoll.registry import check_build_memory
+def _time(pattern, topology: Topology, sizes: np.ndarray, params: NetworkParams, routing: str, model: str,
+          why: bool):
+    """(the step model's simulation or None, times per size) of one contender's pattern under ``model``."""
+    sim = simulate(pattern, topology, params, routing) if model == "step" or why else None
+    if model == "step":
+        return sim, sim.time(sizes)
+    if model == "flow":
+        from directcoll.simulate.flow import flow_times
 
-    for _family, name, variant, *_extra in contenders:
-        try:
-            check_build_memory(name, topology, coll, variant, pattern=True)  # compare builds step patterns
-        except UnsupportedShapeError:
-            continue  # an unknown name: skipped with its reason below
+        return sim, flow_times(pattern, topology, sizes, params, routing)
+    from directcoll.simulate.packet import packet_times
+
+    return sim, packet_times(pattern, topology, sizes, params, routing)
 
 
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,
             routing: str = "adaptive", model: str = "step", contenders=None,
-            progress: Callable[..., None] = _progress_noop, bound: bool = True, why: bool = False) -> Comparison:
+            progress: Callable[..., None] = _progress_noop, bound: bool = True, why: bool = False,
+            ports: int | None = None, cutoffs: bool = True, tie_tolerance: float = TIE_TOLERANCE) -> Comparison:
     """Time every contender that serves ``topology`` at every size.
 
     Args:
@@ -444,84 +519,94 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         collective: allreduce (default), reduce_scatter, allgather, alltoall, broadcast or reduce.
         sizes: vector sizes in bytes (default: 32 B .. 512 MiB, powers of two: the paper's sweep; to 4 MiB for
             the packet model).
-        params: network parameters (default: zero overheads and the topology's links).
+        params: network parameters (default: :func:`~directcoll.simulate.params.default_params`, the Swing paper's
+            SST setup, as ``directcoll compare`` uses; a network file's own per-link values are kept).
         routing: "adaptive" or "dor".
         model: "step" (closed-form sweep), "flow" (max-min fair, per size; slower) or "packet" (ns-3, per size;
             slowest, refused over :data:`~directcoll.simulate.packet.MAX_PACKET_HOPS` per size).
-        contenders: (family, registry name, variant[, build options]) tuples; default (None or empty)
-            :func:`default_contenders` of the topology. Exactly :data:`DEFAULT_CONTENDERS` gives the Swing
-            paper's comparison: those plus the generalized allreduce at every r for a non-power-of-two N.
+        contenders: :class:`~directcoll.reports.contenders.Contender` records (or registry names, or tuples
+            (family, algorithm, variant[, options])); default (None or empty): :func:`default_policy` of the
+            topology, whose cutoffs are listed as skipped. Exactly :data:`DEFAULT_CONTENDERS` gives the Swing
+            paper's comparison: those plus the generalized allreduce for a non-power-of-two N.
         progress: callable(done, total, label) for progress bars.
         bound: all-to-all only: also solve the MCF bound (:func:`alltoall_bound`) into ``Comparison.bound`` and
             ``bound_times``.
         why: also record every entry's steps, congestion deficiency Ξ and busiest link
             (:func:`directcoll.reports.why.explain`, from the step model's routing whatever ``model`` is).
+        ports: build every contender with this many ports (concurrent collectives per rank); one that refuses it
+            is skipped with its builder's reason, one whose schedule takes no port count (BFB, trees) is skipped
+            as kind ``ports``. None: each algorithm's default.
+        cutoffs: apply the default policy's size cutoffs (listed as skipped); False runs those contenders too.
+        tie_tolerance: fraction within which contenders tie (:data:`TIE_TOLERANCE`), >= 0.
 
     Returns:
-        A :class:`Comparison`; contenders that refuse the topology are listed in ``skipped`` with the reason.
-        Its reference family (for :meth:`Comparison.gain`) is BFB on direct-connect topologies
+        A :class:`Comparison`. Every contender that does not run is in ``skipped`` with its kind and reason: a
+        shape it does not serve, a schedule over the memory budget (the others still run), a cutoff, a port
+        count. Its reference family (for :meth:`Comparison.gain`) is BFB on direct-connect topologies
         (:func:`is_direct_connect`), else Swing; for all-to-all the MCF schedules if timed, else EwSP; for
         broadcast and reduce bfb-tree or swing-tree (peak goodput: the node bandwidth).
-        Variants built with options are labelled ``r=k`` (generalized) or ``P=k`` (double binary tree and chain
-        chunks).
 
     Raises:
-        DirectcollError: unknown model, or no contender serves the topology.
-        ResourceError: a contender's schedule would not fit the memory budget (checked before any is built).
+        DirectcollError: unknown model, a negative ``tie_tolerance``, ``ports`` < 1, or no contender runs (the
+            message lists every skip).
         ScheduleError: an unknown collective name.
-        TopologyError, SolverError: from building a contender (UnsupportedShapeError only skips it).
+        TopologyError, SolverError: from building a contender (UnsupportedShapeError and ResourceError only skip
+            it).
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (the size sweep 32 B .. 512 MiB, goodput, gain);
-    DESIGN.md, "Cost and simulation" (step model; flow model for validation).
+    docs/simulation.md (step model; flow and packet models for validation); docs/compare.md (policy and ties).
 
     >>> from directcoll.topology import parse
     >>> c = compare(parse("torus:4x4"), sizes=[32, 2**20], contenders=DEFAULT_CONTENDERS)
-    >>> len(c.entries), c.skipped
-    (6, [])
+    >>> len(c.entries), c.skipped, c.params.name
+    (6, [], 'swing-sst')
     """
     if model not in MODELS:
         raise DirectcollError(f"unknown model {model!r}; accepted: {', '.join(MODELS)}")
+    if not tie_tolerance >= 0:
+        raise DirectcollError(f"tie tolerance must be a fraction >= 0 (0.005 = 0.5 %), got {tie_tolerance!r}")
+    if ports is not None and ports < 1:
+        raise DirectcollError(f"ports must be >= 1, got {ports}")
     coll = Collective.parse(collective)
     if sizes is None:  # the packet engine simulates every packet: its default sweep stops at 4 MiB
         sizes = 2 ** np.arange(5, 23 if model == "packet" else 30)
     sizes = np.asarray(sizes, dtype=float)
-    params = params if params is not None else NetworkParams()
+    params = params if params is not None else default_params(topology)
     if not contenders:
-        contenders = default_contenders(topology, coll)
+        run, skipped = default_policy(topology, coll, cutoffs)
     else:
-        contenders = list(contenders)
-        if contenders == DEFAULT_CONTENDERS:
-            contenders += generalized_contenders(topology.num_compute, coll)
-    _check_memory_up_front(topology, coll, contenders)
-    entries, skipped = [], []
-    for i, (family, name, variant, *extra) in enumerate(contenders):
-        options = extra[0] if extra else {}
-        label = f"{name} {variant or ''}".strip()
-        progress(i, len(contenders), label)
+        run, skipped = [Contender.of(c) for c in contenders], []
+        if run == DEFAULT_CONTENDERS:
+            general, cut = generalized_contenders(topology.num_compute, coll, cutoffs)
+            run, skipped = run + general, cut
+    if ports is not None:
+        run = [c.with_(ports=ports) for c in run]
+    entries = []
+    for i, c in enumerate(run):
+        progress(i, len(run), f"{c.algorithm} {c.label}".strip())
         try:
-            pattern = build_pattern(name, topology, coll, variant=variant, **options)
-        except UnsupportedShapeError as exc:
-            skipped.append({"algorithm": name, "variant": variant, "reason": str(exc)})
+            pattern = build_pattern(c.algorithm, topology, coll, variant=c.variant, ports=c.ports, **c.options)
+            built_ports = pattern.meta.get("ports")
+            if ports is not None and built_ports != ports:
+                skipped.append(Skipped(c, "ports", f"{c.algorithm} takes no port count (it uses the links its "
+                                                   f"construction chooses), so it cannot be restricted to {ports}"))
+                continue
+            sim, times = _time(pattern, topology, sizes, params, routing, model, why)
+        except ResourceError as exc:  # its schedule or its routes: the others may still fit
+            skipped.append(Skipped(c, "memory", str(exc)))
             continue
-        label_variant = (f"r={options['r']}" if "r" in options else
-                         f"P={options['chunks']}" if "chunks" in options else None)
-        sim = simulate(pattern, topology, params, routing) if model == "step" or why else None
-        if model == "step":
-            times = sim.time(sizes)
-        elif model == "flow":
-            from directcoll.simulate.flow import flow_times
-
-            times = flow_times(pattern, topology, sizes, params, routing)
-        else:
-            from directcoll.simulate.packet import packet_times
-
-            times = packet_times(pattern, topology, sizes, params, routing)
-        entries.append(Entry(family, name, label_variant or pattern.meta.get("variant") or variant or "",
-                             np.asarray(times), explain(pattern, sim, topology) if why else None))
-    progress(len(contenders), len(contenders), "done")
+        except UnsupportedShapeError as exc:
+            skipped.append(Skipped(c, "shape", str(exc)))
+            continue
+        entries.append(Entry(c.family, c.algorithm, c.label or pattern.meta.get("variant") or "",
+                             np.asarray(times), explain(pattern, sim, topology) if why else None,
+                             None if built_ports is None else int(built_ports)))
+        del pattern, sim  # the next contender's schedule may need the memory
+    progress(len(run), len(run), "done")
     if not entries:
-        raise DirectcollError(f"no algorithm serves {coll.value} on {topology.spec}: "
-                              + "; ".join(f"{s['algorithm']}: {s['reason']}" for s in skipped))
+        raise DirectcollError(f"no algorithm runs {coll.value} on {topology.spec}: "
+                              + "; ".join(f"{k.contender.algorithm} {k.contender.label}: {k.reason}".replace(" :", ":")
+                                          for k in skipped))
     bw = params.link_bandwidth
     node_bw = topology.node_bandwidth if bw is None else bw * topology.out_degree[: topology.num_compute].max()
     if params.host_injection:
@@ -538,8 +623,9 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             try:
                 mcf = alltoall_bound(topology, params)
             except DirectcollError as exc:
-                skipped.append({"algorithm": "mcf bound", "variant": None, "reason": str(exc)})
+                kind = "memory" if isinstance(exc, ResourceError) else "shape"
+                skipped.append(Skipped(Contender("mcf bound", "mcf", "bound"), kind, str(exc)))
             else:
                 mcf_times = sizes / p / mcf["pair_rate_Bps"]
     return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak),
-                      reference=reference, bound=mcf, bound_times=mcf_times)
+                      reference=reference, bound=mcf, bound_times=mcf_times, tie_tolerance=float(tie_tolerance))

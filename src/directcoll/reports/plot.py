@@ -246,6 +246,7 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None, fmt: str | 
                   handlelength=1.8, columnspacing=1.0, borderaxespad=0.0)
         fig.suptitle(title or textwrap.fill(f"{coll} on {cmp.topology} ({cmp.params.name} parameters, "
                                             f"{cmp.routing} routing, {cmp.model} model)", 64), fontsize=7)
+        fig.supxlabel(caption(cmp), fontsize=5, ha="left", x=0.02, color="0.25")
         if axg is not None:
             _gain_panel(axg, cmp, gain, reference, sizes)
             axg.set_xlabel(xlabel)
@@ -268,15 +269,50 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None, fmt: str | 
     return path
 
 
+def caption(cmp: Comparison, width: int = 96) -> str:
+    """The figure's caption: the tie tolerance, the sizes where the winner ties, and every contender that did not
+    run with its kind (wrapped to ``width`` characters).
+
+    Returns:
+        The text (lines joined by newlines).
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/compare.md, "Ties" and "Skipped contenders".
+
+    >>> from directcoll.reports.compare import compare
+    >>> from directcoll.topology import parse
+    >>> print(caption(compare(parse("torus:4x4"), sizes=[32], contenders=["swing", "bfb-tree"])))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Ties: times within 0.5 % of the fastest; none at these sizes. Not run: bfb-tree (shape).
+    """
+    ties = [(s, t) for s, t in zip(cmp.sizes, cmp.ties(), strict=True) if len(t) > 1]
+    tol = f"{cmp.tie_tolerance * 100:.2g} %"
+    if ties:
+        where = "; ".join(f"{format_size(s)}: {' = '.join(t)}" for s, t in ties[:4])
+        more = f" and {len(ties) - 4} more sizes" if len(ties) > 4 else ""
+        text = f"Ties: times within {tol} of the fastest; {where}{more}."
+    else:
+        text = f"Ties: times within {tol} of the fastest; none at these sizes."
+    if cmp.skipped:
+        names = {}
+        for k in cmp.skipped:
+            name = " ".join(filter(None, (k.contender.algorithm, k.contender.label)))
+            names.setdefault(k.kind, []).append(name)
+        text += " Not run: " + "; ".join(f"{', '.join(v)} ({kind})" for kind, v in names.items()) + "."
+    return "\n".join(textwrap.wrap(text, width))
+
+
 def _gain_panel(axg, cmp: Comparison, gain: np.ndarray, reference: str, sizes: np.ndarray) -> None:
     """The reference family's gain per size, bars labelled with the best other family's letter; a sentence
     instead of bars when the gain is 0 at every size."""
     name = {"swing": "Swing", "mcf": "MCF", "bfb": "BFB", "ewsp": "EwSP"}.get(reference, reference)
     others = cmp.best_other(reference)
-    pct = gain * 100
+    pct = np.nan_to_num(gain * 100)  # NaN: every family ties at that size, drawn as 0 and labelled "="
     axg.axhline(0, color="0.3", lw=0.6)
     if np.all(np.abs(pct) < 0.05):
-        tied = ", ".join(dict.fromkeys(f"{letter(o, cmp.collective)} {o}" for o in others))
+        tied = ", ".join(dict.fromkeys(f"{letter(o, cmp.collective)} {o}" for o in others if o is not None))
         axg.text(0.5, 0.5, textwrap.fill(f"gain 0 % at every size: {name} is as fast as the best other "
                                          f"({tied})", 56), transform=axg.transAxes, ha="center", va="center",
                  fontsize=6, bbox={"facecolor": "white", "edgecolor": "none"})
@@ -284,13 +320,14 @@ def _gain_panel(axg, cmp: Comparison, gain: np.ndarray, reference: str, sizes: n
         axg.set_yticks([0])
         axg.set_ylabel(f"{name} gain (%)")
         return
-    axg.set_ylabel(f"{name} gain (%)\nover best other")
+    axg.set_ylabel(f"{name} gain (%)\nover best other\noutside its tie")
     colour = np.where(pct >= 0, _style(reference, 0, cmp.collective)[0], "0.55")
     axg.bar(sizes, pct, width=sizes * 0.5, color=colour, align="center")
     lo, hi = min(pct.min(), 0), max(pct.max(), 0)
     pad = 0.04 * max(hi - lo, 10)
     for s, g, other in zip(sizes, pct, others, strict=True):
-        axg.text(s, g + (pad if g >= 0 else -pad), letter(other, cmp.collective), ha="center",
+        axg.text(s, g + (pad if g >= 0 else -pad), "=" if other is None else letter(other, cmp.collective),
+                 ha="center",
                  va="bottom" if g >= 0 else "top", fontsize=5)
     axg.set_ylim(lo - 5 * pad, hi + 6 * pad)
     axg.grid(True, axis="y", alpha=0.3)

@@ -64,14 +64,17 @@ def byte_ranges(sizes) -> list[tuple[int, int | None]]:
     return [(0 if i == 0 else tops[i - 1] + 1, tops[i] if i < len(tops) else None) for i in range(len(sizes))]
 
 
-def table_entries(collective: str, ranks: int, sizes, winners: list[str | None], root: int | None = None) -> list[dict]:
+def table_entries(collective: str, ranks: int, sizes, winners: list[str | None], root: int | None = None,
+                  programs: dict[str, dict] | None = None) -> list[dict]:
     """Table entries of ``winners`` (a program file name per size, None where the MPI library wins): one entry per
     run of consecutive sizes with the same program, its bytes from :func:`byte_ranges`; none where None. ``root``
     (broadcast and reduce): recorded in every entry, for people and :func:`check_table` (the library reads the
-    root from the program).
+    root from the program). ``programs``: program name -> {algorithm, variant, ports}, copied into its entries
+    for people (the library reads only the program).
 
     Returns:
-        A list of {collective, ranks, min_bytes, max_bytes, program} dicts (and root, when given).
+        A list of {collective, ranks, min_bytes, max_bytes, program} dicts (and root, and the program's
+        algorithm, variant and ports, when given).
 
     Raises:
         DirectcollError: bad sizes (:func:`byte_ranges`) or not one winner per size.
@@ -93,7 +96,8 @@ def table_entries(collective: str, ranks: int, sizes, winners: list[str | None],
             out[-1]["max_bytes"] = hi
         else:
             out.append({"collective": collective, "ranks": ranks, "min_bytes": lo, "max_bytes": hi,
-                        "program": program, **({} if root is None else {"root": root})})
+                        "program": program, **({} if root is None else {"root": root}),
+                        **(programs or {}).get(program, {})})
     return out
 
 
@@ -102,26 +106,28 @@ def _program_name(stem: str, algorithm: str, variant: str, root: int | None = No
     return f"{stem}-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in label) + ".dcp"
 
 
-def _build(topology, collective: str, contender: tuple):
+def _build(topology, collective: str, contender):
     from directcoll.registry import build
 
-    _family, name, variant, *extra = contender
-    return build(name, topology, collective, variant=variant, **(extra[0] if extra else {}))
+    return build(contender.algorithm, topology, collective, variant=contender.variant, ports=contender.ports,
+                 **contender.options)
 
 
-def _label(contender: tuple) -> str | None:
-    options = contender[3] if len(contender) > 3 else {}
-    return (f"r={options['r']}" if "r" in options else f"P={options['chunks']}" if "chunks" in options else None)
+def _described(schedule, label: str) -> dict:
+    """What a table entry says of its program, for people: algorithm, variant and ports."""
+    ports = schedule.meta.get("ports")
+    return {"algorithm": schedule.algorithm, "variant": label or schedule.meta.get("variant") or None,
+            "ports": None if ports is None else int(ports)}
 
 
-def _contender_of(entry, contenders: list[tuple]) -> tuple | None:
-    """The contender tuple of a :class:`~directcoll.reports.compare.Entry` (compare labels built options r=k, P=k
-    and a variant None by the variant the schedule records)."""
-    mine = [c for c in contenders if c[1] == entry.algorithm]
+def _contender_of(entry, contenders: list):
+    """The :class:`~directcoll.reports.contenders.Contender` of a :class:`~directcoll.reports.compare.Entry`
+    (compare labels built options r=k, P=k and a variant None by the variant the schedule records)."""
+    mine = [c for c in contenders if c.algorithm == entry.algorithm]
     for c in mine:
-        if _label(c) == entry.variant or (_label(c) is None and c[2] == entry.variant):
+        if c.label == entry.variant or (c.label == "" and c.variant == entry.variant):
             return c
-    return next((c for c in mine if _label(c) is None and c[2] is None), None)
+    return next((c for c in mine if c.label == ""), None)
 
 
 def _check(topology, collective: str, ranks: int | None, root: int | None = None) -> tuple[str, int, int | None]:
@@ -181,18 +187,21 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
     contenders = with_root(default_contenders(topology, coll), root)
     cmp = compare(topology, coll, sizes, params, routing, contenders=contenders)
     compiled: dict[tuple, str | None] = {}
+    programs: dict[str, dict] = {}
     winners = []
     for j in range(len(sizes)):
         for entry in sorted(cmp.entries, key=lambda e: e.times[j]):
             c = _contender_of(entry, contenders)
             if c is None:
                 continue
-            key = (c[1], c[2], tuple(sorted((c[3] if len(c) > 3 else {}).items())))
+            key = (c.algorithm, c.variant, c.ports, tuple(sorted(c.options.items())))
             if key not in compiled:
                 name = _program_name(output.stem, entry.algorithm, entry.variant, root)
                 try:
-                    write_program(_build(topology, coll, c), output.parent / name)
+                    sched = _build(topology, coll, c)
+                    write_program(sched, output.parent / name)
                     compiled[key] = name
+                    programs[name] = _described(sched, c.label)
                 except (ScheduleError, UnsupportedShapeError):
                     compiled[key] = None
             if compiled[key]:
@@ -202,7 +211,7 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
             raise DirectcollError(f"no contender on {topology.spec} compiles into a program at {sizes[j]} bytes")
     table = {"directcoll_tuning": 1, "source": "model", "network": topology.spec, "collective": coll, "ranks": n,
              **({} if root is None else {"root": root}), "sizes": sizes, "winners": winners,
-             "entries": table_entries(coll, n, sizes, winners, root)}
+             "entries": table_entries(coll, n, sizes, winners, root, programs)}
     output.write_text(json.dumps(table, indent=1) + "\n")
     return table
 
@@ -404,13 +413,15 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
     byte_ranges(sizes)
     output = Path(output)
     times: dict[str, list[float]] = {"mpi": [math.inf] * len(sizes)}
+    programs: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="directcoll-tune-") as tmp:
         candidates = []
         for c in with_root(default_contenders(topology, coll), root):
             try:
                 sched = _build(topology, coll, c)
-                name = _program_name(output.stem, sched.algorithm, _label(c) or sched.meta.get("variant") or "", root)
+                name = _program_name(output.stem, sched.algorithm, c.label or sched.meta.get("variant") or "", root)
                 write_program(sched, Path(tmp) / name)
+                programs[name] = _described(sched, c.label)
             except (ScheduleError, UnsupportedShapeError):
                 continue
             if name not in times:
@@ -436,7 +447,7 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
     table = {"directcoll_tuning": 1, "source": "measured", "network": topology.spec, "collective": coll, "ranks": n,
              **({} if root is None else {"root": root}), "sizes": sizes, "winners": winners,
              "times": {k: [None if math.isinf(t) else t for t in v] for k, v in times.items()},
-             "entries": table_entries(coll, n, sizes, winners, root)}
+             "entries": table_entries(coll, n, sizes, winners, root, programs)}
     output.write_text(json.dumps(table, indent=1) + "\n")
     return table
 

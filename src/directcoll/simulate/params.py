@@ -235,6 +235,31 @@ def params_from_file(path) -> NetworkParams:
     return params if params.source else replace(params, source=f"parameters file {os.fspath(path)}")
 
 
+def default_params(topology, name: str | None = None) -> NetworkParams:
+    """The parameters a comparison uses on ``topology`` when none are given: the preset ``name`` (default
+    ``swing-sst``, :func:`network_params`) with a network file's own per-link bandwidths and latencies kept (the
+    preset's value applies only where the file gives none). The library's ``compare`` and ``directcoll compare``
+    both start here, so they time the same spec alike.
+
+    Returns:
+        NetworkParams.
+
+    Raises:
+        DirectcollError: an unknown preset name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (the SST setup); docs/simulation.md, "Step model".
+
+    >>> from directcoll.topology import parse
+    >>> default_params(parse("torus:4x4")).name
+    'swing-sst'
+    """
+    params = network_params(name)
+    per_link = topology.params.get("per_link", ())  # a network file's own per-link values win over a preset's
+    if per_link:
+        params = replace(params, **{f"link_{key}": None for key in per_link})
+    return params
+
+
 def resolve_network(spec: str, params_name: str | None = None, **overrides):
     """The topology and network parameters of ``spec``, a topology spec or a system preset name (whose first
     published topology is used, and whose parameters are the default when it gives them), with ``overrides``
@@ -286,11 +311,8 @@ def resolve_network(spec: str, params_name: str | None = None, **overrides):
         notes.append(f"{preset.name}: {topology.spec} -- {preset.source_of('topologies')}")
         if params_name is None and preset.link_bandwidth is not None:
             params_name = preset.name
-    params = network_params(params_name)
+    params = default_params(topology, params_name)
     notes.append(f"parameters {params.name}: {params.source}")
-    per_link = topology.params.get("per_link", ())  # a network file's own per-link values win over a preset's
-    if per_link:
-        params = replace(params, **{f"link_{name}": None for name in per_link})
     if topology.params.get("description"):
         notes.append(topology.params["description"])
     return topology, params.with_(**overrides), notes

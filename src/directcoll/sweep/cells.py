@@ -142,19 +142,15 @@ def parameter_row(kind: str, params: dict) -> dict:
 
 def _compare(p: dict, _children_map) -> list[dict]:
     from directcoll.reports.compare import compare
-    from directcoll.reports.contenders import default_contenders, family_contenders
+    from directcoll.reports.contenders import default_policy, select
     from directcoll.simulate.params import resolve_network
 
     overrides = {k: p[k] for k in ("alpha", "per_hop_latency", "link_bandwidth", "link_latency", "gamma",
                                    "host_injection", "forwarding", "packet_size", "packet_header")}
     topology, params, _notes = resolve_network(p["topology"], p["params"], **overrides)
-    contenders = default_contenders(topology, p["collective"])
+    contenders, cut = default_policy(topology, p["collective"])
     if p["algorithms"]:  # as `compare --algorithms`: families or registry names, defaults first
-        defaults = contenders
-        contenders = [c for c in defaults if c[0] in p["algorithms"] or c[1] in p["algorithms"]]
-        for w in p["algorithms"]:
-            if not any(w in (c[0], c[1]) for c in defaults):
-                contenders += family_contenders(w, topology, p["collective"])
+        contenders = select(contenders + [k.contender for k in cut], p["algorithms"], topology, p["collective"])
     cmp = compare(topology, p["collective"], p["sizes"], params, p["routing"], p["model"], contenders)
     common = {"topology": p["topology"], "topology_spec": topology.spec, "ranks": topology.num_compute,
               "collective": cmp.collective, "model": p["model"], "routing": p["routing"], "network": params.name,
@@ -168,7 +164,8 @@ def _compare(p: dict, _children_map) -> list[dict]:
     for e in cmp.entries:
         for j, size in enumerate(cmp.sizes):
             t = float(e.times[j])
-            rows.append({**common, "algorithm": e.algorithm, "variant": e.variant, "family": e.family,
+            rows.append({**common, "algorithm": e.algorithm, "variant": e.variant, "ports": e.ports,
+                         "family": e.family,
                          "size_bytes": int(size), "time_s": t, "goodput_Bps": float(size) / t,
                          "winner": (e.family, e.variant) == winners[j][:2]})
     if cmp.bound_times is not None:  # all-to-all: the MCF bound (Basu Sec. 3.1), no schedule is faster

@@ -319,9 +319,19 @@ def _t_b(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, per_lp=None) -> float
     return float(step_time.sum()) * g.topology.node_bandwidth / g.n / g.topology.link_bandwidth.max()
 
 
-def _translation_invariant(topo: Topology) -> bool:
-    """A Cayley topology whose link bandwidths and latencies depend only on the port (so node 0's LPs serve every
-    node)."""
+def translation_invariant(topo: Topology) -> bool:
+    """Whether BFB plans by translation on ``topo``: a Cayley topology whose link bandwidths and latencies depend
+    only on the port, so node 0's LPs serve every node (else every node solves its own).
+
+    Raises:
+        Nothing: reads the topology.
+
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 ("vertex-transitive" topologies).
+
+    >>> from directcoll.topology import parse
+    >>> translation_invariant(parse("torus:4x4")), translation_invariant(parse("mesh:4x4"))
+    (True, False)
+    """
     if not topo.is_cayley:
         return False
     bw = topo.link_bandwidth.reshape(topo.num_compute, -1)
@@ -335,7 +345,7 @@ def _plan(g: _Graph, chunks: int | None, drop_slow_links: bool = True) -> tuple[
     lps = _LoadLPs(chunks, drop_slow_links=drop_slow_links)
     order = np.argsort(g.dst, kind="stable")
     in_start = np.searchsorted(g.dst[order], np.arange(n + 1))
-    if _translation_invariant(topo):  # one BFS (to node 0), one node's LPs, then translation
+    if translation_invariant(topo):  # one BFS (to node 0), one node's LPs, then translation
         to0 = _distances_to(g, 0)
         in_links = order[in_start[0]:in_start[1]]
         tails = g.src[in_links]
@@ -492,7 +502,7 @@ def bfb_reduce_scatter(topology: Topology, *, chunks: int | None = None,
     ('reduce_scatter', 3, 0.75)
     """
     meta = _meta(chunks, size)
-    if _translation_invariant(topology) and topology.num_compute > 1:
+    if translation_invariant(topology) and topology.num_compute > 1:
         ag = allgather if allgather is not None else bfb_allgather(topology, chunks=chunks, size=size,
                                                                    drop_slow_links=drop_slow_links)
         negate = topology.node_at(-topology.coords(np.arange(topology.num_compute)))
@@ -584,7 +594,7 @@ def translation_loads(topology: Topology, *, chunks: int | None = None, size: fl
     >>> step.tolist(), num.tolist(), den  # step 1: both neighbours' shards; step 2: half of the far one each way
     ([0, 0, 1, 1], [2, 2, 1, 1], 2)
     """
-    if not _translation_invariant(topology) or topology.num_compute < 2:
+    if not translation_invariant(topology) or topology.num_compute < 2:
         return None
     g = _graph(topology, False, _size(size))
     (plan,), lps, _ = _plan(g, _chunks(chunks))
