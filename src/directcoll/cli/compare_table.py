@@ -8,6 +8,7 @@ over the best other); issue #18 ("tables that read well anywhere": distinct lett
 from __future__ import annotations
 
 from directcoll.cli.output import SHORT_FAMILY, gbps, table_console
+from directcoll.reports.contenders import grouped_skips
 from directcoll.units import signed_percent
 
 #: the marks of variants in the compare table (lower case: the families' letters are capitals), and their names
@@ -123,10 +124,8 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
                       f"{families}. best = the fastest." + gain_note + peak)
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
-    for k in cmp.skipped:
-        c = k.contender
-        name = " ".join(filter(None, (c.algorithm, c.label)))
-        console.print(f"[dim]skipped {escape(name)} ({k.kind}): {escape(k.reason)}[/dim]", highlight=False)
+    for name, kind, reason in grouped_skips(cmp.skipped):
+        console.print(f"[dim]skipped {escape(name)} ({kind}): {escape(reason)}[/dim]", highlight=False)
 
 
 

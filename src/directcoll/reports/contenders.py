@@ -152,6 +152,38 @@ class Skipped:
 #: packet engine's winner in 83 of 86 cells, its single winner in 65; ``compare --tie-tolerance`` sets another
 TIE_TOLERANCE = 0.005
 
+def grouped_skips(skipped: list[Skipped]) -> list[tuple[str, str, str]]:
+    """``skipped`` for people: one (names, kind, reason) per algorithm, kind and reason, in order of first
+    appearance, the labels of its variants joined (``generalized r=1..18``).
+
+    Returns:
+        A list of (names, kind, reason) tuples.
+
+    Raises:
+        Nothing: groups records.
+
+    Source: :class:`Skipped`.
+
+    >>> cut = [Skipped(Contender("generalized", "generalized", options={"r": r}), "cutoff", "too big")
+    ...        for r in (1, 2, 3)]
+    >>> grouped_skips(cut)
+    [('generalized r=1..3', 'cutoff', 'too big')]
+    """
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for k in skipped:
+        groups.setdefault((k.contender.algorithm, k.kind, k.reason), []).append(k.contender.label)
+    out = []
+    for (algorithm, kind, reason), labels in groups.items():
+        labels = [lab for lab in labels if lab]
+        numbers = [lab.split("=", 1) for lab in labels]
+        if len(labels) > 2 and all(len(n) == 2 and n[0] == numbers[0][0] and n[1].isdigit() for n in numbers):
+            values = [int(n[1]) for n in numbers]
+            if values == list(range(values[0], values[0] + len(values))):
+                labels = [f"{numbers[0][0]}={values[0]}..{values[-1]}"]
+        out.append((" ".join([algorithm, ", ".join(labels)]).strip(), kind, reason))
+    return out
+
+
 #: the contenders compared on grids; the families are what the Swing paper plots
 DEFAULT_CONTENDERS: list[Contender] = [
     Contender("swing", "swing", "latency"),

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from directcoll.reports.compare import Comparison
+from directcoll.reports.contenders import grouped_skips
 from directcoll.reports.draw import figure_format
 from directcoll.units import format_size
 
@@ -296,10 +297,9 @@ def caption(cmp: Comparison, width: int = 96) -> str:
     else:
         text = f"Ties: times within {tol} of the fastest; none at these sizes."
     if cmp.skipped:
-        names = {}
-        for k in cmp.skipped:
-            name = " ".join(filter(None, (k.contender.algorithm, k.contender.label)))
-            names.setdefault(k.kind, []).append(name)
+        names: dict[str, list[str]] = {}
+        for name, kind, _reason in grouped_skips(cmp.skipped):
+            names.setdefault(kind, []).append(name)
         text += " Not run: " + "; ".join(f"{', '.join(v)} ({kind})" for kind, v in names.items()) + "."
     return "\n".join(textwrap.wrap(text, width))
 
