@@ -1,5 +1,5 @@
-"""Basu et al. (HPDC'24) Fig. 3's host-to-NIC bottleneck on the 27-node torus, and the ILP baselines at N = 44 and 81
-(issue #17): the tables of docs/alltoall.md, "Basu et al.'s Fig. 3 and the ILP baselines".
+"""Basu et al. (HPDC'24) Fig. 3's host-to-NIC bottleneck on the 27-node torus, and the ILP baselines at N = 44 and 81:
+the tables of docs/alltoall.md, "Basu et al.'s Fig. 3 and the ILP baselines".
 
 Table 1 (Sec. 5.1-5.2, Fig. 3 right and Fig. 4 right): torus:3x3x3 with 6 x 25 Gb/s links per node and a 100 Gb/s
 host link. For each model (no host link; the host forwards, Fig. 2's augmentation, the tsMCF setting; the NIC

@@ -1,4 +1,4 @@
-"""Full sweep of the generalized allreduce (issue #4): every P from 2 to 300 and every r, built and verified,
+"""Full sweep of the generalized allreduce (docs/benchmarks.md): every P from 2 to 300 and every r, built and verified,
 with steps and bytes per rank checked against eq. 25 (r = 0), eq. 36 (r = 1, an upper bound for r >= 2)
 and eq. 44 (r = ceil(log2 P)).
 

@@ -1,5 +1,5 @@
 """libdirectcoll against the MPI library's own MPI_Allreduce, per schedule, on 2 and 4 ranks of this machine
-(docs/benchmarks.md, "Native runtime"; issue #15, "Done when").
+(docs/benchmarks.md, "Native runtime").
 
 For every default contender of ``ring:N`` (Swing latency / bandwidth, recursive doubling latency / bandwidth =
 Rabenseifner, ring, bucket, BFB) that compiles, one ``directcoll_bench`` run with a one-entry tuning table times

@@ -1,6 +1,5 @@
 """What every benchmark script shares: ``--help`` that runs nothing, an ``--out`` directory outside ``docs/`` and an
-estimate of the run time printed before it starts (issue #18, "benchmark scripts with an estimate and an --out
-directory that defaults outside docs/").
+estimate of the run time printed before it starts (docs/architecture.md, "Command line").
 
 Every script builds its parser with :func:`parser` and calls :func:`begin` once its arguments are read. Outputs go
 under ``--out DIR`` (default :data:`DEFAULT_OUT`, ``benchmarks/out/``, ignored by git); a copy of what a script

@@ -3,6 +3,8 @@
 Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [--max-packet-hops 2e6] [--quick]
      (writes DIR/fidelity.csv and DIR/fidelity.png, DIR defaulting to benchmarks/out/; the files docs/fidelity.md
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
+     python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
+     stored run, nothing simulated)
 
 For every topology of the validation matrix, every default contender of ``directcoll compare`` (allreduce; and
 all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
@@ -119,6 +121,34 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+#: tie tolerances whose coverage the summary prints (docs/fidelity.md, "Ties"; compare's TIE_TOLERANCE among them)
+TOLERANCES = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05)
+
+
+def tie_coverage(rows: list[dict], tolerances=TOLERANCES) -> dict:
+    """Per model and tolerance: in how many (topology, collective, size >= 4 KiB) cells the model's tie set (every
+    schedule within the tolerance of the model's fastest) holds a packet-engine winner (a schedule within 0.5 % of
+    ns-3's fastest), and the mean size of the tie set. Returns {model: [(tolerance, covered, cells, mean size)]}."""
+    cells: dict[tuple, list] = {}
+    for r in rows:
+        if r.get("packet_s") not in ("", None) and r["size"] >= 4096:
+            cells.setdefault((r["topology"], r["collective"], r["size"]), []).append(r)
+    cells = {k: c for k, c in cells.items() if len(c) >= 2}
+    out = {}
+    for model in ("step", "flow"):
+        out[model] = []
+        for tol in tolerances:
+            covered, sizes = 0, []
+            for cell in cells.values():
+                m = np.array([r[f"{model}_s"] for r in cell])
+                p = np.array([r["packet_s"] for r in cell])
+                tie = m <= m.min() * (1 + tol)
+                covered += bool(np.any(tie & (p <= p.min() * 1.005)))
+                sizes.append(int(tie.sum()))
+            out[model].append((tol, covered, len(cells), float(np.mean(sizes)) if sizes else 0.0))
+    return out
+
+
 def figure(rows: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -155,8 +185,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-packet-hops", type=float, default=2e6)
     ap.add_argument("--quick", action="store_true", help="four small topologies (a few minutes)")
+    ap.add_argument("--from-csv", type=Path, help="summarize this stored fidelity.csv instead of simulating")
     args = ap.parse_args()
     benchcli.begin(args, ESTIMATE, "fidelity")
+    if args.from_csv:
+        print_summary(_read(args.from_csv), f"{args.from_csv} (stored run)")
+        return
     todo = jobs(args.quick)
     t0 = time.perf_counter()
     rows: list[dict] = []
@@ -173,10 +207,26 @@ def main() -> None:
         w.writeheader()
         w.writerows(rows)
     figure(rows, args.figure or args.out / "fidelity.png")
+    print_summary(rows, f"{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
+                        f"{time.perf_counter() - t0:.0f} s")
+
+
+def _read(path: Path) -> list[dict]:
+    """The rows of a stored fidelity.csv, numbers as numbers."""
+    rows = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            r["size"] = int(r["size"])
+            for key in ("step_s", "flow_s", "packet_s"):
+                r[key] = float(r[key]) if r[key] not in ("", None) else ""
+            rows.append(r)
+    return rows
+
+
+def print_summary(rows: list[dict], heading: str) -> None:
     summary = summarize(rows)
-    print(f"\n{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
-          f"{sum(1 for r in rows if r.get('packet_s') not in ('', None))} packet cells, "
-          f"{sum(1 for r in rows if r.get('skipped'))} skipped, {time.perf_counter() - t0:.0f} s")
+    print(f"\n{heading}: {sum(1 for r in rows if r.get('packet_s') not in ('', None))} packet cells, "
+          f"{sum(1 for r in rows if r.get('skipped'))} skipped")
     for model, s in summary.items():
         print(f"{model}: sizes >= 4 KiB: {s['cells']} cells, median |err| {s['median_abs_err']:.4f}, "
               f"p90 {s['p90_abs_err']:.4f}, max {s['max_abs_err']:.4f}; winner agrees in {s['winner_agree']}/"
@@ -190,6 +240,10 @@ def main() -> None:
     for r in worst:
         print(f"   {r['topology']} {r['collective']} {r['family']} {r['variant']} {r['size']} B: "
               f"step/packet {r['step_s'] / r['packet_s']:.3f}, flow/packet {r['flow_s'] / r['packet_s']:.3f}")
+    print("ties: cells whose model tie set holds a packet-engine winner (within 0.5 % of ns-3's fastest)")
+    for model, per_tol in tie_coverage(rows).items():
+        print(f"   {model}: " + "; ".join(f"{100 * tol:g} %: {c}/{n}, {size:.2f} schedules"
+                                         for tol, c, n, size in per_tol))
 
 
 if __name__ == "__main__":

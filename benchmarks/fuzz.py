@@ -1,4 +1,4 @@
-"""10,000 fuzzed inputs through the library and the CLI (issue #12): spec strings, schedule files (JSON and
+"""10,000 fuzzed inputs through the library and the CLI: spec strings, schedule files (JSON and
 .npz), MSCCL XML and command lines, counted by outcome (tests/fuzzing.py says what each outcome means).
 
 Run: python3 benchmarks/fuzz.py [--cases 10000] [--seed 0] [--budget 256MiB] [--case-seconds 20] [--json FILE]

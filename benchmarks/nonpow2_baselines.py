@@ -1,4 +1,4 @@
-"""The non-power-of-two baselines of the Swing paper (issue #17): the tables of docs/algorithms.md.
+"""The non-power-of-two baselines of the Swing paper: the tables of docs/algorithms.md.
 
 Table 1: Swing's Fig. 3 construction (``swing --variant bandwidth``) against the Swing authors' library
 construction (``--variant libswing``: Eq. 2's peers modulo d, ceil(log2 d) steps per dimension): steps, the most

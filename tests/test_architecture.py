@@ -9,8 +9,9 @@ import rustworkx as rx
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "directcoll"
 #: the layers, bottom first: a module may import its own layer and those before it (docs/architecture.md)
-LAYERS = (("errors", "__init__"), "catalog", "units", "resources", "lp", "topology", "schedule", ("cost", "verify"),
-          "algorithms", "synthesis", "registry", ("simulate", "export"), "runtime", "reports", "sweep", "cli")
+LAYERS = (("errors", "__init__", "children"), "catalog", "units", "resources", "lp", "topology", "schedule",
+          ("cost", "verify"), "algorithms", "synthesis", "registry", ("simulate", "export"), "runtime", "reports",
+          "sweep", ("cli", "__main__"))
 MAX_LINES = 600
 
 

@@ -1,6 +1,6 @@
 """Every benchmark script answers --help without running, has an --out directory that defaults outside docs/, and
-prints an estimate of its run time (issue #18, "benchmark scripts with an estimate and an --out directory that
-defaults outside docs/"). Only argument parsing runs here: the scripts themselves take minutes to hours."""
+prints an estimate of its run time (docs/architecture.md, "Command line"). Only argument parsing runs here: the scripts
+themselves take minutes to hours."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``directcoll calibrate`` (issue #14, item 4): the fit recovers known parameters from timings made with the step
-model, fits a real OSU output file (tests/data/osu/README.md), refuses bad input with one line, and its output
-file works as ``--params FILE.json``."""
+"""``directcoll calibrate`` (docs/simulation.md, "Calibration"): the fit recovers known parameters from timings made
+with the step model, fits a real OSU output file (tests/data/osu/README.md), refuses bad input with one line, and its
+output file works as ``--params FILE.json``."""
 
 import json
 import math

@@ -1,4 +1,5 @@
-"""One grammar for every command (issue #18 item 1): every shared flag has one meaning and one spelling.
+"""One grammar for every command (docs/architecture.md, "Command line"): every shared flag has one meaning and one
+spelling.
 
 The first tests walk every command's and subcommand's parser (what ``--help`` prints); the others run the CLI in
 a subprocess, where standard output and standard error are what a user sees.

@@ -1,4 +1,4 @@
-"""Bad command-line input ends in one line on stderr and exit status 2, fast, with nothing on stdout (issue #12).
+"""Bad command-line input ends in one line on stderr and exit status 2, fast, with nothing on stdout.
 
 Every case runs the real command in a subprocess: what a new user types, what they see.
 """

@@ -1,4 +1,4 @@
-"""Sign of life: work over two seconds says so on standard error, never on standard output (issue #18)."""
+"""Sign of life: work over two seconds says so on standard error, never on standard output."""
 
 import time
 

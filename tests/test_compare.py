@@ -352,7 +352,7 @@ def test_compare_genkautz():
 
 
 def test_cli_compare_direct_connect(capsys):
-    code, out, _ = run(capsys, "compare", "circulant:16:3,4", "--sizes", "1KiB,64MiB")
+    code, out, _ = run(capsys, "compare", "circulant:16:3,4", "--sizes", "1KiB,64MiB", "--wide")
     assert code == 0 and "bfb gain" in out and "swing gain" not in out and "P=" in out
     d = run_json(capsys, "compare", "circulant:16:3,4", "--sizes", "1KiB,64MiB")
     assert d["gain_family"] == "bfb" and {"bfb", "shifted-ring", "double-binary-tree"} <= {

@@ -1,6 +1,6 @@
 """``directcoll compare --why``: per winner, its steps, Ξ and busiest link, equal to what the cost and simulation
-code give for the same schedule (issue #18, "an optional --why that adds, per winner, steps, Ξ and the busiest
-link's load")."""
+code give for the same schedule (docs/architecture.md, "Command line": "an optional --why that adds, per winner, steps,
+Ξ and the busiest link's load")."""
 
 from __future__ import annotations
 

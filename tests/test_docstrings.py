@@ -1,6 +1,6 @@
-"""Public docstrings follow the convention of issue #13; the package's doctests run with the tests.
+"""Public docstrings follow the project's docstring convention; the package's doctests run with the tests.
 
-The convention (DESIGN.md, "Quality bar for every module"). Every public function, method and class -- a name
+The convention (docs/architecture.md, "Quality bar"). Every public function, method and class -- a name
 not starting with ``_``, defined at the top of a module or in a public class, in a module whose name does not
 start with ``_`` (``__init__.py`` included; dunder methods and functions nested in functions excluded) -- has a
 docstring that:
@@ -13,20 +13,22 @@ docstring that:
 3. names its source: the paper, section and equation / theorem / definition / algorithm it implements
    ("Swing (De Sensi et al., NSDI'24) Sec. 3.1.1, Eq. (2)", "Zhao et al. (NSDI'25) Theorem 11", "Basu et al.
    (HPDC'24) Sec. 5.2", "Kolmakov & Zhang Sec. 8, eq. (36)"), or for the project's own machinery a ``Source:``
-   line naming the design it follows ("Source: DESIGN.md, Verification", "Source: MPI 4.1 standard, Ch. 6
-   (MPI_Reduce_scatter_block)", "Source: the MSCCL executor's XML format"); where a paper's formula is garbled
-   in its text, the docstring says how it was read;
+   line citing the paper, the standard or the project's doc page (``docs/...``) it follows (``Source:
+   docs/verification.md``, ``Source: docs/architecture.md, "Schedule IR"``, ``Source: MPI 4.1 standard, Ch. 6
+   (MPI_Reduce_scatter_block)``, ``Source: the MSCCL executor's XML format``); a cited doc page must exist. Where
+   a paper's formula is garbled in its text, the docstring says how it was read;
 4. where cheap (well under a second, no MPI, no heavy solve) has a ``>>>`` example, which runs as a doctest
    (``[tool.pytest.ini_options]`` collects ``--doctest-modules`` from all of ``src/directcoll``). CLI commands
    (``cmd_*``) say what the command does, its output contract, exit status and errors, with examples through
    ``main([...])`` where quick and clean on stdout.
 
 Trivial accessors (properties, ``to_dict``) may be one line, e.g. ``T, the number of transfers. Raises: Nothing.
-Source: DESIGN.md, "Schedule IR".``
+Source: docs/architecture.md, "Schedule IR".``
 
-The checks below cover rules 2 and 3 (and that the docstring exists) for the whole package, one test per
-module. Modules whose docstrings are still being finished are listed in :data:`OUTSTANDING` and expected to fail
-(strict): when one passes, the run fails until it is removed from the list, so the list only shrinks.
+The checks below cover rules 2 and 3 (and that the docstring exists, and that every doc page a docstring cites
+exists) for the whole package, one test per module. Modules whose docstrings are still being finished are listed
+in :data:`OUTSTANDING` and expected to fail (strict): when one passes, the run fails until it is removed from the
+list, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ PACKAGE = ROOT / "src" / "directcoll"
 
 #: rule 2: a Raises section (or the one-line form of a trivial accessor)
 RAISES = re.compile(r"\bRaises:")
-#: rule 3: a paper reference or a Source line
+#: rule 3: a paper reference or a Source line (a paper, a standard or a project doc page)
 SOURCE = re.compile(r"Sec\.|Section|Eq\.|eq\. ?\(?\d|Theorem|Corollary|Def\.|Definition \d|App\.|Algorithm \d|"
                     r"Lemma|Table \d|Fig\. ?\d|Source:")
+#: rule 3: a project doc page cited by a docstring (``docs/architecture.md``, ``docs/runtime.md``, ...)
+DOC_PAGE = re.compile(r"\bdocs/[\w./-]+?\.md\b")
 
-#: modules (paths under src/directcoll) whose public docstrings do not follow the convention yet (issue #13):
+#: modules (paths under src/directcoll) whose public docstrings do not follow the convention yet:
 #: each is an expected failure; remove a module from here once its docstrings are done.
 OUTSTANDING: set[str] = set()
 
@@ -85,12 +89,15 @@ def violations(module: str) -> list[str]:
                    "equation, theorem, or a Source: line)", SOURCE)) if not pattern.search(doc)]
         if missing:
             out.append(f"{where}: no {' and no '.join(missing)}")
+        for page in sorted(set(DOC_PAGE.findall(doc))):
+            if not (ROOT / page).is_file():
+                out.append(f"{where}: cites {page}, which does not exist")
     return out
 
 
 def _param(module: str):
     if module in OUTSTANDING:
-        return pytest.param(module, marks=pytest.mark.xfail(strict=True, reason=f"issue #13: {module}'s docstrings "
+        return pytest.param(module, marks=pytest.mark.xfail(strict=True, reason=f"{module}'s docstrings "
                                                             "are not finished; remove it from OUTSTANDING when done"))
     return module
 

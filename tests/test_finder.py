@@ -116,7 +116,7 @@ def test_cli_alltoall_column(capsys):
         assert 0 < row["alltoall_mcf"] <= capacity_bound(parse(row["spec"])) + 1e-12
 
 
-# -- issue #16 item 3: large N, spec round-trip, all-to-all tie-breaker --------------------------------------------
+# -- large N, spec round-trip, all-to-all tie-breaker --------------------------------------------------------------
 
 _LARGE: dict = {}
 

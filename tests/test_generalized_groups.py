@@ -1,5 +1,5 @@
 """Kolmakov & Zhang's generalized allreduce over any abelian group of order P (Secs. 5, 7 and 11) with the
-placement permutation h (Sec. 5.1-5.2), and the per-rank programs that send each source byte once (issue #17).
+placement permutation h (Sec. 5.1-5.2), and the per-rank programs that send each source byte once.
 
 Notation: P ranks, L = ceil(log2 P), u = m / P (one block), N_i = ceil(P / 2^i), f_i = floor(N_i / 2).
 """

@@ -1,5 +1,5 @@
-"""Long LP solves show HiGHS's own log on standard error, never on standard output (issue #18, "sign of life on
-anything over two seconds"); short ones, and every solve with the log off, print nothing."""
+"""Long LP solves show HiGHS's own log on standard error, never on standard output (docs/architecture.md, "Command
+line": "a sign of life on anything over two seconds"); short ones, and every solve with the log off, print nothing."""
 
 from __future__ import annotations
 

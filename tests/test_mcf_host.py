@@ -1,5 +1,5 @@
 """Host-to-NIC bottleneck schedules (Basu et al. Sec. 3.2.2, Fig. 2, Fig. 3's 27-node torus) and the ILP baseline
-above 16 ranks with a time limit (Sec. 5.3): issue #17."""
+above 16 ranks with a time limit (Sec. 5.3)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The native runtime (issue #15 items 1-3): libdirectcoll built against the mpich wheel's mpicc, program files,
-and MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather and MPI_Alltoall of an unmodified C program
+"""The native runtime (docs/runtime.md, "The native runtime"): libdirectcoll built against the mpich wheel's mpicc,
+program files, and MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather and MPI_Alltoall of an unmodified C program
 (tests/native/collective_check.c) served under LD_PRELOAD against the PMPI_ calls: every predefined basic datatype x
 op MPI defines on it, counts 0, 1, fewer than the ranks, not divisible, large; in place and not; the fall-throughs
 with their DEBUG lines; the ABI refusal; ASan + UBSan. Both transports: the shared-memory channels (the default

@@ -1,9 +1,9 @@
-"""The C engine of the MPI executors (issue #15 item 5; docs/runtime.md, "The C engine"): libdirectcoll's entry point
+"""The C engine of the MPI executors (docs/runtime.md, "The C engine"): libdirectcoll's entry point
 called through ctypes from directcoll.runtime.mpi gives the Python engine's results and the MPI library's, for
 every algorithm ``directcoll run`` offers (2 ranks; a subset with fractional and relayed pieces on 4), at counts 0,
 1, fewer than the ranks, not divisible by them and large, in place and not; the engine choice and its notes; the
 deadline and the published step; the refusal of a library bound to another MPI; ``directcoll run --engine``;
-broadcast and reduce from a non-zero root; the C plans send each source byte of a transfer once (issue #17).
+broadcast and reduce from a non-zero root; the C plans send each source byte of a transfer once.
 """
 
 from __future__ import annotations

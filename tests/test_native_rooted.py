@@ -1,4 +1,4 @@
-"""Broadcast and reduce in libdirectcoll (issue #17): program files of format 2 that record the root, and MPI_Bcast
+"""Broadcast and reduce in libdirectcoll: program files of format 2 that record the root, and MPI_Bcast
 and MPI_Reduce of an unmodified C program (tests/native/collective_check.c) served under LD_PRELOAD against the
 PMPI_ calls, on 2 to 8 ranks, from root 0 (up to 5 ranks) and from a non-zero root: every predefined basic
 datatype x op MPI defines on it on 2 ranks (int, double, float and uint8 on more), counts 0, 1, fewer than the

@@ -1,6 +1,6 @@
-"""Tuning tables and the benchmark of the native runtime (issue #15 items 4 and 7): ``directcoll tune`` from the
-step model and ``--measure``d on real ranks, ``directcoll bench`` in the OSU format that ``calibrate`` reads, and an
-unmodified C program served from a tuned table under LD_PRELOAD.
+"""Tuning tables and the benchmark of the native runtime (docs/runtime.md, "Tuning and benchmarks"): ``directcoll tune``
+from the step model and ``--measure``d on real ranks, ``directcoll bench`` in the OSU format that ``calibrate`` reads,
+and an unmodified C program served from a tuned table under LD_PRELOAD.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Swing paper's non-power-of-two baselines (issue #17): Rabenseifner's allreduce with 3-2 elimination
+"""The Swing paper's non-power-of-two baselines (docs/algorithms.md): Rabenseifner's allreduce with 3-2 elimination
 (Rabenseifner & Traeff 2004; Swing Sec. 2.3.3) and the Swing authors' library construction for any d (libswing:
 Eq. 2 modulo d, ceil(log2 d) steps), each verified exactly, against its cost model, the registry's order metadata
 and ``directcoll compare``."""

@@ -1,5 +1,6 @@
-"""Reduction order (issue #17): the verifier's rank-interval check, the registry's order metadata (which must equal
-what the verifier finds), the generated table of docs/algorithms.md, and the executor's non-commutative ops."""
+"""Reduction order (docs/algorithms.md, docs/verification.md): the verifier's rank-interval check, the registry's order
+metadata (which must equal what the verifier finds), the generated table of docs/algorithms.md, and the executor's
+non-commutative ops."""
 
 import queue
 import re

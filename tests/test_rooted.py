@@ -1,4 +1,4 @@
-"""Broadcast and reduce (issue #17): every rooted schedule verifies exactly on a sweep of shapes and roots, reduces
+"""Broadcast and reduce: every rooted schedule verifies exactly on a sweep of shapes and roots, reduces
 keep rank order where the registry says so, the trees have the steps their papers give, the closed-form costs match
 the schedules, files and MSCCL round-trip the root, and the executors, `compare` and `run` serve both collectives."""
 

@@ -1,5 +1,5 @@
-"""Routing by symmetry (issue #16 item 2): the fast paths of topology/routing.py (one BFS for a Cayley topology,
-HammingMesh board shifts, routes moved instead of recomputed) give the times the pair-by-pair routing gives.
+"""Routing by symmetry (docs/simulation.md, "Symmetry"): the fast paths of topology/routing.py (one BFS for a Cayley
+topology, HammingMesh board shifts, routes moved instead of recomputed) give the times the pair-by-pair routing gives.
 
 The reference routes every transfer on its own with :func:`minimal_route` (two BFS per pair, no symmetry), so a
 wrong translation, a wrong link permutation or a lost parallel cable changes some time.

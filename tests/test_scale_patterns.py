@@ -1,4 +1,4 @@
-"""Step-pattern builders for Swing and BFB at scale (issue #16 item 2): each equals ``pattern_of`` of the schedule
+"""Step-pattern builders for Swing and BFB at scale: each equals ``pattern_of`` of the schedule
 it stands for, is registered, is sized by ``estimate_bytes(pattern=True)``, and leaves ``compare`` unchanged."""
 
 from __future__ import annotations

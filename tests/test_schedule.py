@@ -1,4 +1,4 @@
-"""Schedule IR (DESIGN.md "Schedule IR"): builder, validation, lossless files, and passes over schedules."""
+"""Schedule IR (docs/architecture.md "Schedule IR"): builder, validation, lossless files, and passes over schedules."""
 
 from __future__ import annotations
 

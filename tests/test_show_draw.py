@@ -1,5 +1,5 @@
-"""Schedules you can see (issue #18, item 5): ``directcoll show`` lists steps and transfers, ``directcoll draw``
-draws steps on the network, and ``simulate``'s per-step table names its busiest link as u->v."""
+"""Schedules you can see (docs/schedule.md, "Seeing a schedule"): ``directcoll show`` lists steps and transfers,
+``directcoll draw`` draws steps on the network, and ``simulate``'s per-step table names its busiest link as u->v."""
 
 import csv
 import io

@@ -1,7 +1,7 @@
 """The SMPI engine: SimGrid platforms from topologies (always) and libdirectcoll inside SimGrid SMPI (skipped,
 saying why, without SimGrid's smpicc and smpirun: ``apt-get install libsimgrid-dev``).
 
-Source: docs/runtime.md, "The SMPI engine"; issue #15 item 6.
+Source: docs/runtime.md, "The SMPI engine".
 """
 
 from __future__ import annotations

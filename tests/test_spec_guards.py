@@ -1,6 +1,6 @@
 """Spec strings are strict (ASCII numbers in stated ranges) and every topology is sized from its spec before it is
 built: too large, malformed or hostile specs are refused in milliseconds with one line, through the library and
-through the CLI under a hard address-space limit (issue #12)."""
+through the CLI under a hard address-space limit."""
 
 import os
 import resource
@@ -29,7 +29,7 @@ from directcoll.topology.table import ALIASES, FAMILIES, families
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 CLI = [sys.executable, "-m", "directcoll.cli.main"]
 
-#: The reports of issue #12 (fuzzing and a new user).
+#: Specs reported by fuzzing and by a new user.
 REPORTED = [
     "complete:20000", "genkautz:4:100000000", "torus:100000x100000", "hypercube:40", "kautz:3:100000000",
     "jellyfish:100000000:5", "jellyfish:9223372036854775808:2", "bipartite:①", "ring:" + "9" * 5000,

@@ -1,4 +1,4 @@
-"""Strict reading of schedule files (JSON, .npz) and MSCCL XML (issue #12): every field is checked for its type
+"""Strict reading of schedule files (JSON, .npz) and MSCCL XML: every field is checked for its type
 and range before use and before anything that grows with it is allocated; nothing is cast; every bad file ends
 in one DirectcollError line. Regressions of the fuzz findings, hypothesis mutations, and the CLI in a
 subprocess under an address-space limit."""

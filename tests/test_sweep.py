@@ -1,4 +1,4 @@
-"""Sweeps (docs/sweep.md; issue #16 item 4): a grid of library calls run on a local Dask cluster gives exactly the
+"""Sweeps (docs/sweep.md): a grid of library calls run on a local Dask cluster gives exactly the
 rows of the serial run, finished cells are not computed again, and a bad sweep file is refused in one line."""
 
 from __future__ import annotations

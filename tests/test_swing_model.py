@@ -1,5 +1,5 @@
 """The Swing paper's Eq. 1 time and its congestion deficiency on rectangular tori (Sec. 4.1-4.2, Eq. 3) against
-the measured Xi of :func:`directcoll.cost.analyze` (issue #17)."""
+the measured Xi of :func:`directcoll.cost.analyze`."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Topology model (DESIGN.md "Topology"): generators, spec strings, metrics against closed forms, routing."""
+"""Topology model (docs/architecture.md "Topology"): generators, spec strings, metrics against closed forms, routing."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Networks from files and libraries (issue #18, item 4): ``file:net.graphml`` / ``.edges`` / ``.json`` wherever a
-spec is, ``Topology.from_networkx`` / ``to_networkx``, ``directcoll topology export``, per-link values in the
-models, and one clear line for every bad file."""
+"""Networks from files and libraries (docs/topology.md, "Your own network"): ``file:net.graphml`` / ``.edges`` /
+``.json`` wherever a spec is, ``Topology.from_networkx`` / ``to_networkx``, ``directcoll topology export``, per-link
+values in the models, and one clear line for every bad file."""
 
 import json
 import os

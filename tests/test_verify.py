@@ -1,4 +1,4 @@
-"""Exact verification (DESIGN.md "Verification"): good schedules pass, broken ones fail with the first fault named."""
+"""Exact verification (docs/verification.md): good schedules pass, broken ones fail with the first fault named."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ Run: python3 benchmarks/paper/swing_fig12_14.py           (about 1 min on 2 busy
 
 Scale: the paper's HammingMeshes have 4,096 nodes (hammingmesh:2x2:32x32 and hammingmesh:4x4:16x16). Routing
 them in the step model does not finish within this script's budget today (the 2x2:32x32 sweep had not finished
-after 20 min on the 2-core machine these results come from: routing over the fat-tree switches is the slow part,
-issue #16), so the default run uses the 1,024-node versions (hammingmesh:2x2:16x16, hammingmesh:4x4:8x8) against
+after 20 min on the 2-core machine these results come from: routing over the fat-tree switches is the slow part),
+so the default run uses the 1,024-node versions (hammingmesh:2x2:16x16, hammingmesh:4x4:8x8) against
 a torus of the same size (torus:32x32); ``--full`` runs the paper's sizes against torus:64x64. The HyperX runs at
 the paper's size, 64x64, in a second.
 
@@ -152,7 +152,7 @@ def main() -> None:
     notes = ((
         "Scale: the paper's HammingMeshes have 4,096 nodes (2x2 boards in 32x32, 4x4 boards in 16x16). The step "
         "model's routing over their fat-tree switches is too slow for this script today (hammingmesh:2x2:32x32 had "
-        "not finished after 20 min on the 2-core machine of these results, issue #16), so the rows above are for "
+        "not finished after 20 min on the 2-core machine of these results), so the rows above are for "
         "the 1,024-node versions against a 32x32 torus; `--full` runs the paper's size. Every Fig. 12-13 row is "
         "therefore a reading at a quarter of the paper's node count. " if not args.full else "")
         + "On the HammingMeshes the small vectors go to latency-optimal recursive doubling: with 2D = 4 ports, "

@@ -4,7 +4,7 @@ Every class derives from :class:`DirectcollError`; the input errors also derive 
 the solver errors from :class:`RuntimeError`, so callers that catch the built-in classes keep working. The CLI
 turns any :class:`DirectcollError` into one line on stderr and exit status 2.
 
-Source: DESIGN.md, "Quality bar for every module" (bad input raises a clear error naming the input and what
+Source: docs/architecture.md, "Quality bar" (bad input raises a clear error naming the input and what
 would be accepted).
 
 >>> issubclass(SpecError, DirectcollError) and issubclass(SpecError, ValueError)
@@ -20,7 +20,7 @@ class DirectcollError(Exception):
     Raises:
         Nothing: an exception class; raised, never raising.
 
-    Source: DESIGN.md, "Quality bar for every module".
+    Source: docs/architecture.md, "Quality bar".
 
     >>> try:
     ...     raise DirectcollError("cannot read size '3 apples'; use bytes like 1024")
@@ -36,7 +36,7 @@ class SpecError(DirectcollError, ValueError):
     Raises:
         Nothing: an exception class; raised by the topology spec parser (``directcoll.topology.spec``).
 
-    Source: DESIGN.md, "Topology" (specs) and "Quality bar for every module".
+    Source: docs/architecture.md, "Topology" (specs) and "Quality bar".
 
     >>> isinstance(SpecError("torus:0x4"), ValueError)
     True
@@ -49,7 +49,7 @@ class TopologyError(DirectcollError, ValueError):
     Raises:
         Nothing: an exception class; raised by ``directcoll.topology`` and by algorithms that need a given shape.
 
-    Source: DESIGN.md, "Topology" and "Quality bar for every module".
+    Source: docs/architecture.md, "Topology" and "Quality bar".
 
     >>> issubclass(TopologyError, DirectcollError)
     True
@@ -64,7 +64,7 @@ class ScheduleError(DirectcollError, ValueError):
     Raises:
         Nothing: an exception class; raised by :class:`directcoll.schedule.ir.Schedule` validation and the passes.
 
-    Source: DESIGN.md, "Schedule IR".
+    Source: docs/architecture.md, "Schedule IR".
 
     >>> issubclass(ScheduleError, ValueError)
     True
@@ -77,7 +77,7 @@ class ScheduleFormatError(ScheduleError):
     Raises:
         Nothing: an exception class; raised by :func:`directcoll.schedule.io.load` and ``from_dict``.
 
-    Source: DESIGN.md, "Schedule IR" (versioned JSON and ``.npz`` files).
+    Source: docs/architecture.md, "Schedule IR" (versioned JSON and ``.npz`` files).
 
     >>> issubclass(ScheduleFormatError, ScheduleError)
     True
@@ -91,7 +91,7 @@ class UnsupportedShapeError(DirectcollError, ValueError):
         Nothing: an exception class; raised by the algorithm builders (``directcoll.algorithms``,
         ``directcoll.synthesis``) and :func:`directcoll.registry.build`.
 
-    Source: DESIGN.md, "Quality bar for every module" (a shape an algorithm cannot serve).
+    Source: docs/architecture.md, "Quality bar" (a shape an algorithm cannot serve).
 
     >>> issubclass(UnsupportedShapeError, DirectcollError)
     True
@@ -106,7 +106,7 @@ class SolverError(DirectcollError, RuntimeError):
     Raises:
         Nothing: an exception class; raised by :func:`directcoll.lp.solve` and the LP-based synthesis.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: every status checked).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (solver hygiene: every status checked).
 
     >>> issubclass(SolverError, RuntimeError)
     True
@@ -119,7 +119,7 @@ class SolverLimitError(SolverError):
     Raises:
         Nothing: an exception class; raised by :func:`directcoll.lp.solve` when HiGHS reports a limit status.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (solver hygiene).
 
     >>> issubclass(SolverLimitError, SolverError)
     True
@@ -133,7 +133,8 @@ class ResourceError(DirectcollError):
         Nothing: an exception class; raised by :func:`directcoll.resources.check_memory` and
         :func:`directcoll.resources.check_work`.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources: estimate memory first, refuse over a budget).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources: estimate memory first, refuse over a
+    budget).
 
     >>> issubclass(ResourceError, DirectcollError) and not issubclass(ResourceError, ValueError)
     True

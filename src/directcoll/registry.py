@@ -5,7 +5,7 @@ The registry sits above :mod:`directcoll.algorithms` and :mod:`directcoll.synthe
 imports it), so adding an algorithm is two steps: write its builder ``build(topology, collective, *, variant,
 ports, **options) -> Schedule`` in its module, and add its :class:`Algorithm` entry to :data:`ALGORITHMS` below.
 
-Source: DESIGN.md, "Layers (imports point down only)"; each entry's ``summary`` names its paper and section.
+Source: docs/architecture.md, "The layers, bottom up"; each entry's ``summary`` names its paper and section.
 
 >>> get("swing").collectives
 ('allreduce', 'reduce_scatter', 'allgather')
@@ -60,7 +60,7 @@ class Algorithm:
     Raises:
         Nothing: a frozen record; its ``build`` raises what its module documents.
 
-    Source: DESIGN.md, "Layers" (registry above algorithms/ and synthesis/).
+    Source: docs/architecture.md, "The layers, bottom up" (registry above algorithms/ and synthesis/).
 
     >>> get("kolmakov").name
     'generalized'
@@ -85,7 +85,7 @@ class Algorithm:
 
     def to_dict(self) -> dict:
         """The entry as a JSON-serializable dict (builders left out). Raises: Nothing.
-        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
+        Source: docs/architecture.md, "Engines, runtimes and scale" (machine-readable output).
         """
         return {"name": self.name, "collectives": list(self.collectives), "variants": list(self.variants),
                 "topologies": self.topologies, "summary": self.summary, "aliases": list(self.aliases),
@@ -370,7 +370,7 @@ def get(name: str) -> Algorithm:
     Raises:
         UnsupportedShapeError: unknown name; the message lists the registered ones.
 
-    Source: DESIGN.md, "Layers".
+    Source: docs/architecture.md, "The layers, bottom up".
 
     >>> get("rd").name, get("Double_Binary_Tree").name
     ('recursive-doubling', 'double-binary-tree')
@@ -415,7 +415,7 @@ def order_table() -> str:
     Raises:
         Nothing: reads :data:`ALGORITHMS`.
 
-    Source: MPI 4.1 standard, Sec. 6.9.1; issue #17 (the table of docs/algorithms.md).
+    Source: MPI 4.1 standard, Sec. 6.9.1; docs/algorithms.md, "Reduction order (non-commutative operators)".
 
     >>> order_table().splitlines()[2].split(" | ")[:4]
     ['| ring', 'allreduce', 'commutative only', 'N <= 2']
@@ -489,8 +489,8 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
         UnsupportedShapeError: an unknown algorithm name.
         ScheduleError: an unknown collective name.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources); the per-transfer bytes measured on torus:64x64
-    (module constants).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources); the per-transfer bytes measured on
+    torus:64x64 (module constants).
 
     >>> from directcoll.topology import parse
     >>> estimate_bytes("ring", parse("torus:4x4"))  # 16 ranks x 30 steps x 128 B
@@ -527,7 +527,7 @@ def check_build_memory(name: str, topology: Topology, collective="allreduce", va
         UnsupportedShapeError: an unknown algorithm name.
         ScheduleError: an unknown collective name.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (estimate memory first, refuse over a budget).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (estimate memory first, refuse over a budget).
 
     >>> from directcoll.topology import parse
     >>> check_build_memory("swing", parse("torus:4x4"))
@@ -551,7 +551,7 @@ def build_pattern(name: str, topology, collective="allreduce", *, variant: str |
         UnsupportedShapeError, SpecError, TopologyError, ScheduleError, ResourceError, SolverError: as
             :func:`build`.
 
-    Source: DESIGN.md, "Cost and simulation" (route once per schedule, sweep sizes in closed form).
+    Source: docs/architecture.md, "Cost and simulation" (route once per schedule, sweep sizes in closed form).
 
     >>> build_pattern("bucket", "torus:4x4").num_distinct
     4
@@ -585,7 +585,7 @@ def build(name: str, topology, collective="allreduce", *, variant: str | None = 
         ResourceError: :func:`estimate_bytes` (or the builder's own estimate) is over the memory budget.
         SolverError: an LP-based algorithm (bfb, expansion, mcf, ilp-disjoint) whose solve failed.
 
-    Source: DESIGN.md, "Layers"; each algorithm's module cites its paper (see :data:`ALGORITHMS` summaries).
+    Source: docs/architecture.md, "The layers, bottom up"; each algorithm's module cites its paper (:data:`ALGORITHMS`).
 
     >>> build("generalized", "ring:7", r=1).meta["variant"]
     'intermediate'

@@ -57,7 +57,7 @@ def available_memory() -> int:
     Raises:
         Nothing: unreadable ``/proc`` files or limits fall back to :data:`FALLBACK_AVAILABLE` / no limit.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources); Linux proc(5) ``/proc/meminfo``.
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources); Linux proc(5) ``/proc/meminfo``.
 
     >>> available_memory() > 0
     True
@@ -89,7 +89,7 @@ def memory_budget() -> int:
     Raises:
         DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is set but is not a size such as ``16GiB``.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources: refuse over a budget).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources: refuse over a budget).
 
     >>> with memory_budget_override("1GiB"):
     ...     memory_budget()
@@ -118,7 +118,7 @@ def memory_budget_override(budget):
     Raises:
         DirectcollError: ``budget`` is not a positive size (from :func:`directcoll.units.parse_size` or here).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources); the CLI's ``--memory-budget``.
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources); the CLI's ``--memory-budget``.
 
     >>> with memory_budget_override("2MiB") as b:
     ...     b
@@ -158,8 +158,8 @@ def check_memory(what: str, nbytes: float) -> None:
             raise it.
         DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is not a size (see :func:`memory_budget`).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (anything that grows with the network estimates its memory
-    first and refuses over a budget).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (anything that grows with the network estimates its
+    memory first and refuses over a budget).
 
     >>> check_memory("a small thing", 1e3)
     >>> check_memory("a huge thing", 1e30)  # doctest: +ELLIPSIS
@@ -187,7 +187,7 @@ def check_work(what: str, amount: float, limit: float, unit: str) -> None:
     Raises:
         ResourceError: ``amount > limit``, naming both.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources).
 
     >>> check_work("compare", 40, 1000, "sizes")
     >>> check_work("compare", 4000, 1000, "sizes")
@@ -210,7 +210,8 @@ def cache_dir() -> Path:
     Raises:
         Nothing: reads the environment.
 
-    Source: the XDG Base Directory specification; DESIGN.md, "Engines, runtimes and scale" (built on first use).
+    Source: the XDG Base Directory specification; docs/architecture.md, "Engines, runtimes and scale" (built on first
+    use).
 
     >>> import os
     >>> os.environ["DIRECTCOLL_CACHE"] = "/tmp/dc-cache"; str(cache_dir())
@@ -234,8 +235,8 @@ def cached_build(name: str, key: bytes, build: Callable[[Path, Path], None], suf
     Raises:
         whatever ``build`` raises (the cache is left without the artifact); OSError: the cache is not writable.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (artifacts built on first use, cached by a hash of what they
-    depend on).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (artifacts built on first use, cached by a hash of what
+    they depend on).
 
     >>> import os, tempfile
     >>> os.environ["DIRECTCOLL_CACHE"] = tempfile.mkdtemp()

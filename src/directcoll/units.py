@@ -4,7 +4,7 @@ Everything is converted to SI base units: sizes in bytes (int), bandwidths in by
 (float). Prefixes follow SI (k = 10^3, M = 10^6, ...) and IEC 80000-13 (Ki = 2^10, Mi = 2^20, ...); a lowercase
 ``b`` in a bandwidth means bits, an uppercase ``B`` bytes.
 
-Source: DESIGN.md, "Quality bar for every module" (bad input names the text and the accepted forms); the
+Source: docs/architecture.md, "Quality bar" (bad input names the text and the accepted forms); the
 papers quote sizes in binary units (Swing Sec. 5: 32 B to 512 MiB) and link rates in bits/s (400 Gb/s).
 
 >>> parse_size("64KiB"), parse_sizes("32B..256B"), parse_bandwidth("400Gbps")
@@ -44,7 +44,7 @@ def parse_size(text) -> int:
         DirectcollError: anything else, a fraction of a byte or more than :data:`MAX_SIZE`, naming the text and the
             accepted forms.
 
-    Source: SI and IEC 80000-13 prefixes; DESIGN.md, "Quality bar for every module".
+    Source: SI and IEC 80000-13 prefixes; docs/architecture.md, "Quality bar".
 
     >>> parse_size("64KiB"), parse_size("1MB"), parse_size(4096)
     (65536, 1000000, 4096)
@@ -106,7 +106,7 @@ def format_time(seconds: float) -> str:
     Raises:
         Nothing: pure formatting of a number.
 
-    Source: SI prefixes; DESIGN.md, "Cost and simulation" (times are seconds throughout).
+    Source: SI prefixes; docs/architecture.md, "Cost and simulation" (times are seconds throughout).
 
     >>> format_time(1.5e-3), format_time(2e-9)
     ('1.5 ms', '2 ns')

@@ -183,7 +183,8 @@ def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str |
         UnsupportedShapeError: as :func:`build_bucket` (no shape, unknown variant, ports outside 1..2D).
         ScheduleError: an unknown collective name.
 
-    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4, 5.2; DESIGN.md, "Cost and simulation" (step patterns).
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4, 5.2; docs/architecture.md, "Cost and simulation" (step
+    patterns).
 
     >>> from directcoll.topology import parse
     >>> bucket_pattern(parse("torus:4x4")).num_distinct

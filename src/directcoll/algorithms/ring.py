@@ -358,7 +358,7 @@ def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | N
         UnsupportedShapeError: as :func:`build_ring`.
         ScheduleError: an unknown collective name.
 
-    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1; DESIGN.md, "Cost and simulation" (step patterns).
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1; docs/architecture.md, "Cost and simulation" (step patterns).
 
     >>> from directcoll.topology import parse
     >>> ring_pattern(parse("torus:4x4")).num_distinct
@@ -512,7 +512,7 @@ def shifted_ring_pattern(topology: Topology, collective="allreduce", *, variant:
         UnsupportedShapeError: as :func:`build_shifted_ring` (unknown variant, ports other than 4).
         ScheduleError: an unknown collective name.
 
-    Source: Zhao et al. (NSDI'25) Sec. 8.2; DESIGN.md, "Cost and simulation" (step patterns).
+    Source: Zhao et al. (NSDI'25) Sec. 8.2; docs/architecture.md, "Cost and simulation" (step patterns).
 
     >>> from directcoll.topology import parse
     >>> shifted_ring_pattern(parse("ring:8")).num_distinct

@@ -18,7 +18,7 @@ fold pre/post steps) are written the same way from :func:`~directcoll.algorithms
 Columns are allocated once and filled step by step (no list of per-step arrays to concatenate), so the peak is
 the pattern itself: 25 B per transfer (src, dst int64, size float64, reduce bool).
 
-Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1, 3.1.2, 3.2 (Fig. 3), 4.1-4.2 and App. A.2; DESIGN.md,
+Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1, 3.1.2, 3.2 (Fig. 3), 4.1-4.2 and App. A.2; docs/architecture.md,
 "Cost and simulation" (step patterns); docs/simulation.md, "Symmetry".
 
 >>> from directcoll.topology import parse
@@ -75,7 +75,7 @@ def reduce_scatter_pattern(nranks: int, collective, counts, fill: Callable[[int,
     Raises:
         ScheduleError: an unknown collective name, or a collective other than these three.
 
-    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 (time reversal); DESIGN.md, "Cost and simulation".
+    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 (time reversal); docs/architecture.md, "Cost and simulation".
 
     >>> def ring4(k, src, dst, size):
     ...     src[:] = np.arange(4); dst[:] = (src + 1) % 4; size[:] = 0.25
@@ -216,7 +216,7 @@ def swing_pattern(topology: Topology, collective=Collective.ALLREDUCE, *, varian
         ScheduleError: an unknown collective name.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1-3.2, 4.1-4.2 and App. A.2 (the constructions of
-    :mod:`directcoll.algorithms.swing`); DESIGN.md, "Cost and simulation".
+    :mod:`directcoll.algorithms.swing`); docs/architecture.md, "Cost and simulation".
 
     >>> from directcoll.topology import parse
     >>> p = swing_pattern(parse("torus:24x23x2"), "allreduce")  # 1,104 ranks, 6 ports

@@ -4,7 +4,7 @@ Every ``cmd_*`` takes the parsed arguments, prints its result on stdout (``--jso
 returns the exit status; errors are raised as :class:`~directcoll.errors.DirectcollError` for
 :func:`directcoll.cli.main.main` to print as one line (status 2).
 
-Source: DESIGN.md, "Engines, runtimes and scale" (the CLI is a thin layer; output is a contract).
+Source: docs/architecture.md, "Command line" (the CLI is a thin layer; output is a contract).
 
 >>> from directcoll.cli.main import main
 >>> main(["schedule", "no-such-algorithm", "ring:4", "-o", "x.json"])  # the error goes to stderr
@@ -242,7 +242,7 @@ def cmd_schedule(args) -> int:
         UnsupportedShapeError, ScheduleError, SpecError, TopologyError, ResourceError, SolverError: as
             :func:`directcoll.registry.build`.
 
-    Source: DESIGN.md, "Schedule IR" (files); Kolmakov & Zhang Sec. 8, eq. (36)-(37) for ``--steps``.
+    Source: docs/architecture.md, "Schedule IR" (files); Kolmakov & Zhang Sec. 8, eq. (36)-(37) for ``--steps``.
 
     >>> import os, tempfile
     >>> from directcoll.cli.main import main
@@ -417,7 +417,7 @@ def cmd_verify(args) -> int:
     Raises:
         ScheduleFormatError, ScheduleError, ResourceError: an unreadable file or a state over the budget.
 
-    Source: DESIGN.md, "Verification".
+    Source: docs/verification.md.
 
     >>> from directcoll.cli.main import main
     >>> main(["verify", "no/such/file.json"])

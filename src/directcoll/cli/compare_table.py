@@ -2,7 +2,8 @@
 ``--why`` the winner's steps, congestion deficiency Ξ and busiest link; a legend generated from the same marks.
 
 Source: Swing (De Sensi et al., NSDI'24) Sec. 5 and Fig. 6 (goodput per size, one letter per algorithm, the gain
-over the best other); issue #18 ("tables that read well anywhere": distinct letters and marks, no wrapped cells).
+over the best other); docs/architecture.md, "Command line" ("tables that read well anywhere": distinct letters and
+marks, no wrapped cells).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ VARIANT_NAMES = {"latency": "latency-optimal", "bandwidth": "bandwidth-optimal",
                  "r=0": "bandwidth-optimal generalized allreduce", "timestepped": "time-stepped MCF",
                  "libswing": "the Swing authors' library construction"}
 
-def print_comparison(cmp, notes, why: bool = False) -> None:
+def print_comparison(cmp, notes, why: bool = False, wide: bool = False) -> None:
     """Print the comparison table of ``directcoll compare`` on stdout, then its legend, the notes and the skipped
     contenders; with ``why`` (the entries carry their :class:`~directcoll.reports.why.Why`: ``compare(...,
     why=True)``) four more columns per size: the winner's steps, Ξ, busiest link (``u->v``) and that link's bytes.
@@ -27,11 +28,17 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
     Args:
         cmp: a :class:`~directcoll.reports.compare.Comparison`; notes: lines printed dim after the legend.
 
+    Args (more):
+        wide: the table as wide as it needs (:func:`directcoll.cli.output.table_console`); else it is fitted to the
+            terminal's width (``$COLUMNS``, 80 when piped) by naming families by their letters, then leaving the
+            variant marks out, and rich folds what is still too wide.
+
     Raises:
-        Nothing: formatting (a table as wide as it needs, :func:`directcoll.cli.output.table_console`).
+        Nothing: formatting.
 
     Source: Swing (De Sensi et al., NSDI'24) Fig. 6 (letters, the gain over the best other) and Sec. 2.2, Eq. 1
-    (steps, Ξ); issue #18 ("an optional --why that adds, per winner, steps, Ξ and the busiest link's load").
+    (steps, Ξ); docs/architecture.md, "Command line" ("an optional --why that adds, per winner, steps, Ξ and the busiest
+    link's load").
 
     >>> from directcoll.reports.compare import compare
     >>> from directcoll.topology import parse
@@ -61,43 +68,62 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
     gain = cmp.gain(reference) if reference else None
     others = cmp.best_other(reference) if gain is not None else None
     names = SHORT_FAMILY
-    short = VARIANT_MARKS
     from rich import box
+    from rich.console import Console
+    from rich.measure import Measurement
 
-    table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, {cmp.routing} "
-                        "routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("size", justify="right")
-    for fam in fams:
-        table.add_column(f"{names.get(fam, fam[:9])} ({letter(fam)})", justify="right")
-    table.add_column("best", justify="center")
-    table.add_column("time", justify="right")
-    bound = cmp.bound_times if alltoall else None
-    if bound is not None:
-        table.add_column("MCF bound", justify="right")
-        table.add_column("best/bound", justify="right")
-    if gain is not None:
-        table.add_column(f"{reference} gain", justify="right")
-    if why:
-        for heading in ("steps", "Ξ", "busiest link", "its bytes"):
-            table.add_column(heading, justify="right")
-    several = {fam: sum(e.family == fam for e in cmp.entries) > 1 for fam in fams}
-    for j, size in enumerate(cmp.sizes):
-        row = [format_size(size)]
-        for fam, (times, variants) in fams.items():
-            shown = "" if alltoall and not several[fam] else short.get(variants[j], variants[j])
-            cell = f"{gbps(size / times[j])} {shown}".rstrip()
-            row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
-        row += ["≈".join(letter(f) for f in ties[j]), format_time(winners[j][2])]
+    def build(detail: int) -> Table:
+        """detail 2: named headings and variant marks; 1: letters as headings; 0: no variant marks either; -1:
+        and one space between columns; -2: and no time column (the winner's goodput is in its cell)."""
+        short = VARIANT_MARKS
+        table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, "
+                            f"{cmp.routing} routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                      collapse_padding=detail < 0)
+        table.add_column("size", justify="right")
+        for fam in fams:
+            table.add_column(f"{names.get(fam, fam[:9])} ({letter(fam)})" if detail == 2 else letter(fam),
+                             justify="right")
+        table.add_column("best", justify="center")
+        if detail > -2:
+            table.add_column("time", justify="right")
+        bound = cmp.bound_times if alltoall else None
         if bound is not None:
-            row += [format_time(bound[j]), f"{winners[j][2] / bound[j]:.2f}x"]
+            table.add_column("MCF bound", justify="right")
+            table.add_column("best/bound", justify="right")
         if gain is not None:
-            row.append("tie" if others[j] is None else f"{signed_percent(gain[j])} {letter(others[j])}")
+            table.add_column(f"{reference} gain" if detail == 2 else "gain", justify="right")
         if why:
-            best = cmp.entry(*winners[j][:2]).why.at(size)
-            row += [str(best["steps"]), f"{best['congestion_deficiency']:.2f}", best["max_link_name"],
-                    format_size(best["bytes_max_link"])]
-        table.add_row(*row)
-    console = table_console(table)
+            for heading in ("steps", "Ξ", "busiest link", "its bytes"):
+                table.add_column(heading, justify="right")
+        several = {fam: sum(e.family == fam for e in cmp.entries) > 1 for fam in fams}
+        for j, size in enumerate(cmp.sizes):
+            row = [format_size(size)]
+            for fam, (times, variants) in fams.items():
+                shown = "" if (alltoall and not several[fam]) or detail <= 0 else short.get(variants[j],
+                                                                                           variants[j])
+                cell = f"{gbps(size / times[j])} {shown}".rstrip()
+                row.append(f"[bold]{cell}[/bold]" if fam == winners[j][0] else cell)
+            row += ["≈".join(letter(f) for f in ties[j]), *([format_time(winners[j][2])] if detail > -2 else [])]
+            if bound is not None:
+                row += [format_time(bound[j]), f"{winners[j][2] / bound[j]:.2f}x"]
+            if gain is not None:
+                row.append("tie" if others[j] is None else f"{signed_percent(gain[j])} {letter(others[j])}")
+            if why:
+                best = cmp.entry(*winners[j][:2]).why.at(size)
+                row += [str(best["steps"]), f"{best['congestion_deficiency']:.2f}", best["max_link_name"],
+                        format_size(best["bytes_max_link"])]
+            table.add_row(*row)
+        for column in table.columns:  # too narrow still: wrap a cell, never cut it
+            column.overflow = "fold"
+        return table
+
+    width = Console().width  # the terminal's, $COLUMNS, or 80 when piped
+    probe = Console(width=10_000)
+    for detail in ((2,) if wide else (2, 1, 0, -1, -2)):
+        table = build(detail)
+        if Measurement.get(probe, probe.options, table).maximum <= width:
+            break
+    console = table_console(table) if wide else Console()  # --wide: as wide as the table; else rich folds
     console.print(table)
     tie = f"{cmp.tie_tolerance * 100:.2g} %"
     gain_note = (f" {reference} gain = {reference}'s goodput over the best other outside its tie (letter) - 1."
@@ -118,10 +144,11 @@ def print_comparison(cmp, notes, why: bool = False) -> None:
         for v in shown:  # one meaning per mark (r=0 is the generalized allreduce's bandwidth-optimal variant)
             legend.setdefault(VARIANT_MARKS[v], VARIANT_NAMES[v])
         marks = "; ".join(f"{m} {name}" for m, name in legend.items())
-        console.print(f"Each cell: goodput of the family's best variant ({marks}; r=k generalized allreduce with "
-                      f"k distribution steps removed; P=k: k chunks per half of the double binary tree, or the "
-                      f"chain's k pipeline chunks). Families: "
-                      f"{families}. best = the fastest." + gain_note + peak)
+        variants = (f" ({marks}; r=k generalized allreduce with k distribution steps removed; P=k: k chunks per "
+                    f"half of the double binary tree, or the chain's k pipeline chunks)" if detail > 0 else
+                    f" (its variant is left out to fit {width} columns: --wide, --json or --csv show it)")
+        console.print(f"Each cell: goodput of the family's best variant{variants}. Families: {families}. best = "
+                      f"the fastest." + gain_note + peak)
     for note in notes:
         console.print(f"[dim]{note}[/dim]")
     for name, kind, reason in grouped_skips(cmp.skipped):

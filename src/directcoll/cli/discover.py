@@ -4,8 +4,8 @@
 Both print from the library's own tables (:func:`directcoll.topology.table.families`,
 :mod:`directcoll.topology.grammar`, :func:`directcoll.catalog.presets.list_presets`), never from a copy.
 
-Source: issue #18 ("``directcoll topology families``, ``directcoll presets`` and ``directcoll help specs`` to
-discover what exists").
+Source: docs/architecture.md, "Command line" (``directcoll topology families``, ``directcoll presets`` and
+``directcoll help specs``: what exists can be discovered without an error).
 
 >>> from directcoll.cli.main import main
 >>> main(["help", "specs"])  # doctest: +ELLIPSIS
@@ -34,7 +34,7 @@ def add_discovery_commands(sub) -> None:
     Raises:
         Nothing: adds parsers.
 
-    Source: issue #18 (discovery commands).
+    Source: docs/architecture.md, "Command line" (discovery commands).
 
     >>> from directcoll.cli.main import build_parser
     >>> build_parser().parse_args(["help", "specs"]).func.__name__
@@ -89,7 +89,7 @@ def cmd_presets(args) -> int:
     Raises:
         Nothing: lists the packaged data.
 
-    Source: ``catalog/data/systems.json``; issue #18 (discovery).
+    Source: ``catalog/data/systems.json``; docs/architecture.md, "Command line" (discovery).
 
     >>> from directcoll.cli.main import main
     >>> main(["presets"])  # doctest: +ELLIPSIS
@@ -163,7 +163,7 @@ def cmd_help_specs(args) -> int:
         Nothing: lists the grammar.
 
     Source: :mod:`directcoll.topology.grammar`, :mod:`directcoll.topology.table`, :mod:`directcoll.topology.files`
-    and :mod:`directcoll.catalog.presets`; issue #18 (discovery).
+    and :mod:`directcoll.catalog.presets`; docs/architecture.md, "Command line" (discovery).
     """
     from directcoll.catalog.presets import has_network_parameters, list_presets
     from directcoll.topology.files import FILE_PREFIX, FORMATS, SUFFIXES

@@ -4,8 +4,8 @@ The commands live in :mod:`directcoll.cli.build`, :mod:`directcoll.cli.network` 
 this module builds the parser. Exit status: 0 done, 1 a check that failed (``verify``, ``run``), 2 a bad input
 or request (one line on stderr, ``directcoll: error: ...``; usage errors ``directcoll COMMAND: error: ...``).
 
-Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract tested in
-subprocesses) and "Quality bar for every module" (one clear error naming the input).
+Source: docs/architecture.md, "Command line" (machine-readable output is a contract tested in
+subprocesses) and "Quality bar" (one clear error naming the input).
 
 >>> main(["verify", "no/such/file.json"])  # the error goes to stderr
 2
@@ -54,8 +54,8 @@ from directcoll.cli.options import (
     add_output_options,
     bandwidth,
     count,
-    fraction,
     duration,
+    fraction,
     per_byte,
     print_notes,
     size_option,
@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     Raises:
         Nothing: builds the parser (parsing bad arguments exits with status 2).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (the CLI is a thin layer over the library).
+    Source: docs/architecture.md, "Command line" (the CLI is a thin layer over the library).
 
     >>> build_parser().parse_args(["verify", "s.json"]).func.__name__
     'cmd_verify'
@@ -254,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--why", action="store_true", help="also give, per size, the winner's steps, congestion "
                                                         "deficiency Xi and busiest link with its bytes (table "
                                                         "columns, --json fields, --csv columns)")
+    cmp.add_argument("--wide", action="store_true", help="print the table as wide as it needs (default: fitted to "
+                                                         "the terminal, 80 columns when piped)")
     cmp.add_argument("-o", "--output", help="also write the results to this file: .json the --json document, .csv "
                                             "the --csv rows (stdout keeps the table)")
     add_output_options(cmp, csv="CSV rows (algorithm, variant, size, time, goodput)")
@@ -418,14 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     (progress bars, warnings, errors, and after the run the deprecation notes of old spellings) on stderr.
 
     Returns:
-        The exit status, an int in {0, 1, 2}.
+        The exit status, an int in {0, 1, 2}, or 130 after Ctrl-C (one line on stderr, no traceback).
 
     Raises:
         SystemExit: a usage error (status 2, one line on stderr), ``--help`` or ``--version`` (status 0), as
             argparse does; every :class:`~directcoll.errors.DirectcollError` and OSError of a command is turned
             into status 2 and is not raised.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" and "Quality bar for every module".
+    Source: docs/architecture.md, "Command line" and "Quality bar".
 
     >>> import os, tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -456,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line, 128 + SIGINT (directcoll.cli.entry guards the imports too)
+        print("directcoll: interrupted", file=sys.stderr)
+        return 130
     except OSError as exc:  # a file that went away or filled the disk while writing: the checks before are best-effort
         where = f" {exc.filename!r}" if exc.filename else ""
         print(f"directcoll: error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)

@@ -3,7 +3,7 @@
 ``native lib`` prints the path of ``libdirectcoll`` (building it first against the MPI of ``$MPICC`` or the
 mpich wheel); ``native compile`` writes a verified schedule as a program file for ``DIRECTCOLL_SCHEDULES``.
 
-Source: docs/runtime.md, "The native runtime"; issue #15 items 1-3.
+Source: docs/runtime.md, "The native runtime".
 
 >>> from directcoll.cli.main import main
 >>> main(["native", "compile", "no/such/file.json", "-o", "p.dcp"])  # the error goes to stderr
@@ -63,7 +63,7 @@ def cmd_native_lib(args) -> int:
         MissingDependencyError: no MPI compiler wrapper (install the mpi extra or set MPICC).
         DirectcollError: the build failed (the compiler's last lines); the CLI turns both into exit status 2.
 
-    Source: docs/runtime.md, "The native runtime"; issue #15 item 1.
+    Source: docs/runtime.md, "The native runtime".
     """
     from directcoll.runtime.native import find_mpicc, library_path, mpi_identity
 

@@ -4,7 +4,7 @@ Every ``cmd_*`` takes the parsed arguments, prints its result on stdout and retu
 raised as :class:`~directcoll.errors.DirectcollError` for :func:`directcoll.cli.main.main` to print as one line
 (status 2).
 
-Source: DESIGN.md, "Cost and simulation" and "Engines, runtimes and scale".
+Source: docs/architecture.md, "Cost and simulation" and "Engines, runtimes and scale".
 
 >>> from directcoll.cli.main import main
 >>> main(["simulate", "no/such/file.json", "--sizes", "1MiB"])  # the error goes to stderr
@@ -99,7 +99,7 @@ def cmd_compare(args) -> int:
     quiet = args.json or args.csv
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
-                      progress=(lambda done, total, label="": tick(done, total)) if tick else noop, why=args.why,
+                      progress=tick or noop, why=args.why,
                       ports=args.ports, tie_tolerance=args.tie_tolerance)
     cmp.skipped[:0] = skipped  # the policy's cutoffs first, then what refused to run
     if args.plot:
@@ -118,7 +118,7 @@ def cmd_compare(args) -> int:
     if args.csv:
         sys.stdout.write(cmp.to_csv())
         return 0
-    print_comparison(cmp, notes, why=args.why)
+    print_comparison(cmp, notes, why=args.why, wide=args.wide)
     if args.plot:
         print(f"plot written to {args.plot}")
     if args.output:
@@ -180,8 +180,8 @@ def cmd_simulate(args) -> int:
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule or
             building and simulating on the network.
 
-    Source: DESIGN.md, "Cost and simulation" (step model; flow model); Swing (NSDI'24) Sec. 5 (400 Gb/s links,
-    100 ns latency, 300 ns per hop: the swing-sst preset).
+    Source: docs/architecture.md, "Cost and simulation" (step model; flow model); Swing (NSDI'24) Sec. 5 (400 Gb/s
+    links, 100 ns latency, 300 ns per hop: the swing-sst preset).
 
     >>> import os, tempfile
     >>> from directcoll.cli.main import main
@@ -314,7 +314,7 @@ def cmd_run(args) -> int:
         SpecError: a bad SPEC. UnsupportedShapeError: an unknown algorithm.
         ResourceError: the ranks would not fit this machine's memory budget.
 
-    Source: docs/runtime.md; DESIGN.md, "Engines, runtimes and scale" (runtime); MPI 4.1 standard, Ch. 6 (the
+    Source: docs/runtime.md; docs/architecture.md, "Engines, runtimes and scale" (runtime); MPI 4.1 standard, Ch. 6 (the
     native collectives compared against).
 
     >>> from directcoll.cli.main import main

@@ -1,13 +1,13 @@
 """Argument types and checks of the command line: counts with a minimum, times with units, writable outputs,
-and the shared grammar of every command (issue #18): ``--json`` / ``--csv`` mutually exclusive
-(:func:`add_output_options`), one ``--sizes`` list syntax (:func:`read_sizes`), old spellings kept one release with a
-note on stderr (:class:`Deprecated`).
+and the shared grammar of every command (docs/architecture.md, "Command line"): ``--json`` / ``--csv`` mutually
+exclusive (:func:`add_output_options`), one ``--sizes`` list syntax (:func:`read_sizes`), old spellings kept one release
+with a note on stderr (:class:`Deprecated`).
 
 Every bad value ends in one line: argparse types raise :class:`argparse.ArgumentTypeError` (reported by
 :class:`Parser` as ``directcoll COMMAND: error: argument --ports: ...``), the checks run inside a command raise
 :class:`~directcoll.errors.DirectcollError`.
 
-Source: DESIGN.md, "Quality bar for every module" (one clear error naming the input and what is accepted).
+Source: docs/architecture.md, "Quality bar" (one clear error naming the input and what is accepted).
 
 >>> count(1)("4"), positive_size("64KiB", "--size")
 (4, 65536)
@@ -30,7 +30,7 @@ class Parser(argparse.ArgumentParser):
     Raises:
         SystemExit: status 2 on a usage error (see :meth:`error`).
 
-    Source: DESIGN.md, "Quality bar for every module"; Python's argparse.
+    Source: docs/architecture.md, "Quality bar"; Python's argparse.
 
     >>> Parser(prog="demo").parse_args([])
     Namespace()
@@ -42,7 +42,7 @@ class Parser(argparse.ArgumentParser):
         Raises:
             SystemExit: always, with status 2.
 
-        Source: DESIGN.md, "Quality bar for every module".
+        Source: docs/architecture.md, "Quality bar".
 
         >>> Parser(prog="demo").error("bad")
         Traceback (most recent call last):
@@ -90,7 +90,7 @@ def count(minimum: int, maximum: int | None = None):
         Nothing itself; the returned function raises argparse.ArgumentTypeError on a non-integer or a value out of
         range (argparse reports it as a usage error, status 2).
 
-    Source: DESIGN.md, "Quality bar for every module".
+    Source: docs/architecture.md, "Quality bar".
 
     >>> count(1, 16)("8")
     8
@@ -142,7 +142,7 @@ def positive_size(text: str, option: str) -> int:
     Raises:
         DirectcollError: not a size, or zero bytes, naming ``option``.
 
-    Source: :func:`directcoll.units.parse_size`; DESIGN.md, "Quality bar for every module".
+    Source: :func:`directcoll.units.parse_size`; docs/architecture.md, "Quality bar".
 
     >>> positive_size("0", "--size")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -185,7 +185,7 @@ def check_output(path: str | os.PathLike | None, option: str) -> None:
     Raises:
         DirectcollError: naming the option, the path and why.
 
-    Source: DESIGN.md, "Quality bar for every module" (refuse early, name the input).
+    Source: docs/architecture.md, "Quality bar" (refuse early, name the input).
 
     >>> check_output(None, "-o")
     >>> check_output("no/such/folder/out.json", "-o")  # doctest: +ELLIPSIS
@@ -226,7 +226,8 @@ class Sizes(list):
     Raises:
         Nothing: a list with one more attribute.
 
-    Source: issue #18 ("one size flag with one list syntax"); :func:`directcoll.units.parse_sizes`.
+    Source: docs/architecture.md, "Command line" ("one size flag with one list syntax");
+    :func:`directcoll.units.parse_sizes`.
 
     >>> s = read_sizes("1KiB,1MiB"); s, s.text
     ([1024, 1048576], '1KiB,1MiB')
@@ -252,7 +253,8 @@ def read_sizes(text: str, option: str = "--sizes") -> Sizes:
         DirectcollError: anything parse_sizes refuses, the message starting with ``option``.
         ResourceError: more sizes than :data:`directcoll.units.MAX_SIZES`.
 
-    Source: issue #18 ("one size flag with one list syntax"); :func:`directcoll.units.parse_sizes`.
+    Source: docs/architecture.md, "Command line" ("one size flag with one list syntax");
+    :func:`directcoll.units.parse_sizes`.
 
     >>> read_sizes("32B..128B")
     [32, 64, 128]
@@ -279,8 +281,8 @@ def one_size(text: str, command: str, option: str = "--sizes") -> int:
         DirectcollError: sizes :func:`read_sizes` refuses, or more than one size, naming the command and what to
             do instead.
 
-    Source: issue #18 ("one size flag with one list syntax": commands that take one size refuse a list with one
-    clear line).
+    Source: docs/architecture.md, "Command line" ("one size flag with one list syntax": commands that take one size
+    refuse a list with one clear line).
 
     >>> one_size("64KiB", "simulate")
     65536
@@ -307,8 +309,8 @@ def add_output_options(p: argparse.ArgumentParser, csv: str | None = None,
     Raises:
         Nothing: adds arguments (parsing ``--json --csv`` exits with status 2 and one line).
 
-    Source: issue #18 ("--variant, -o, --json, --csv wherever they make sense, mutually exclusive where they
-    are"); DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract).
+    Source: docs/architecture.md, "Command line" ("--variant, -o, --json, --csv wherever they make sense, mutually
+    exclusive where they conflict"; machine-readable output is a contract).
 
     >>> p = Parser(prog="demo"); add_output_options(p, csv="CSV rows")
     >>> p.parse_args(["--csv"])
@@ -333,7 +335,7 @@ class Deprecated(argparse.Action):
     Raises:
         Nothing: stores the value and the note.
 
-    Source: issue #18 ("Old spellings keep working with a deprecation note for one release").
+    Source: docs/architecture.md, "Command line" ("Old spellings keep working with a deprecation note for one release").
 
     >>> p = Parser(prog="demo"); _ = p.add_argument("--size", dest="sizes", action=Deprecated, use="use --sizes")
     >>> args = p.parse_args(["--size", "1KiB"]); args.sizes, args.deprecation_notes[0][:29]
@@ -362,7 +364,7 @@ def print_notes(args) -> None:
     Raises:
         Nothing: writes to stderr.
 
-    Source: issue #18 (old spellings keep working with a deprecation note).
+    Source: docs/architecture.md, "Command line" (old spellings keep working with a deprecation note).
 
     >>> print_notes(argparse.Namespace())  # no old spelling used: nothing
     """
@@ -387,7 +389,7 @@ def add_deprecated_size(p: argparse.ArgumentParser) -> None:
     Raises:
         Nothing: adds an argument.
 
-    Source: issue #18 ("one size flag"; old spellings keep working for one release).
+    Source: docs/architecture.md, "Command line" ("one size flag"; old spellings keep working for one release).
     """
     p.add_argument("--size", dest="sizes", action=Deprecated, use="use --sizes", help=argparse.SUPPRESS)
 
@@ -403,7 +405,8 @@ def preset_spec(spec: str | None) -> str | None:
     Raises:
         DirectcollError: a preset whose source gives no topology.
 
-    Source: issue #18 ("the same spec or file everywhere"); :mod:`directcoll.catalog.presets`.
+    Source: docs/architecture.md, "Command line" ("the same spec or file everywhere");
+    :mod:`directcoll.catalog.presets`.
 
     >>> preset_spec("trn1"), preset_spec("torus:4x4")
     ('torus:4x4', 'torus:4x4')
@@ -428,7 +431,7 @@ def network_spec(args, default: str | None = None) -> str | None:
     Raises:
         DirectcollError: both given and different.
 
-    Source: issue #18 ("the network is positional and the same spec or file everywhere").
+    Source: docs/architecture.md, "Command line" ("the network is positional and the same spec or file everywhere").
 
     >>> network_spec(argparse.Namespace(spec=None, topology="ring:4"))
     'ring:4'

@@ -1,6 +1,6 @@
 """Output helpers of the command line: JSON, tables, progress bars, number formats.
 
-Source: DESIGN.md, "Engines, runtimes and scale" (results on stdout, ``--json`` a contract; progress on
+Source: docs/architecture.md, "Command line" (results on stdout, ``--json`` a contract; progress on
 stderr).
 
 >>> gbps(50e9)
@@ -27,7 +27,7 @@ def print_json(obj, file=None) -> None:
     Raises:
         Nothing of ours: an object JSON cannot hold raises TypeError.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract).
+    Source: docs/architecture.md, "Command line" (machine-readable output is a contract).
 
     >>> print_json({"steps": np.int64(3), "sizes": np.array([1.5])})
     {
@@ -67,7 +67,8 @@ def table_console(*tables):
     Raises:
         Nothing: measures the tables.
 
-    Source: issue #18 ("tables that read well anywhere"); rich's ``Measurement`` of a renderable.
+    Source: docs/architecture.md, "Command line" ("tables that read well anywhere"); rich's ``Measurement`` of a
+    renderable.
 
     >>> from rich.table import Table
     >>> t = Table("size", "a very long column heading that would not fit in sixty columns, not at all")
@@ -89,7 +90,7 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
     Raises:
         Nothing: formatting only.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (human output; ``--json`` for machines).
+    Source: docs/architecture.md, "Command line" (human output; ``--json`` for machines).
     """
     from rich.table import Table
 
@@ -103,15 +104,18 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
 
 
 class ProgressBar:
-    """A rich progress bar over steps, or a no-op when disabled (JSON output, small work).
+    """Progress over steps on standard error, or nothing when disabled (JSON output, small work).
 
-    ``with ProgressBar(total, label, enabled) as tick:`` gives ``tick(done, total)`` to update the bar, or None
-    when disabled or stderr is not a terminal (the bar goes to stderr: stdout holds only the result).
+    ``with ProgressBar(total, label, enabled) as tick:`` gives ``tick(done, total[, what])`` (None when disabled).
+    On a terminal it drives a rich bar; piped, a :class:`Heartbeat` prints one line after two seconds and then every
+    ten: the label, how far, what runs now, the time elapsed and an estimate of the time left (from the average
+    time per step so far). Standard output holds only the result.
 
     Raises:
         Nothing: a disabled bar does nothing.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (stdout holds only the result).
+    Source: docs/architecture.md, "Command line" (stdout holds only the result; progress on anything over two
+    seconds, piped too).
 
     >>> with ProgressBar(10, "verifying", enabled=False) as tick:
     ...     tick is None
@@ -121,22 +125,39 @@ class ProgressBar:
     def __init__(self, total: int, label: str, enabled: bool) -> None:
         self.total, self.label, self.enabled = total, label, enabled
         self._bar = None
+        self._beat: Heartbeat | None = None
 
     def __enter__(self):
-        if not self.enabled or not sys.stderr.isatty():
-            return None  # no bar at all, not a disabled one: rich 13.0 still writes a newline when that stops
+        if not self.enabled:
+            return None
+        if not sys.stderr.isatty():
+            return self._piped()
         from rich.console import Console
         from rich.progress import Progress
 
         self._bar = Progress(transient=True, console=Console(stderr=True))  # stdout holds only the result
         self._bar.start()
         task = self._bar.add_task(self.label, total=self.total)
-        return lambda done, total: self._bar.update(task, completed=done)
+        return lambda done, total, what="": self._bar.update(task, completed=done, total=total)
+
+    def _piped(self):
+        import time
+
+        t0 = time.monotonic()
+        self._beat = Heartbeat(self.label).__enter__()
+
+        def tick(done: int, total: int, what: str = "") -> None:
+            elapsed = time.monotonic() - t0
+            left = f", about {elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+            self._beat(f"{done}/{total}{f' {what}' if what else ''}{left}")
+
+        return tick
 
     def __exit__(self, *exc):
         if self._bar is not None:
             self._bar.stop()
-
+        if self._beat is not None:
+            self._beat.__exit__(*exc)
 
 
 class Heartbeat:
@@ -150,8 +171,7 @@ class Heartbeat:
     Raises:
         Nothing: a daemon thread that only writes to standard error.
 
-    Source: issue #18 ("sign of life on anything over two seconds"); DESIGN.md, "Engines, runtimes and scale"
-    (progress on standard error).
+    Source: docs/architecture.md, "Command line" ("a sign of life on anything over two seconds, on standard error").
 
     >>> with Heartbeat("nothing slow", after=60) as beat:
     ...     beat("step 1")
@@ -200,7 +220,7 @@ class Heartbeat:
 
 def noop(*_args) -> None:
     """Accept anything and do nothing (a progress callback when no bar is shown). Raises: Nothing.
-    Source: DESIGN.md, "Engines, runtimes and scale".
+    Source: docs/architecture.md, "Command line".
     """
     return None
 

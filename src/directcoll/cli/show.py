@@ -5,7 +5,7 @@ Every ``cmd_*`` takes the parsed arguments, prints its result on stdout and retu
 raised as :class:`~directcoll.errors.DirectcollError` for :func:`directcoll.cli.main.main` to print as one line
 (status 2).
 
-Source: DESIGN.md, "Engines, runtimes and scale" (results on stdout, ``--json`` and ``--csv`` a contract);
+Source: docs/architecture.md, "Command line" (results on stdout, ``--json`` and ``--csv`` a contract);
 Swing (De Sensi et al., NSDI'24) Figs. 1 and 4 (a schedule's steps drawn on the network).
 
 >>> from directcoll.cli.main import main
@@ -41,7 +41,7 @@ def add_show_commands(sub) -> None:
     Raises:
         Nothing: adds parsers.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (one grammar across commands).
+    Source: docs/architecture.md, "Command line" (one grammar across commands).
 
     >>> from directcoll.cli.main import build_parser
     >>> build_parser().parse_args(["draw", "s.json", "-o", "s.png"]).func.__name__
@@ -127,8 +127,8 @@ def cmd_show(args) -> int:
         ScheduleFormatError, ScheduleError, SpecError, TopologyError, ResourceError: from loading the schedule,
             building the topology (or one whose compute nodes are not the schedule's ranks) and routing.
 
-    Source: DESIGN.md, "Schedule IR" and "Cost and simulation"; Swing (De Sensi et al., NSDI'24) Sec. 4.1 (the most
-    loaded link of a step).
+    Source: docs/architecture.md, "Schedule IR" and "Cost and simulation"; Swing (De Sensi et al., NSDI'24) Sec. 4.1
+    (the most loaded link of a step).
 
     >>> import os, tempfile
     >>> from directcoll.cli.main import main
@@ -222,7 +222,7 @@ def parse_steps(text: str, num_steps: int) -> list[int]:
     Raises:
         DirectcollError: text that is no such list, or a step outside 0..num_steps-1.
 
-    Source: DESIGN.md, "Quality bar for every module" (a bad value names the option and what is accepted).
+    Source: docs/architecture.md, "Quality bar" (a bad value names the option and what is accepted).
 
     >>> parse_steps("0,2-4", 8), parse_steps("all", 3)
     ([0, 2, 3, 4], [0, 1, 2])

@@ -4,7 +4,7 @@ inside SimGrid SMPI on a simulated network built from SPEC (docs/runtime.md, "Th
 Errors are raised as :class:`~directcoll.errors.DirectcollError` for :func:`directcoll.cli.main.main` to print as
 one line (status 2).
 
-Source: docs/runtime.md, "The SMPI engine"; issue #15 item 6.
+Source: docs/runtime.md, "The SMPI engine".
 
 >>> from directcoll.cli.main import main
 >>> main(["run", "torus:2x2", "--engine", "smpi", "--hostfile", "hosts"])  # refused before anything runs
@@ -43,7 +43,7 @@ def run_smpi(args) -> int:
         MissingDependencyError: no SimGrid (``apt-get install libsimgrid-dev``).
         SpecError, ResourceError, ScheduleError: from the network, the memory budget or a schedule.
 
-    Source: docs/runtime.md, "The SMPI engine"; issue #15 item 6.
+    Source: docs/runtime.md, "The SMPI engine".
     """
     from directcoll.runtime.smpi import smpi_run
     from directcoll.simulate import resolve_network

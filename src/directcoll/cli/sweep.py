@@ -1,6 +1,6 @@
 """``directcoll sweep SWEEP.toml -o results.parquet``: a grid of studies on Dask (or ``--serial``), resumable.
 
-Source: docs/sweep.md; issue #16 item 4.
+Source: docs/sweep.md.
 
 >>> from directcoll.cli.main import main
 >>> main(["sweep", "no/such/sweep.toml", "-o", "r.parquet"])  # the error goes to stderr

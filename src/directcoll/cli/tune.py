@@ -8,7 +8,7 @@ the MPI library's collective and ours in the same run and prints the OSU micro-b
 separate ``directcoll-bench`` script so that it shares the one grammar (the network positional, ``--sizes``,
 ``--json``, ``--memory-budget``) that tests/test_cli_grammar.py checks on every command.
 
-Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 items 4 and 7.
+Source: docs/runtime.md, "Tuning and benchmarks".
 
 >>> from directcoll.cli.main import main
 >>> main(["tune", "ring:4", "--ranks", "3", "-o", "t.json"])  # the error goes to stderr
@@ -115,7 +115,7 @@ def cmd_tune(args) -> int:
             other than broadcast and reduce or outside the ranks, an unwritable ``-o``, no MPI or a failed run
             (``--measure``). The CLI turns them into exit status 2.
 
-    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4.
+    Source: docs/runtime.md, "Tuning and benchmarks".
     """
     from directcoll.errors import DirectcollError
     from directcoll.reports.tuning import measured_table, model_table
@@ -164,7 +164,7 @@ def cmd_bench(args) -> int:
             ``--root`` the collective has not or a table without a program for it, no MPI, a failed run. The CLI
             turns them into exit status 2.
 
-    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 7.
+    Source: docs/runtime.md, "Tuning and benchmarks".
     """
     from directcoll.errors import DirectcollError
     from directcoll.reports.tuning import model_table, parse_bench, run_bench

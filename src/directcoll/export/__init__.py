@@ -1,4 +1,4 @@
-"""Export schedules to the formats real executors run, and import them back (DESIGN.md layer "runtime, export").
+"""Export schedules to the formats real executors run, and import them back (docs/architecture.md, ``export/``).
 
 - :mod:`directcoll.export.msccl`: MSCCL XML for the NCCL MSCCL executor (``export_msccl``, ``import_msccl``).
 """

@@ -56,7 +56,7 @@ def solve(lp: LinearProgram, method: str = "auto", options: dict | None = None, 
         SolverLimitError: a limit stopped the solve.
         ResourceError: the model's estimated memory is over the budget.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: every LP/MIP through ``directcoll.lp``,
+    Source: docs/architecture.md, "Engines, runtimes and scale" (solver hygiene: every LP/MIP through ``directcoll.lp``,
     every status checked); the method thresholds measured in docs/alltoall.md, "Solvers".
 
     >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.array([-1.0, -1.0]), np.zeros(2), np.ones(2),

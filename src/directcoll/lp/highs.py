@@ -55,8 +55,8 @@ def solver_log_enabled() -> bool:
     Raises:
         SolverError: another value of ``DIRECTCOLL_SOLVER_LOG``, naming the accepted ones.
 
-    Source: issue #18 ("sign of life on anything over two seconds": LP solves with HiGHS's own progress);
-    DESIGN.md, "Engines, runtimes and scale" (nothing on standard output).
+    Source: docs/architecture.md, "Command line" ("a sign of life on anything over two seconds": LP solves with HiGHS's
+    own progress); docs/architecture.md, "Engines, runtimes and scale" (nothing on standard output).
 
     >>> with solver_log("off"):
     ...     solver_log_enabled()
@@ -81,7 +81,7 @@ def solver_log(mode: str | None):
     Raises:
         SolverError: a mode that is not auto, on or off.
 
-    Source: issue #18 ("sign of life on anything over two seconds").
+    Source: docs/architecture.md, "Command line" ("a sign of life on anything over two seconds").
 
     >>> with solver_log("on"):
     ...     os.environ[SOLVER_LOG_ENV]
@@ -168,7 +168,7 @@ def quiet_stdout(to: str = "stderr"):
     Raises:
         Nothing: flush errors are ignored; a closed descriptor 1 makes it a no-op.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (no solver output on the process's standard output;
+    Source: docs/architecture.md, "Engines, runtimes and scale" (no solver output on the process's standard output;
     machine-readable output is a contract).
 
     >>> with quiet_stdout("null"):
@@ -243,7 +243,7 @@ class Solver:
 
     Reuse one Solver for many small models: construction costs more than a small solve.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: options at construction); HiGHS
+    Source: docs/architecture.md, "Engines, runtimes and scale" (solver hygiene: options at construction); HiGHS
     (Huangfu & Hall) via highspy.
 
     >>> from directcoll.lp.model import LinearProgram
@@ -375,7 +375,7 @@ class Solver:
             SolverLimitError: a limit stopped the solve (and ``accept_limit`` is False, or no feasible point).
             ResourceError: the model's estimated memory is over the budget.
 
-        Source: DESIGN.md, "Engines, runtimes and scale" (every status checked).
+        Source: docs/architecture.md, "Engines, runtimes and scale" (every status checked).
 
         >>> from directcoll.lp.model import LinearProgram
         >>> import scipy.sparse as sp
@@ -410,7 +410,7 @@ class Solver:
             SolverLimitError: a limit stopped it.
             ResourceError: the model's estimated memory is over the budget.
 
-        Source: DESIGN.md, "Engines, runtimes and scale"; docs/alltoall.md, "Solvers" (PDLP then crossover).
+        Source: docs/architecture.md, "Engines, runtimes and scale"; docs/alltoall.md, "Solvers" (PDLP then crossover).
         """
         hs = self._hs
         self._pass(lp)

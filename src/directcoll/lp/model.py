@@ -1,6 +1,6 @@
 """The LP/MIP model and the solution the solver layer returns (plain numpy and scipy.sparse, no solver types).
 
-Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene); the standard bounded LP form of HiGHS.
+Source: docs/architecture.md, "Engines, runtimes and scale" (solver hygiene); the standard bounded LP form of HiGHS.
 
 >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.zeros(2), np.zeros(2), np.ones(2),
 ...                    np.array([1.0]), np.array([1.0]), name="one row")
@@ -38,7 +38,7 @@ class LinearProgram:
         ValueError: the array lengths do not match the matrix's shape (a built-in error: a bug in the caller's
             model construction, not bad user input).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (every LP/MIP goes through ``directcoll.lp``).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (every LP/MIP goes through ``directcoll.lp``).
 
     >>> lp = LinearProgram(sp.csc_matrix([[1.0, 1.0]]), np.array([-1.0, -2.0]), np.zeros(2), np.full(2, np.inf),
     ...                    np.array([-np.inf]), np.array([4.0]), name="toy")
@@ -69,17 +69,23 @@ class LinearProgram:
 
     @property
     def num_cols(self) -> int:
-        """Number of columns (variables). Raises: Nothing. Source: DESIGN.md, "Engines, runtimes and scale"."""
+        """Number of columns (variables). Raises: Nothing.
+
+        Source: docs/architecture.md, "Engines, runtimes and scale"."""
         return self.a.shape[1]
 
     @property
     def num_rows(self) -> int:
-        """Number of rows (constraints). Raises: Nothing. Source: DESIGN.md, "Engines, runtimes and scale"."""
+        """Number of rows (constraints). Raises: Nothing.
+
+        Source: docs/architecture.md, "Engines, runtimes and scale"."""
         return self.a.shape[0]
 
     @property
     def is_mip(self) -> bool:
-        """Whether any column is integer. Raises: Nothing. Source: DESIGN.md, "Engines, runtimes and scale"."""
+        """Whether any column is integer. Raises: Nothing.
+
+        Source: docs/architecture.md, "Engines, runtimes and scale"."""
         return self.integer is not None and bool(np.any(self.integer))
 
     def describe(self) -> str:
@@ -91,7 +97,7 @@ class LinearProgram:
         Raises:
             Nothing: formats the shape.
 
-        Source: DESIGN.md, "Quality bar for every module" (errors name the input).
+        Source: docs/architecture.md, "Quality bar" (errors name the input).
 
         >>> LinearProgram(sp.csc_matrix((2, 3)), np.zeros(3), np.zeros(3), np.ones(3), np.zeros(2),
         ...               np.ones(2)).describe()
@@ -108,7 +114,7 @@ class LinearProgram:
         Raises:
             Nothing: arithmetic.
 
-        Source: DESIGN.md, "Engines, runtimes and scale" (resources); one measured point (module constants).
+        Source: docs/architecture.md, "Engines, runtimes and scale" (resources); one measured point (module constants).
 
         >>> LinearProgram(sp.csc_matrix([[1.0]]), np.zeros(1), np.zeros(1), np.ones(1), np.zeros(1),
         ...               np.ones(1)).estimated_bytes()
@@ -135,7 +141,7 @@ class Solution:
     Raises:
         Nothing: a frozen record built by :class:`~directcoll.lp.highs.Solver`.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (a limit is reported, never passed off as a result).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (a limit is reported, never passed off as a result).
     """
 
     x: np.ndarray

@@ -11,7 +11,7 @@ many tie). Wrap-around links and transfers of tori leave one edge of the grid an
 the paper's figures leave them out.
 
 Source: Swing (De Sensi et al., NSDI'24) Fig. 1 (steps on a 1D torus, arcs between communicating nodes) and Fig.
-4 (the first step on a 4x4 torus); DESIGN.md, "Cost and simulation" (a step's bytes on every directed link).
+4 (the first step on a 4x4 torus); docs/architecture.md, "Cost and simulation" (a step's bytes on every directed link).
 
 >>> import os, tempfile
 >>> from directcoll.algorithms.ring import build_ring
@@ -61,7 +61,7 @@ def figure_format(path, fmt: str | None = None, flag: str = "-o") -> str:
         DirectcollError: a format or suffix not in :data:`FORMATS` (no ``fmt`` and a path without a suffix
             included), or a ``fmt`` that contradicts the suffix (``fig.png`` with ``pdf``).
 
-    Source: issue #18 ("--format pdf|svg|png"); matplotlib's ``savefig`` formats.
+    Source: docs/architecture.md, "Command line" ("--format pdf|svg|png"); matplotlib's ``savefig`` formats.
 
     >>> figure_format("fig.PDF"), figure_format("fig", "svg")
     ('pdf', 'svg')
@@ -114,8 +114,8 @@ def draw_steps(schedule: Schedule, topology: Topology, path, *, steps=None, size
         TopologyError, ResourceError: as :func:`directcoll.reports.steps.step_view` (ranks that are not the
             topology's compute nodes, a routing the topology cannot do).
 
-    Source: Swing (De Sensi et al., NSDI'24) Figs. 1 and 4 (a schedule's steps drawn on the network); DESIGN.md,
-    "Cost and simulation" (a step's bytes on every directed link).
+    Source: Swing (De Sensi et al., NSDI'24) Figs. 1 and 4 (a schedule's steps drawn on the network);
+    docs/architecture.md, "Cost and simulation" (a step's bytes on every directed link).
     """
     check_ranks(schedule, topology)
     lay = layout(topology)

@@ -3,7 +3,7 @@
 runtime of small vectors.
 
 The figure is drawn for one column of a paper (:data:`COLUMN_WIDTH`, 3.5 in) and checked by looking at it
-(issue #18, "figures a reader would put in a paper"):
+(docs/architecture.md, "Command line": figures a reader would put in a paper):
 
 * the goodput axis is scaled to the curves, not to the peak: the peak goodput is drawn as a line when it is near
   the curves, else named in the legend ("above the axis"); it is logarithmic when the families' best goodputs
@@ -117,7 +117,8 @@ def goodput_axis(curves: list[np.ndarray], peak: float) -> dict:
     Raises:
         Nothing: arithmetic (non-positive values are ignored on a log axis).
 
-    Source: issue #18 ("y-axes scaled to the data, log where the data spans decades"); Swing (NSDI'24) Fig. 6.
+    Source: docs/architecture.md, "Command line" ("y-axes scaled to the data, log where the data spans decades"); Swing
+    (NSDI'24) Fig. 6.
 
     >>> import numpy as np
     >>> goodput_axis([np.array([1.0, 700.0]), np.array([1.0, 800.0])], 25_000.0)["peak_shown"]
@@ -280,7 +281,7 @@ def caption(cmp: Comparison, width: int = 96) -> str:
     Raises:
         Nothing: formatting.
 
-    Source: docs/compare.md, "Ties" and "Skipped contenders".
+    Source: docs/compare.md, "Ties" and "Contenders: a visible policy".
 
     >>> from directcoll.reports.compare import compare
     >>> from directcoll.topology import parse

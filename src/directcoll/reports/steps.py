@@ -7,8 +7,8 @@ dimension-order routing, :func:`directcoll.topology.routing.route_entries`) and 
 Nodes and links are named for people: grid topologies by coordinates (``(0,1)->(0,2)``), HammingMesh switches
 as ``[row 2]`` / ``[col 1]``, other switches as ``[switch k]``, other nodes by their rank.
 
-Source: DESIGN.md, "Cost and simulation" (a step's bytes on every directed link) and "Schedule IR" (pieces, the
-optional explicit route of a transfer); Swing (De Sensi et al., NSDI'24) Figs. 1 and 4 (a step's transfers
+Source: docs/architecture.md, "Cost and simulation" (a step's bytes on every directed link) and "Schedule IR" (pieces,
+the optional explicit route of a transfer); Swing (De Sensi et al., NSDI'24) Figs. 1 and 4 (a step's transfers
 drawn on the network).
 
 >>> from directcoll.algorithms.ring import build_ring
@@ -103,7 +103,7 @@ def check_ranks(schedule: Schedule, topology: Topology) -> None:
     Raises:
         TopologyError: the rank count differs from the topology's compute nodes, naming both.
 
-    Source: DESIGN.md, "Schedule IR" (rank r runs on compute node r).
+    Source: docs/architecture.md, "Topology" (rank r runs on compute node r).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> from directcoll.topology import parse
@@ -136,7 +136,7 @@ class StepView:
     Raises:
         Nothing: a record built by :func:`step_view`.
 
-    Source: DESIGN.md, "Cost and simulation" (the bytes of a step added on every directed link).
+    Source: docs/architecture.md, "Cost and simulation" (the bytes of a step added on every directed link).
 
     >>> from directcoll.algorithms.ring import build_ring
     >>> from directcoll.topology import parse
@@ -157,7 +157,7 @@ class StepView:
 
     @property
     def num_transfers(self) -> int:
-        """T, the transfers of the step. Raises: Nothing. Source: DESIGN.md, "Schedule IR"."""
+        """T, the transfers of the step. Raises: Nothing. Source: docs/architecture.md, "Schedule IR"."""
         return len(self.src)
 
     @property
@@ -267,8 +267,8 @@ def step_view(schedule: Schedule, topology: Topology, step: int, size: float, ro
             cannot do, an explicit route with a link outside the topology (:func:`route_entries`).
         ResourceError: routes over the memory budget (BFS of a large topology).
 
-    Source: DESIGN.md, "Cost and simulation" (route every transfer, add its bytes on every link); "Schedule IR"
-    (an empty explicit route means: route it yourself).
+    Source: docs/architecture.md, "Cost and simulation" (route every transfer, add its bytes on every link); "Schedule
+    IR" (an empty explicit route means: route it yourself).
 
     >>> from directcoll.algorithms.ring import build_ring
     >>> from directcoll.topology import parse
@@ -328,7 +328,7 @@ def pieces_text(schedule: Schedule, transfer: int, limit: int = 4) -> str:
     Raises:
         Nothing: ``transfer`` must be a transfer index of ``schedule``.
 
-    Source: DESIGN.md, "Schedule IR" (pieces are half-open block intervals over a common denominator).
+    Source: docs/architecture.md, "Schedule IR" (pieces are half-open block intervals over a common denominator).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> pieces_text(ring_allgather(range(4)), 1)
@@ -391,7 +391,7 @@ def transfer_rows(schedule: Schedule, topology: Topology, view: StepView) -> lis
     Raises:
         Nothing: reads the view.
 
-    Source: DESIGN.md, "Schedule IR" (transfer = step, src, dst, op, pieces, optional route).
+    Source: docs/architecture.md, "Schedule IR" (transfer = step, src, dst, op, pieces, optional route).
 
     >>> from directcoll.algorithms.ring import build_ring
     >>> from directcoll.topology import parse
@@ -429,8 +429,8 @@ def step_overview(schedule: Schedule, topology: Topology, size: float, routing: 
     Raises:
         TopologyError, ResourceError: as :func:`step_view`.
 
-    Source: DESIGN.md, "Cost and simulation" (per-step bytes on the most loaded link); docs/simulation.md, "Step
-    model" (the per-step breakdown).
+    Source: docs/architecture.md, "Cost and simulation" (per-step bytes on the most loaded link); docs/simulation.md,
+    "Step model" (the per-step breakdown).
 
     >>> from directcoll.algorithms.ring import build_ring
     >>> from directcoll.topology import parse

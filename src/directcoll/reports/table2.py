@@ -215,6 +215,6 @@ def to_markdown(rows: list[Table2Row]) -> str:
 
 def to_dicts(rows: list[Table2Row]) -> list[dict]:
     """The rows as JSON-serializable dicts (``dataclasses.asdict``). Raises: Nothing.
-    Source: Swing (NSDI'24) Table 2; DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
+    Source: Swing (NSDI'24) Table 2; docs/architecture.md, "Engines, runtimes and scale" (machine-readable output).
     """
     return [asdict(r) for r in rows]

@@ -11,7 +11,7 @@ it and the size below (0 for the smallest size) up to the geometric midpoint sqr
 above, rounded down (no upper bound for the largest size); consecutive sizes with the same winner merge into one
 entry.
 
-Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 items 4 and 7.
+Source: docs/runtime.md, "Tuning and benchmarks".
 
 >>> byte_ranges([8, 1024, 1 << 20])
 [(0, 90), (91, 32768), (32769, None)]
@@ -28,6 +28,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from directcoll import children
 from directcoll.errors import DirectcollError, ScheduleError, UnsupportedShapeError
 from directcoll.resources import cached_build
 from directcoll.runtime.native import find_mpicc, library_path, mpi_identity, write_program
@@ -168,7 +169,7 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
             with another collective or outside the ranks, bad sizes, no contender that compiles; what
             :func:`~directcoll.reports.compare.compare` raises.
 
-    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4.
+    Source: docs/runtime.md, "Tuning and benchmarks".
 
     >>> import os, tempfile
     >>> from directcoll.topology import parse
@@ -227,7 +228,7 @@ def bench_path(mpicc: list[str] | None = None) -> Path:
     Raises:
         MissingDependencyError: no MPI compiler wrapper; DirectcollError: the build failed.
 
-    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 7.
+    Source: docs/runtime.md, "Tuning and benchmarks".
     """
     mpicc = mpicc or find_mpicc()
     source = resources.files("directcoll").joinpath("native", "directcoll_bench.c").read_bytes()
@@ -237,7 +238,7 @@ def bench_path(mpicc: list[str] | None = None) -> Path:
         (tmp / "directcoll_bench.c").write_bytes(source)
         cmd = [*mpicc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out),
                str(tmp / "directcoll_bench.c")]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        done = children.run(cmd, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise DirectcollError("building directcoll_bench failed:\n" + "\n".join(done.stderr.splitlines()[-15:]))
 
@@ -361,7 +362,7 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
         MissingDependencyError: no MPI; DirectcollError: a bad ``impl``, a table :func:`check_table` refuses, or
             the run failed (its last lines).
 
-    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 7.
+    Source: docs/runtime.md, "Tuning and benchmarks".
     """
     if impl not in ("native", "ours", "both"):
         raise DirectcollError(f"impl must be native, ours or both, got {impl!r}")
@@ -381,7 +382,7 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
         env["LD_PRELOAD"] = str(library_path(mpicc))
         env["DIRECTCOLL_SCHEDULES"] = str(Path(table).resolve())
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        done = children.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as exc:
         raise DirectcollError(f"directcoll_bench on {ranks} ranks ran past {timeout:.0f} s") from exc
     if done.returncode != 0:
@@ -404,7 +405,7 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
     Raises:
         What :func:`model_table` and :func:`run_bench` raise.
 
-    Source: docs/runtime.md, "Tuning and benchmarks"; issue #15 item 4 (``--measure``).
+    Source: docs/runtime.md, "Tuning and benchmarks" (``--measure``).
     """
     from directcoll.reports.contenders import default_contenders, with_root
 

@@ -3,7 +3,7 @@ busiest link.
 
 Goodput alone says who wins; these three numbers say why, in the Swing paper's terms (Sec. 2.2, Eq. 1): the
 latency term grows with the steps, the bandwidth term with Ξ (how far the bytes travel, Sec. 4.1) and with the most
-loaded link of a step (congestion: the step model times a step by it, DESIGN.md "Cost and simulation").
+loaded link of a step (congestion: the step model times a step by it, docs/architecture.md "Cost and simulation").
 
 - **steps**: the schedule's number of steps (T_L in units of α).
 - **Ξ** (``congestion_deficiency``): Σ_s max_t(size_t · hops_t) / Σ_s max_t(size_t), hops on the topology's

@@ -15,7 +15,7 @@ its plans per (communicator, program, count, datatype). mpi4py's objects reach i
 library mpi4py runs on (the same shared object, by ``dladdr``, and the same ``MPI_Get_library_version``) and refuses
 in one line otherwise: two MPI libraries in one process cannot share a communicator.
 
-Source: docs/runtime.md, "The C engine"; issue #15 item 5; MPI 4.1 standard, Sec. 19.3.4 (handle conversion,
+Source: docs/runtime.md, "The C engine"; MPI 4.1 standard, Sec. 19.3.4 (handle conversion,
 MPI_Comm_f2c) and Sec. 9.1.1 (MPI_Get_library_version).
 
 >>> ENGINES

@@ -11,7 +11,7 @@ Buffers are 1-D numpy views of the user's data; a rank works in one buffer of th
 the schedule's scratch blocks (all-to-all: its send part, its receive part and the blocks it relays;
 :mod:`directcoll.runtime.program`).
 
-Source: DESIGN.md, "Schedule IR" (bulk-synchronous semantics) and "Engines, runtimes and scale" (runtime);
+Source: docs/architecture.md, "Schedule IR" (bulk-synchronous semantics) and "Engines, runtimes and scale" (runtime);
 MPI 4.1 standard, Ch. 6 (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Alltoall buffers);
 docs/runtime.md.
 
@@ -127,7 +127,7 @@ def check(schedule: Schedule, nranks: int, collective: Collective, dtypes, op: s
     Raises:
         DirectcollError: what is wrong and what would be accepted.
 
-    Source: MPI 4.1 standard, Ch. 6 (ops and matching buffers); DESIGN.md, "Quality bar for every module".
+    Source: MPI 4.1 standard, Ch. 6 (ops and matching buffers); docs/architecture.md, "Quality bar".
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> one = ScheduleBuilder("allreduce", 1, 1).build()  # one rank, no steps
@@ -214,7 +214,7 @@ def allreduce(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: i
         DirectcollError: an unknown op, another collective or rank count, mismatched dtypes or lengths, or what
             ``exchange`` raises (:class:`DeadlineError` when a peer does not answer).
 
-    Source: MPI 4.1 standard, Ch. 6 (MPI_Allreduce); DESIGN.md, "Schedule IR" (semantics).
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Allreduce); docs/architecture.md, "Schedule IR" (semantics).
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> one = ScheduleBuilder("allreduce", 1, 1).build()  # one rank, no steps
@@ -310,7 +310,7 @@ def alltoall(send: np.ndarray, recv: np.ndarray, *, schedule: Schedule, rank: in
         DirectcollError: another collective or rank count, mismatched dtypes or lengths, buffers that do not split
             into N equal parts, a schedule with reductions, or what ``exchange`` raises (empty buffers: nothing to do).
 
-    Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); DESIGN.md, "Schedule IR" (all-to-all blocks).
+    Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); docs/architecture.md, "Schedule IR" (all-to-all blocks).
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> recv = np.zeros(2)
@@ -451,8 +451,8 @@ def run(program: RankProgram, work: np.ndarray, op: str, exchange: Exchange) -> 
         Nothing of ours itself: ``exchange`` may raise :class:`DeadlineError` or another DirectcollError; an
         unknown ``op`` raises KeyError (callers pass it through :func:`check` first).
 
-    Source: DESIGN.md, "Schedule IR" (all transfers of step t read the state at the end of step t-1; copies, then
-    reductions).
+    Source: docs/architecture.md, "Schedule IR" (all transfers of step t read the state at the end of step t-1; copies,
+    then reductions).
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> one = ScheduleBuilder("allreduce", 1, 1).build()  # one rank, no steps

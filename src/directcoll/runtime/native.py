@@ -14,7 +14,7 @@ the datatype: piece ends stay block coordinates (numerators over the schedule's 
 rounds them for each call's count exactly as :func:`directcoll.runtime.program.boundaries` does. The format is
 in docs/runtime.md, "Program files".
 
-Source: docs/runtime.md, "The native runtime"; issue #15 items 1-3; MPI 4.1 standard, Ch. 15 (the profiling
+Source: docs/runtime.md, "The native runtime"; MPI 4.1 standard, Ch. 15 (the profiling
 interface) and Sec. 9.1.1 (MPI_Get_library_version).
 
 >>> from directcoll.registry import build
@@ -29,13 +29,13 @@ import os
 import shlex
 import shutil
 import struct
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from directcoll import children
 from directcoll.errors import DirectcollError, MissingDependencyError
 from directcoll.resources import cached_build
 from directcoll.schedule.ir import Collective, Schedule
@@ -103,7 +103,7 @@ def find_mpicc() -> list[str]:
 
 def _run(cmd: list[str], what: str) -> str:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        done = children.run(cmd, capture_output=True, text=True, timeout=300)
     except OSError as exc:
         raise MissingDependencyError(f"{what}: cannot run {cmd[0]} ({exc}); {INSTALL_HINT}") from exc
     if done.returncode != 0:
@@ -158,7 +158,7 @@ def build_library(out, *, mpicc: list[str] | None = None, extra_flags=(), identi
         MissingDependencyError: no MPI compiler wrapper.
         DirectcollError: the build failed (the compiler's last lines in the message).
 
-    Source: docs/runtime.md, "The native runtime"; issue #15 item 1.
+    Source: docs/runtime.md, "The native runtime".
     """
     import tempfile
 
@@ -190,7 +190,7 @@ def library_path(mpicc: list[str] | None = None) -> Path:
         MissingDependencyError: no MPI compiler wrapper (the message says what to install).
         DirectcollError: the probe or the build failed (the compiler's last lines in the message).
 
-    Source: docs/runtime.md, "The native runtime"; issue #15 item 1 (built with no manual step, cached per MPI).
+    Source: docs/runtime.md, "The native runtime" (built with no manual step, cached per MPI).
     """
     mpicc = mpicc or find_mpicc()
     identity = mpi_identity(mpicc)
@@ -224,8 +224,8 @@ def encode_program(schedule: Schedule) -> bytes:
     Raises:
         DirectcollError: a collective the format has no code for (none of the IR's today).
 
-    Source: docs/runtime.md, "Program files"; DESIGN.md, "Schedule IR" (transfers, pieces, shift, scratch; the
-    root in ``meta["root"]``).
+    Source: docs/runtime.md, "Program files"; docs/architecture.md, "Schedule IR" (transfers, pieces, shift, scratch;
+    the root in ``meta["root"]``).
 
     >>> from directcoll.registry import build
     >>> len(encode_program(build("ring", "ring:2", variant="unidirectional")))

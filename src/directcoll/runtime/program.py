@@ -14,7 +14,7 @@ N k blocks) and then only the blocks it relays or the scratch blocks it uses, ea
 Per step a rank: reads what it sends and what its local copies read (the state at the end of the previous
 step), exchanges one message per transfer, then applies copies, then reductions (the IR's semantics).
 
-Source: DESIGN.md, "Engines, runtimes and scale" (per-rank programs executed with point-to-point calls) and
+Source: docs/architecture.md, "Engines, runtimes and scale" (per-rank programs executed with point-to-point calls) and
 "Schedule IR" (semantics); docs/runtime.md, "Per-rank programs"; MPI 4.1 standard, Ch. 6 (buffer order).
 
 >>> from directcoll.registry import build
@@ -49,7 +49,7 @@ class StepProgram:
     Raises:
         Nothing: a record filled by :func:`compile_programs`.
 
-    Source: DESIGN.md, "Schedule IR" (bulk-synchronous step: read, exchange, copies, then reductions).
+    Source: docs/architecture.md, "Schedule IR" (bulk-synchronous step: read, exchange, copies, then reductions).
     """
 
     sends: list[tuple[int, np.ndarray]] = field(default_factory=list)   # (peer, ranges read, shape (k, 2))
@@ -72,7 +72,7 @@ class RankProgram:
     Raises:
         Nothing: a record built by :func:`compile_programs`.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (compiled per-rank programs).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (compiled per-rank programs).
 
     >>> from directcoll.registry import build
     >>> p = compile_programs(build("ring", "ring:3", variant="unidirectional"), 6)[0]
@@ -96,7 +96,7 @@ def boundaries(schedule: Schedule, count: int) -> np.ndarray:
     Raises:
         DirectcollError: a reduce-scatter, allgather or all-to-all whose ``count`` is not a multiple of N.
 
-    Source: DESIGN.md, "Schedule IR" (block coordinate); MPI 4.1 standard, Ch. 6 (equal MPI blocks of
+    Source: docs/architecture.md, "Schedule IR" (block coordinate); MPI 4.1 standard, Ch. 6 (equal MPI blocks of
     MPI_Reduce_scatter_block / MPI_Allgather / MPI_Alltoall).
 
     >>> from directcoll.registry import build
@@ -156,7 +156,7 @@ def compile_programs(schedule: Schedule, count: int, received_first: np.ndarray 
     Returns:
         One :class:`RankProgram` per rank (element offsets in the work buffer).
 
-    Source: DESIGN.md, "Schedule IR" (semantics) and "Engines, runtimes and scale"; docs/runtime.md.
+    Source: docs/architecture.md, "Schedule IR" (semantics) and "Engines, runtimes and scale"; docs/runtime.md.
 
     >>> from directcoll.registry import build
     >>> len(compile_programs(build("ring", "ring:3", variant="unidirectional"), 6))
@@ -210,7 +210,7 @@ def message_layout(ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Raises:
         Nothing: arithmetic on valid ranges.
 
-    Source: DESIGN.md, "Schedule IR" (a message carries each source byte once); :attr:`Schedule.transfer_size
+    Source: docs/architecture.md, "Schedule IR" (a message carries each source byte once); :attr:`Schedule.transfer_size
     <directcoll.schedule.ir.Schedule.transfer_size>` counts the same union.
 
     >>> message, at = message_layout(np.array([[4, 6], [0, 2], [4, 6]]))  # [4, 6) lands in two cells
@@ -243,7 +243,7 @@ def user_blocks(schedule: Schedule, count: int) -> list[np.ndarray] | None:
         DirectcollError: ``count`` not a multiple of N (see :func:`boundaries`).
 
     Source: MPI 4.1 standard, Ch. 6 (rank r's block of MPI_Reduce_scatter_block / MPI_Allgather); the IR's
-    ``owner`` (DESIGN.md, "Schedule IR").
+    ``owner`` (docs/architecture.md, "Schedule IR").
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> user_blocks(ring_allgather([2, 0, 1]), 6)[0].tolist()  # rank 0 owns block 1: elements [2, 4)
@@ -269,7 +269,7 @@ def mpi_order(schedule: Schedule, count: int) -> np.ndarray:
     Raises:
         DirectcollError: ``count`` not a multiple of N (see :func:`boundaries`).
 
-    Source: MPI 4.1 standard, Ch. 6 (buffer order of the collectives); DESIGN.md, "Schedule IR" (ownership).
+    Source: MPI 4.1 standard, Ch. 6 (buffer order of the collectives); docs/architecture.md, "Schedule IR" (ownership).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> mpi_order(ring_allgather([2, 0, 1]), 6).tolist()
@@ -315,7 +315,7 @@ def compile_alltoall(schedule: Schedule, count: int) -> list[RankProgram]:
     Returns:
         One :class:`RankProgram` per rank; rank r's work length is 2 count plus the blocks it relays.
 
-    Source: DESIGN.md, "Schedule IR" (all-to-all block numbering); MPI 4.1 standard, Ch. 6 (MPI_Alltoall's
+    Source: docs/architecture.md, "Schedule IR" (all-to-all block numbering); MPI 4.1 standard, Ch. 6 (MPI_Alltoall's
     sendbuf and recvbuf); Basu et al. (HPDC'24) Sec. 4 (lowering schedules with relays to a runtime).
 
     >>> from directcoll.registry import build

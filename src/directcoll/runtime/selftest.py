@@ -11,7 +11,7 @@ Besides the registered algorithms it runs two hand-built all-to-all schedules th
 exercises (:func:`hand_built`): pieces relayed through other ranks at fractional ends, and pieces that span
 several pairs' blocks and are forwarded around a ring.
 
-Source: docs/runtime.md; MPI 4.1 standard, Ch. 6 (the reference collectives); DESIGN.md, "Verification".
+Source: docs/runtime.md; MPI 4.1 standard, Ch. 6 (the reference collectives); docs/verification.md.
 
 >>> [label for label, _ in hand_built(4)]
 ['relayed k=1', 'relayed k=2', 'ring-relay k=2']
@@ -50,7 +50,7 @@ def relayed_alltoall(nranks: int, k: int = 1) -> Schedule:
     Raises:
         ScheduleError: ``nranks`` < 1 (nothing to build).
 
-    Source: DESIGN.md, "Schedule IR" (fractional pieces, all-to-all blocks); Basu et al. (HPDC'24) Sec. 4
+    Source: docs/architecture.md, "Schedule IR" (fractional pieces, all-to-all blocks); Basu et al. (HPDC'24) Sec. 4
     (relayed all-to-all schedules).
 
     >>> from directcoll.verify import verify
@@ -86,7 +86,8 @@ def ring_alltoall(nranks: int, k: int = 1) -> Schedule:
     Raises:
         ScheduleError: ``nranks`` < 1.
 
-    Source: DESIGN.md, "Schedule IR"; a ring relay as in Basu et al. (HPDC'24) Sec. 4 (store-and-forward relays).
+    Source: docs/architecture.md, "Schedule IR"; a ring relay as in Basu et al. (HPDC'24) Sec. 4 (store-and-forward
+    relays).
 
     >>> from directcoll.verify import verify
     >>> verify(ring_alltoall(4, 2)).ok

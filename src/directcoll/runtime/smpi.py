@@ -45,6 +45,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from directcoll import children
 from directcoll.errors import DirectcollError, MissingDependencyError
 from directcoll.resources import cached_build, check_memory
 from directcoll.runtime.native import CFLAGS, SOURCES, write_program
@@ -102,7 +103,7 @@ def find_smpi() -> tuple[str, str]:
 
 def _run(cmd: list[str], what: str, *, env=None, timeout: float = 600) -> subprocess.CompletedProcess:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        done = children.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except OSError as exc:
         raise MissingDependencyError(f"{what}: cannot run {cmd[0]} ({exc}); {INSTALL_HINT}") from exc
     except subprocess.TimeoutExpired:
@@ -161,7 +162,7 @@ def driver_path() -> Path:
         MissingDependencyError: no smpicc or smpirun (the message says what to install).
         DirectcollError: the probe or the build failed (the compiler's last lines in the message).
 
-    Source: docs/runtime.md, "The SMPI engine"; issue #15 item 6.
+    Source: docs/runtime.md, "The SMPI engine".
     """
     cc, _ = find_smpi()
     version = smpi_version()
@@ -192,7 +193,7 @@ def check_run_memory(ranks: int, max_bytes: int, platform_bytes: float, program_
     Raises:
         ResourceError: over the budget.
 
-    Source: DESIGN.md, "Engines, runtimes and scale"; measured: Swing's 5.2 MB program for torus:32x32 made
+    Source: docs/architecture.md, "Engines, runtimes and scale"; measured: Swing's 5.2 MB program for torus:32x32 made
     smpirun's resident memory 5.8 GB on 1,024 ranks.
 
     >>> from directcoll.resources import memory_budget_override
@@ -338,7 +339,7 @@ def smpi_run(topology, params, collective: str, algorithms: list[tuple[str, str 
         MissingDependencyError: no SimGrid. ResourceError: the platform or the ranks over the memory budget.
         ScheduleError: a schedule fails verification. DirectcollError: smpirun failed or ran past ``timeout``.
 
-    Source: docs/runtime.md, "The SMPI engine"; issue #15 item 6.
+    Source: docs/runtime.md, "The SMPI engine".
     """
     from directcoll.errors import UnsupportedShapeError
     from directcoll.registry import build

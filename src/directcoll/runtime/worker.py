@@ -8,7 +8,7 @@ schedule's steps, barriers, the MPI library's collective, the reductions of time
 (:mod:`directcoll.runtime.progress`) for the launcher (:mod:`directcoll.runtime.launch`); a rank that fails writes
 its error there and to stderr, then aborts the job.
 
-Source: docs/runtime.md; DESIGN.md, "Engines, runtimes and scale"; MPI 4.1 standard, Ch. 6 (the native
+Source: docs/runtime.md; docs/architecture.md, "Engines, runtimes and scale"; MPI 4.1 standard, Ch. 6 (the native
 collectives it compares against).
 
 >>> main([])  # the arguments of `directcoll run` are missing: argparse's usage error

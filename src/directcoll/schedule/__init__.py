@@ -1,4 +1,5 @@
-"""The schedule IR (DESIGN.md): columnar transfers over a block-addressed buffer, and passes over it."""
+"""The schedule IR (docs/architecture.md, "Schedule IR"): columnar transfers over a block-addressed buffer, and passes
+over it."""
 
 from directcoll.schedule.io import from_dict, load, read_npz, save, to_dict, validate_dict
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder, default_owner

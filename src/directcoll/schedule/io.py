@@ -9,7 +9,7 @@ bools, floats or strings; ``.npz`` arrays of an integer dtype), and nothing is c
 either reads back exactly what it holds or is refused with one :class:`~directcoll.errors.ScheduleFormatError`
 (or :class:`~directcoll.errors.ScheduleError`, :class:`~directcoll.errors.ResourceError`) naming the field.
 
-Source: DESIGN.md, "Schedule IR" (a versioned JSON and ``.npz`` round-trip losslessly); docs/schedule.md.
+Source: docs/architecture.md, "Schedule IR" (a versioned JSON and ``.npz`` round-trip losslessly); docs/schedule.md.
 
 >>> from directcoll.algorithms.ring import ring_allgather
 >>> from_dict(to_dict(ring_allgather(range(3))))
@@ -55,7 +55,7 @@ def to_dict(schedule: Schedule) -> dict:
     Raises:
         Nothing: every field of a built schedule converts.
 
-    Source: DESIGN.md, "Schedule IR" (versioned JSON).
+    Source: docs/architecture.md, "Schedule IR" (versioned JSON).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> d = to_dict(ring_allgather(range(3)))
@@ -142,7 +142,7 @@ def validate_dict(d, *, source: str = "<dict>") -> dict:
             ends outside the buffer, ...); the message names ``source`` and the field.
         ResourceError: the schedule would need more memory than the budget (e.g. a huge ``nblocks``).
 
-    Source: DESIGN.md, "Schedule IR" and "Quality bar for every module" (bad input names the field).
+    Source: docs/architecture.md, "Schedule IR" and "Quality bar" (bad input names the field).
 
     >>> validate_dict({"format": "x"})
     Traceback (most recent call last):
@@ -219,7 +219,7 @@ def from_dict(d: dict, *, source: str = "<dict>") -> Schedule:
         ScheduleError: fields present but inconsistent (the message is prefixed with ``source``).
         ResourceError: the schedule would exceed the memory budget.
 
-    Source: DESIGN.md, "Schedule IR" (lossless round trip).
+    Source: docs/architecture.md, "Schedule IR" (lossless round trip).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> from_dict(to_dict(ring_allgather(range(3)))).num_steps
@@ -241,7 +241,7 @@ def save(schedule: Schedule, path) -> Path:
     Raises:
         Nothing of ours: an unwritable path raises the OS's :class:`OSError`.
 
-    Source: DESIGN.md, "Schedule IR" (JSON for small, ``.npz`` for large schedules).
+    Source: docs/architecture.md, "Schedule IR" (JSON for small, ``.npz`` for large schedules).
 
     >>> import os, tempfile
     >>> from directcoll.algorithms.ring import ring_allgather
@@ -293,7 +293,7 @@ def read_npz(path) -> dict:
             that is not JSON or names a field also stored as an array, an object (pickled) array.
         ResourceError: an array larger than the memory budget.
 
-    Source: DESIGN.md, "Schedule IR"; numpy's ``.npy`` format (NEP 1) read header first.
+    Source: docs/architecture.md, "Schedule IR"; numpy's ``.npy`` format (NEP 1) read header first.
 
     >>> import os, tempfile
     >>> from directcoll.algorithms.ring import ring_allgather
@@ -354,7 +354,7 @@ def load(path) -> Schedule:
         ScheduleError: the fields are inconsistent.
         ResourceError: reading it would exceed the memory budget.
 
-    Source: DESIGN.md, "Schedule IR" (versioned files; version 1 files still load).
+    Source: docs/architecture.md, "Schedule IR" (versioned files; version 1 files still load).
 
     >>> load("no/such/file.json")
     Traceback (most recent call last):

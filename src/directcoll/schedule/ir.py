@@ -1,4 +1,5 @@
-"""The schedule IR of DESIGN.md: one columnar representation for every collective and algorithm.
+"""The schedule IR (docs/architecture.md, "Schedule IR"): one columnar representation for every collective and
+algorithm.
 
 Buffer coordinate: every rank sees one buffer of ``nblocks`` equal blocks, addressed by x in [0, nblocks).
 A piece is a half-open interval [a, b) of that coordinate, stored exactly as integer numerators over the
@@ -10,7 +11,7 @@ bulk-synchronous: all transfers of step t read their pieces as they stood at the
 step's copies overwrite their destinations, and then its reductions add into theirs (so a copy and a reduction
 into one cell in one step leave copy + reduction; two copies into one cell are an error).
 
-Scratch and relocation (an extension of DESIGN.md's IR, needed by algorithms that keep several partial sums of
+Scratch and relocation (our extension of the IR, needed by algorithms that keep several partial sums of
 one block, such as Kolmakov & Zhang's intermediate and latency-optimal allreduce): a schedule may declare
 ``nscratch`` scratch blocks after its ``nblocks`` data blocks (coordinates [nblocks, nblocks + nscratch)), which
 hold no data of the collective and are never checked; and a piece may land at a displaced coordinate on the
@@ -25,7 +26,7 @@ Ownership (reduce-scatter and allgather): ``owner[b]`` is the rank that ends wit
 with (allgather) block b. The default is MPI's: rank r owns blocks [r*k, (r+1)*k) with k = nblocks / N.
 Algorithms that remap blocks logically (Swing Sec. 3.1.1) say so through ``owner``.
 
-Source: DESIGN.md, "Schedule IR"; docs/schedule.md.
+Source: docs/architecture.md, "Schedule IR"; docs/schedule.md.
 
 >>> import numpy as np
 >>> b = ScheduleBuilder("allgather", 4, 4)
@@ -53,7 +54,7 @@ class Collective(StrEnum):
     Raises:
         Nothing: an enumeration; :meth:`parse` raises on unknown names.
 
-    Source: DESIGN.md, "Schedule IR" (collectives); MPI 4.1 standard, Ch. 6 (MPI_Allgather, MPI_Alltoall,
+    Source: docs/architecture.md, "Schedule IR" (collectives); MPI 4.1 standard, Ch. 6 (MPI_Allgather, MPI_Alltoall,
     MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Bcast and MPI_Reduce, the last two with a root rank).
 
     >>> Collective.ALLREDUCE.value
@@ -77,7 +78,7 @@ class Collective(StrEnum):
         Raises:
             ScheduleError: unknown name, listing the accepted ones.
 
-        Source: DESIGN.md, "Schedule IR".
+        Source: docs/architecture.md, "Schedule IR".
 
         >>> Collective.parse("rs"), Collective.parse("All-to-All")
         (<Collective.REDUCE_SCATTER: 'reduce_scatter'>, <Collective.ALLTOALL: 'alltoall'>)
@@ -95,14 +96,14 @@ class Collective(StrEnum):
     @property
     def has_owner(self) -> bool:
         """Whether the collective has block owners (reduce-scatter and allgather). Raises: Nothing.
-        Source: DESIGN.md, "Schedule IR" (ownership).
+        Source: docs/architecture.md, "Schedule IR" (ownership).
         """
         return self in (Collective.ALLGATHER, Collective.REDUCE_SCATTER)
 
     @property
     def rooted(self) -> bool:
         """Whether the collective has a root rank (broadcast and reduce). Raises: Nothing.
-        Source: DESIGN.md, "Schedule IR" (the last two with a root rank).
+        Source: docs/architecture.md, "Schedule IR" (the last two with a root rank).
         """
         return self in (Collective.BROADCAST, Collective.REDUCE)
 
@@ -113,7 +114,7 @@ OP_NAMES = ("copy", "reduce")
 
 
 def alltoall_endpoints(nranks: int, nblocks: int, blocks) -> tuple[np.ndarray, np.ndarray]:
-    """All-to-all (DESIGN.md): block ((i N + j) k + c) starts at rank i and must reach rank j, k = nblocks / N^2.
+    """All-to-all: block ((i N + j) k + c) starts at rank i and must reach rank j, k = nblocks / N^2.
 
     Args:
         nranks: N; nblocks: N^2 k; blocks: block indices, any shape.
@@ -124,7 +125,7 @@ def alltoall_endpoints(nranks: int, nblocks: int, blocks) -> tuple[np.ndarray, n
     Raises:
         Nothing: arithmetic (the schedule checked N^2 | nblocks when it was built).
 
-    Source: DESIGN.md, "Schedule IR" (all-to-all block numbering); MPI 4.1 standard, Ch. 6 (MPI_Alltoall).
+    Source: docs/architecture.md, "Schedule IR" (all-to-all block numbering); MPI 4.1 standard, Ch. 6 (MPI_Alltoall).
 
     >>> alltoall_endpoints(2, 8, [0, 2, 5, 7])
     (array([0, 0, 1, 1]), array([0, 1, 0, 1]))
@@ -144,7 +145,7 @@ def default_owner(nranks: int, nblocks: int) -> np.ndarray:
         ScheduleError: ``nblocks`` is not divisible by ``nranks``.
 
     Source: MPI 4.1 standard, Ch. 6 (MPI_Reduce_scatter_block: rank r gets the r-th block; MPI_Allgather);
-    DESIGN.md, "Schedule IR".
+    docs/architecture.md, "Schedule IR".
 
     >>> default_owner(2, 4)
     array([0, 0, 1, 1])
@@ -179,7 +180,7 @@ class Schedule:
         ScheduleError: on construction, if any array is inconsistent (see :meth:`validate`) or the collective is
             unknown.
 
-    Source: DESIGN.md, "Schedule IR" (columnar storage, CSR pieces, bulk-synchronous semantics).
+    Source: docs/architecture.md, "Schedule IR" (columnar storage, CSR pieces, bulk-synchronous semantics).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> s = ring_allgather(range(4))
@@ -239,7 +240,7 @@ class Schedule:
         Raises:
             ScheduleError: the first violated invariant, naming the transfer, its step and the offending value.
 
-        Source: DESIGN.md, "Schedule IR".
+        Source: docs/architecture.md, "Schedule IR".
 
         >>> from directcoll.algorithms.ring import ring_allgather
         >>> ring_allgather(range(3)).validate()
@@ -316,12 +317,12 @@ class Schedule:
     # -- derived ---------------------------------------------------------------------------------------
     @property
     def num_transfers(self) -> int:
-        """T, the number of transfers. Raises: Nothing. Source: DESIGN.md, "Schedule IR"."""
+        """T, the number of transfers. Raises: Nothing. Source: docs/architecture.md, "Schedule IR"."""
         return len(self.step)
 
     @property
     def num_pieces(self) -> int:
-        """P, the number of pieces over all transfers. Raises: Nothing. Source: DESIGN.md, "Schedule IR"."""
+        """P, the number of pieces over all transfers. Raises: Nothing. Source: docs/architecture.md, "Schedule IR"."""
         return len(self.piece_start)
 
     @property
@@ -331,7 +332,7 @@ class Schedule:
         Raises:
             Nothing: reads the sorted step array.
 
-        Source: DESIGN.md, "Schedule IR" (bulk-synchronous steps).
+        Source: docs/architecture.md, "Schedule IR" (bulk-synchronous steps).
         """
         return int(self.step[-1]) + 1 if len(self.step) else 0
 
@@ -342,7 +343,7 @@ class Schedule:
         Raises:
             Nothing: the steps were validated sorted.
 
-        Source: DESIGN.md, "Schedule IR" (transfers sorted by step).
+        Source: docs/architecture.md, "Schedule IR" (transfers sorted by step).
         """
         return np.searchsorted(self.step, np.arange(self.num_steps + 1))
 
@@ -353,7 +354,7 @@ class Schedule:
         Raises:
             Nothing: the CSR offsets were validated.
 
-        Source: DESIGN.md, "Schedule IR" (CSR pieces).
+        Source: docs/architecture.md, "Schedule IR" (CSR pieces).
         """
         return np.repeat(np.arange(self.num_transfers), np.diff(self.piece_offsets))
 
@@ -390,7 +391,7 @@ class Schedule:
         Raises:
             Nothing: arithmetic.
 
-        Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); DESIGN.md, "Schedule IR".
+        Source: MPI 4.1 standard, Ch. 6 (MPI_Alltoall); docs/architecture.md, "Schedule IR".
         """
         return self.nblocks // self.nranks if self.collective is Collective.ALLTOALL else self.nblocks
 
@@ -404,7 +405,7 @@ class Schedule:
         Raises:
             Nothing: the pieces were validated.
 
-        Source: DESIGN.md, "Schedule IR" and "Cost and simulation" (bytes per transfer).
+        Source: docs/architecture.md, "Schedule IR" and "Cost and simulation" (bytes per transfer).
 
         >>> from directcoll.algorithms.ring import ring_allgather
         >>> ring_allgather(range(4)).transfer_size[:2].tolist()
@@ -431,7 +432,7 @@ class Schedule:
         Raises:
             Nothing: the root was validated when the schedule was built.
 
-        Source: MPI 4.1 standard, Ch. 6 (MPI_Bcast, MPI_Reduce: the root argument); DESIGN.md, "Schedule IR".
+        Source: MPI 4.1 standard, Ch. 6 (MPI_Bcast, MPI_Reduce: the root argument); docs/architecture.md, "Schedule IR".
 
         >>> b = ScheduleBuilder("broadcast", 2, 1)
         >>> b.add(0, 1, 0, COPY, 0, 1)
@@ -443,7 +444,7 @@ class Schedule:
     @property
     def algorithm(self) -> str:
         """``meta["algorithm"]`` as a str, or ``"unknown"``. Raises: Nothing.
-        Source: DESIGN.md, "Schedule IR" (metadata).
+        Source: docs/architecture.md, "Schedule IR" (metadata).
         """
         return str(self.meta.get("algorithm", "unknown"))
 
@@ -453,7 +454,7 @@ class Schedule:
         Raises:
             Nothing: the arrays were validated when this schedule was built (they are validated again, and pass).
 
-        Source: DESIGN.md, "Schedule IR" (every schedule carries its metadata).
+        Source: docs/architecture.md, "Schedule IR" (every schedule carries its metadata).
 
         >>> from directcoll.algorithms.ring import ring_allgather
         >>> ring_allgather(range(3)).with_meta(topology="ring:3").meta["topology"]
@@ -479,7 +480,7 @@ def reorder_csr(offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.
     Raises:
         Nothing: pure indexing (``order`` must index ``offsets``' rows; numpy raises IndexError otherwise).
 
-    Source: DESIGN.md, "Schedule IR" (pieces stored CSR-style).
+    Source: docs/architecture.md, "Schedule IR" (pieces stored CSR-style).
 
     >>> import numpy as np
     >>> reorder_csr(np.array([0, 2, 3, 5]), np.array([2, 0, 1]))
@@ -502,7 +503,7 @@ class ScheduleBuilder:
     Raises:
         ScheduleError: on construction, an unknown collective.
 
-    Source: DESIGN.md, "Schedule IR" (columnar storage) and "Engines, runtimes and scale" (resources).
+    Source: docs/architecture.md, "Schedule IR" (columnar storage) and "Engines, runtimes and scale" (resources).
 
     >>> b = ScheduleBuilder("reduce_scatter", 2, 2)
     >>> b.add(0, [0, 1], [1, 0], REDUCE, [1, 0], [2, 1])
@@ -536,7 +537,7 @@ class ScheduleBuilder:
             ResourceError: the schedule being built would outgrow the memory budget.
             DirectcollError: ``DIRECTCOLL_MEMORY_BUDGET`` is not a size (read when the budget is checked).
 
-        Source: DESIGN.md, "Schedule IR".
+        Source: docs/architecture.md, "Schedule IR".
         """
         step, src, dst, op, start, stop, shift = (np.ravel(a) for a in np.broadcast_arrays(
             np.asarray(step, np.int64), np.asarray(src, np.int64), np.asarray(dst, np.int64),
@@ -552,7 +553,7 @@ class ScheduleBuilder:
             ScheduleError: ``counts`` does not sum to the number of pieces, or ``start`` and ``stop`` differ in length.
             ResourceError: the schedule being built would outgrow the memory budget.
 
-        Source: DESIGN.md, "Schedule IR" (CSR pieces).
+        Source: docs/architecture.md, "Schedule IR" (CSR pieces).
 
         >>> b = ScheduleBuilder("allgather", 2, 2)
         >>> b.add_pieces(0, [0, 1], [1, 0], COPY, [1, 1], [0, 1], [1, 2])
@@ -584,7 +585,7 @@ class ScheduleBuilder:
             ScheduleError: the transfers are inconsistent (ranks or pieces out of range, a local transfer without
                 displacement, N not dividing nblocks for the default owner, ...), see :meth:`Schedule.validate`.
 
-        Source: DESIGN.md, "Schedule IR".
+        Source: docs/architecture.md, "Schedule IR".
         """
         if self._cols:
             step, src, dst, op, counts, start, stop, shift = (np.concatenate(c) for c in zip(*self._cols, strict=True))

@@ -1,6 +1,6 @@
 """Passes over the schedule IR: sequence, reverse, run side by side, shift steps, summarize.
 
-Source: DESIGN.md, "Schedule IR"; the reversal is Zhao et al. (NSDI'25) App. B, Theorem 1, the relabelling
+Source: docs/architecture.md, "Schedule IR"; the reversal is Zhao et al. (NSDI'25) App. B, Theorem 1, the relabelling
 their Def. 7, running parts side by side Swing (NSDI'24) Sec. 4.1's multiport technique.
 
 >>> from directcoll.algorithms.ring import ring_allgather, ring_reduce_scatter
@@ -30,7 +30,7 @@ def offset_steps(schedule: Schedule, by: int) -> Schedule:
     Raises:
         ScheduleError: a shift that would make a step negative.
 
-    Source: DESIGN.md, "Schedule IR" (bulk-synchronous steps).
+    Source: docs/architecture.md, "Schedule IR" (bulk-synchronous steps).
 
     >>> from directcoll.algorithms.ring import ring_reduce_scatter
     >>> offset_steps(ring_reduce_scatter(range(4)), 2).num_steps
@@ -305,7 +305,7 @@ class StepSummary:
     Raises:
         Nothing: a record built by :func:`step_summary`.
 
-    Source: DESIGN.md, "Cost and simulation" (bytes sent per rank per step).
+    Source: docs/architecture.md, "Cost and simulation" (bytes sent per rank per step).
     """
 
     transfers: np.ndarray
@@ -319,7 +319,7 @@ class StepSummary:
         Raises:
             Nothing: converts arrays to Python numbers.
 
-        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output).
+        Source: docs/architecture.md, "Engines, runtimes and scale" (machine-readable output).
 
         >>> from directcoll.algorithms.ring import ring_allgather
         >>> step_summary(ring_allgather(range(4))).rows()[0]["bytes_per_rank"]
@@ -342,7 +342,7 @@ def step_summary(schedule: Schedule) -> StepSummary:
     Raises:
         Nothing: the schedule was validated when built.
 
-    Source: DESIGN.md, "Cost and simulation" (steps and bytes sent per rank, the inputs of T_L / T_B).
+    Source: docs/architecture.md, "Cost and simulation" (steps and bytes sent per rank, the inputs of T_L / T_B).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> s = step_summary(ring_allgather(range(4)))

@@ -7,7 +7,7 @@ each distinct step once with its multiplicity and the order of steps, so the sim
 schedule — and algorithms whose full schedule would be too large can emit their pattern directly
 (``Algorithm.pattern`` in the registry; tests check it equals ``pattern_of`` of the full schedule).
 
-Source: DESIGN.md, "Cost and simulation" (the load pattern of a step does not depend on the vector size:
+Source: docs/architecture.md, "Cost and simulation" (the load pattern of a step does not depend on the vector size:
 route once, sweep sizes in closed form).
 
 >>> from directcoll.algorithms.ring import build_ring
@@ -47,7 +47,7 @@ class StepPattern:
         ScheduleError: on construction, offsets that do not cover the transfers, a sequence naming a missing
             step, or columns of different lengths.
 
-    Source: DESIGN.md, "Cost and simulation" and "Schedule IR" (columnar storage).
+    Source: docs/architecture.md, "Cost and simulation" and "Schedule IR" (columnar storage).
 
     >>> import numpy as np
     >>> r = np.arange(4)
@@ -78,13 +78,13 @@ class StepPattern:
 
     @property
     def num_distinct(self) -> int:
-        """K, the number of distinct steps. Raises: Nothing. Source: DESIGN.md, "Cost and simulation"."""
+        """K, the number of distinct steps. Raises: Nothing. Source: docs/architecture.md, "Cost and simulation"."""
         return len(self.step_offsets) - 1
 
     @property
     def num_steps(self) -> int:
         """S, the number of steps of the schedule (length of ``sequence``). Raises: Nothing.
-        Source: DESIGN.md, "Cost and simulation".
+        Source: docs/architecture.md, "Cost and simulation".
         """
         return len(self.sequence)
 
@@ -95,14 +95,14 @@ class StepPattern:
         Raises:
             Nothing: ``sequence`` was validated on construction.
 
-        Source: DESIGN.md, "Cost and simulation".
+        Source: docs/architecture.md, "Cost and simulation".
         """
         return np.bincount(self.sequence, minlength=self.num_distinct)
 
     @property
     def algorithm(self) -> str:
         """``meta["algorithm"]`` as a str, or ``"unknown"``. Raises: Nothing.
-        Source: DESIGN.md, "Schedule IR" (metadata).
+        Source: docs/architecture.md, "Schedule IR" (metadata).
         """
         return str(self.meta.get("algorithm", "unknown"))
 
@@ -115,7 +115,7 @@ class StepPattern:
         Raises:
             Nothing of ours: an out-of-range ``k`` raises numpy's IndexError.
 
-        Source: DESIGN.md, "Schedule IR" (CSR layout).
+        Source: docs/architecture.md, "Schedule IR" (CSR layout).
 
         >>> import numpy as np
         >>> r = np.arange(4)
@@ -133,8 +133,8 @@ class StepPattern:
         Raises:
             Nothing: compares digests of canonical columns.
 
-        Source: DESIGN.md, "Cost and simulation"; the registry tests use it to check ``Algorithm.pattern`` against
-        :func:`pattern_of`.
+        Source: docs/architecture.md, "Cost and simulation"; the registry tests use it to check ``Algorithm.pattern``
+        against :func:`pattern_of`.
 
         >>> from directcoll.algorithms.ring import build_ring, ring_pattern
         >>> from directcoll.topology import parse
@@ -179,7 +179,7 @@ def pattern_of(schedule: Schedule) -> StepPattern:
     Raises:
         Nothing: the schedule was validated when built.
 
-    Source: DESIGN.md, "Cost and simulation".
+    Source: docs/architecture.md, "Cost and simulation".
 
     >>> from directcoll.algorithms.ring import ring_reduce_scatter
     >>> pattern_of(ring_reduce_scatter(range(4))).multiplicity.tolist()
@@ -224,7 +224,7 @@ def from_steps(nranks: int, collective: str, steps: list[tuple], sequence, meta:
     Raises:
         ScheduleError: a sequence naming a step that does not exist, or columns of different lengths.
 
-    Source: DESIGN.md, "Cost and simulation".
+    Source: docs/architecture.md, "Cost and simulation".
 
     >>> import numpy as np
     >>> r = np.arange(4)
@@ -250,7 +250,7 @@ def pattern_from_reduce_scatter(nranks: int, steps: list[tuple], rs_sequence, co
     Raises:
         ScheduleError: an unknown collective name, or steps / sequence that do not fit (see :func:`from_steps`).
 
-    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 (time reversal); DESIGN.md, "Cost and simulation".
+    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 (time reversal); docs/architecture.md, "Cost and simulation".
 
     >>> import numpy as np
     >>> r = np.arange(4)

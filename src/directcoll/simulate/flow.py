@@ -1,5 +1,5 @@
-"""The flow model: max-min fair sharing of link bandwidth, ranks advancing asynchronously (DESIGN.md "Cost and
-simulation").
+"""The flow model: max-min fair sharing of link bandwidth, ranks advancing asynchronously (docs/architecture.md
+"Cost and simulation").
 
 A finer, slower check of the step model (:mod:`directcoll.simulate.step`), for small and medium networks.
 
@@ -42,7 +42,7 @@ flow's most loaded link carries the same load) both models give the same time.
 
 Units: bytes, seconds, bytes/s throughout.
 
-Source: DESIGN.md, "Cost and simulation" (a finer flow-level model: max-min fair sharing, ranks advancing
+Source: docs/architecture.md, "Cost and simulation" (a finer flow-level model: max-min fair sharing, ranks advancing
 asynchronously) and "Engines, runtimes and scale"; docs/simulation.md, "Flow model" and "Step model versus flow
 model". Max-min fairness by progressive filling is the textbook definition (Bertsekas & Gallager, *Data
 Networks*, on max-min flow control); none of the project's papers defines it.
@@ -428,7 +428,7 @@ def simulate_flow(schedule_or_pattern: Schedule | StepPattern, topology: Topolog
         ResourceError: a route's BFS is over the memory budget (:func:`~directcoll.topology.paths.bfs_distances`).
         DirectcollError: a negative or non-finite size.
 
-    Source: docs/simulation.md, "Flow model"; DESIGN.md, "Cost and simulation".
+    Source: docs/simulation.md, "Flow model"; docs/architecture.md, "Cost and simulation".
 
     >>> from directcoll.algorithms.ring import ring_reduce_scatter
     >>> from directcoll.topology import parse

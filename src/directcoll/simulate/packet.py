@@ -1,4 +1,5 @@
-"""The packet-level engine: a schedule's transfers as packets on ns-3 (DESIGN.md "Engines, runtimes and scale").
+"""The packet-level engine: a schedule's transfers as packets on ns-3 (docs/architecture.md "Engines, runtimes and
+scale").
 
 The reference the step and flow models are validated against (docs/fidelity.md). ns-3 (Debian's ``libns3-dev``,
 ns-3.37) simulates the network: every directed link is a point-to-point channel with the link's bandwidth and
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from directcoll import children
 from directcoll.errors import DirectcollError, MissingDependencyError, ResourceError, TopologyError
 from directcoll.resources import cached_build
 from directcoll.schedule.ir import Schedule
@@ -107,7 +109,7 @@ def driver() -> Path:
         MissingDependencyError: no ``g++``, no ``pkg-config`` or no ns-3 (the message says what to install).
         DirectcollError: the build failed (the compiler's last lines are in the message).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (the driver the project builds on first use).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (the driver the project builds on first use).
     """
     source = resources.files("directcoll.simulate").joinpath("ns3/driver.cc").read_bytes()
     flags = _ns3_flags()
@@ -116,7 +118,7 @@ def driver() -> Path:
     def build(tmp: Path, out: Path) -> None:
         src = tmp / "driver.cc"
         src.write_bytes(source)
-        run = subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(src),
+        run = children.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(src),
                               *flags], capture_output=True, text=True)
         if run.returncode != 0:
             tail = "\n".join(run.stderr.strip().splitlines()[-15:])
@@ -127,7 +129,7 @@ def driver() -> Path:
 
 def available() -> bool:
     """True when ns-3, pkg-config and g++ are installed (the driver can be built). Raises: Nothing.
-    Source: DESIGN.md, "Engines, runtimes and scale"."""
+    Source: docs/architecture.md, "Engines, runtimes and scale"."""
     try:
         _ns3_flags()
     except MissingDependencyError:
@@ -282,7 +284,7 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
     with tempfile.TemporaryDirectory(prefix="directcoll-packet-") as tmp:
         inp, outp = Path(tmp) / "in.txt", Path(tmp) / "out.txt"
         inp.write_text(text)
-        run = subprocess.run([str(exe), str(inp), str(outp)], capture_output=True, text=True)
+        run = children.run([str(exe), str(inp), str(outp)], capture_output=True, text=True)
         if run.returncode != 0:
             raise DirectcollError(f"packet engine failed: {run.stderr.strip() or f'exit {run.returncode}'}")
         return _parse(outp.read_text(), topology, params)

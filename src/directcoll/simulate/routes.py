@@ -1,6 +1,6 @@
-"""The lowered input every simulation engine starts from (DESIGN.md "Engines, runtimes and scale": three engines,
-one interface): a schedule's step pattern checked against the topology, the links' effective bandwidths and
-latencies, and each distinct step's routes.
+"""The lowered input every simulation engine starts from (docs/architecture.md "Engines, runtimes and scale": three
+engines, one interface): a schedule's step pattern checked against the topology, the links' effective bandwidths
+and latencies, and each distinct step's routes.
 
 An engine (the step model :mod:`directcoll.simulate.step`, the flow model :mod:`directcoll.simulate.flow`, a
 packet-level engine) calls :func:`prepare` once, :func:`link_values` for its link parameters, and for every
@@ -8,7 +8,7 @@ distinct step k passes :func:`step_routes` (explicit routes, or None) to
 :func:`directcoll.topology.routing.route_entries`, which lowers the step's transfers to columnar (transfer,
 link, share) entries. None of these knows which algorithm made the schedule.
 
-Source: DESIGN.md, "Engines, runtimes and scale" (three engines, one lowered input); docs/simulation.md.
+Source: docs/architecture.md, "Engines, runtimes and scale" (three engines, one lowered input); docs/simulation.md.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def prepare(schedule: Schedule | StepPattern, topology: Topology, params: Networ
     Raises:
         TopologyError: rank count mismatch or unknown routing.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (the lowered input every engine takes); docs/simulation.md.
+    Source: docs/architecture.md, "Engines, runtimes and scale" (the lowered input every engine takes);
+    docs/simulation.md.
 
     >>> from directcoll.algorithms.ring import ring_reduce_scatter
     >>> from directcoll.topology import parse
@@ -88,7 +89,7 @@ def step_routes(pattern: StepPattern, k: int) -> tuple[np.ndarray, np.ndarray] |
     Raises:
         Nothing: reads the pattern's route arrays (validated with the schedule); k must be a distinct step.
 
-    Source: DESIGN.md, "Schedule IR" (optional explicit route of a transfer).
+    Source: docs/architecture.md, "Schedule IR" (optional explicit route of a transfer).
 
     >>> from directcoll.algorithms.ring import ring_reduce_scatter
     >>> from directcoll.schedule.pattern import pattern_of

@@ -1,4 +1,4 @@
-"""The congestion-aware step model (DESIGN.md "Cost and simulation").
+"""The congestion-aware step model (docs/architecture.md "Cost and simulation").
 
 Every step is timed on its own (bulk-synchronous). Each transfer is routed over the topology (adaptive: split
 evenly over all minimal paths; dor: dimension order; or the schedule's explicit route), the bytes of all
@@ -14,8 +14,8 @@ vector size n, the lines (a_i, b_i) of a step are computed once and any number o
 form: time(n) = sum over steps of max_i (a_i + b_i n). Only the Pareto-maximal lines are kept. Packet headers
 and store-and-forward add the terms of :class:`PacketTerms` (docs/simulation.md, "Packets in the models").
 
-Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model". The latency + bandwidth form is the
-alpha-beta model of Swing (De Sensi et al., NSDI'24) Sec. 2.2, with beta replaced per transfer by its most loaded
+Source: docs/architecture.md, "Cost and simulation"; docs/simulation.md, "Step model". The latency + bandwidth form is
+the alpha-beta model of Swing (De Sensi et al., NSDI'24) Sec. 2.2, with beta replaced per transfer by its most loaded
 link (congestion, Sec. 4.1) and minimal adaptive routing as in its Sec. 2.2 and Sec. 6, "Routing Impact".
 """
 
@@ -125,7 +125,7 @@ class SimulatedSchedule:
     Raises:
         Nothing: a record built by :func:`simulate`.
 
-    Source: DESIGN.md, "Cost and simulation" (route once per schedule, sweep sizes in closed form).
+    Source: docs/architecture.md, "Cost and simulation" (route once per schedule, sweep sizes in closed form).
 
     >>> from directcoll.algorithms.ring import ring_reduce_scatter
     >>> from directcoll.topology import parse
@@ -228,8 +228,8 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         TopologyError: an unknown routing, a routing the topology cannot do (dor without a grid), an empty
             explicit route or one with a link id outside the topology (:func:`route_entries`).
 
-    Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model", item 3 (T_i(n) = alpha + sum of
-    latencies + n max_e load_e / bandwidth_e).
+    Source: docs/architecture.md, "Cost and simulation"; docs/simulation.md, "Step model", item 3 (T_i(n) = alpha + sum
+    of latencies + n max_e load_e / bandwidth_e).
 
     >>> from directcoll.topology import parse
     >>> lines = step_lines(parse("ring:4"), [0, 1], [2, 2], [0.5, 0.5], [False, False], NetworkParams())
@@ -333,7 +333,7 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
         TopologyError: rank count mismatch, unknown routing, or a routing the topology cannot do.
         ResourceError: a route's BFS is over the memory budget (:func:`~directcoll.topology.paths.bfs_distances`).
 
-    Source: DESIGN.md, "Cost and simulation"; docs/simulation.md, "Step model".
+    Source: docs/architecture.md, "Cost and simulation"; docs/simulation.md, "Step model".
 
     >>> from directcoll.algorithms.ring import build_ring
     >>> from directcoll.topology import parse

@@ -11,7 +11,7 @@ This layer sits above ``reports/`` (it calls ``compare``) and below ``cli/`` (do
 imports Dask or pyarrow when imported: they are the ``sweep`` extra (``pip install 'directcoll[sweep]'``), loaded
 when a sweep runs; without them the sweep says so in one line (:func:`require`).
 
-Source: docs/sweep.md; DESIGN.md, "Engines, runtimes and scale" ("Beyond one machine"); issue #16 item 4.
+Source: docs/sweep.md; docs/architecture.md, "Engines, runtimes and scale" ("Beyond one machine").
 """
 
 from directcoll.errors import MissingDependencyError

@@ -14,7 +14,7 @@ Before anything runs, every cell that the library can size from its spec alone (
 ``link`` / ``decomposed`` all-to-all) is checked against its share of the budget, so a sweep that cannot fit is
 refused in one line before the first cell starts.
 
-Source: docs/sweep.md, "Running"; DESIGN.md, "Engines, runtimes and scale" ("Beyond one machine"); Dask's
+Source: docs/sweep.md, "Running"; docs/architecture.md, "Engines, runtimes and scale" ("Beyond one machine"); Dask's
 ``distributed`` documentation (LocalCluster, Client.submit, as_completed, worker_client).
 """
 
@@ -80,7 +80,7 @@ def estimate_cell(cell: Cell) -> float | None:
     Raises:
         Nothing.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (estimate first, refuse over a budget);
+    Source: docs/architecture.md, "Engines, runtimes and scale" (estimate first, refuse over a budget);
     :func:`directcoll.synthesis.mcf.formulations.check_flow_lp`.
 
     >>> from directcoll.sweep.plan import plan_sweep

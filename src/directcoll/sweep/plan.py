@@ -16,7 +16,7 @@ anything runs, and a bad file is refused in one line naming the file and the key
 its kind, its parameters (defaults filled in, quantities in s and bytes; the contents of the files it reads) and
 the directcoll version: what :mod:`directcoll.sweep.store` files its results under.
 
-Source: docs/sweep.md, "The file" and "Cells and keys"; issue #16 item 4.
+Source: docs/sweep.md, "The file" and "Cells and keys".
 
 >>> s = plan_sweep({"kind": "find-topology", "nodes": [8, 16], "degree": 2})
 >>> [c.label for c in s.cells]

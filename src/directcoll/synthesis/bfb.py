@@ -320,14 +320,8 @@ def _t_b(g: _Graph, plans: list[_NodePlan], lps: _LoadLPs, per_lp=None) -> float
 
 
 def translation_invariant(topo: Topology) -> bool:
-    """Whether BFB plans by translation on ``topo``: a Cayley topology whose link bandwidths and latencies depend
-    only on the port, so node 0's LPs serve every node (else every node solves its own).
-
-    Raises:
-        Nothing: reads the topology.
-
-    Source: Zhao et al. (NSDI'25) Sec. 6.1 ("vertex-transitive" topologies).
-
+    """BFB plans by translation: a Cayley topology, link values depending only on the port (node 0's LPs serve
+    every node). Raises: Nothing. Source: Zhao et al. (NSDI'25) Sec. 6.1 ("vertex-transitive" topologies).
     >>> from directcoll.topology import parse
     >>> translation_invariant(parse("torus:4x4")), translation_invariant(parse("mesh:4x4"))
     (True, False)

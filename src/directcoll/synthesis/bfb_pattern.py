@@ -13,7 +13,7 @@ offset: the layout in which the step model times the step from one route per off
 "Symmetry"). Other topologies get ``pattern_of(build_bfb(...))``.
 
 Source: Zhao et al. (NSDI'25) Sec. 6.1 (BFB, LP (1); "vertex-transitive"), App. B Theorem 2 (reduce-scatter by
-relabelling and reversal); DESIGN.md, "Cost and simulation" (step patterns).
+relabelling and reversal); docs/architecture.md, "Cost and simulation" (step patterns).
 
 >>> from directcoll.topology import parse
 >>> from directcoll.schedule.pattern import pattern_of

@@ -70,7 +70,7 @@ def merge_adjacent(transfer: np.ndarray, start: np.ndarray, stop: np.ndarray):
     Raises:
         Nothing: numpy on the arrays given.
 
-    Source: Zhao et al. (NSDI'25) Sec. 6.1 (a link carries one message per step); DESIGN.md, "Schedule IR".
+    Source: Zhao et al. (NSDI'25) Sec. 6.1 (a link carries one message per step); docs/architecture.md, "Schedule IR".
 
     >>> merge_adjacent(np.array([0, 0]), np.array([0, 1]), np.array([1, 3]))[1:]
     (array([0]), array([3]))

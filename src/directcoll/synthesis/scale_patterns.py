@@ -5,8 +5,8 @@ translation-invariant Cayley topologies (:mod:`directcoll.synthesis.bfb_pattern`
 without their schedules, O(N) transfers per step. The registry registers them (``Algorithm.pattern``) and sizes
 them with :func:`pattern_bytes` when it estimates a pattern's memory (``estimate_bytes(..., pattern=True)``).
 
-Source: DESIGN.md, "Cost and simulation" (step patterns) and "Engines, runtimes and scale" (estimate memory
-first); issue #16 item 2 (Fugaku at full size).
+Source: docs/architecture.md, "Cost and simulation" (step patterns) and "Engines, runtimes and scale" (estimate memory
+first); docs/benchmarks.md, "Scale: Fugaku and HammingMesh" (Fugaku at full size).
 
 >>> sorted(BUILDERS)
 ['bfb', 'swing']

@@ -16,9 +16,9 @@ onto each member (a Schreier vector, found by breadth-first search, so words are
 node is BLISS run again with that node coloured apart. That scales to groups of any order (hypercube:10 has
 3.7 x 10^9 elements) at the cost of one BLISS call per stabilizer.
 
-Source: DESIGN.md, "Engines, runtimes and scale" ("Symmetry (automorphism groups from a well-kept library) is the
-first tool before any scale-out"); issue #16 item 1; T. Junttila, P. Kaski, "Engineering an efficient canonical
-labeling tool for large and sparse graphs" (ALENEX 2007), via igraph's ``Graph.automorphism_group``.
+Source: docs/architecture.md, "Engines, runtimes and scale" (symmetry first: automorphism groups from a
+well-kept library, before any scale-out); T. Junttila, P. Kaski, "Engineering an efficient canonical labeling tool
+for large and sparse graphs" (ALENEX 2007), via igraph's ``Graph.automorphism_group``.
 """
 
 from __future__ import annotations

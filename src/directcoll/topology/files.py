@@ -25,7 +25,7 @@ naming the file, the line or element, and what is accepted. A file topology has 
 (algorithms that need grid coordinates refuse it), and the spec ``file:ABSOLUTE_PATH``, which rebuilds it.
 
 Source: docs/topology.md, "Your own network"; the GraphML specification (Brandes et al., "GraphML Progress
-Report", GD 2001; graphml.graphdrawing.org); DESIGN.md, "Engines, runtimes and scale" (size before building).
+Report", GD 2001; graphml.graphdrawing.org); docs/architecture.md, "Engines, runtimes and scale" (size before building).
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def file_size(path, fmt: str | None = None) -> Size:
     Raises:
         SpecError: an unknown suffix, or a file that is missing or unreadable.
 
-    Source: docs/topology.md, "Strict specs and sizes" and "Your own network"; DESIGN.md, "Engines, runtimes and
-    scale" (estimate memory first).
+    Source: docs/topology.md, "Strict specs and sizes" and "Your own network"; docs/architecture.md, "Engines, runtimes
+    and scale" (estimate memory first).
 
     >>> import tempfile
     >>> with tempfile.NamedTemporaryFile("w", suffix=".edges") as f:

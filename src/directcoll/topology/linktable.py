@@ -11,8 +11,8 @@ numeric order of the names when every name is an integer (``"0"``, ``"7"``, ``12
 ``0..N-1`` keeps them), else in the order the names are first seen (declared nodes first, then link endpoints in
 link order). Rank r runs on compute node r.
 
-Source: docs/topology.md, "Your own network"; DESIGN.md, "Topology" (the directed multigraph of compute nodes,
-switches and links).
+Source: docs/topology.md, "Your own network"; docs/architecture.md, "Topology" (the directed multigraph of compute
+nodes, switches and links).
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ class LinkTable:
                 :func:`~directcoll.topology.sizes.check_caps`.
             ResourceError: the topology would need more memory than the budget.
 
-        Source: docs/topology.md, "Your own network"; DESIGN.md, "Engines, runtimes and scale" (estimate
+        Source: docs/topology.md, "Your own network"; docs/architecture.md, "Engines, runtimes and scale" (estimate
         memory first).
 
         >>> table = LinkTable("x")

@@ -1,4 +1,4 @@
-"""The network model of DESIGN.md: a directed multigraph of compute nodes, switches and links.
+"""The network model (docs/architecture.md, "Topology"): a directed multigraph of compute nodes, switches and links.
 
 Compute nodes are ``0..N-1`` (rank r runs on node r); switch nodes, where a topology has them, come after
 them. A bidirectional cable is two directed links; parallel links are allowed. Grid topologies keep their

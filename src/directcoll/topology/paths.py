@@ -16,7 +16,8 @@ UnsupportedShapeError. Nothing is truncated silently; pMCF's ``auto`` path sets 
 How traffic spreads over these paths and the link loads it puts on the network: :mod:`directcoll.topology.routing`.
 
 Source: docs/topology.md, "Metrics and routing" and "Strict specs and sizes" (BFS work and memory limits);
-DESIGN.md, "Topology"; Basu et al. (HPDC'24) Sec. 3.1.4, 3.2.1 and 5.2 (path sets of the all-to-all schedules).
+docs/architecture.md, "Topology"; Basu et al. (HPDC'24) Sec. 3.1.4, 3.2.1 and 5.2 (path sets of the all-to-all
+schedules).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class LinkGraph(Protocol):
     Raises:
         Nothing: a structural type for annotations, never instantiated.
 
-    Source: DESIGN.md, "Topology" (a directed multigraph of nodes and links).
+    Source: docs/architecture.md, "Topology" (a directed multigraph of nodes and links).
     """
 
     num_nodes: int
@@ -140,7 +141,7 @@ def check_bfs_work(graph: LinkGraph, sources: int, what: str) -> None:
         ResourceError: sources x links over the limit, naming the graph.
 
     Source: docs/topology.md, "Strict specs and sizes" (all-pairs BFS refused beyond 4 x 10^9 link visits);
-    DESIGN.md, "Engines, runtimes and scale" (Resources).
+    docs/architecture.md, "Engines, runtimes and scale" (Resources).
 
     >>> from directcoll.topology import parse
     >>> check_bfs_work(parse("ring:4"), 4, "hop distances") is None

@@ -1,5 +1,5 @@
 """Routing: which directed links a transfer uses and with what share of its bytes, and the load every step's
-transfers put on every link (DESIGN.md "Cost and simulation").
+transfers put on every link (docs/architecture.md "Cost and simulation").
 
 Routing modes (:data:`ROUTINGS`):
 
@@ -28,7 +28,7 @@ moved to the source's board (:mod:`directcoll.topology.symmetry`; docs/simulatio
 is (transfers x links in the pattern): 65,536 transfers along one dimension of a 128x128 torus route in 0.2 s,
 but antipodal transfers, whose minimal paths fill a whole 64x64 box, take tens of seconds.
 
-Source: DESIGN.md, "Cost and simulation" (minimal paths split evenly, dimension order as an option);
+Source: docs/architecture.md, "Cost and simulation" (minimal paths split evenly, dimension order as an option);
 docs/topology.md, "Metrics and routing"; Swing (De Sensi et al., NSDI'24) Sec. 2.2 and Sec. 6, "Routing Impact"
 (minimal adaptive routing).
 """
@@ -126,7 +126,7 @@ def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarra
     Raises:
         TopologyError: a topology without a grid shape, or a hop the topology has no link for.
 
-    Source: Basu et al. (HPDC'24) Sec. 5.2 (the DOR baseline on tori, ref. [17]); DESIGN.md, "Cost and
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the DOR baseline on tori, ref. [17]); docs/architecture.md, "Cost and
     simulation" (dimension order as an option).
 
     >>> from directcoll.topology import parse
@@ -242,7 +242,8 @@ class RouteEntries:
     Raises:
         Nothing: a record built by :func:`route_entries`.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (the lowered input every engine takes); docs/topology.md.
+    Source: docs/architecture.md, "Engines, runtimes and scale" (the lowered input every engine takes);
+    docs/topology.md.
 
     >>> e = RouteEntries(np.array([0, 0, 1]), np.array([3, 4, 4]), np.array([1.0, 1.0, 1.0]))
     >>> e.loads([2.0, 5.0], 6).tolist()
@@ -259,7 +260,8 @@ class RouteEntries:
         Raises:
             Nothing: ``amount`` (T,) is indexed by the entries' transfer ids, which must be in range.
 
-        Source: DESIGN.md, "Cost and simulation" (add the bytes of a step's transfers on every directed link).
+        Source: docs/architecture.md, "Cost and simulation" (add the bytes of a step's transfers on every directed
+        link).
 
         >>> RouteEntries(np.array([0]), np.array([1]), np.array([0.5])).loads([8.0], 2).tolist()
         [0.0, 4.0]
@@ -402,7 +404,7 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
         ResourceError: route patterns need more memory than allowed (BFS of a large topology,
             :func:`directcoll.topology.paths.bfs_distances`).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (three engines take the same lowered input);
+    Source: docs/architecture.md, "Engines, runtimes and scale" (three engines take the same lowered input);
     docs/simulation.md, "Step model", item 1.
 
     >>> from directcoll.topology import parse
@@ -454,7 +456,7 @@ def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", r
         TopologyError: an unknown routing, a routing the topology cannot do, or a route with a link id outside
             the topology.
 
-    Source: DESIGN.md, "Cost and simulation" (bytes of a step added on every directed link); Zhao et al.
+    Source: docs/architecture.md, "Cost and simulation" (bytes of a step added on every directed link); Zhao et al.
     (NSDI'25) Sec. 3.2 (a step's BW runtime: the most data a link carries, over its bandwidth); Basu et al.
     (HPDC'24) Sec. 5.3 (EwSP: the even split over all shortest paths); Brandes' dependency accumulation for
     the backward pass.

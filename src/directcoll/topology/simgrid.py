@@ -127,7 +127,7 @@ def check_platform(topology: Topology) -> dict:
     Raises:
         ResourceError: over the budget (the message names the topology and the routes).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (estimate, then refuse).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (estimate, then refuse).
     """
     size = platform_size(topology)
     check_memory(f"SimGrid platform of {topology.spec} ({size['routes']:,} routes of {size['elements']:,} links in "

@@ -10,7 +10,7 @@ The grammar is in :mod:`directcoll.topology.grammar`, the families and the forms
 :data:`~directcoll.topology.sizes.MAX_LINKS` links or the memory budget (:func:`check_spec`,
 :mod:`directcoll.resources`).
 
-Source: DESIGN.md, "Topology" (every generator reachable from a short spec string) and "Engines, runtimes and
+Source: docs/architecture.md, "Topology" (every generator reachable from a short spec string) and "Engines, runtimes and
 scale" (estimate memory first, refuse over a budget); docs/topology.md, "Strict specs and sizes".
 """
 
@@ -84,8 +84,8 @@ def check_spec(spec) -> Size:
             :data:`~directcoll.topology.sizes.MAX_LINKS` links.
         ResourceError: the estimated memory of building it is over the budget (:mod:`directcoll.resources`).
 
-    Source: docs/topology.md, "Strict specs and sizes" (2^30 nodes, 2^34 links, ``--memory-budget``); DESIGN.md,
-    "Engines, runtimes and scale" (Resources).
+    Source: docs/topology.md, "Strict specs and sizes" (2^30 nodes, 2^34 links, ``--memory-budget``);
+    docs/architecture.md, "Engines, runtimes and scale" (Resources).
 
     >>> check_spec("hypercube:4").links
     64
@@ -180,7 +180,7 @@ def parse(spec: str, **link_params) -> Topology:
     Returns:
         the :class:`~directcoll.topology.model.Topology` (bandwidths in bytes/s, latencies in s).
 
-    Source: DESIGN.md, "Topology" (spec strings such as ``torus:64x64``; parse errors say what was expected);
+    Source: docs/architecture.md, "Topology" (spec strings such as ``torus:64x64``; parse errors say what was expected);
     docs/topology.md.
 
     >>> parse("torus:4x4").num_links

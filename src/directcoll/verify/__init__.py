@@ -1,6 +1,6 @@
-"""Exact verification of schedules (DESIGN.md "Verification").
+"""Exact verification of schedules (docs/verification.md).
 
-Source: DESIGN.md, "Verification"; docs/verification.md.
+Source: docs/verification.md; docs/architecture.md, "Verification".
 
 >>> from directcoll.algorithms.ring import ring_allgather
 >>> verify(ring_allgather(range(4))).ok

@@ -1,4 +1,4 @@
-"""Exact verification of a schedule's data semantics (DESIGN.md "Verification").
+"""Exact verification of a schedule's data semantics (docs/verification.md).
 
 Every rank gets random 64-bit words, one per elementary segment (the refinement of every piece end and block
 boundary). The schedule is executed bulk-synchronously on those words (reduce = wrapping addition, copy by
@@ -11,7 +11,7 @@ rank) to name the step where the fault was introduced and what went wrong.
 Broadcast checks that every rank ends with the root's words; reduce that the root ends with every rank's sum
 (other ranks' buffers are undefined, as MPI_Reduce leaves them).
 
-Source: DESIGN.md, "Verification"; the collectives' definitions of the MPI 4.1 standard, Ch. 6.
+Source: docs/verification.md; the collectives' definitions of the MPI 4.1 standard, Ch. 6.
 
 >>> from directcoll.algorithms.ring import ring_reduce_scatter
 >>> verify(ring_reduce_scatter(range(5))).summary()
@@ -53,7 +53,7 @@ class Failure:
     Raises:
         Nothing: a record built by :func:`verify`.
 
-    Source: DESIGN.md, "Verification" (report the first failure as (step, rank, interval, expected, found)).
+    Source: docs/verification.md (report the first failure as (step, rank, interval, expected, found)).
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> b = ScheduleBuilder("allgather", 2, 2)
@@ -91,7 +91,7 @@ class VerifyResult:
     Raises:
         Nothing: a record built by :func:`verify`.
 
-    Source: DESIGN.md, "Verification".
+    Source: docs/verification.md.
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> r = verify(ring_allgather(range(4)))
@@ -110,7 +110,7 @@ class VerifyResult:
 
     def to_dict(self) -> dict:
         """The result as a JSON-serializable dict (the failure's interval as a list). Raises: Nothing.
-        Source: DESIGN.md, "Engines, runtimes and scale" (machine-readable output is a contract).
+        Source: docs/architecture.md, "Engines, runtimes and scale" (machine-readable output is a contract).
         """
         d = asdict(self)
         if self.failure is not None:
@@ -123,7 +123,7 @@ class VerifyResult:
         Raises:
             Nothing: formats the fields.
 
-        Source: DESIGN.md, "Verification".
+        Source: docs/verification.md.
 
         >>> from directcoll.algorithms.ring import ring_allgather
         >>> verify(ring_allgather(range(4))).summary()
@@ -171,7 +171,7 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
         ScheduleError: the state would exceed MAX_STATE_BYTES (N x segments x 8 bytes).
         ResourceError: the state (estimated before it is allocated) would exceed the memory budget.
 
-    Source: DESIGN.md, "Verification" (random 64-bit words per elementary segment, wrapping addition).
+    Source: docs/verification.md (random 64-bit words per elementary segment, wrapping addition).
 
     >>> from directcoll.schedule.ir import ScheduleBuilder
     >>> b = ScheduleBuilder("allgather", 2, 2)

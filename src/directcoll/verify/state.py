@@ -5,7 +5,7 @@ unit of the coordinate when pieces are displaced); a verifier holds one value pe
 ``rank * segments + segment``. Used by the sum check (:mod:`directcoll.verify.exact`) and the order check
 (:mod:`directcoll.verify.order`).
 
-Source: DESIGN.md, "Verification" (random 64-bit words per elementary segment).
+Source: docs/verification.md (random 64-bit words per elementary segment).
 
 >>> from directcoll.algorithms.ring import ring_allgather
 >>> Segments(ring_allgather(range(3))).count
@@ -39,7 +39,7 @@ class Segments:
     Raises:
         Nothing: the schedule was validated when built.
 
-    Source: DESIGN.md, "Verification" (elementary segments).
+    Source: docs/verification.md (elementary segments).
 
     >>> from directcoll.algorithms.ring import ring_allgather
     >>> Segments(ring_allgather(range(3))).interval(1)
@@ -65,7 +65,7 @@ class Segments:
 
     def interval(self, seg: int) -> tuple[str, str]:
         """Segment ``seg`` as [start, stop) in blocks, exact fractions as strings. Raises: IndexError out of range.
-        Source: DESIGN.md, "Verification" (failures name an interval)."""
+        Source: docs/verification.md (failures name an interval)."""
         return (str(Fraction(int(self.bounds[seg]), self.den)), str(Fraction(int(self.bounds[seg + 1]), self.den)))
 
 
@@ -75,7 +75,7 @@ def flat_indices(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray, nseg: int) ->
     Raises:
         Nothing: arithmetic on the caller's arrays.
 
-    Source: DESIGN.md, "Verification" (vectorised gathers and scatters).
+    Source: docs/verification.md (vectorised gathers and scatters).
 
     >>> flat_indices(np.array([0, 1]), np.array([0, 1]), np.array([2, 3]), 4).tolist()
     [0, 1, 5, 6]
@@ -92,7 +92,7 @@ def chunks(lengths: np.ndarray, limit: int) -> list[tuple[int, int]]:
     Raises:
         Nothing: arithmetic on the caller's array.
 
-    Source: DESIGN.md, "Verification" (bounded index arrays).
+    Source: docs/verification.md (bounded index arrays).
 
     >>> chunks(np.array([2, 2, 2]), 4)
     [(0, 2), (2, 3)]
@@ -112,7 +112,7 @@ def check_state(what: str, n: int, nseg: int, limit: float | None = None) -> Non
     Raises:
         ScheduleError: over the limit. ResourceError: over the memory budget (``what`` names the work).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (estimate memory first, refuse over a budget).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (estimate memory first, refuse over a budget).
 
     >>> check_state("a small check", 4, 16)
     """

@@ -26,7 +26,7 @@ def direct_alltoall(nranks: int) -> Schedule:
         UnsupportedShapeError: nranks < 2.
 
     Source: Basu et al. (HPDC'24) Sec. 5.2, the NCCL / Open MPI native all-to-all baseline of Fig. 4; the block
-    layout is DESIGN.md, "Schedule IR" (all-to-all block i N + j goes from rank i to rank j).
+    layout is docs/architecture.md, "Schedule IR" (all-to-all block i N + j goes from rank i to rank j).
 
     >>> s = direct_alltoall(3)
     >>> s.nblocks, s.src.tolist(), s.dst.tolist()
@@ -59,7 +59,7 @@ def build_direct(topology: Topology, collective, *, variant=None, ports=None, **
         ScheduleError: a collective name that is not a collective at all (:meth:`Collective.parse`).
 
     Source: Basu et al. (HPDC'24) Sec. 5.2 (the native all-to-all baseline); the registry interface is
-    DESIGN.md, "Layers" (algorithms "registered in one explicit registry").
+    docs/architecture.md, "The layers, bottom up" (every algorithm listed explicitly in ``registry.py``).
 
     >>> from directcoll.topology import parse
     >>> len(build_direct(parse("ring:4"), "alltoall").src)

@@ -80,7 +80,8 @@ def build_dor(topology: Topology, collective, *, variant=None, ports=None, **opt
             dimension-order routing does not serve (:func:`dor_alltoall`).
         ScheduleError: a collective name that is no collective.
 
-    Source: Basu et al. (HPDC'24) Sec. 5.2 (the DOR baseline); DESIGN.md, "Layers" (the registry).
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the DOR baseline); docs/architecture.md, "The layers, bottom up" (the
+    registry).
 
     >>> from directcoll.topology import parse
     >>> build_dor(parse("hypercube:3"), "alltoall").meta["max_link_load"]

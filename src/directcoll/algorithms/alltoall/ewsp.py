@@ -117,7 +117,8 @@ def build_ewsp(topology: Topology, collective, *, variant=None, ports=None, **op
         ScheduleError: a collective name that is no collective; as :func:`ewsp_alltoall`.
         ResourceError: as :func:`ewsp_alltoall`.
 
-    Source: Basu et al. (HPDC'24) Sec. 5.2 (the EwSP baseline); DESIGN.md, "Layers" (the registry).
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the EwSP baseline); docs/architecture.md, "The layers, bottom up" (the
+    registry).
 
     >>> from directcoll.topology import parse
     >>> build_ewsp(parse("ring:4"), "alltoall", max_paths=2).meta["max_paths_per_pair"]

@@ -197,7 +197,8 @@ def build_ilp(topology: Topology, collective, *, variant=None, ports=None, **opt
         ScheduleError: a collective name that is no collective.
         SolverError: as :func:`ilp_alltoall`.
 
-    Source: Basu et al. (HPDC'24) Sec. 5.2 (ILP-disjoint, ILP-shortest); DESIGN.md, "Layers" (the registry).
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (ILP-disjoint, ILP-shortest); docs/architecture.md, "The layers, bottom up"
+    (the registry).
 
     >>> from directcoll.topology import parse
     >>> build_ilp(parse("ring:4"), "alltoall", variant="shortest").meta["max_link_load"]

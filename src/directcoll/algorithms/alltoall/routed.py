@@ -48,7 +48,7 @@ def path_alltoall(topology: Topology, src, dst, weight, route_offsets, route_lin
 
     Source: Basu et al. (HPDC'24) Sec. 2.2 ("Path-based Schedules": chunks flow on end-to-end paths) and Sec. 4
     ("Path-based Schedules": routes per commodity and the share of the shard on each); the IR's explicit routes
-    are DESIGN.md, "Schedule IR" (a transfer's optional explicit route).
+    are docs/architecture.md, "Schedule IR" (a transfer's optional explicit route).
 
     >>> from directcoll.topology import parse
     >>> from directcoll.topology.routing import link_between
@@ -172,7 +172,7 @@ def csr_offsets(lengths) -> np.ndarray:
     Raises:
         Nothing: a cumulative sum.
 
-    Source: DESIGN.md, "Schedule IR" (pieces and routes stored CSR-style).
+    Source: docs/architecture.md, "Schedule IR" (pieces and routes stored CSR-style).
 
     >>> csr_offsets([2, 1, 3]).tolist()
     [0, 2, 3, 6]
@@ -197,7 +197,7 @@ def require_alltoall(topology: Topology, collective, name: str, options: dict, a
             2 ranks.
         ScheduleError: a collective name that is no collective (:meth:`Collective.parse`).
 
-    Source: DESIGN.md, "Quality bar for every module" (bad input names the input and what would be accepted).
+    Source: docs/architecture.md, "Quality bar" (bad input names the input and what would be accepted).
 
     >>> from directcoll.topology import parse
     >>> require_alltoall(parse("ring:4"), "alltoall", "dor", {})

@@ -117,7 +117,8 @@ def build_sssp(topology: Topology, collective, *, variant=None, ports=None, **op
         ScheduleError: a collective name that is no collective.
         TopologyError: some rank cannot reach another.
 
-    Source: Basu et al. (HPDC'24) Sec. 5.2 (the SSSP baseline); DESIGN.md, "Layers" (the registry).
+    Source: Basu et al. (HPDC'24) Sec. 5.2 (the SSSP baseline); docs/architecture.md, "The layers, bottom up" (the
+    registry).
 
     >>> from directcoll.topology import parse
     >>> build_sssp(parse("ring:4"), "alltoall").meta["variant"]

@@ -33,7 +33,7 @@ Stops when (upper - lower) / lower <= ``rel_gap`` (default 1 %), after ``time_li
 Source: Basu et al. (HPDC'24) Sec. 3.1.1-3.1.2, eq. (1)-(9) (the LP, whose dual gives the upper end); R. Gallager,
 "A minimum delay routing algorithm using distributed computation" (IEEE Trans. Commun. 1977) for the split-ratio
 update; H. Bar-Gera, "Origin-based algorithm for the traffic assignment problem" (Transp. Sci. 2002) for the
-per-origin DAGs; docs/alltoall.md, "Methods" (``certified``); issue #16 item 1 ("a certified gap").
+per-origin DAGs; docs/alltoall.md, "Methods" (``certified``: a certified gap).
 """
 
 from __future__ import annotations
@@ -324,8 +324,8 @@ def auto_method(topology, *, host_bandwidth=None, nic_forwarding: bool = False,
         TopologyError, SpecError: as :func:`~directcoll.synthesis.mcf.network.flow_network` and the spec parser.
         DirectcollError: a bandwidth string cannot be read.
 
-    Source: issue #16 item 1 ("symmetry everywhere it exists ... non-symmetric graphs get [a method] that
-    converges ... with a certified gap"); the thresholds: docs/alltoall.md, "Methods".
+    Source: docs/alltoall.md, "Methods" (symmetry where it exists, ``certified`` where the LP is too large;
+    the thresholds).
 
     >>> auto_method("torus:8x8"), auto_method("genkautz:4:20"), auto_method("jellyfish:1000:4")
     (('symmetric', 257), ('automorphism', 20), ('certified', 4000000))

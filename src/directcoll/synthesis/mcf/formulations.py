@@ -42,7 +42,8 @@ def check_flow_lp(commodities: int, links: int, demands: int, on: str = "") -> N
     Raises:
         ResourceError: over the budget (:func:`directcoll.resources.check_memory`).
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (resources: estimate memory first, refuse over a budget).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources: estimate memory first, refuse over a
+    budget).
 
     >>> check_flow_lp(27, 162, 27 * 26, on="torus:3x3x3") is None
     True
@@ -247,8 +248,8 @@ def solve_lp(lp: LinearProgram, solver: str, options: dict | None) -> tuple[np.n
         SolverLimitError: a time or iteration limit in ``options`` stopped it.
         ResourceError: the model's estimated memory is over the budget.
 
-    Source: DESIGN.md, "Engines, runtimes and scale" (solver hygiene: every LP through ``directcoll.lp``, every
-    status checked); docs/alltoall.md, "Solvers" (the tightened 1e-9 tolerances).
+    Source: docs/architecture.md, "Engines, runtimes and scale" (solver hygiene: every LP through ``directcoll.lp``,
+    every status checked); docs/alltoall.md, "Solvers" (the tightened 1e-9 tolerances).
 
     >>> lp = flow_lp(2, [0, 1], [1, 0], [1.0, 1.0], [0, 1], [0, 1], [1, 0])
     >>> x, objective, how = solve_lp(lp, "simplex", None)

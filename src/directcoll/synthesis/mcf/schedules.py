@@ -356,7 +356,7 @@ def build_mcf(topology: Topology, collective, *, variant=None, ports=None, **opt
         ScheduleError: a collective name that is no collective; as :func:`mcf_schedule`.
         TopologyError, SpecError, SolverError, ResourceError, DirectcollError: as :func:`mcf_schedule`.
 
-    Source: Basu et al. (HPDC'24) Sec. 3.2 and 4; DESIGN.md, "Layers" (the registry).
+    Source: Basu et al. (HPDC'24) Sec. 3.2 and 4; docs/architecture.md, "The layers, bottom up" (the registry).
 
     >>> from directcoll.topology import parse
     >>> build_mcf(parse("ring:4"), "alltoall", variant="path").meta["variant"]

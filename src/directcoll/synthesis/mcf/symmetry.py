@@ -17,8 +17,8 @@ link of O is the orbit average above, so the link LP's optimum equals the reduce
 in the generators from a Schreier vector (:meth:`AutomorphismGroup.transversal`): the group is never enumerated,
 which is what makes groups of any order usable (hypercube:10: 3.7e9 elements, 10 generators).
 
-Source: docs/alltoall.md, "Methods" (``automorphism``); DESIGN.md, "Engines, runtimes and scale" ("Symmetry ... is
-the first tool before any scale-out"); issue #16 item 1 (one source per orbit).
+Source: docs/alltoall.md, "Methods" (``automorphism``: one source per orbit); docs/architecture.md, "Engines, runtimes
+and scale" (symmetry first, before any scale-out).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def automorphism_orbits(net: FlowNetwork, topology: Topology, group: Automorphis
     Raises:
         DirectcollError: a generator does not map the flow network onto itself (capacities included).
 
-    Source: docs/alltoall.md, "Methods" (``automorphism``); the group: BLISS via
+    Source: docs/alltoall.md, "Methods" (``automorphism``: one source per orbit); the group: BLISS via
     :func:`directcoll.topology.automorphism.automorphism_group`.
 
     >>> from directcoll.topology import parse

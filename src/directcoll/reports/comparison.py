@@ -1,0 +1,415 @@
+"""The outcome of a comparison: :class:`Entry` (one timed contender) and :class:`Comparison` (every entry, the
+skipped contenders and the verdict read from them: the best variant per family, the winner, the tie, the reference
+family's gain; JSON and CSV). :func:`directcoll.reports.compare.compare` builds it.
+
+Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput per size, best variant per family, gain over the best
+other algorithm: Fig. 6); docs/compare.md ("Ties", "Contenders: a visible policy").
+
+>>> import numpy as np
+>>> from directcoll.simulate.params import NetworkParams
+>>> c = Comparison("ring:4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0]),
+...                [Entry("ring", "ring", "bidirectional", np.array([1e-6]))])
+>>> c.winners()
+[('ring', 'bidirectional', 1e-06)]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from directcoll.reports.contenders import TIE_TOLERANCE, Skipped
+from directcoll.reports.why import Why
+from directcoll.simulate.params import NetworkParams
+
+ALLTOALL_GOODPUT = ("size / time, size = bytes in each rank's send buffer (N blocks of size / N, its own included: "
+                    "MPI_Alltoall's sendcount x N); Basu et al.'s per-node throughput (N - 1) m / time is "
+                    "(N - 1) / N of it")
+
+
+
+@dataclass
+class Entry:
+    """One timed contender: its family, registry name, variant label and time per size.
+
+    Attributes:
+        family, algorithm, variant: names (variant ``r=k`` / ``P=k`` for built options).
+        times: float64 (S,), seconds per size of :attr:`Comparison.sizes`.
+        why: its steps, Ξ and busiest link (:class:`~directcoll.reports.why.Why`) when :func:`compare` was asked
+            for them, else None.
+        ports: the port count its schedule records (concurrent collectives per rank, Swing Sec. 4.1), None for
+            an algorithm that uses the links its construction chooses (BFB, double binary tree, MCF).
+
+    Raises:
+        Nothing: a record built by :func:`compare`.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (one line per algorithm and variant).
+    """
+    family: str
+    algorithm: str
+    variant: str
+    times: np.ndarray  # seconds per size
+    why: Why | None = None
+    ports: int | None = None
+
+
+@dataclass
+class Comparison:
+    """The outcome of :func:`compare`: times per (algorithm, variant) and size, and what wins.
+
+    Attributes:
+        topology, collective, routing, model: what was compared, as names.
+        params: the :class:`~directcoll.simulate.params.NetworkParams` used.
+        sizes: float64 (S,), vector sizes in bytes; entries: the timed :class:`Entry` objects.
+        skipped: the :class:`~directcoll.reports.contenders.Skipped` contenders (shape not served, over the
+            memory budget, a cutoff, a port count), each with its reason.
+        tie_tolerance: fraction within which two times are a tie (:data:`TIE_TOLERANCE`).
+        peak_goodput: bytes/s (half the injection bandwidth for allreduce).
+        reference: the family whose gain is reported; bound, bound_times: all-to-all's MCF bound (s per size).
+
+    Raises:
+        Nothing: a record built by :func:`compare`.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput, peak goodput = half the injection bandwidth,
+    gain over the best-known algorithm, Fig. 6).
+
+    >>> import numpy as np
+    >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+    ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+    ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+    ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+    >>> c.gain_family, c.gain().tolist()
+    ('swing', [3.0, -0.5])
+    """
+
+    topology: str
+    collective: str
+    params: NetworkParams
+    routing: str
+    model: str
+    sizes: np.ndarray
+    entries: list[Entry]
+    skipped: list[Skipped] = field(default_factory=list)
+    peak_goodput: float = 0.0  # bytes/s: half the injection bandwidth for allreduce
+    #: the family whose gain is reported when present: "swing" on grids, "bfb" on direct-connect topologies,
+    #: "mcf" (else "ewsp") for all-to-all
+    reference: str = "swing"
+    #: all-to-all: the MCF bound (:func:`alltoall_bound`): F, method, reference bandwidth ...; None otherwise
+    bound: dict | None = None
+    #: all-to-all: the bound's time per size, s (an ideal schedule's bandwidth time; no latency)
+    bound_times: np.ndarray | None = None
+    tie_tolerance: float = TIE_TOLERANCE
+
+    def goodput(self, times: np.ndarray) -> np.ndarray:
+        """Bytes per second: size / time (all-to-all: size is each rank's send buffer).
+
+        Args:
+            times: float (S,), seconds per size.
+
+        Returns:
+            float64 (S,), bytes/s.
+
+        Raises:
+            Nothing: arithmetic.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput: bytes reduced per time unit).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.goodput(np.array([1e-6, 1e-6])).tolist()
+        [8000000.0, 1024000000.0]
+        """
+        return self.sizes / times
+
+    def families(self) -> dict[str, tuple[np.ndarray, list[str]]]:
+        """family -> (best time per size, the variant that achieves it per size).
+
+        Returns:
+            A dict of family -> (float64 (S,) seconds, list of S variant names), in entry order.
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5.1.1 (for each size, the best of the latency- and
+        bandwidth-optimal versions).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.families()["swing"][1]
+        ['latency', 'bandwidth']
+        """
+        out: dict[str, tuple[np.ndarray, list[str]]] = {}
+        for fam in dict.fromkeys(e.family for e in self.entries):
+            mine = [e for e in self.entries if e.family == fam]
+            stack = np.array([e.times for e in mine])
+            best = stack.argmin(axis=0)
+            out[fam] = (stack.min(axis=0), [mine[i].variant for i in best])
+        return out
+
+    def winners(self) -> list[tuple[str, str, float]]:
+        """Per size: (family, variant, time) of the fastest algorithm.
+
+        Returns:
+            A list of S tuples (family, variant, seconds).
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (the best-known algorithm per size).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> [w[0] for w in c.winners()]
+        ['swing', 'ring']
+        """
+        fams = self.families()
+        names = list(fams)
+        stack = np.array([fams[f][0] for f in names])
+        idx = stack.argmin(axis=0)
+        return [(names[i], fams[names[i]][1][j], float(stack[i, j])) for j, i in enumerate(idx)]
+
+    @property
+    def gain_family(self) -> str | None:
+        """The family :meth:`gain` reports by default: ``reference`` if it was timed, else Swing, else BFB;
+        None when fewer than two families were timed or none of these is among them.
+
+        Raises:
+            Nothing: reads the entries.
+
+        Source: Swing (NSDI'24) Sec. 5 (Swing's gain); Zhao et al. (NSDI'25) Sec. 8 (BFB against the baselines).
+        """
+        fams = self.families()
+        if len(fams) < 2:
+            return None
+        return next((f for f in (self.reference, "swing", "bfb") if f in fams), None)
+
+    def ties(self) -> list[list[str]]:
+        """Per size, the families within :attr:`tie_tolerance` of the fastest (the winner first, then by time): a
+        set of more than one is a tie the model cannot resolve.
+
+        Returns:
+            A list of S lists of family names.
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: docs/compare.md, "Ties" (the tolerance from the fidelity study, docs/fidelity.md).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1.000e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([1.004e-6])),
+        ...                 Entry("bucket", "bucket", "bandwidth", np.array([2e-6]))])
+        >>> c.ties()
+        [['swing', 'ring']]
+        """
+        fams = self.families()
+        names = list(fams)
+        stack = np.array([fams[f][0] for f in names])
+        out = []
+        for j in range(stack.shape[1]):
+            col = stack[:, j]
+            order = np.argsort(col, kind="stable")
+            limit = col[order[0]] * (1.0 + self.tie_tolerance)
+            out.append([names[i] for i in order if col[i] <= limit])
+        return out
+
+    def gain(self, family: str | None = None) -> np.ndarray | None:
+        """goodput(family) / goodput(best rival) - 1 per size (default family: :attr:`gain_family`); None when
+        absent or alone. The rival is the fastest other family outside the family's tie (:meth:`ties`) when the
+        family ties for first, else the winner; NaN where every family ties.
+
+        Returns:
+            float64 (S,), dimensionless (1.0 = twice as fast), or None.
+
+        Raises:
+            Nothing: reduces the entries.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5.1.1 (a 100% gain denotes Swing is 2x faster than the best
+        state-of-the-art algorithm); docs/compare.md, "Ties".
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.gain("ring").tolist()
+        [-0.75, 1.0]
+        """
+        return self._rivals(family)[0]
+
+    def _rivals(self, family: str | None) -> tuple[np.ndarray | None, list[str | None]]:
+        """(gain per size, the rival family per size) of :meth:`gain` and :meth:`best_other`."""
+        family = family or self.gain_family
+        fams = self.families()
+        if family not in fams or len(fams) < 2:
+            return None, []
+        gains, rivals = [], []
+        for j, tie in enumerate(self.ties()):
+            outside = [f for f in fams if f != family and (family not in tie or f not in tie)]
+            if not outside:
+                gains.append(np.nan)
+                rivals.append(None)
+                continue
+            best = min(outside, key=lambda f: fams[f][0][j])
+            gains.append(fams[best][0][j] / fams[family][0][j] - 1.0)
+            rivals.append(best)
+        return np.array(gains), rivals
+
+    def entry(self, family: str, variant: str) -> Entry | None:
+        """The timed entry of ``family`` labelled ``variant`` (as :meth:`winners` names them), or None.
+
+        Raises:
+            Nothing: a lookup.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (one line per algorithm and variant).
+
+        >>> import numpy as np
+        >>> c = Comparison("ring:4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0]),
+        ...                [Entry("ring", "ring", "bidirectional", np.array([1e-6]))])
+        >>> c.entry("ring", "bidirectional").algorithm, c.entry("ring", "unidirectional")
+        ('ring', None)
+        """
+        return next((e for e in self.entries if e.family == family and e.variant == variant), None)
+
+    def best_other(self, family: str | None = None) -> list[str | None]:
+        """Per size, the rival :meth:`gain` compares ``family`` with (default: :attr:`gain_family`): the fastest
+        family outside its tie, or the winner when it is not in the winning tie; None where every family ties.
+
+        Returns:
+            A list of S family names (or None).
+
+        Raises:
+            Nothing: reduces the entries (at least two families were timed when a gain exists).
+
+        Source: Swing (De Sensi et al., NSDI'24) Fig. 6 (the letter of the best-known algorithm per size).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.best_other()
+        ['ring', 'ring']
+        """
+        return self._rivals(family)[1]
+
+    def to_dict(self) -> dict:
+        """Plain JSON: ``params`` names the parameter set (name, source and every value); every row of ``results``
+        carries its variant and ports; per size, ``best`` has the winner, ``ties`` (the families within
+        ``tie_tolerance`` of it, winner first) and, when a reference family was timed, ``gain`` against its rival
+        (``gain_rival``), ``gain_family`` (and ``swing_gain``, the same number, when that family is Swing);
+        ``skipped`` lists every contender that did not run (algorithm, family, variant, ports, kind, reason).
+
+        Returns:
+            A JSON-serializable dict (times in s, goodputs in bytes/s, sizes in bytes; a gain where every family
+            ties is null).
+
+        Raises:
+            Nothing: converts the arrays.
+
+        Source: docs/compare.md, "Contenders: a visible policy" (rows, skipped); docs/architecture.md, "Command line".
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> c.to_dict()["best"][0]["swing_gain"], c.to_dict()["best"][0]["ties"]
+        (3.0, ['swing'])
+        """
+        winners = self.winners()
+        family = self.gain_family
+        gain, rivals = self._rivals(family) if family else (None, [])
+        ties = self.ties()
+
+        def why(family: str, variant: str, j: int) -> dict:
+            entry = self.entry(family, variant)
+            return entry.why.at(self.sizes[j]) if entry is not None and entry.why is not None else {}
+
+        def gains(j: int) -> dict:
+            if gain is None:
+                return {}
+            value = None if np.isnan(gain[j]) else float(gain[j])
+            extra = {"swing_gain": value} if family == "swing" else {}
+            return {"gain": value, "gain_family": family, "gain_rival": rivals[j], **extra}
+
+        def ports(family: str, variant: str):
+            entry = self.entry(family, variant)
+            return entry.ports if entry is not None else None
+
+        return {
+            "topology": self.topology, "collective": self.collective, "model": self.model, "routing": self.routing,
+            "params": self.params.to_dict(), "sizes": [int(s) for s in self.sizes],
+            "peak_goodput_Bps": self.peak_goodput, "gain_family": family if gain is not None else None,
+            "tie_tolerance": self.tie_tolerance,
+            "results": [{"algorithm": e.algorithm, "variant": e.variant, "ports": e.ports, "family": e.family,
+                         "size": int(s), "time_s": float(t), "goodput_Bps": float(s / t),
+                         **(e.why.at(s) if e.why else {})}
+                        for e in self.entries for s, t in zip(self.sizes, e.times, strict=True)],
+            "best": [{"size": int(s), "algorithm": w[0], "variant": w[1], "ports": ports(w[0], w[1]),
+                      "time_s": w[2], "goodput_Bps": float(s / w[2]), "ties": ties[j], **gains(j),
+                      **why(w[0], w[1], j)}
+                     for j, (s, w) in enumerate(zip(self.sizes, winners, strict=True))],
+            "skipped": [k.to_dict() for k in self.skipped],
+            **({"bound": {**self.bound, "times_s": [float(t) for t in self.bound_times],
+                          "goodput_Bps": [float(g) for g in self.sizes / self.bound_times]},
+                "goodput_definition": ALLTOALL_GOODPUT} if self.bound is not None else {}),
+        }
+
+    def to_csv(self) -> str:
+        """One CSV row per (entry, size): algorithm, variant, ports, family, size_bytes, time_s, goodput_Bps and an
+        empty ``skipped`` column, with a header; then one row per skipped contender, its size, time and goodput
+        empty and ``skipped`` = kind: reason. When the entries carry their :class:`~directcoll.reports.why.Why`
+        (``compare(..., why=True)``), also steps, congestion_deficiency, max_link_name, bytes_max_link and
+        max_link_step.
+
+        Returns:
+            The CSV text.
+
+        Raises:
+            Nothing: formats the arrays.
+
+        Source: docs/compare.md, "Contenders: a visible policy" (``--csv`` rows, skipped rows).
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6]), ports=4),
+        ...                 Entry("swing", "swing", "bandwidth", np.array([2e-6, 2e-6]), ports=4),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]), ports=2)])
+        >>> c.to_csv().splitlines()[1]
+        'swing,latency,4,swing,8,1e-06,8000000,'
+        """
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        why = all(e.why is not None for e in self.entries)
+        extra = list(WHY_CSV) if why else []
+        w.writerow(["algorithm", "variant", "ports", "family", "size_bytes", "time_s", "goodput_Bps", "skipped",
+                    *extra])
+        for e in self.entries:
+            for s, t in zip(self.sizes, e.times, strict=True):
+                more = [e.why.at(s)[k] for k in WHY_CSV] if why else []
+                w.writerow([e.algorithm, e.variant, "" if e.ports is None else e.ports, e.family, int(s),
+                            f"{t:.9g}", f"{s / t:.9g}", "",
+                            *(f"{v:.9g}" if isinstance(v, float) else v for v in more)])
+        for k in self.skipped:
+            d = k.to_dict()
+            w.writerow([d["algorithm"], d["variant"] or "", "" if d["ports"] is None else d["ports"], d["family"],
+                        "", "", "", f"{d['kind']}: {d['reason']}", *([""] * len(extra))])
+        return buf.getvalue()
+
+
+#: the columns ``--why`` adds to the CSV rows (:meth:`Why.at <directcoll.reports.why.Why.at>`'s fields)
+WHY_CSV = ("steps", "congestion_deficiency", "max_link_name", "bytes_max_link", "max_link_step")
