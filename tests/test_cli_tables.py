@@ -55,3 +55,25 @@ def test_letters_of_families_and_variants_are_distinct():
     assert len(families) == len(set(families.values())) >= 4
     marks = re.findall(r"\b(lat|bw|ham|bi|uni|ts)\b", text.split("Each cell")[0])
     assert marks and not set(marks) & set(families)   # variant marks are never a family's letter
+
+
+@pytest.mark.parametrize("argv", [["topology", "families"], ["presets"], ["help", "specs"], ["algorithms"],
+                                  ["topology", "describe", "torus:4x4"], ["cost", "--sizes", "1MiB"]])
+def test_listings_fit_80_columns(argv):
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([sys.executable, "-m", "directcoll.cli.main", *argv], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    # a line may pass 80 only when it is one word that cannot be broken (a spec form, a URL)
+    wide = [line for line in out.stdout.splitlines() if len(line) > 80 and len(line.split()) > 1]
+    assert not wide, wide
+
+
+def test_describe_and_cost_show_units_not_raw_numbers():
+    out = subprocess.run([sys.executable, "-m", "directcoll.cli.main", "cost", "--sizes", "1MiB"],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "400 Gb/s" in out and "1.97MiB" in out and "Gb/s" in out and "GB/s" not in out
+    assert "e+" not in out and "None" not in out and "bytes_per_rank" not in out and "t_l_steps" not in out
+    out = subprocess.run([sys.executable, "-m", "directcoll.cli.main", "topology", "describe", "torus:4x4"],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "link bandwidth" in out and "400 Gb/s" in out and "4 x 4" in out and "e+" not in out

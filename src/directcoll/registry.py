@@ -1,5 +1,4 @@
-"""The algorithm registry: every algorithm the project builds, listed here explicitly, for the CLI, comparisons,
-the runtime and the tests.
+"""The algorithm registry: every algorithm the project builds, listed explicitly for the CLI, comparisons, runtime.
 
 The registry sits above :mod:`directcoll.algorithms` and :mod:`directcoll.synthesis` (it imports both; neither
 imports it), so adding an algorithm is two steps: write its builder ``build(topology, collective, *, variant,
@@ -439,8 +438,10 @@ def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm
     topo: Topology = parse(topology) if not isinstance(topology, Topology) else topology
     coll = Collective.parse(collective)
     if coll.value not in alg.collectives:
+        use = [a.name for a in ALGORITHMS.values() if coll.value in a.collectives and a.name.startswith(alg.name)]
+        hint = f"; for {coll.value} use {' or '.join(use)}" if use else ""
         raise UnsupportedShapeError(f"{alg.name} does not implement {coll.value}; it implements "
-                                    f"{', '.join(alg.collectives)}")
+                                    f"{', '.join(alg.collectives)}{hint}")
     if variant is not None and variant not in alg.variants:
         raise UnsupportedShapeError(f"{alg.name}: unknown variant {variant!r}; accepted: "
                                     f"{', '.join(alg.variants)}")
@@ -453,14 +454,13 @@ def _resolve(name: str, topology, collective, variant, ports) -> tuple[Algorithm
 #: lists and the final concatenation): measured on torus:64x64 with 4 ports, 118 B (bucket, 4.1 M transfers),
 #: 155 B (swing bandwidth), 213 B (recursive doubling): what :func:`estimate_bytes` multiplies transfers by.
 BYTES_PER_TRANSFER = 128
-#: Bytes per (rank, rank) pair of the algorithms whose construction tracks N pieces per rank (Swing's bandwidth
-#: variant for N not a power of two, the generalized allreduce): measured 136-250 B on torus:30x30 and torus:60x60
-#: (1,970 MB and 1,770 MB at N = 3,600), so 128 is a lower bound.
+#: Bytes per (rank, rank) pair where the construction tracks N pieces per rank (Swing-B for N not a power of two,
+#: generalized): 136-250 B measured on torus:30x30 and 60x60 (1,970 and 1,770 MB at N = 3,600); 128 a lower bound.
 BYTES_PER_PAIR = 128
 #: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
 QUADRATIC = {"swing": ("bandwidth", None, "libswing"), "generalized": None}
-#: Algorithms whose steps grow linearly: a ring's 2 (N - 1) steps, a bucket's 2 sum_i (d_i - 1) on a grid of
-#: sides d_i (bucket on torus:64x64 with 4 ports: 252 steps, 4.1 M transfers).
+#: Algorithms whose steps grow linearly: a ring's 2 (N - 1), a bucket's 2 sum_i (d_i - 1) on sides d_i (252 steps
+#: and 4.1 M transfers with 4 ports on torus:64x64).
 LINEAR_STEPS = ("ring", "shifted-ring", "bucket", "chain")
 
 

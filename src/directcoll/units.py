@@ -121,6 +121,31 @@ _SIZE_FORMS = ("a size (4096, 32B, 64KiB, 1MB), a power-of-two range LOW..HIGH (
                "a comma list (1KiB,1MiB,64MiB) or a workload name")
 
 
+def format_bandwidth(bytes_per_s: float) -> str:
+    """``400 Gb/s``: a rate in bytes/s as bits per second with three significant digits, as the field writes link
+    rates and the Swing paper's goodput (Gb/s, Tb/s, Mb/s, kb/s, b/s).
+
+    Args:
+        bytes_per_s: bytes per second (>= 0).
+
+    Returns:
+        The text.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: SI prefixes; Swing (De Sensi et al., NSDI'24) Sec. 5 (400 Gb/s links, goodput in Gb/s).
+
+    >>> format_bandwidth(50e9), format_bandwidth(6.8e9), format_bandwidth(125.0)
+    ('400 Gb/s', '54.4 Gb/s', '1 kb/s')
+    """
+    bits = bytes_per_s * 8
+    for unit, f in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bits >= f:
+            return f"{bits / f:.3g} {unit}"
+    return f"{bits:.3g} b/s"
+
+
 def signed_percent(fraction: float) -> str:
     """A gain as a signed whole percentage: ``+40%``, ``-15%``; a value that rounds to zero is ``0%`` (never
     ``-0%``); NaN is ``n/a``.

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from directcoll.cli.options import bandwidth, check_output, count, one_size, preset_spec
-from directcoll.cli.output import Heartbeat, ProgressBar, print_json, print_table
+from directcoll.cli.output import Heartbeat, ProgressBar, echo, print_fields, print_json
 from directcoll.errors import DirectcollError
 
 DEFAULT_TOPOLOGY = "torus:8x8"
@@ -77,7 +77,7 @@ def cmd_topology_describe(args) -> int:
     if args.json:
         print_json(out)
     else:
-        print_table(f"topology {out['spec']}", list(out.items()))
+        print_fields(f"topology {out['spec']}", out)
     return 0
 
 
@@ -109,7 +109,7 @@ def cmd_topology_families(args) -> int:
         return 0
     width = max(len(r["name"]) for r in rows)
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['form']}  ({r['type']}: {r['description']})")
+        echo(f"{r['name']:<{width}}  {r['form']}  ({r['type']}: {r['description']})", hang=width + 2)
     return 0
 
 
@@ -472,7 +472,7 @@ def cmd_cost(args) -> int:
     from directcoll.registry import build
     from directcoll.schedule import load
     from directcoll.topology import parse
-    from directcoll.units import format_time
+    from directcoll.units import format_bandwidth, format_size, format_time
 
     if args.file and getattr(args, "chunks", None) is not None:
         raise DirectcollError("--chunks applies when cost builds a bfb schedule (--algorithm bfb), not to a file")
@@ -509,12 +509,15 @@ def cmd_cost(args) -> int:
     if args.json:
         print_json(out)
         return 0
-    rows = [(k, v) for k, v in out.items() if k not in ("time_s", "eq1_time_s", "goodput_bytes_per_s")]
+    shown = {k: v for k, v in out.items() if k not in ("time_s", "eq1_time_s", "goodput_bytes_per_s")
+             and v is not None}
+    extra = []
     if args.sizes is not None:
-        rows.append(("time (alpha-beta-gamma, no contention)", format_time(out["time_s"])))
-        rows.append(("time (Swing Eq. 1: log2(p) alpha Lambda + n/D beta Psi Xi)", format_time(out["eq1_time_s"])))
-        rows.append(("goodput (GB/s)", out["goodput_bytes_per_s"] / 1e9))
-    print_table(f"cost of {report.algorithm} {report.collective} on {spec}", rows)
+        extra = [("bytes sent per rank", format_size(out["bytes_per_rank"] * out["size_bytes"])),
+                 ("time (α-β-γ, no contention)", format_time(out["time_s"])),
+                 ("time (Swing Eq. 1: log2(p) α Λ + n/D β Ψ Ξ)", format_time(out["eq1_time_s"])),
+                 ("goodput", format_bandwidth(out["goodput_bytes_per_s"]))]
+    print_fields(f"cost of {report.algorithm} {report.collective} on {spec}", shown, extra)
     return 0
 
 
@@ -547,9 +550,9 @@ def cmd_algorithms(args) -> int:
         print_json(entries)
         return 0
     for e in entries:
-        print(f"{e['name']}: {e['summary']}")
-        print(f"    collectives: {', '.join(e['collectives'])}; variants: {', '.join(e['variants'])}")
-        print(f"    serves: {e['topologies']}")
+        echo(f"{e['name']}: {e['summary']}")
+        echo(f"collectives: {', '.join(e['collectives'])}; variants: {', '.join(e['variants'])}", indent=4)
+        echo(f"serves: {e['topologies']}", indent=4)
     return 0
 
 

@@ -16,7 +16,7 @@ A network is given as SPEC ...
 from __future__ import annotations
 
 from directcoll.cli.options import add_output_options
-from directcoll.cli.output import gbps, print_json
+from directcoll.cli.output import echo, gbps, print_json
 
 #: SystemPreset fields shown by ``directcoll presets``, with their JSON names (SI units)
 PRESET_FIELDS = {"link_bandwidth": "link_bandwidth_Bps", "link_latency": "link_latency_s",
@@ -112,9 +112,9 @@ def cmd_presets(args) -> int:
             text = (f"{gbps(v)} Gb/s" if json_name.endswith("Bps") else
                     f"{format_time(v)}/B" if json_name.endswith("per_byte") else format_time(v))
             values.append(f"{field} {text}")
-        print(f"{r['name']}: {', '.join(r['topologies']) or 'no topology'}")
-        print(f"    {'; '.join(values) or 'no network parameters'}")
-        print(f"    source: {r['source']}")
+        echo(f"{r['name']}: {', '.join(r['topologies']) or 'no topology'}")
+        echo(f"{'; '.join(values) or 'no network parameters'}", indent=4)
+        echo(f"source: {r['source']}", indent=4)
     return 0
 
 
@@ -178,25 +178,47 @@ def cmd_help_specs(args) -> int:
                     "file": {"prefix": FILE_PREFIX, "formats": list(FORMATS), "suffixes": suffixes},
                     "presets": presets})
         return 0
-    print("A network is given as SPEC (compare, schedule, run, calibrate, topology describe/export) or as "
-          "--topology SPEC (the override of commands that read a schedule file): a topology family, operators "
-          "around specs, a network file or a system preset.")
+    echo("A network is given as SPEC (compare, schedule, run, calibrate, topology describe/export) or as "
+         "--topology SPEC (the override of commands that read a schedule file): a topology family, operators "
+         "around specs, a network file or a system preset.", hang=0)
     print("\nGrammar:")
-    for line in spec_grammar().splitlines():
-        print(f"    {line}")
+    import shutil
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    grammar = spec_grammar().splitlines()
+    import re
+
+    if max(len(line) for line in grammar) + 4 <= width:
+        for line in grammar:
+            print(f"    {line}")
+    else:  # each production on its line, its comment wrapped below it
+        entries: list[list[str]] = []
+        for line in grammar:
+            if len(line) - len(line.lstrip()) >= 30 and entries:  # a comment's continuation
+                entries[-1][1] += " " + line.strip()
+                continue
+            gap = next((m for m in re.finditer(r"\s{3,}(?=\S)", line) if m.end() >= 40), None)  # the comment
+            production, comment = (line[:gap.start()], line[gap.end():]) if gap else (line.rstrip(), "")
+            entries.append([production, comment.strip()])
+        for production, comment in entries:
+            print(f"    {production}")
+            if comment:
+                echo(comment, indent=18, hang=18)
     for kind, title in (("family", "Families"), ("alias", "Aliases"), ("operator", "Operators")):
         chosen = [r for r in rows if r["type"] == kind]
         width = max(len(r["name"]) for r in chosen)
         print(f"\n{title}:")
         for r in chosen:
-            print(f"    {r['name']:<{width}}  {r['form']}  ({r['description']})")
+            echo(f"{r['name']:<{width}}  {r['form']}  ({r['description']})", indent=4, hang=width + 6)
     forms = "; ".join(f"{fmt} ({', '.join(s)})" for fmt, s in suffixes.items())
-    print(f"\nNetwork files: {FILE_PREFIX}PATH, a {forms} file by its suffix; `directcoll topology export SPEC -o "
-          "FILE` writes one.")
+    print()
+    echo(f"Network files: {FILE_PREFIX}PATH, a {forms} file by its suffix; `directcoll topology export SPEC -o "
+         "FILE` writes one.", hang=0)
     width = max(len(p["name"]) for p in presets)
-    print("\nSystem presets (the first published topology and the parameters; `directcoll presets` for the "
-          "values):")
+    print()
+    echo("System presets (the first published topology and the parameters; `directcoll presets` for the values):",
+         hang=0)
     for p in presets:
         none = "(no topology: --params NAME only)" if p["parameters"] else "(no topology or parameters)"
-        print(f"    {p['name']:<{width}}  {p['topology'] or none}")
+        echo(f"{p['name']:<{width}}  {p['topology'] or none}", indent=4, hang=width + 6)
     return 0

@@ -19,7 +19,15 @@ import sys
 from directcoll.cli.build import DEFAULT_TOPOLOGY
 from directcoll.cli.compare_table import print_comparison
 from directcoll.cli.options import algorithm_list, check_output, network_spec, preset_spec, read_sizes
-from directcoll.cli.output import ProgressBar, gbps, noop, print_json, print_table, table_console
+from directcoll.cli.output import (
+    ProgressBar,
+    gbps,
+    noop,
+    oversubscription,
+    print_json,
+    print_table,
+    table_console,
+)
 from directcoll.errors import DirectcollError
 
 DEFAULT_SIZES = "32B..512MiB"
@@ -372,6 +380,9 @@ def cmd_run(args) -> int:
         raise DirectcollError(f"cannot start {launcher[0] if launcher else ''!r} (No such file or directory): "
                               f"install MPI ({MPI_EXTRA}) or pass --mpiexec")
     engine = _run_engine(args.engine)
+    crowded = None if args.hostfile else oversubscription(ranks)
+    if crowded:
+        print(f"directcoll: warning: {crowded}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="directcoll-run-") as tmp:
         out = f"{tmp}/results.json"
         cmd = [*launcher, "-n", str(ranks), *(["-f", args.hostfile] if args.hostfile else []), sys.executable, "-m",
@@ -385,6 +396,8 @@ def cmd_run(args) -> int:
                 data = json.load(fh)
         except (OSError, ValueError) as exc:
             raise DirectcollError(f"the ranks ended without writing their results ({exc})") from None
+    if crowded:
+        data["oversubscribed"] = crowded
     if args.json:
         print_json(data)
         return 0
@@ -411,11 +424,13 @@ def cmd_run(args) -> int:
         table.add_row(f"{row['algorithm']} {variant}", size,
                       format_time(row["time_s"]), gbps(row["goodput_Bps"]),
                       "yes" if row["correct"] else "[red]NO[/red]", format_time(native) if native else "-",
-                      f"{row['time_s'] / native:.2f}x" if native else "-")
+                      f"{row['time_s'] / native:.2f}x{'*' if crowded else ''}" if native else "-")
     console = table_console(table)
     console.print(table)
     if rounded:
         console.print(f"* sizes run as whole float64 elements, a multiple of the ranks: {', '.join(rounded)}")
+    if crowded:
+        console.print(f"* ours/native: {crowded}")
     for row in data["results"]:
         if "skipped" in row:
             console.print(f"[dim]skipped {row['algorithm']} {row['variant'] or ''} at {format_size(row['size'])}: "

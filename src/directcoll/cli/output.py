@@ -103,6 +103,74 @@ def print_table(title: str, rows: list[tuple[str, object]]) -> None:
 
 
 
+#: labels of the fields of ``topology describe`` and ``cost`` (their --json keys) for people; a key not named here
+#: is shown with its underscores as spaces and its unit from its suffix (:func:`human_value`)
+FIELD_LABELS = {
+    "nodes": "compute nodes", "links": "directed links", "shape": "shape", "degree_min": "degree (min)",
+    "degree_max": "degree (max)", "diameter": "diameter (hops)", "average_distance": "average distance (hops)",
+    "link_bandwidth_bytes_per_s": "link bandwidth", "node_bandwidth_bytes_per_s": "node bandwidth (injection)",
+    "bisection_links": "bisection links", "bisection_bandwidth_bytes_per_s": "bisection bandwidth",
+    "moore_bound_diameter": "Moore bound on the diameter (hops)", "ranks": "ranks", "steps": "steps",
+    "bytes_per_rank": "bytes sent per rank (x vector size)", "latency_deficiency": "latency deficiency Λ",
+    "bandwidth_deficiency": "bandwidth deficiency Ψ", "congestion_deficiency": "congestion deficiency Ξ",
+    "t_l_steps": "T_L (steps)", "t_b_m_over_b": "T_B (x M/B)", "link_bandwidth": "link bandwidth",
+    "alltoall_time_m_over_b": "all-to-all time (x m/b)",
+    "congestion_deficiency_closed_form": "Ξ closed form (Swing Sec. 4.1)",
+    "congestion_deficiency_eq3": "Ξ by Swing Eq. 3", "size_bytes": "vector size", "alpha_s": "α per step",
+    "gamma_s_per_byte": "γ per byte reduced",
+}
+
+
+def human_value(key: str, value) -> str:
+    """``value`` of field ``key`` for people: its unit from the key's suffix (``_bytes_per_s`` and the link
+    bandwidths as bit/s, ``_bytes`` as a size, ``_s`` as a time, ``_s_per_byte`` as ns/B), a shape as ``4 x 4``,
+    None as ``-``, other numbers to four significant digits without exponents.
+
+    Returns:
+        The text.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/architecture.md, "Command line" (human output with units; --json for machines).
+
+    >>> human_value("link_bandwidth_bytes_per_s", 5e10), human_value("size_bytes", 2**20), human_value("shape", [4, 4])
+    ('400 Gb/s', '1MiB', '4 x 4')
+    """
+    from directcoll.units import format_bandwidth, format_size, format_time
+
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or isinstance(value, str):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return " x ".join(str(v) for v in value) if key == "shape" else ", ".join(str(v) for v in value)
+    if key.endswith("_bytes_per_s") or key == "link_bandwidth":
+        return format_bandwidth(value)
+    if key.endswith("_s_per_byte"):
+        return f"{value * 1e9:.3g} ns/B"
+    if key.endswith("_bytes"):
+        return format_size(value)
+    if key.endswith("_s"):
+        return format_time(value)
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def print_fields(title: str, doc: dict, extra: list[tuple[str, str]] = ()) -> None:
+    """Print the fields of a --json document ``doc`` as a two-column table with labels and units
+    (:data:`FIELD_LABELS`, :func:`human_value`), then ``extra`` (label, text) rows.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/architecture.md, "Command line".
+    """
+    print_table(title, [(FIELD_LABELS.get(k, k.replace("_", " ")), human_value(k, v)) for k, v in doc.items()]
+                + list(extra))
+
+
 class ProgressBar:
     """Progress over steps on standard error, or nothing when disabled (JSON output, small work).
 
@@ -216,6 +284,56 @@ class Heartbeat:
         if self._shown and sys.stderr.isatty():
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+def echo(text: str, indent: int = 0, hang: int | None = None) -> None:
+    """Print ``text`` on stdout wrapped to the terminal's width (``$COLUMNS``, the terminal, else 80 when piped),
+    ``indent`` spaces before its first line and ``hang`` (default ``indent + 4``) before the others; words (spec
+    strings, names) are never split.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/architecture.md, "Command line" (output that fits 80 columns).
+
+    >>> echo("torus  torus:8x8 (family: a D-dimensional torus)", hang=7)
+    torus  torus:8x8 (family: a D-dimensional torus)
+    """
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    hang = indent + 4 if hang is None else hang
+    print(textwrap.fill(text, width=max(width, 40), initial_indent=" " * indent, subsequent_indent=" " * hang,
+                        break_long_words=False, break_on_hyphens=False))
+
+
+def oversubscription(ranks: int) -> str | None:
+    """The warning for ``ranks`` processes on this machine's cores (``os.sched_getaffinity``, else the CPU count),
+    or None when each rank has a core.
+
+    Returns:
+        One line, or None.
+
+    Raises:
+        Nothing: reads the affinity mask.
+
+    Source: docs/runtime.md (on 2 cores, 4 ranks of a busy-polling MPI measure waiting, not speed).
+
+    >>> oversubscription(1) is None
+    True
+    """
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    if ranks <= cores:
+        return None
+    plural = "s" if cores != 1 else ""
+    return (f"{ranks} ranks on {cores} core{plural} are oversubscribed: ranks wait for a core, so times and ratios "
+            "measure waiting as much as speed and say little about a machine with a core per rank")
 
 
 def noop(*_args) -> None:

@@ -17,13 +17,12 @@ Source: docs/runtime.md, "Tuning and benchmarks".
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from pathlib import Path
 
 from directcoll.cli.options import SIZES_FORMS, add_output_options, check_output, count, read_sizes
-from directcoll.cli.output import print_json
+from directcoll.cli.output import oversubscription, print_json
 
 #: the sizes ``tune`` and ``bench`` use by default: 8 B to 128 MiB, every factor of 8
 DEFAULT_TUNE_SIZES = "8B,64B,512B,4KiB,32KiB,256KiB,2MiB,16MiB,128MiB"
@@ -126,10 +125,9 @@ def cmd_tune(args) -> int:
     topology, params = _network(args.spec, args.params)
     sizes = read_sizes(args.sizes or DEFAULT_TUNE_SIZES)
     if args.measure:
-        cores = os.cpu_count() or 1
-        if topology.num_compute > cores:
-            print(f"directcoll: note: {topology.num_compute} ranks on {cores} cores are oversubscribed; the measured "
-                  "times say little about a machine with a core per rank", file=sys.stderr)
+        note = oversubscription(topology.num_compute)
+        if note:
+            print(f"directcoll: warning: {note}", file=sys.stderr)
         table = measured_table(topology, args.output, collective=args.collective, sizes=sizes, ranks=args.ranks,
                                round_seconds=args.round_seconds, root=args.root)
     else:
