@@ -56,3 +56,22 @@ def test_a_bad_argument_is_refused_before_any_work(tmp_path):
         out = _run(script, "--no-such-flag", cwd=tmp_path)
         assert out.returncode == 2 and "unrecognized arguments" in out.stderr
         assert "estimated run time" not in out.stderr
+
+
+def test_a_rerun_that_measures_nothing_rewrites_nothing(tmp_path):
+    # every row of Fig. 10 is stored with its date: a run that measures none leaves the result files as they are
+    import json
+    import shutil
+
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(ROOT / "benchmarks/paper/results/basu_fig10.json", results)
+    (results / "basu_fig10.md").write_text("the tracked table\n")
+    rows = json.loads((results / "basu_fig10.json").read_text())
+    assert rows and all(r["measured"] for r in rows)
+    done = _run(ROOT / "benchmarks/paper/basu_fig10.py", "--out", str(tmp_path / "out"), "--results", str(results),
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "nothing measured, nothing rewritten" in done.stderr
+    assert (results / "basu_fig10.md").read_text() == "the tracked table\n"
+    assert not (tmp_path / "out" / "basu_fig10.png").exists()

@@ -18,10 +18,12 @@ Prints a Markdown table of F / bound per family and N, and writes the claim tabl
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -182,7 +184,8 @@ def main() -> None:
         task = bar.add_task("Fig. 10", total=len(work))
         for family, n, spec in work:
             bar.update(task, description=spec)
-            rows.append(r := {"family": family, **measure(spec, n, args.exact_max, args.iterations)})
+            rows.append(r := {"family": family, **measure(spec, n, args.exact_max, args.iterations),
+                              "measured": datetime.date.today().isoformat()})
             bar.console.print(f"{spec}: F / bound in [{r['lower'] / r['theorem1']:.4f}, "
                               f"{r['upper'] / r['theorem1']:.4f}], {r['how']}, {r['seconds']:.1f} s")
             bar.advance(task)
@@ -191,13 +194,17 @@ def main() -> None:
                     json.dump(rows, fh, indent=1)
     rows.sort(key=lambda r: (r["N"], FAMILIES.index(r["family"])))
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()}, {os.cpu_count()} cores\n")
-    table = ["| N | topology | F / bound (lower) | F / bound (upper) | capacity bound / bound | how | seconds |",
-             "|---|---|---|---|---|---|---|"]
+    table = ["| N | topology | F / bound (lower) | F / bound (upper) | capacity bound / bound | how | seconds | "
+             "measured |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         table.append(f"| {r['N']} | `{r['spec']}` | {r['lower'] / r['theorem1']:.4f} | "
                      f"{r['upper'] / r['theorem1']:.4f} | {r['capacity_bound'] / r['theorem1']:.4f} | {r['how']} | "
-                     f"{r['seconds']:.1f} |")
+                     f"{r['seconds']:.1f} | {r['measured']} |")
     print("\n".join(table))
+    if not work and not args.fresh:  # nothing measured: the tracked table and figure stay as they are
+        print(f"basu_fig10: every row was read from {args.from_json}; nothing measured, nothing rewritten",
+              file=sys.stderr)
+        return
     plot(rows)
     method = ("All-to-all MCF F (unit link capacity) over Theorem 1's bound (Basu eq. 25) for degree-4 topologies: "
               "GenKautz (exact LP reduced by its automorphisms), the most nearly square 2D torus (symmetric LP, "
@@ -207,11 +214,11 @@ def main() -> None:
                  if len(rows) > len(work) else "") + ". `python3 benchmarks/paper/basu_fig10.py` redraws "
               "from `benchmarks/paper/results/basu_fig10.json` and measures only what it lacks (`--fresh`: all, "
               "about 3 hours).")
-    notes = ("The rows (with each one's method and seconds when measured):\n\n" + "\n".join(table) +
+    notes = ("The rows (with each one's method, seconds and date when measured):\n\n" + "\n".join(table) +
              "\n\ngenkautz:4:960's LP was stopped after 30 minutes in HiGHS's PDLP-crossover path, so that N has no "
              "GenKautz row; genkautz:4:1000 was solved with `solver=\"ipm\"` (797 s).")
     write_claims(FIGURE, "Basu et al. Fig. 10: degree-4 topologies against Theorem 1's all-to-all bound",
-                 claims_of(rows), method=method, notes=notes)
+                 claims_of(rows), method=method, notes=notes, measured=max(r["measured"] for r in rows))
 
 
 if __name__ == "__main__":

@@ -91,7 +91,8 @@ def _image_link(png: Path, claims: Path) -> str:
     return os.path.relpath(png, base)
 
 
-def write_claims(figure: str, title: str, claims: list[Claim], *, method: str, notes: str = "") -> Path:
+def write_claims(figure: str, title: str, claims: list[Claim], *, method: str, notes: str = "",
+                 measured: str | None = None) -> Path:
     """Write <--results>/<figure>.md: a heading, how the numbers were made, the claim table, notes; print it too.
 
     Args:
@@ -100,6 +101,8 @@ def write_claims(figure: str, title: str, claims: list[Claim], *, method: str, n
         claims: the rows.
         method: one paragraph: topology, parameters, model(s), sizes, and the command that reproduces it.
         notes: anything a reader must know to trust the table (scale reductions, readings of the paper).
+        measured: the date of the newest measurement behind the table (ISO); default today, for scripts that
+            measure everything they report. A script that reuses stored rows passes their newest date.
     """
     claims_dir = _where["claims"]
     claims_dir.mkdir(parents=True, exist_ok=True)
@@ -117,7 +120,8 @@ def write_claims(figure: str, title: str, claims: list[Claim], *, method: str, n
         lines += ["", notes.strip()]
     held = sum(c.holds is True for c in claims)
     judged = sum(c.holds is not None for c in claims)
-    lines += ["", f"*{held} of {judged} comparable claims hold; measured {datetime.date.today().isoformat()}.*", ""]
+    when = measured or datetime.date.today().isoformat()
+    lines += ["", f"*{held} of {judged} comparable claims hold; measured {when}.*", ""]
     out = claims_dir / f"{figure}.md"
     out.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
