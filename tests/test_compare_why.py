@@ -77,7 +77,7 @@ def test_csv_and_table_why():
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     assert rows and all(set(WHY_CSV) <= set(r) and r["max_link_name"] for r in rows)
     assert all(int(r["steps"]) >= 1 and float(r["congestion_deficiency"]) >= 1.0 for r in rows)
-    table = _cli("compare", "torus:4x4", "--sizes", "1KiB,1MiB", "--why")
+    table = _cli("compare", "torus:4x4", "--sizes", "1KiB,1MiB", "--why", "--wide")
     assert table.returncode == 0, table.stderr
     header = next(line for line in table.stdout.splitlines() if line.strip().startswith("size"))
     assert all(word in header for word in ("steps", "Ξ", "busiest link", "its bytes"))

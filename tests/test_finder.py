@@ -128,6 +128,7 @@ def _large(nodes, degree):
     return _LARGE[nodes, degree]
 
 
+@pytest.mark.slow
 def test_prime_n_over_1024_finds_generalized_kautz():
     """N = 2003 (prime, over the old 1,024-node base limit), d = 4: Pi_{4,2003} and the circulant are bases."""
     specs = {c.spec for c in _large(2003, 4).frontier}
@@ -135,6 +136,7 @@ def test_prime_n_over_1024_finds_generalized_kautz():
 
 
 @pytest.mark.parametrize(("degree", "t_l"), [(2, 11), (8, 4)])
+@pytest.mark.slow
 def test_n2000_reaches_generalized_kautz_latency(degree, t_l):
     """N = 2000: the lowest T_L is genkautz:d:2000's (11 steps at d = 2, 4 at d = 8), not 32 / 6."""
     result = _large(2000, degree)

@@ -44,4 +44,4 @@ test_fuzz_spec_strings = _fuzz("spec")
 test_fuzz_schedule_json = _fuzz("json")
 test_fuzz_schedule_npz = _fuzz("npz")
 test_fuzz_msccl_xml = _fuzz("msccl")
-test_fuzz_cli_arguments = _fuzz("cli")
+test_fuzz_cli_arguments = pytest.mark.slow(_fuzz("cli"))  # a subprocess per case

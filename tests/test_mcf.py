@@ -254,7 +254,7 @@ def test_cli_topology_describe_alltoall_json(capsys):
 def test_cli_topology_describe_alltoall_table_and_errors(capsys):
     assert main(["topology", "describe", "ring:6", "--alltoall"]) == 0
     out = capsys.readouterr().out
-    assert "alltoall_mcf" in out and "2/9" in out
+    assert "all-to-all max concurrent flow F" in out and "2/9" in out
     assert main(["topology", "describe", "ring:6", "--host-bandwidth", "100Gbps"]) == 2
     assert "add --alltoall" in capsys.readouterr().err
     assert main(["topology", "describe", "kautz:2:2", "--alltoall", "--method", "symmetric"]) == 2

@@ -55,7 +55,8 @@ except MissingDependencyError as exc:  # pragma: no cover - the test extra insta
 else:
     WHY = ""
 MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(MPICC[0]) if MPICC else None) or shutil.which("mpiexec")
-pytestmark = pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")
+pytestmark = [pytest.mark.native,
+              pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")]
 
 #: (algorithm, topology spec, extra schedule options) per rank count
 SCHEDULES = {

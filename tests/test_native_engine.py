@@ -23,7 +23,8 @@ from directcoll.runtime.native import write_program
 
 HERE = Path(__file__).resolve().parent
 SRC = str(HERE.parent / "src")
-pytestmark = pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")
+pytestmark = [pytest.mark.native,
+              pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,8 @@ from directcoll.errors import DirectcollError
 from directcoll.registry import build
 from directcoll.runtime import native
 
-pytestmark = pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")
+pytestmark = [pytest.mark.native,
+              pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")]
 
 #: (ranks, algorithm, topology spec, variant, roots): trees (binomial, Swing's latency tree, BFB's), a pipelined
 #: chain (several chunks: fractional pieces), scatter + allgather (Swing's bandwidth variant: scratch-free halving)

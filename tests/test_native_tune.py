@@ -19,6 +19,8 @@ from directcoll.errors import DirectcollError, MissingDependencyError
 from directcoll.reports import tuning as tune
 from directcoll.runtime import native
 
+pytestmark = pytest.mark.native
+
 HERE = Path(__file__).resolve().parent
 
 try:

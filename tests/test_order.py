@@ -190,6 +190,7 @@ class _FakeComm:
         return self.rank
 
 
+@pytest.mark.mpi
 def test_mpi_user_op_keeps_its_operand_order_and_is_refused_where_order_breaks():
     pytest.importorskip("mpi4py")
     from mpi4py import MPI

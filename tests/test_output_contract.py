@@ -40,7 +40,8 @@ JSON_COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(JSON_COMMANDS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.mpi) if n.startswith("run") else n
+                                  for n in sorted(JSON_COMMANDS)])
 def test_json_output_is_exactly_one_document(name, tmp_path):
     out = _run(JSON_COMMANDS[name], tmp_path)
     json.loads(out.stdout)  # the whole of standard output, nothing before or after

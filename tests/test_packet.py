@@ -15,8 +15,9 @@ from directcoll.simulate.flow import simulate_flow
 from directcoll.simulate.packet import HEADER_BYTES, available, lower, packet_times, simulate_packet
 from directcoll.topology import parse
 
-pytestmark = pytest.mark.skipif(not available(), reason="ns-3 is not installed (apt-get install libns3-dev "
-                                                        "libgsl-dev pkg-config; see the README)")
+pytestmark = [pytest.mark.packet,
+              pytest.mark.skipif(not available(), reason="ns-3 is not installed (apt-get install libns3-dev "
+                                                         "libgsl-dev pkg-config; see the README)")]
 
 BW, LAT, HOP, ALPHA = 50e9, 100e-9, 300e-9, 1e-6   # 400 Gb/s links, 100 ns, 300 ns per hop, 1 us per message
 PARAMS = NetworkParams(alpha=ALPHA, per_hop_latency=HOP, link_bandwidth=BW, link_latency=LAT, packet_size=4096,

@@ -291,6 +291,7 @@ def test_schedule_verify_and_cost_commands_take_the_root(tmp_path):
 
 
 @needs_mpi
+@pytest.mark.mpi
 def test_mpi_broadcast_and_reduce_equal_the_mpi_library_s():
     proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(SCRIPTS / "rooted.py")], capture_output=True,
                           text=True, timeout=240, env={**os.environ, "PYTHONPATH": SRC})
@@ -300,6 +301,7 @@ def test_mpi_broadcast_and_reduce_equal_the_mpi_library_s():
 
 
 @needs_mpi
+@pytest.mark.mpi
 def test_directcoll_run_reduce_json():
     proc = _cli("run", "ring:2", "--collective", "reduce", "--root", "1", "--algorithms", "binomial,chain",
                 "--sizes", "1KiB", "--repeat", "1", "--json")

@@ -21,8 +21,8 @@ from directcoll.topology.routing import route_entries, route_pattern
 from directcoll.topology.symmetry import board_shifts
 
 SIZES = 2.0 ** np.arange(5, 30, 3)
-SHAPES = ["torus:4x4x3", "hammingmesh:2x2:4x4", "hyperx:4x4", "torus:3x3x2x2", "hammingmesh:1x1:3x4",
-          "hammingmesh:2x3:2x3"]
+SHAPES = [pytest.param("torus:4x4x3", marks=pytest.mark.slow), "hammingmesh:2x2:4x4", "hyperx:4x4",
+          pytest.param("torus:3x3x2x2", marks=pytest.mark.slow), "hammingmesh:1x1:3x4", "hammingmesh:2x3:2x3"]
 
 
 def _pairwise_groups(topo, src, dst, routing):

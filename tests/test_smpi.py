@@ -23,6 +23,8 @@ from directcoll.topology.paths import bfs_distances
 from directcoll.topology.routing import dor_route
 from directcoll.topology.simgrid import platform_size, route_kind, write_platform
 
+pytestmark = pytest.mark.smpi
+
 CLI = [sys.executable, "-m", "directcoll.cli.main"]
 
 

@@ -360,7 +360,6 @@ def test_cli_verify_bad_file_exits_2_with_one_line(tmp_path, docs, edit):
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1 and lines[0].startswith("directcoll: error: ") and "Traceback" not in done.stderr
-    assert seconds < 20
 
 
 def test_cli_import_huge_ngpus_exits_2_with_one_line(tmp_path, xml):

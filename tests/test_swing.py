@@ -538,6 +538,7 @@ def test_unknown_variant():
 
 
 # -- timing ------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_print_build_and_verify_time_64x64(timings):
     t0 = time.perf_counter()
     schedule = registry.build("swing", "torus:64x64", "allreduce")

@@ -539,7 +539,7 @@ def cmd_algorithms(args) -> int:
 
     >>> from directcoll.cli.main import main
     >>> main(["algorithms"])  # doctest: +ELLIPSIS
-    ring: ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper Sec. 2.3.1)
+    ring: ring reduce-scatter + allgather, 1, 2 or 4 concurrent rings (Swing paper
     ...
     0
     """

@@ -118,6 +118,10 @@ FIELD_LABELS = {
     "congestion_deficiency_closed_form": "Ξ closed form (Swing Sec. 4.1)",
     "congestion_deficiency_eq3": "Ξ by Swing Eq. 3", "size_bytes": "vector size", "alpha_s": "α per step",
     "gamma_s_per_byte": "γ per byte reduced",
+    "alltoall_mcf": "all-to-all max concurrent flow F", "alltoall_mcf_method": "F by method",
+    "alltoall_capacity_bound": "all-to-all capacity bound on F",
+    "alltoall_reference_bandwidth_bytes_per_s": "F's unit (one link)",
+    "alltoall_throughput_bytes_per_s": "all-to-all throughput per rank",
 }
 
 

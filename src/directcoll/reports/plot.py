@@ -104,9 +104,10 @@ def _style(family: str, i: int, collective: str | None = None):
 
 
 def goodput_axis(curves: list[np.ndarray], peak: float) -> dict:
-    """How to scale a goodput axis to its curves: ``scale`` (``linear``, or ``log`` when the curves' maxima span
-    more than :data:`LOG_SPAN`), ``bottom`` and ``top``, and whether the ``peak`` fits (``peak_shown``: drawn as a
-    line; otherwise the caller names it elsewhere).
+    """How to scale a goodput axis to its curves: ``scale`` (``linear``, or ``log`` when the curves' values span
+    more than :data:`LOG_SPAN`: a size sweep's small vectors reach a thousandth of the peak, which a linear axis
+    flattens into its bottom line), ``bottom`` and ``top``, and whether the ``peak`` fits (``peak_shown``: drawn as
+    a line; otherwise the caller names it elsewhere).
 
     Args:
         curves: goodput arrays (any positive unit), one per family; peak: the peak goodput in the same unit.
@@ -125,11 +126,13 @@ def goodput_axis(curves: list[np.ndarray], peak: float) -> dict:
     False
     >>> goodput_axis([np.array([1.0, 25_000.0]), np.array([1.0, 800.0])], 25_400.0)["scale"]
     'log'
+    >>> goodput_axis([np.array([600.0, 700.0]), np.array([500.0, 800.0])], 900.0)["scale"]
+    'linear'
     """
     tops = np.array([float(np.nanmax(c)) for c in curves if len(c)])
     high = float(tops.max()) if len(tops) else 1.0
-    if len(tops) and tops.min() > 0 and high / tops.min() > LOG_SPAN:
-        positive = np.concatenate([c[c > 0] for c in curves])
+    positive = np.concatenate([c[c > 0] for c in curves]) if curves else np.array([])
+    if len(positive) and high / positive.min() > LOG_SPAN:
         shown = bool(peak) and peak <= 3 * high
         top = (max(high, peak) if shown else high) * 2.0
         return {"scale": "log", "bottom": float(positive.min()) / 2.0, "top": top, "peak_shown": shown}
@@ -222,7 +225,7 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None, fmt: str | 
             ax.plot(sizes[switches], gp[switches], "o", color=colour, ms=7, mfc="none", mew=1.2, zorder=4)
         if any(len({*variants}) > 1 for _, variants in fams.values()):
             handles.append(Line2D([], [], ls="none", marker="o", ms=7, mfc="none", mew=1.2, color="0.3",
-                                  label="best variant changes"))
+                                  label="switches variant (e.g. latency-\nto bandwidth-optimal)"))
         peak = cmp.peak_goodput * 8 / 1e9
         axis = goodput_axis(list(curves.values()), peak)
         ax.set_yscale(axis["scale"])
@@ -246,8 +249,7 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None, fmt: str | 
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.01), ncol=2, frameon=False,
                   handlelength=1.8, columnspacing=1.0, borderaxespad=0.0)
-        fig.suptitle(title or textwrap.fill(f"{coll} on {cmp.topology} ({cmp.params.name} parameters, "
-                                            f"{cmp.routing} routing, {cmp.model} model)", 64), fontsize=7)
+        fig.suptitle(title or f"{coll} on {cmp.topology}", fontsize=8)
         fig.supxlabel(caption(cmp), fontsize=5, ha="left", x=0.02, color="0.25")
         if axg is not None:
             _gain_panel(axg, cmp, gain, reference, sizes)
@@ -271,6 +273,22 @@ def plot_comparison(cmp: Comparison, path, title: str | None = None, fmt: str | 
     return path
 
 
+def _parameters(params) -> str:
+    """The network parameters in a few words: link rate and latency, per-hop latency, α, γ."""
+    from directcoll.units import format_bandwidth, format_time
+
+    parts = []
+    if params.link_bandwidth:
+        parts.append(f"links {format_bandwidth(params.link_bandwidth)}")
+    if params.link_latency is not None:
+        parts.append(f"{format_time(params.link_latency)} per link")
+    parts.append(f"{format_time(params.per_hop_latency)} per hop" if params.per_hop_latency else "no hop latency")
+    parts.append(f"α {format_time(params.alpha)}" if params.alpha else "α 0")
+    if params.gamma:
+        parts.append(f"γ {params.gamma * 1e9:.3g} ns/B")
+    return ", ".join(parts)
+
+
 def caption(cmp: Comparison, width: int = 96) -> str:
     """The figure's caption: the tie tolerance, the sizes where the winner ties, and every contender that did not
     run with its kind (wrapped to ``width`` characters).
@@ -287,16 +305,19 @@ def caption(cmp: Comparison, width: int = 96) -> str:
     >>> from directcoll.topology import parse
     >>> print(caption(compare(parse("torus:4x4"), sizes=[32], contenders=["swing", "bfb-tree"])))
     ... # doctest: +NORMALIZE_WHITESPACE
+    Step model, adaptive routing, parameters swing-sst (links 400 Gb/s, 100 ns per link, 300 ns per hop, α 0).
     Ties: times within 0.5 % of the fastest; none at these sizes. Not run: bfb-tree (shape).
     """
     ties = [(s, t) for s, t in zip(cmp.sizes, cmp.ties(), strict=True) if len(t) > 1]
     tol = f"{cmp.tie_tolerance * 100:.2g} %"
+    model = (f"{cmp.model.capitalize()} model, {cmp.routing} routing, parameters {cmp.params.name} "
+             f"({_parameters(cmp.params)}). ")
     if ties:
         where = "; ".join(f"{format_size(s)}: {' = '.join(t)}" for s, t in ties[:4])
         more = f" and {len(ties) - 4} more sizes" if len(ties) > 4 else ""
-        text = f"Ties: times within {tol} of the fastest; {where}{more}."
+        text = f"{model}Ties: times within {tol} of the fastest; {where}{more}."
     else:
-        text = f"Ties: times within {tol} of the fastest; none at these sizes."
+        text = f"{model}Ties: times within {tol} of the fastest; none at these sizes."
     if cmp.skipped:
         names: dict[str, list[str]] = {}
         for name, kind, _reason in grouped_skips(cmp.skipped):
