@@ -18,6 +18,23 @@ def timings():
     return record
 
 
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: hand the figures to the controller
+        session.config.workeroutput["timings"] = list(_TIMINGS)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_CollectTimings())
+
+
+class _CollectTimings:
+    """pytest-xdist's controller gathers each worker's timings when the worker ends."""
+
+    def pytest_testnodedown(self, node, error):
+        _TIMINGS.extend(getattr(node, "workeroutput", {}).get("timings", []))
+
+
 def pytest_terminal_summary(terminalreporter):
     if _TIMINGS:
         terminalreporter.section("measured times (benchmarks, not assertions)")

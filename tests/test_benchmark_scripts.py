@@ -38,6 +38,7 @@ def test_every_script_is_checked():
             "bench_mpi.py", "fidelity.py"} <= names and len(names) >= 25
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_help_runs_nothing_and_names_out_and_estimate(helps, script):
     runs, cwd = helps

@@ -131,6 +131,7 @@ def test_json_with_csv_is_one_line_exit_2():
     assert len(out.stderr.strip().splitlines()) == 1 and "give one of them" in out.stderr
 
 
+@pytest.mark.slow
 def test_old_spellings_work_with_a_note_on_stderr_only(tmp_path):
     out = _cli("cost", "--algorithm", "ring", "--topology", "ring:4", "--size", "1MiB", "--json")
     assert out.returncode == 0, out.stderr
@@ -178,6 +179,7 @@ def test_a_one_size_command_refuses_a_list_in_one_line(tmp_path):
     assert len(rows) == 6 and float(rows[0]["time_s"]) > 0
 
 
+@pytest.mark.slow
 def test_simulate_takes_a_list_of_sizes_like_compare(tmp_path):
     """simulate --sizes 1KiB,1MiB: rows per size, each equal to the one-size run of that size."""
     assert _cli("schedule", "ring", "ring:4", "-o", "s.json", cwd=tmp_path).returncode == 0

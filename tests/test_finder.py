@@ -145,7 +145,9 @@ def test_n2000_reaches_generalized_kautz_latency(degree, t_l):
     assert result.deferred_solved < result.deferred  # the bounds skipped most deferred bases' LPs
 
 
-@pytest.mark.parametrize(("nodes", "degree"), [(2000, 2), (2000, 8), (2003, 4), (64, 4), (72, 3)])
+@pytest.mark.parametrize(("nodes", "degree"), [pytest.param(2000, 2, marks=pytest.mark.slow),
+                                               pytest.param(2000, 8, marks=pytest.mark.slow),
+                                               pytest.param(2003, 4, marks=pytest.mark.slow), (64, 4), (72, 3)])
 def test_frontier_specs_round_trip(nodes, degree):
     """Every frontier spec parses back to a topology with N nodes and degree d, and to the same spec."""
     for c in (_large(nodes, degree) if nodes > 1000 else find_topology(nodes, degree)).frontier:

@@ -69,10 +69,11 @@ def test_compare_interrupted_while_loading_and_while_running(tmp_path, after):
 
 def test_sweep_interrupted(tmp_path):
     spec = tmp_path / "grid.toml"
-    spec.write_text('kind = "compare"\ntopology = ["torus:32x32", "torus:16x16", "torus:32x16"]\n'
+    spec.write_text('kind = "compare"\ntopology = ["torus:128x128", "torus:128x64", "torus:64x128", "torus:96x96"]\n'
                     'collective = "allreduce"\nsizes = "32B..512MiB"\n')
     # a local Dask cluster: its worker processes must go too
-    done = interrupt(["sweep", str(spec), "-o", str(tmp_path / "out.parquet"), "--workers", "1"], 4.0, tmp_path)
+    done = interrupt(["sweep", str(spec), "-o", str(tmp_path / "out.parquet"), "--workers", "1"], 1.5, tmp_path,
+                     ready="cells (starting)")
     check(done)
 
 

@@ -141,6 +141,7 @@ def _cli(*args):
                           timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_cli_host_bandwidth_and_time_limit(tmp_path):
     out = _cli("schedule", "mcf", "torus:3x3", "--collective", "alltoall", "--method", "path", "--host-bandwidth",
                "25GB/s", "-o", str(tmp_path / "p.json"), "--json")

@@ -47,6 +47,7 @@ def test_json_output_is_exactly_one_document(name, tmp_path):
     json.loads(out.stdout)  # the whole of standard output, nothing before or after
 
 
+@pytest.mark.slow
 def test_file_commands_json(tmp_path):
     """schedule -> verify, simulate, export, import: each --json is the whole of standard output."""
     _run(["schedule", "bfb", "circulant:8:1,3", "-o", "s.json"], tmp_path)

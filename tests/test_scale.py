@@ -21,8 +21,10 @@ from directcoll.topology.routing import route_entries, route_pattern
 from directcoll.topology.symmetry import board_shifts
 
 SIZES = 2.0 ** np.arange(5, 30, 3)
-SHAPES = [pytest.param("torus:4x4x3", marks=pytest.mark.slow), "hammingmesh:2x2:4x4", "hyperx:4x4",
-          pytest.param("torus:3x3x2x2", marks=pytest.mark.slow), "hammingmesh:1x1:3x4", "hammingmesh:2x3:2x3"]
+SLOW = pytest.mark.slow
+SHAPES = [pytest.param("torus:4x4x3", marks=SLOW), pytest.param("hammingmesh:2x2:4x4", marks=SLOW), "hyperx:4x4",
+          pytest.param("torus:3x3x2x2", marks=SLOW), "hammingmesh:1x1:3x4",
+          pytest.param("hammingmesh:2x3:2x3", marks=SLOW)]
 
 
 def _pairwise_groups(topo, src, dst, routing):
@@ -55,7 +57,7 @@ def test_fast_routing_equals_pairwise(monkeypatch, spec):
     assert timed >= 4
 
 
-@pytest.mark.parametrize("spec", ["torus:4x4x3", "hyperx:4x4", "mesh:3x4"])
+@pytest.mark.parametrize("spec", [pytest.param("torus:4x4x3", marks=pytest.mark.slow), "hyperx:4x4", "mesh:3x4"])
 @pytest.mark.parametrize("name", ["ring", "bucket"])
 def test_uniform_steps_with_packets_and_injection(monkeypatch, spec, name):
     """Translation-invariant steps (ring, bucket on Cayley tori) with every per-transfer term switched on."""
