@@ -18,3 +18,17 @@ def test_a_quick_block_prints_nothing(capsys):
     with Heartbeat("quick", after=5):
         pass
     assert capsys.readouterr() == ("", "")
+
+
+def test_a_piped_compare_prints_progress_lines_with_an_estimate():
+    # stderr is a pipe here: no bar, but a line after two seconds and every ten, naming how far and the time left
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "directcoll", "compare", "torus:128x128"], capture_output=True,
+                         text=True, timeout=600)  # 7 contenders, several seconds
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.startswith("directcoll: simulating ...")]
+    assert lines and all("\r" not in line for line in lines)
+    assert all("/7 " in line for line in lines) and any("s left" in line for line in lines), out.stderr
+    assert "directcoll:" not in out.stdout

@@ -169,3 +169,20 @@ def test_simulate_table_names_the_busiest_link(files, capsys):
     steps = json.loads(capsys.readouterr().out)["steps"]
     t = parse("torus:4x4")
     assert all(r["max_link_name"] == link_label(t, r["max_link"]) for r in steps)  # the id stays, the name is added
+
+
+def test_dense_direct_connect_graphs_are_drawn_as_link_load_matrices(tmp_path):
+    from directcoll.reports.draw import dense
+    from directcoll.reports.layout import layout
+
+    t = parse("circulant:16:3,4")
+    assert dense(t, layout(t)) and not dense(parse("ring:8"), layout(parse("ring:8")))
+    path = tmp_path / "s.json"
+    assert main(["schedule", "bfb", "circulant:16:3,4", "-o", str(path)]) == 0
+    for view in ("auto", "matrix", "network"):
+        out = tmp_path / f"{view}.png"
+        assert main(["draw", str(path), "-o", str(out), "--steps", "0,1", "--view", view]) == 0
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the matrix view is what auto chose here: the same picture
+    assert (tmp_path / "auto.png").read_bytes() == (tmp_path / "matrix.png").read_bytes()
+    assert (tmp_path / "auto.png").read_bytes() != (tmp_path / "network.png").read_bytes()

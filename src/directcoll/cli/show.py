@@ -68,6 +68,10 @@ def add_show_commands(sub) -> None:
                                                                      "suffix, else png)")
     draw.add_argument("--columns", type=count(1, 16), help="panels per row (default 1 to 4, by the panels)")
     draw.add_argument("--title", help="the picture's title (default: algorithm, collective, topology, size)")
+    draw.add_argument("--view", choices=["auto", "network", "matrix"], default="auto",
+                      help="network: the steps on the network's drawing; matrix: each step's link-load matrix (rows "
+                           "send, columns receive); auto (default): matrix where ranks on a circle have four or more "
+                           "neighbours, network otherwise")
     add_output_options(draw)
     draw.set_defaults(func=cmd_draw)
 
@@ -286,7 +290,7 @@ def cmd_draw(args) -> int:
         raise DirectcollError(f"{args.file} has no transfers: no step to draw")
     steps = parse_steps(args.steps, schedule.num_steps)
     path = draw_steps(schedule, topology, args.output, steps=steps, size=size, routing=args.routing, fmt=fmt,
-                      columns=args.columns, title=args.title)
+                      columns=args.columns, title=args.title, view=args.view)
     if args.json:
         print_json({**_header(schedule, topology, size, args), "file": str(path), "format": fmt, "steps": steps})
     else:

@@ -10,6 +10,11 @@ panels; the step's busiest link is outlined in black (when at most three links t
 many tie). Wrap-around links and transfers of tori leave one edge of the grid and come back at the opposite one;
 the paper's figures leave them out.
 
+On a graph drawn on a circle whose ranks have four or more neighbours (circulants of degree >= 4, Kautz graphs,
+expansions), cables and lanes would merge into one band; there each step is drawn as its link-load matrix instead
+(``view="matrix"``, the default ``"auto"`` chooses): row u, column v coloured by the bytes of the directed link
+u -> v, a dot where rank u sends to v, the busiest link outlined.
+
 Source: Swing (De Sensi et al., NSDI'24) Fig. 1 (steps on a 1D torus, arcs between communicating nodes) and Fig.
 4 (the first step on a 4x4 torus); docs/architecture.md, "Cost and simulation" (a step's bytes on every directed link).
 
@@ -91,7 +96,7 @@ def _columns(panels: int, style: str) -> int:
 
 def draw_steps(schedule: Schedule, topology: Topology, path, *, steps=None, size: float = 2**20,
                routing: str = "adaptive", fmt: str | None = None, columns: int | None = None,
-               title: str | None = None) -> Path:
+               title: str | None = None, view: str = "auto") -> Path:
     """Draw steps of ``schedule`` on ``topology``, one panel per step ("step k"), and write the picture.
 
     Args:
@@ -104,21 +109,26 @@ def draw_steps(schedule: Schedule, topology: Topology, path, *, steps=None, size
         fmt: ``png``, ``pdf`` or ``svg`` (default: ``path``'s suffix, else png).
         columns: panels per row (default: 1 to 4 by the number of panels).
         title: the figure's title (default: algorithm, collective, topology and size).
+        view: ``network`` (the network's drawing), ``matrix`` (each step's link-load matrix) or ``auto``:
+            matrix on circle layouts whose ranks have four or more neighbours (:func:`dense`), network otherwise.
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
-        DirectcollError: too many nodes or panels, a step out of range, no step, an unknown format or one that
-            contradicts ``path``'s suffix (:func:`figure_format`).
+        DirectcollError: too many nodes or panels, a step out of range, no step, an unknown view, an unknown format
+            or one that contradicts ``path``'s suffix (:func:`figure_format`).
         TopologyError, ResourceError: as :func:`directcoll.reports.steps.step_view` (ranks that are not the
             topology's compute nodes, a routing the topology cannot do).
 
     Source: Swing (De Sensi et al., NSDI'24) Figs. 1 and 4 (a schedule's steps drawn on the network);
     docs/architecture.md, "Cost and simulation" (a step's bytes on every directed link).
     """
+    if view not in VIEWS:
+        raise DirectcollError(f"unknown view {view!r}; accepted: {', '.join(VIEWS)}")
     check_ranks(schedule, topology)
     lay = layout(topology)
+    matrix = view == "matrix" or (view == "auto" and dense(topology, lay))
     nsteps = schedule.num_steps
     steps = list(range(nsteps)) if steps is None else [int(k) for k in steps]
     if not steps:
@@ -133,12 +143,97 @@ def draw_steps(schedule: Schedule, topology: Topology, path, *, steps=None, size
     path = Path(path)
     fmt = figure_format(path, fmt) if fmt is not None or path.suffix else "png"
     views = [step_view(schedule, topology, k, size, routing) for k in steps]
-    fig = _figure(schedule, topology, lay, views, size, columns or _columns(len(steps), lay.style), title)
+    ncol = columns or _columns(len(steps), "grid" if matrix else lay.style)
+    fig = (_matrix_figure(schedule, topology, views, size, ncol, title) if matrix else
+           _figure(schedule, topology, lay, views, size, ncol, title))
     import matplotlib.pyplot as plt
 
     fig.savefig(path, format=fmt, dpi=200)
     plt.close(fig)
     return path
+
+
+#: the views of :func:`draw_steps`
+VIEWS = ("auto", "network", "matrix")
+
+
+def dense(topology: Topology, lay: Layout) -> bool:
+    """Whether :func:`draw_steps` draws ``topology`` as matrices by default: laid on a circle (no grid) with a rank
+    of four or more distinct neighbours, where lanes and arrows would merge into one band.
+
+    Raises:
+        Nothing: reads the topology.
+
+    Source: docs/schedule.md, "Seeing a schedule".
+
+    >>> from directcoll.topology import parse
+    >>> t = parse("circulant:16:3,4")
+    >>> dense(t, layout(t)), dense(parse("torus:4x4"), layout(parse("torus:4x4")))
+    (True, False)
+    """
+    if lay.style != "circle":
+        return False
+    n = topology.num_compute
+    inside = (topology.link_src < n) & (topology.link_dst < n) & (topology.link_src != topology.link_dst)
+    pairs = np.unique(topology.link_src[inside] * n + topology.link_dst[inside])
+    return bool(len(pairs) and np.bincount(pairs // n, minlength=n).max() >= 4)
+
+
+def _matrix_figure(schedule: Schedule, topology: Topology, views: list, size: float, ncol: int,
+                   title: str | None):
+    """One link-load matrix per step: rows send, columns receive; dots for transfers; the busiest outlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LinearSegmentedColormap, Normalize
+    from matplotlib.patches import Rectangle
+
+    n = topology.num_compute
+    nrow = math.ceil(len(views) / ncol)
+    pw = 2.1 if ncol > 1 else 3.0
+    fw = max(ncol * (pw + 0.35) + 0.3, 3.4)
+    chars = int(fw * 72 / 4.0)
+    heading = textwrap.fill(title or _title(schedule, topology, [v.step for v in views], size), int(chars * 0.75))
+    notes = textwrap.fill("Row u, column v: the bytes the directed link u -> v carries in the step (white: none); "
+                          "a dot where rank u sends to rank v (a transfer over more hops puts its bytes on the "
+                          "links of its route).", int(chars * 1.12))
+    top_h = 0.16 + 0.17 * (heading.count("\n") + 1)
+    row_h = 0.25 + pw + 0.6                                      # title, matrix, tick labels + axis label + caption
+    foot_h = 0.78 + 0.11 * (notes.count("\n") + 1)
+    fh = top_h + nrow * row_h + foot_h
+    fig = plt.figure(figsize=(fw, fh))
+    base = plt.get_cmap(_CMAP[0])
+    cmap = LinearSegmentedColormap.from_list("load", base(np.linspace(_CMAP[1], _CMAP[2], 256)))
+    cmap.set_bad("white")
+    norm = Normalize(0.0, max(float(v.loads.max(initial=0.0)) for v in views) or 1.0)
+    inside = (topology.link_src < n) & (topology.link_dst < n)
+    ticks = np.arange(0, n, max(1, math.ceil(n / 8)))
+    left = (fw - ncol * (pw + 0.35)) / 2 + 0.3
+    for i, view in enumerate(views):
+        r, c = divmod(i, ncol)
+        bottom = fh - top_h - (r + 1) * row_h + 0.6
+        ax = fig.add_axes([(left + c * (pw + 0.35)) / fw, bottom / fh, pw / fw, pw / fh])
+        grid = np.zeros((n, n))
+        np.add.at(grid, (topology.link_src[inside], topology.link_dst[inside]), view.loads[inside])
+        ax.imshow(np.ma.masked_equal(grid, 0.0), cmap=cmap, norm=norm, interpolation="nearest")
+        talk = view.src != view.dst
+        ax.plot(view.dst[talk], view.src[talk], ".", color=_ARROW, ms=max(1.0, 40.0 / n), zorder=3)
+        marked = _marked(view)
+        for k in marked if len(marked) <= 8 else ():  # more ties than that: the caption counts them
+            if topology.link_src[k] < n and topology.link_dst[k] < n:
+                ax.add_patch(Rectangle((topology.link_dst[k] - 0.5, topology.link_src[k] - 0.5), 1, 1, fill=False,
+                                       edgecolor="black", lw=1.0, zorder=4))
+        ax.set_xticks(ticks)
+        ax.set_yticks(ticks)
+        ax.tick_params(labelsize=5.5, length=2, pad=1)
+        ax.set_xlabel("to rank", fontsize=6, labelpad=1)
+        ax.set_ylabel("from rank", fontsize=6, labelpad=1)
+        ax.set_title(f"step {view.step}", fontsize=8, pad=2)
+        ax.text(0.5, -0.4 / pw, _caption(topology, view), transform=ax.transAxes, ha="center", va="top", fontsize=6)
+    fig.suptitle(heading, fontsize=9, y=1 - 0.08 / fh, va="top")
+    _footer(fig, fw, fh, cmap, norm, notes, any(0 < len(_marked(v)) <= 8 for v in views), matrix=True)
+    return fig
 
 
 def _marked(view) -> np.ndarray:
@@ -290,7 +385,7 @@ def _panel(ax, topology: Topology, lay: Layout, view, geometry, cmap, norm, ppu:
     ax.text(0.5, -0.01, caption, transform=ax.transAxes, ha="center", va="top", fontsize=6)
 
 
-def _footer(fig, fw: float, fh: float, cmap, norm, notes: str, busiest: bool) -> None:
+def _footer(fig, fw: float, fh: float, cmap, norm, notes: str, busiest: bool, matrix: bool = False) -> None:
     import matplotlib.pyplot as plt
     from matplotlib import patheffects
     from matplotlib.legend_handler import HandlerPatch
@@ -318,6 +413,16 @@ def _footer(fig, fw: float, fh: float, cmap, norm, notes: str, busiest: bool) ->
                                color=_ARROW)
 
     colour = cmap(0.55)
+    if matrix:
+        from matplotlib.patches import Rectangle
+
+        handles = [Line2D([], [], ls="none", marker=".", color=_ARROW, ms=6),
+                   Rectangle((0, 0), 1, 1, facecolor=colour), Rectangle((0, 0), 1, 1, fill=False, edgecolor="k")]
+        fig.legend(handles[:3 if busiest else 2], ["transfer", "link load", "busiest link"][:3 if busiest else 2],
+                   loc="lower center", bbox_to_anchor=(0.5, base / fh), ncol=3, fontsize=6.5, frameon=False,
+                   borderaxespad=0)
+        fig.text(0.5, 0.05 / fh, notes, ha="center", va="bottom", fontsize=6, color="0.3", linespacing=1.25)
+        return
     outlined = Line2D([], [], color=colour, lw=3, path_effects=[patheffects.Stroke(linewidth=4.6, foreground="k"),
                                                                   patheffects.Normal()])
     handles = [FancyArrowPatch((0, 0), (1, 0)), Line2D([], [], color=colour, lw=3), outlined][:3 if busiest else 2]

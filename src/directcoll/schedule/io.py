@@ -45,6 +45,13 @@ MAX_COORDINATE = 2**60
 JSON_BYTES_PER_CHAR = 12
 
 
+def _header(schedule: Schedule) -> dict:
+    """The fields of :func:`to_dict` that are not arrays."""
+    return {"format": FORMAT, "version": VERSION, "collective": schedule.collective.value,
+            "nranks": schedule.nranks, "nblocks": schedule.nblocks, "denominator": schedule.denominator,
+            "nscratch": schedule.nscratch, "meta": schedule.meta}
+
+
 def to_dict(schedule: Schedule) -> dict:
     """A JSON-serializable dict holding every field of the schedule.
 
@@ -62,10 +69,7 @@ def to_dict(schedule: Schedule) -> dict:
     >>> d["format"], d["version"], d["src"]
     ('directcoll-schedule', 2, [0, 1, 2, 0, 1, 2])
     """
-    d = {"format": FORMAT, "version": VERSION, "collective": schedule.collective.value,
-         "nranks": schedule.nranks, "nblocks": schedule.nblocks, "denominator": schedule.denominator,
-         "nscratch": schedule.nscratch,
-         "meta": schedule.meta}
+    d = _header(schedule)
     for name in _ARRAYS + _OPTIONAL:
         value = getattr(schedule, name)
         d[name] = None if value is None else value.tolist()
@@ -251,7 +255,7 @@ def save(schedule: Schedule, path) -> Path:
     """
     path = Path(path)
     if path.suffix == ".npz":
-        header = {k: v for k, v in to_dict(schedule).items() if k not in _ARRAYS + _OPTIONAL}
+        header = _header(schedule)  # the arrays go to .npy members, never through Python lists
         arrays = {k: getattr(schedule, k) for k in _ARRAYS + _OPTIONAL if getattr(schedule, k) is not None}
         _write_npz(path, {"header": np.array(json.dumps(header)), **arrays})
     else:
