@@ -51,8 +51,11 @@ def main(specs: list[str]) -> None:
         print(f"{spec}: default list {len(lines)} lines x {len(doc['sizes'])} sizes in {wall:.1f} s, "
               f"peak {rss:.2f} GB; peer ({PEER}) {peer_wall:.1f} s, {peer_rss:.2f} GB; ratio {wall / peer_wall:.2f}x; "
               f"winners {', '.join(winners)}")
-        for s in doc["skipped"]:
-            print(f"  skipped {s['algorithm']} {s['variant'] or ''} ({s['kind']}): {s['reason'][:110]}")
+        groups: dict[tuple, list[str]] = {}
+        for s in doc["skipped"]:  # one line per algorithm, kind and reason, as the table's footer
+            groups.setdefault((s["algorithm"], s["kind"], s["reason"]), []).append(s["variant"] or "")
+        for (algorithm, kind, reason), variants in groups.items():
+            print(f"  skipped {algorithm} {', '.join(v for v in variants if v)} ({kind}): {reason[:100]}")
 
 
 if __name__ == "__main__":
