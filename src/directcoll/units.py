@@ -146,6 +146,20 @@ def format_bandwidth(bytes_per_s: float) -> str:
     return f"{bits:.3g} b/s"
 
 
+def plural(count, noun: str) -> str:
+    """``1 step``, ``2 steps``, ``1,024 ranks``: a count and its noun, in the plural unless the count is one.
+
+    Raises:
+        Nothing: formatting.
+
+    Source: docs/architecture.md, "Command line" (output for people).
+
+    >>> plural(1, "step"), plural(12, "step"), plural(4096, "rank")
+    ('1 step', '12 steps', '4,096 ranks')
+    """
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def signed_percent(fraction: float) -> str:
     """A gain as a signed whole percentage: ``+40%``, ``-15%``; a value that rounds to zero is ``0%`` (never
     ``-0%``); NaN is ``n/a``.

@@ -21,6 +21,7 @@ import numpy as np
 from directcoll.cli.options import bandwidth, check_output, count, one_size, preset_spec
 from directcoll.cli.output import Heartbeat, ProgressBar, echo, print_fields, print_json
 from directcoll.errors import DirectcollError
+from directcoll.units import plural
 
 DEFAULT_TOPOLOGY = "torus:8x8"
 
@@ -273,7 +274,8 @@ def cmd_schedule(args) -> int:
         print_json(info)
     else:
         print(f"wrote {path}: {schedule.algorithm} {schedule.collective.value} on {args.spec}, "
-              f"{schedule.nranks} ranks, {schedule.num_steps} steps, {schedule.num_transfers} transfers"
+              f"{plural(schedule.nranks, 'rank')}, {plural(schedule.num_steps, 'step')}, "
+              f"{plural(schedule.num_transfers, 'transfer')}"
               + _bfb_summary(schedule.meta, schedule.collective.value))
     return 0
 

@@ -29,6 +29,7 @@ from directcoll.cli.output import (
     table_console,
 )
 from directcoll.errors import DirectcollError
+from directcoll.units import plural
 
 DEFAULT_SIZES = "32B..512MiB"
 #: the packet model simulates every packet: its default sweep stops where one size takes seconds on torus:4x4
@@ -514,5 +515,5 @@ def cmd_import(args) -> int:
         print_json(info)
     else:
         print(f"wrote {args.output}: {schedule.collective.value} on {schedule.nranks} ranks, "
-              f"{schedule.num_steps} steps, {schedule.num_transfers} transfers")
+              f"{plural(schedule.num_steps, 'step')}, {plural(schedule.num_transfers, 'transfer')}")
     return 0

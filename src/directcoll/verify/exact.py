@@ -28,6 +28,7 @@ import numpy as np
 
 from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, alltoall_endpoints
+from directcoll.units import plural
 from directcoll.verify.state import MAX_STATE_BYTES, check_state
 from directcoll.verify.state import Segments as _Segments
 from directcoll.verify.state import chunks as _chunks
@@ -129,8 +130,8 @@ class VerifyResult:
         >>> verify(ring_allgather(range(4))).summary()
         'OK: unknown allgather on 4 ranks, 3 steps, 12 transfers'
         """
-        head = (f"{self.algorithm} {self.collective} on {self.ranks} ranks, {self.steps} steps, "
-                f"{self.transfers} transfers")
+        head = (f"{self.algorithm} {self.collective} on {self.ranks} ranks, {plural(self.steps, 'step')}, "
+                f"{plural(self.transfers, 'transfer')}")
         tail = "" if self.order is None or not self.ok else f"; {self.order.summary()}"
         return f"OK: {head}{tail}" if self.ok else f"FAILED: {head}: {self.failure}"
 
@@ -177,7 +178,7 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
     >>> b = ScheduleBuilder("allgather", 2, 2)
     >>> b.add(0, 0, 1, 0, 0, 1)
     >>> print(verify(b.build()).summary())  # doctest: +ELLIPSIS
-    FAILED: unknown allgather on 2 ranks, 1 steps, 1 transfers: step -1, rank 0, interval [1, 2): rank 0 never ...
+    FAILED: unknown allgather on 2 ranks, 1 step, 1 transfer: step -1, rank 0, interval [1, 2): rank 0 never ...
     """
     s = schedule
     n, total = s.nranks, s.nblocks + s.nscratch
