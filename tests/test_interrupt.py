@@ -58,11 +58,13 @@ def check(done: subprocess.CompletedProcess) -> None:
     assert done.returncode == 130, done.stderr
     assert lines and lines[-1] == "directcoll: interrupted", done.stderr
     assert "Traceback" not in done.stderr
-    time.sleep(0.2)
+    deadline = time.monotonic() + 30  # a hang guard: helpers (Dask's, multiprocessing's) notice their parent left
+    while _tagged() and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert _tagged() == [], "child processes survived the interrupt"
 
 
-@pytest.mark.parametrize("after", [0.4, 2.0])
+@pytest.mark.parametrize("after", [1.0, 3.0])  # while numpy and our modules load; while it compares
 def test_compare_interrupted_while_loading_and_while_running(tmp_path, after):
     check(interrupt(["compare", "torus:128x128"], after, tmp_path))
 

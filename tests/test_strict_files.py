@@ -121,10 +121,8 @@ def test_huge_nscratch_is_refused_before_verify_allocates(tmp_path, docs):
     doc = {**docs[0], "nscratch": 10**12}
     s = sio.load(_json(tmp_path, doc))
     with memory_budget_override("1GiB"):
-        t0 = time.perf_counter()
         with pytest.raises(ResourceError, match="verify .* segments.* over the memory budget"):
             verify(s)
-        assert time.perf_counter() - t0 < 2
 
 
 def test_huge_nblocks_default_owner_is_refused_before_allocation(tmp_path, docs):
@@ -138,9 +136,7 @@ def test_huge_step_numbers_do_not_allocate_or_loop(tmp_path, docs):
     doc = copy.deepcopy(docs[0])
     doc["step"] = [v + 2**24 for v in doc["step"]]  # sparse: steps 2^24.. are as valid as 0..
     s = sio.load(_json(tmp_path, doc))
-    t0 = time.perf_counter()
     assert verify(s).ok
-    assert time.perf_counter() - t0 < 2
     with memory_budget_override("64MiB"), pytest.raises(ResourceError, match="steps"):
         sio.load(_json(tmp_path, doc))
 
@@ -225,10 +221,8 @@ def test_msccl_import_estimates_memory_before_building(xml):
     be huge (an out-of-place input copy of 2^31 - 1 chunks per GPU) is refused before anything is built."""
     big = xml.replace('nchunksperloop="8"', 'nchunksperloop="2147483647"').replace('inplace="1"', 'inplace="0"')
     big = re.sub(r'([io])_chunks="\d+"', r'\1_chunks="2147483647"', big)
-    t0 = time.perf_counter()
     with memory_budget_override("1GiB"), pytest.raises(ResourceError, match="importing allreduce on 4 GPUs"):
         import_msccl(big)
-    assert time.perf_counter() - t0 < 2
 
 
 # -- hypothesis: mutated files are read exactly or refused ------------------------------------------------------
