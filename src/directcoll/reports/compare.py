@@ -1,16 +1,19 @@
 """``directcoll compare``: which collective algorithm wins on a network at each vector size, and by how much.
 
 Every algorithm that serves the topology is routed once (step model, closed-form size sweep) or simulated per
-size (flow model). As in the Swing paper's Sec. 5 figures, each algorithm family is shown by its best variant
-per size (Swing: latency- or bandwidth-optimal; recursive doubling: latency-optimal or Rabenseifner; double
-binary tree: its best chunk count), the winner per size is named, and the gain of a reference family over the
-best other family is goodput_ref / goodput_best_other - 1.
+size (flow and packet models). As in the Swing paper's Sec. 5 figures, each algorithm family is shown by its best
+variant per size (Swing: latency- or bandwidth-optimal; recursive doubling: latency-optimal or Rabenseifner;
+double binary tree: its best chunk count), the winner per size is named with the families that tie with it
+(within the tie tolerance), and the gain of a reference family is goodput_ref / goodput_rival - 1, the rival being
+the best family outside the reference's tie (:class:`~directcoll.reports.comparison.Comparison`). A contender that
+does not run is listed with its kind and reason, never dropped (:mod:`directcoll.reports.contenders`).
 
-Which algorithms compete depends on the network (:func:`directcoll.reports.contenders.default_contenders`):
+Which algorithms compete depends on the network (:func:`directcoll.reports.contenders.default_policy`):
 
 * grids (torus, mesh, HyperX, HammingMesh, and the 1D / 2^k tori ``ring`` and ``hypercube``): the Swing paper's
-  families (Swing, recursive doubling, ring, bucket), plus BFB (Zhao et al. Sec. 6.1) on switchless grids of at
-  most :data:`BFB_TORUS_MAX_RANKS` ranks; the reference family is Swing.
+  families (Swing, recursive doubling, ring, bucket), plus BFB (Zhao et al. Sec. 6.1) on switchless grids (a
+  stated cutoff on grids without translation symmetry, :data:`~directcoll.reports.contenders.BFB_GRID_MAX_RANKS`);
+  the reference family is Swing.
 * direct-connect topologies (no switches, any other family: circulants, Kautz graphs, expansions, ...): Zhao et
   al.'s comparison (Sec. 8.2-8.3) -- BFB, ring, shifted ring, double binary tree at several chunk counts,
   recursive doubling -- plus Swing and bucket where the torus of the topology's shape is a subgraph
