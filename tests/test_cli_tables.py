@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,17 @@ def test_describe_and_cost_show_units_not_raw_numbers():
     out = subprocess.run([sys.executable, "-m", "directcoll.cli.main", "topology", "describe", "torus:4x4"],
                          capture_output=True, text=True, timeout=120).stdout
     assert "link bandwidth" in out and "400 Gb/s" in out and "4 x 4" in out and "e+" not in out
+
+
+def test_every_table_fits_the_terminal_unless_wide(tmp_path):
+    # calibrate's table of residuals is wide: at 60 columns its cells fold (nothing cut), --wide keeps its lines
+    env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "COLUMNS": "60"}
+    data = Path(__file__).parent / "data" / "osu"
+    osu = sorted(data.glob("*.txt"))[0]
+    argv = [sys.executable, "-m", "directcoll.cli.main", "calibrate", str(osu), "ring:4", "--ranks", "4",
+            "--algorithm", "ring"]
+    narrow = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert narrow.returncode == 0, narrow.stderr
+    assert "…" not in narrow.stdout and max(map(len, narrow.stdout.splitlines())) <= 60
+    wide = subprocess.run([*argv, "--wide"], env=env, capture_output=True, text=True, timeout=300)
+    assert wide.returncode == 0 and "…" not in wide.stdout

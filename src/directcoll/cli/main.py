@@ -254,8 +254,6 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--why", action="store_true", help="also give, per size, the winner's steps, congestion "
                                                         "deficiency Xi and busiest link with its bytes (table "
                                                         "columns, --json fields, --csv columns)")
-    cmp.add_argument("--wide", action="store_true", help="print the table as wide as it needs (default: fitted to "
-                                                         "the terminal, 80 columns when piped)")
     cmp.add_argument("-o", "--output", help="also write the results to this file: .json the --json document, .csv "
                                             "the --csv rows (stdout keeps the table)")
     add_output_options(cmp, csv="CSV rows (algorithm, variant, size, time, goodput)")
@@ -441,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from contextlib import nullcontext
 
+    from directcoll.cli.output import wide_tables
     from directcoll.lp.highs import solver_log
     from directcoll.resources import memory_budget_override
 
@@ -449,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         budget = getattr(args, "memory_budget", None)
         with (memory_budget_override(budget) if budget is not None else nullcontext(),
-              solver_log(getattr(args, "solver_log", None))):
+              solver_log(getattr(args, "solver_log", None)), wide_tables(getattr(args, "wide", False))):
             status = args.func(args)
         print_notes(args)  # after the run: an error stays one line on stderr
         return status

@@ -312,14 +312,18 @@ def add_output_options(p: argparse.ArgumentParser, csv: str | None = None,
     Source: docs/architecture.md, "Command line" ("--variant, -o, --json, --csv wherever they make sense, mutually
     exclusive where they conflict"; machine-readable output is a contract).
 
+    Also adds ``--wide``: tables as wide as they need instead of fitted to the terminal.
+
     >>> p = Parser(prog="demo"); add_output_options(p, csv="CSV rows")
     >>> p.parse_args(["--csv"])
-    Namespace(json=False, csv=True)
+    Namespace(json=False, csv=True, wide=False)
     """
     group = p.add_mutually_exclusive_group()
     group.add_argument("--json", action="store_true", help=json)
     if csv is not None:
         group.add_argument("--csv", action="store_true", help=csv)
+    p.add_argument("--wide", action="store_true", help="print tables as wide as they need (default: fitted to the "
+                                                       "terminal, 80 columns when piped; cells fold, none is cut)")
 
 
 #: the note an old spelling prints on stderr, with ``{option}`` and what to use instead

@@ -9,6 +9,8 @@ stderr).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import sys
 
@@ -55,11 +57,38 @@ def _json_default(x):
 
 
 
-def table_console(*tables):
-    """A rich Console on stdout as wide as the widest of ``tables`` needs, and at least the terminal's width.
+#: whether tables print as wide as they need (``--wide``) rather than fitted to the terminal; a context variable,
+#: set for one command by :func:`wide_tables`
+_WIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("directcoll_wide_tables", default=False)
 
-    A table never wraps or truncates a cell, piped or not: piped output (rich assumes 80 columns, or ``$COLUMNS``)
-    gets the tables' natural width; a narrower terminal folds the long lines instead of squeezing the cells.
+
+@contextlib.contextmanager
+def wide_tables(on: bool):
+    """Inside the block, :func:`table_console` prints tables as wide as they need (``--wide``).
+
+    Yields:
+        Nothing.
+
+    Raises:
+        Nothing: sets a context variable.
+
+    Source: docs/architecture.md, "Command line" (tables that fit, --wide for everything).
+
+    >>> with wide_tables(True):
+    ...     _WIDE.get()
+    True
+    """
+    token = _WIDE.set(bool(on))
+    try:
+        yield
+    finally:
+        _WIDE.reset(token)
+
+
+def table_console(*tables):
+    """A rich Console on stdout for ``tables``: the terminal's width (``$COLUMNS``, 80 when piped), a table too wide
+    for it folding its cells onto more lines (never cutting one); under :func:`wide_tables` (``--wide``) as wide as
+    the widest table needs.
 
     Returns:
         A ``rich.console.Console`` writing to stdout.
@@ -81,7 +110,14 @@ def table_console(*tables):
     console = Console()
     need = max((Measurement.get(console, console.options.update(width=10_000), t).maximum for t in tables),
                default=0)
-    return Console(width=max(console.width, need)) if need > console.width else console
+    if need <= console.width:
+        return console
+    if _WIDE.get():
+        return Console(width=need)
+    for table in tables:
+        for column in getattr(table, "columns", ()):
+            column.overflow = "fold"
+    return console
 
 
 def print_table(title: str, rows: list[tuple[str, object]]) -> None:
