@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 from directcoll.cli.output import Heartbeat
 
 
@@ -20,6 +22,7 @@ def test_a_quick_block_prints_nothing(capsys):
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_a_piped_compare_prints_progress_lines_with_an_estimate():
     # stderr is a pipe here: no bar, but a line after two seconds and every ten, naming how far and the time left
     import re

@@ -69,6 +69,7 @@ def test_compare_interrupted_while_loading_and_while_running(tmp_path, after):
     check(interrupt(["compare", "torus:128x128"], after, tmp_path))
 
 
+@pytest.mark.slow
 def test_sweep_interrupted(tmp_path):
     spec = tmp_path / "grid.toml"
     spec.write_text('kind = "compare"\ntopology = ["torus:128x128", "torus:128x64", "torus:64x128", "torus:96x96"]\n'

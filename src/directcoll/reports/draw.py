@@ -204,8 +204,8 @@ def _matrix_figure(schedule: Schedule, topology: Topology, views: list, size: fl
     fh = top_h + nrow * row_h + foot_h
     fig = plt.figure(figsize=(fw, fh))
     base = plt.get_cmap(_CMAP[0])
-    cmap = LinearSegmentedColormap.from_list("load", base(np.linspace(_CMAP[1], _CMAP[2], 256)))
-    cmap.set_bad("white")
+    cmap = LinearSegmentedColormap.from_list("load", base(np.linspace(_CMAP[1], _CMAP[2], 256))).with_extremes(
+        bad="white")
     norm = Normalize(0.0, max(float(v.loads.max(initial=0.0)) for v in views) or 1.0)
     inside = (topology.link_src < n) & (topology.link_dst < n)
     ticks = np.arange(0, n, max(1, math.ceil(n / 8)))
