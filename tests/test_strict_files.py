@@ -362,3 +362,23 @@ def test_cli_import_huge_ngpus_exits_2_with_one_line(tmp_path, xml):
     done, _ = _cli("import", path, "-o", tmp_path / "out.json")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "ngpus" in lines[0], done.stderr
+
+
+def test_a_corrupted_npz_is_a_format_error_never_a_zlib_error(tmp_path):
+    # bytes flipped anywhere in the archive (headers, deflate streams, CRCs): the file loads as a valid schedule or
+    # is refused as the project's error, never with zlib's, zipfile's or numpy's own exception
+    from directcoll.errors import DirectcollError
+    from directcoll.registry import build
+
+    good = sio.save(build("ring", "torus:4x4", "allreduce"), tmp_path / "good.npz").read_bytes()
+    kinds = set()
+    for at in range(0, len(good), 7):
+        bad = bytearray(good)
+        bad[at] ^= 0xA5
+        path = tmp_path / "bad.npz"
+        path.write_bytes(bytes(bad))
+        try:
+            sio.load(path)
+        except DirectcollError as exc:
+            kinds.add(type(exc).__name__)
+    assert "ScheduleFormatError" in kinds

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from directcoll.errors import ScheduleError, ScheduleFormatError
+from directcoll.errors import DirectcollError, ScheduleError, ScheduleFormatError
 from directcoll.resources import check_memory
 from directcoll.schedule.ir import Collective, Schedule
 
@@ -293,8 +293,9 @@ def read_npz(path) -> dict:
         A dict as :func:`to_dict` writes it, with numpy arrays in place of the lists (not yet validated).
 
     Raises:
-        ScheduleFormatError: not a zip of ``.npy`` arrays, an unknown array, no 0-d string ``header``, a header
-            that is not JSON or names a field also stored as an array, an object (pickled) array.
+        ScheduleFormatError: not a zip of ``.npy`` arrays, any corrupted byte of the archive (zip, deflate stream,
+            ``.npy`` header), an unknown array, no 0-d string ``header``, a header that is not JSON or names a field
+            also stored as an array, an object (pickled) array.
         ResourceError: an array larger than the memory budget.
 
     Source: docs/architecture.md, "Schedule IR"; numpy's ``.npy`` format (NEP 1) read header first.
@@ -341,8 +342,11 @@ def read_npz(path) -> dict:
                     if clash:
                         raise ScheduleFormatError(f"{path}: field {clash[0]!r} is both in the header and an array")
                     d.update({k: z[k] for k in _ARRAYS + _OPTIONAL if k in members})
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, NotImplementedError) as exc:
-        raise ScheduleFormatError(f"{path}: not a readable .npz schedule ({exc})") from None
+    except (DirectcollError, MemoryError):
+        raise
+    except Exception as exc:  # an untrusted container: zipfile, zlib and numpy's .npy header parser
+        # (ast, tokenize) each have their own errors for a corrupted byte; every one of them means the same thing
+        raise ScheduleFormatError(f"{path}: not a readable .npz schedule ({type(exc).__name__}: {exc})") from None
     return d
 
 
