@@ -1,10 +1,9 @@
 """Named system presets and message-size workloads from the packaged, sourced data files.
 
-The data lives in ``directcoll/catalog/data/systems.json`` and ``workloads.json``. ``workloads.json`` is a
-verbatim copy of the project's ``shared/data``; ``systems.json`` holds every entry of ``shared/data/systems.json``
-with every shared field unchanged (a list may only grow at its end) and may add fields and entries: each added
-number is covered by the entry's ``parameter_sources`` (``{field: source text}``), so every number names its
-publication (``catalog/data/README.md``). Keys starting with ``_`` are metadata.
+The data lives in ``directcoll/catalog/data/systems.json`` and ``workloads.json``. Every system entry names its
+publication (``source``); a number that publication does not give is covered by the entry's
+``parameter_sources`` (``{field: source text}``), so every number names its publication
+(``catalog/data/README.md``). Keys starting with ``_`` are metadata.
 
 Units: the JSON gives bandwidths in bits/s as published; :class:`SystemPreset` holds bytes/s (divided by 8),
 seconds, and seconds per byte.
@@ -96,9 +95,9 @@ class SystemPreset:
         host_injection: bytes/s a host can inject into the network (for Fugaku: its 6 RDMA engines as ports, 6 x
             the link bandwidth).
         notes: everything else the entry says, plus how this preset was derived from it.
-        parameter_sources: ``(field, source text)`` pairs, one per JSON field the packaged data adds beyond the
-            project's shared data (``link_bandwidth_bps``, ``alpha_s``, ``rdma_engines``, ...); empty when the
-            entry's ``source`` covers every value.
+        parameter_sources: ``(field, source text)`` pairs, one per JSON field whose value the entry's ``source``
+            does not give (``link_bandwidth_bps``, ``alpha_s``, ``rdma_engines``, ...); empty when the entry's
+            ``source`` covers every value.
 
     Raises:
         Nothing: a frozen record; presets are built from the packaged data by :func:`get_preset`.
@@ -136,8 +135,7 @@ class SystemPreset:
         """Where the value of JSON field ``field`` comes from.
 
         Returns:
-            The entry's ``parameter_sources`` text for ``field`` where the packaged data added that field beyond
-            the shared data, else the entry's ``source``.
+            The entry's ``parameter_sources`` text for ``field`` where it has one, else the entry's ``source``.
 
         Raises:
             Nothing: a lookup in this record.
