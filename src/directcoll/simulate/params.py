@@ -126,7 +126,8 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
 
     Returns:
         NetworkParams named after the preset, its ``source`` the publication the values come from: the entry's
-        ``source``, then the source of each value that publication does not give (``parameter_sources``). A beta in s/byte per process becomes ``host_injection`` and ``link_bandwidth`` of
+        ``source``, then the source of each value that publication does not give (``parameter_sources``). A beta
+        in s/byte per process becomes ``host_injection`` and ``link_bandwidth`` of
         1 / beta bytes/s.
 
     Source: the packaged systems.json (:mod:`directcoll.catalog.presets`; docs/simulation.md, "Step model");
