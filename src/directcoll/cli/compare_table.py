@@ -8,7 +8,7 @@ marks, no wrapped cells).
 
 from __future__ import annotations
 
-from directcoll.cli.output import SHORT_FAMILY, gbps, table_console
+from directcoll.cli.output import SHORT_FAMILY, gbps, table_console, wide_tables
 from directcoll.reports.contenders import grouped_skips
 from directcoll.units import signed_percent
 
@@ -113,8 +113,6 @@ def print_comparison(cmp, notes, why: bool = False, wide: bool = False) -> None:
                 row += [str(best["steps"]), f"{best['congestion_deficiency']:.2f}", best["max_link_name"],
                         format_size(best["bytes_max_link"])]
             table.add_row(*row)
-        for column in table.columns:  # too narrow still: wrap a cell, never cut it
-            column.overflow = "fold"
         return table
 
     width = Console().width  # the terminal's, $COLUMNS, or 80 when piped
@@ -123,7 +121,8 @@ def print_comparison(cmp, notes, why: bool = False, wide: bool = False) -> None:
         table = build(detail)
         if Measurement.get(probe, probe.options, table).maximum <= width:
             break
-    console = table_console(table) if wide else Console()  # --wide: as wide as the table; else rich folds
+    with wide_tables(wide):  # --wide: as wide as the table; else table_console folds what is still too wide
+        console = table_console(table)
     console.print(table)
     tie = f"{cmp.tie_tolerance * 100:.2g} %"
     gain_note = (f" {reference} gain = {reference}'s goodput over the best other outside its tie (letter) - 1."

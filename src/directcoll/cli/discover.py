@@ -15,6 +15,9 @@ A network is given as SPEC ...
 
 from __future__ import annotations
 
+import re
+import shutil
+
 from directcoll.cli.options import add_output_options
 from directcoll.cli.output import echo, gbps, print_json
 
@@ -182,12 +185,8 @@ def cmd_help_specs(args) -> int:
          "--topology SPEC (the override of commands that read a schedule file): a topology family, operators "
          "around specs, a network file or a system preset.", hang=0)
     print("\nGrammar:")
-    import shutil
-
     width = shutil.get_terminal_size((80, 24)).columns
     grammar = spec_grammar().splitlines()
-    import re
-
     if max(len(line) for line in grammar) + 4 <= width:
         for line in grammar:
             print(f"    {line}")

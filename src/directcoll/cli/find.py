@@ -56,7 +56,7 @@ def cmd_find_topology(args) -> int:
     with ProgressBar(1, "bases and expansions", enabled=not args.json) as bar:
         result = find_topology(args.nodes, args.degree, alpha=alpha, m_over_b=[m / bandwidth for m in sizes],
                                bidirectional_only=args.bidirectional,
-                               progress=(lambda done, total, label: bar(done, total, label)) if bar else None)
+                               progress=bar)
     mcf, mcf_upper = {}, {}
     if args.alltoall:
         import sys
