@@ -6,8 +6,9 @@ returns one case; :func:`judge` runs a case and classifies its outcome:
 
 - ``ok``: accepted (a topology built, a file read, a command exited 0);
 - ``refused``: one of the project's own errors (:class:`~directcoll.errors.DirectcollError`; argparse's exit 2);
-- ``cast``: a file was accepted although a field it holds is not what the reader returned (a float, bool or
-  out-of-range value silently cast): never acceptable;
+- ``silent``: input accepted although what was read is not what it said: a file field read back as another
+  value (a float, bool or out-of-range value cast), or a link value or parameter that overflowed to infinity
+  or left its physical range (:data:`directcoll.units.QUANTITIES`): never acceptable;
 - ``exception:<Type>``: anything else; ``memory``: MemoryError; ``hang`` is decided by the caller's timeout.
 """
 
@@ -17,6 +18,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import random
 import re
 import signal
@@ -29,6 +31,9 @@ from directcoll.errors import DirectcollError
 # -- spec strings ---------------------------------------------------------------------------------------------
 NUMBERS = ["0", "1", "2", "3", "4", "5", "8", "16", "-1", "-4", "100", "1024", "65536", "100000000",
            "9223372036854775808", "10" * 20, "1e3", "2.5", "0x10", "", " ", "①", "٣", "１６", "+4", "04", "NaN"]
+#: link values of ``links(...)``: valid, overflowing (1e400 is infinity as a float), underflowing, out of range
+LINK_VALUES = ["400Gbps", "1e400", "1e400Gbps", "1e-400Gbps", "1e-300Gbps", "1e308Tbps", "1e300s", "1e400ns",
+               "nan", "inf", "-0", "1e11", "5e-7", "0.1bps", "1e19Gbps", "3601s", "1e-320", "9" * 400]
 OPERATORS = ["line", "line^2", "line^3", "power", "product", "degree", "bidir", "punctured"]
 
 
@@ -75,6 +80,9 @@ def spec_case(r: random.Random, depth: int = 0) -> str:
             text = f"{op}({inner})"
     else:
         text = _leaf(r)
+    if depth == 0 and r.random() < 0.15:  # overflowing and out-of-range link values
+        field = r.choice(["bandwidth", "latency"])
+        text = f"links({text},{field}={r.choice(LINK_VALUES)})"
     if depth == 0 and r.random() < 0.2:
         text = _mutate_text(r, text)
     return text
@@ -97,6 +105,10 @@ def _mutate_text(r: random.Random, text: str) -> str:
 # -- schedule files -------------------------------------------------------------------------------------------
 BAD_VALUES = [-1, 0, 1, 2, 255, 256, 257, 2**31, 2**63, 2**64, 10**12, 10**30, 1.5, 2.0, -0.5, float("nan"),
               float("inf"), True, False, None, "1", "", [], {}, [1, 2], "reduce"]
+
+
+#: counts large enough to exhaust memory or time if a consumer allocated per unit before checking
+OVERSIZED = [10**6, 10**7, 10**8, 10**9, 10**12, 2**40, 2**60]
 
 
 def base_schedules() -> list:
@@ -142,6 +154,9 @@ def schedule_json_case(r: random.Random, docs: list[dict]) -> dict:
     if r.random() < 0.1 and "op" in doc:  # the op-plus-256 attack: every op shifted, as a whole column
         doc["op"] = [v + 256 * r.choice([1, -1, 2]) for v in doc["op"]]
         return doc
+    if r.random() < 0.1:  # an oversized count: the reader and every consumer must budget it before allocating
+        doc[r.choice(["nscratch", "nblocks", "denominator", "nranks"])] = r.choice(OVERSIZED)
+        return doc
     paths = [p for p in _paths(doc) if p[0] != "meta"]
     for _ in range(r.randint(1, 3)):
         path = r.choice(paths)
@@ -162,11 +177,23 @@ def schedule_json_case(r: random.Random, docs: list[dict]) -> dict:
     return doc
 
 
-def schedule_npz_case(r: random.Random, docs: list[dict]) -> dict[str, np.ndarray]:
-    """The arrays of an .npz schedule with one or two columns retyped, shifted, truncated or overwritten."""
+def schedule_npz_case(r: random.Random, docs: list[dict]):
+    """The arrays of an .npz schedule with one or two columns retyped, shifted, truncated or overwritten; or
+    (one case in five) the bytes of a valid archive with bytes flipped anywhere (zip headers, deflate streams,
+    ``.npy`` headers, CRCs)."""
     from directcoll.schedule import io as sio
 
     doc = r.choice(docs)
+    if r.random() < 0.2:
+        buf = io.BytesIO()
+        np.savez_compressed(buf, header=np.array(json.dumps({k: v for k, v in doc.items()
+                                                             if k not in sio._ARRAYS + sio._OPTIONAL})),
+                            **{k: np.asarray(doc[k], dtype=np.int64) for k in sio._ARRAYS + sio._OPTIONAL
+                               if doc.get(k) is not None})
+        data = bytearray(buf.getvalue())
+        for _ in range(r.randint(1, 4)):
+            data[r.randrange(len(data))] ^= r.randint(1, 255)
+        return bytes(data)
     header = {k: v for k, v in doc.items() if k not in sio._ARRAYS + sio._OPTIONAL}
     arrays = {k: np.asarray(doc[k], dtype=np.int64) for k in sio._ARRAYS + sio._OPTIONAL if doc.get(k) is not None}
     if r.random() < 0.3:
@@ -258,21 +285,81 @@ def msccl_case(r: random.Random, texts: list[str]) -> tuple[str, bool]:
     return text, must_refuse
 
 
+# -- network files ------------------------------------------------------------------------------------------------
+#: declared XML encodings: expat's own, single-byte codecs, multi-byte ones expat refuses, codecs that are not
+#: text encodings, unknown names
+ENCODINGS = ["utf-8", "UTF-8", "us-ascii", "iso-8859-1", "cp1252", "koi8-r", "utf-16", "utf-16-le", "utf-7",
+             "utf-32", "utf-8-sig", "shift_jis", "big5", "bogus", "", "idna", "rot13", "base64", "hex", "punycode",
+             "zlib", "mbcs", "utf_8"]
+_XML_DECL = re.compile(r"^<\?xml[^>]*\?>")
+_VALUE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[-+]?\d+)?(?:[GMk]?bps|ns|us|s)?(?![\w.])")
+
+
+def network_files() -> dict[str, str]:
+    """Valid network files (GraphML, edge list, JSON) with per-link values, as text, by suffix."""
+    import tempfile
+
+    from directcoll.topology import parse
+    from directcoll.topology.files import write_network
+
+    topology = parse("links(torus:3x2,bandwidth=100Gbps,latency=500ns)")
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for suffix in (".graphml", ".edges", ".json"):
+            path = Path(tmp) / f"net{suffix}"
+            write_network(topology, path)
+            out[suffix] = path.read_text()
+    return out
+
+
+def network_case(r: random.Random, files: dict[str, str]) -> tuple[str, bytes]:
+    """A network file (suffix, bytes): numbers replaced by overflowing or out-of-range ones, a GraphML file
+    re-declared (and re-encoded where the codec can) in another encoding or given entity declarations, lines
+    dropped or text cut."""
+    suffix = r.choice(sorted(files))
+    text = files[suffix]
+    for _ in range(r.randint(0, 3)):
+        values = list(_VALUE.finditer(text))
+        if values:
+            m = r.choice(values)
+            text = text[: m.start()] + r.choice(LINK_VALUES) + text[m.end():]
+    encoding = "utf-8"
+    if suffix == ".graphml":
+        how = r.random()
+        if how < 0.5:
+            encoding = r.choice(ENCODINGS)
+            text = _XML_DECL.sub(f'<?xml version="1.0" encoding="{encoding}"?>', text, count=1)
+        elif how < 0.6:
+            text = _XML_DECL.sub('<?xml version="1.0"?><!DOCTYPE g [<!ENTITY a "aaaaaaaaaa"><!ENTITY b '
+                                 '"&a;&a;&a;&a;&a;&a;&a;&a;">]>', text, count=1).replace('"d0"', '"&b;"', 1)
+    if r.random() < 0.2:
+        lines = text.splitlines()
+        del lines[r.randrange(len(lines))]
+        text = "\n".join(lines)
+    if r.random() < 0.1:
+        text = text[: r.randrange(len(text) + 1)]
+    try:
+        data = text.encode(encoding) if r.random() < 0.7 else text.encode("utf-8")
+    except (LookupError, UnicodeError, TypeError, ValueError):  # a codec that cannot write this text (or at all)
+        data = text.encode("utf-8")
+    return suffix, data
+
+
 # -- command lines --------------------------------------------------------------------------------------------
 COMMANDS = ["compare", "topology describe", "schedule", "cost", "find-topology", "verify", "simulate", "export",
             "import", "algorithms", "table2"]
 OPTION_VALUES = {
     "--sizes": ["1KiB", "0", "-1", "1B..2B", "32B..512MiB", "1B..1PiB", "x", "1KiB,,", "training", "1e9", ""],
     "--size": ["1MiB", "0B", "-5", "1.5", "x"],
-    "--link-bandwidth": ["400", "400Gbps", "0Gbps", "-1Gbps", "x", "1e400Gbps"],
-    "--alpha": ["1e-6", "-1", "nan", "inf", "1us", "x"],
+    "--link-bandwidth": ["400", "400Gbps", "0Gbps", "-1Gbps", "x", "1e400Gbps", "1e-300Gbps", "1e19Gbps"],
+    "--alpha": ["1e-6", "-1", "nan", "inf", "1us", "x", "1e400s", "1e300", "3601s"],
     "--per-hop-latency": ["1e-7", "-1", "nan"],
     "--gamma": ["0", "-1", "nan", "1e-9"],
     "--params": ["swing-sst", "trn1", "nope", "", "kolmakov-cluster"],
     "--collective": ["allreduce", "alltoall", "broadcast", "x"],
     "--ports": ["0", "1", "-1", "100", "x"],
     "--nodes": ["16", "0", "-1", "1000000000", "x"],
-    "--degree": ["2", "0", "-3", "100", "x"],
+    "--degree": ["2", "0", "-3", "100", "x", "99999"],
     "--memory-budget": ["1GiB", "0", "-1", "x", "64MiB"],
     "--routing": ["adaptive", "dor", "x"],
     "--side": ["4", "0", "-1", "100000", "x"],
@@ -291,7 +378,9 @@ def cli_case(r: random.Random, files: dict[str, str]) -> list[str]:
             argv.append(r.choice(["ring", "swing", "bfb", "nope", ""]))
         argv.append(spec_case(r) if r.random() < 0.5 else "ring:8")
     elif argv[0] in ("verify", "simulate", "export", "import"):
-        argv.append(files["xml" if argv[0] == "import" else r.choice(["json", "npz"])])
+        special = r.random() < 0.15  # a device, a pipe or a folder where a file is expected
+        argv.append(files[r.choice(["dev", "fifo", "dir"]) if special else
+                          "xml" if argv[0] == "import" else r.choice(["json", "npz"])])
     for _ in range(r.randint(0, 3)):
         option = r.choice(sorted(OPTION_VALUES))
         argv += [option, r.choice(OPTION_VALUES[option])]
@@ -329,8 +418,15 @@ def judge(kind: str, case, context: dict) -> str:
 def _run_spec(spec: str, context: dict) -> str:
     from directcoll.topology.spec import parse
 
-    parse(spec)
-    return "ok"
+    return "ok" if _physical(parse(spec)) else "silent"
+
+
+def _physical(topology) -> bool:
+    """Whether every link value of a topology accepted lies in its physical range (no overflow to infinity)."""
+    from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MIN_BANDWIDTH
+
+    bw, lat = topology.link_bandwidth, topology.link_latency
+    return bool(np.all((bw >= MIN_BANDWIDTH) & (bw <= MAX_BANDWIDTH)) and np.all((lat >= 0) & (lat <= MAX_TIME)))
 
 
 def _run_json(doc: dict, context: dict) -> str:
@@ -341,16 +437,24 @@ def _run_json(doc: dict, context: dict) -> str:
     path.write_text(json.dumps(doc, allow_nan=True))
     schedule = sio.load(path)
     if not schedule_accepted_exactly(doc, schedule):
-        return "cast"
+        return "silent"
     verify(schedule)
+    if schedule.nscratch >= OVERSIZED[0] or schedule.nblocks >= OVERSIZED[0]:  # the MSCCL export's layout too
+        from directcoll.export import export_msccl
+
+        export_msccl(schedule)
     return "ok"
 
 
-def _run_npz(arrays: dict, context: dict) -> str:
+def _run_npz(arrays, context: dict) -> str:
     from directcoll.schedule import io as sio
     from directcoll.verify import verify
 
     path = Path(context["dir"]) / "case.npz"
+    if isinstance(arrays, bytes):  # a corrupted archive: read it or refuse it, nothing else
+        path.write_bytes(arrays)
+        verify(sio.load(path))
+        return "ok"
     np.savez(path, **arrays)
     schedule = sio.load(path)
     try:
@@ -358,7 +462,7 @@ def _run_npz(arrays: dict, context: dict) -> str:
     except ValueError:
         header = {}
     if not schedule_accepted_exactly({**header, **{k: v for k, v in arrays.items() if k != "header"}}, schedule):
-        return "cast"
+        return "silent"
     verify(schedule)
     return "ok"
 
@@ -368,7 +472,16 @@ def _run_msccl(case: tuple[str, bool], context: dict) -> str:
 
     text, must_refuse = case
     import_msccl(text if text.lstrip().startswith("<") else "<" + text)
-    return "cast" if must_refuse else "ok"
+    return "silent" if must_refuse else "ok"
+
+
+def _run_network(case: tuple[str, bytes], context: dict) -> str:
+    from directcoll.topology.spec import parse
+
+    suffix, data = case
+    path = Path(context["dir"]) / f"case{suffix}"
+    path.write_bytes(data)
+    return "ok" if _physical(parse(f"file:{path}")) else "silent"
 
 
 def _run_cli(argv: list[str], context: dict) -> str:
@@ -388,7 +501,8 @@ def _run_cli(argv: list[str], context: dict) -> str:
     return f"exit:{code}"
 
 
-_RUN = {"spec": _run_spec, "json": _run_json, "npz": _run_npz, "msccl": _run_msccl, "cli": _run_cli}
+_RUN = {"spec": _run_spec, "json": _run_json, "npz": _run_npz, "msccl": _run_msccl, "network": _run_network,
+        "cli": _run_cli}
 
 
 def make_context(directory) -> dict:
@@ -407,9 +521,13 @@ def make_context(directory) -> dict:
             texts.append(path.read_text())
     sio.save(schedules[0], directory / "base.json")
     sio.save(schedules[1], directory / "base.npz")
-    return {"dir": str(directory), "docs": docs, "texts": texts,
+    fifo = directory / "pipe.json"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    return {"dir": str(directory), "docs": docs, "texts": texts, "networks": network_files(),
             "files": {"json": str(directory / "base.json"), "npz": str(directory / "base.npz"),
-                      "xml": str(directory / "base0.xml")}}
+                      "xml": str(directory / "base0.xml"), "dev": "/dev/zero", "fifo": str(fifo),
+                      "dir": str(directory)}}
 
 
 def make_case(kind: str, r: random.Random, context: dict):
@@ -422,8 +540,10 @@ def make_case(kind: str, r: random.Random, context: dict):
         return schedule_npz_case(r, context["docs"])
     if kind == "msccl":
         return msccl_case(r, context["texts"])
+    if kind == "network":
+        return network_case(r, context["networks"])
     return cli_case(r, context["files"])
 
 
-KINDS = ("spec", "json", "npz", "msccl", "cli")
+KINDS = ("spec", "json", "npz", "msccl", "network", "cli")
 __all__ = ["KINDS", "deadline", "judge", "make_case", "make_context"]

@@ -189,8 +189,10 @@ def test_params_file_round_trip_and_errors(tmp_path):
     loaded = network_params(str(path))
     assert loaded == cal.params
     for content, match in [("{", "is not JSON"), ("[]", "one JSON object"), ('{"beta": 1}', "unknown key.*'beta'"),
-                           ('{"alpha": "1us"}', "alpha must be a number"), ('{"alpha": -1.0}', "alpha must be >= 0"),
-                           ('{"link_bandwidth": 0}', "link_bandwidth must be > 0")]:
+                           ('{"alpha": "1us"}', "alpha must be a number"),
+                           ('{"alpha": -1.0}', r"alpha = -1.0 is out of range; accepted: a time in \[0, 3600\] s"),
+                           ('{"link_bandwidth": 0}', "link_bandwidth = 0.0 is out of range"),
+                           ('{"alpha": 1e300}', "alpha = 1e.300 is out of range")]:
         path.write_text(content)
         with pytest.raises(DirectcollError, match=match):
             params_from_file(path)

@@ -7,9 +7,10 @@ docstring that:
 
 1. says what it returns, with shapes (``(N,)``, ``(T, 2)``) and units (bytes, s, bytes/s, steps) wherever it
    takes or returns numbers or arrays;
-2. has a ``Raises:`` section naming each exception of ours it can raise and when (following the calls: an
-   unknown spec raises SpecError, and so on), or ``Raises:`` followed by ``Nothing: <why>`` (e.g. "Nothing: the
-   schedule was validated when built"); built-in errors that signal a caller's bug may be named too;
+2. has a ``Raises:`` section (or numpydoc's underlined ``Raises``) naming each exception of ours it can raise and
+   when (following the calls: an unknown spec raises SpecError, and so on), or ``Raises:`` followed by ``Nothing:
+   <why>`` (e.g. "Nothing: the schedule was validated when built"); built-in errors that signal a caller's bug may
+   be named too;
 3. names its source: the paper, section and equation / theorem / definition / algorithm it implements
    ("Swing (De Sensi et al., NSDI'24) Sec. 3.1.1, Eq. (2)", "Zhao et al. (NSDI'25) Theorem 11", "Basu et al.
    (HPDC'24) Sec. 5.2", "Kolmakov & Zhang Sec. 8, eq. (36)"), or for the project's own machinery a ``Source:``
@@ -43,8 +44,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "directcoll"
 
-#: rule 2: a Raises section (or the one-line form of a trivial accessor)
-RAISES = re.compile(r"\bRaises:")
+#: rule 2: a Raises section, ``Raises:`` or numpydoc's underlined ``Raises`` (or a trivial accessor's one line)
+RAISES = re.compile(r"\bRaises:|^\s*Raises\s*\n\s*-{3,}\s*$", re.MULTILINE)
 #: rule 3: a paper reference or a Source line (a paper, a standard or a project doc page)
 SOURCE = re.compile(r"Sec\.|Section|Eq\.|eq\. ?\(?\d|Theorem|Corollary|Def\.|Definition \d|App\.|Algorithm \d|"
                     r"Lemma|Table \d|Fig\. ?\d|Source:")

@@ -89,8 +89,10 @@ def _connected(n, a, b):
 def test_errors():
     with pytest.raises(DirectcollError, match="nodes >= 2"):
         find_topology(1, 4)
-    with pytest.raises(DirectcollError, match="reaches N=2, d=4"):
+    with pytest.raises(DirectcollError, match="degree 4 is over N - 1 = 1"):
         find_topology(2, 4)
+    with pytest.raises(DirectcollError, match="degree 99999 is over N - 1 = 7"):  # refused before any search
+        find_topology(8, 99999)
 
 
 def test_cli_json_and_schedule(tmp_path, capsys):

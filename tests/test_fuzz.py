@@ -12,7 +12,7 @@ from directcoll.resources import memory_budget_override
 
 #: seconds a single case may take before it counts as a hang
 CASE_SECONDS = 20
-EXAMPLES = {"spec": 150, "json": 80, "npz": 80, "msccl": 80, "cli": 60}
+EXAMPLES = {"spec": 150, "json": 80, "npz": 80, "msccl": 80, "network": 80, "cli": 60}
 
 
 @pytest.fixture(scope="module")
@@ -44,4 +44,5 @@ test_fuzz_spec_strings = _fuzz("spec")
 test_fuzz_schedule_json = _fuzz("json")
 test_fuzz_schedule_npz = _fuzz("npz")
 test_fuzz_msccl_xml = _fuzz("msccl")
+test_fuzz_network_files = _fuzz("network")
 test_fuzz_cli_arguments = pytest.mark.slow(_fuzz("cli"))  # a subprocess per case

@@ -8,7 +8,8 @@ import pytest
 ENTRY_POINTS = ["directcoll", "directcoll.synthesis", "directcoll.synthesis.bfb", "directcoll.synthesis.mcf.link",
                 "directcoll.synthesis.expansions", "directcoll.synthesis.finder", "directcoll.algorithms",
                 "directcoll.registry", "directcoll.cli.main", "directcoll.runtime.mpi",
-                "directcoll.verify", "directcoll.reports.compare"]
+                "directcoll.verify", "directcoll.reports.compare", "directcoll.lang", "directcoll.lang.execute",
+                "directcoll.plugins"]
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from directcoll.errors import DirectcollError, ResourceError, ScheduleError, ScheduleFormatError
 from directcoll.export import export_msccl, import_msccl, parse_msccl
-from directcoll.export.msccl.format import INT_ATTRS, MscclFormatError
+from directcoll.export.msccl.format import INT_ATTRS, MscclFormatError, MscclLimitError
 from directcoll.registry import build
 from directcoll.resources import memory_budget_override
 from directcoll.schedule import io as sio
@@ -116,19 +116,26 @@ def test_op_plus_256_is_refused_not_narrowed(tmp_path, docs, shift):
         Schedule(**{**sio.validate_dict(docs[0]), "op": np.asarray(doc["op"])})
 
 
-def test_huge_nscratch_is_refused_before_verify_allocates(tmp_path, docs):
-    """"nscratch": 10**12 made verify allocate 7.28 TiB (MemoryError)."""
-    doc = {**docs[0], "nscratch": 10**12}
-    s = sio.load(_json(tmp_path, doc))
+def test_huge_nscratch_is_refused_on_loading_and_by_verify(tmp_path, docs):
+    """"nscratch": 10**12 made verify allocate 7.28 TiB (MemoryError); 10**7 made the MSCCL export run for long:
+    a scratch count read from a file is budgeted on loading, and each consumer budgets its own state."""
     with memory_budget_override("1GiB"):
+        with pytest.raises(ResourceError, match=r"work buffer of 1,000,000,000,008 blocks \(nblocks \+ nscratch\)"):
+            sio.load(_json(tmp_path, {**docs[0], "nscratch": 10**12}))
+        s = sio.load(_json(tmp_path, {**docs[0], "nscratch": 10**8}))
         with pytest.raises(ResourceError, match="verify .* segments.* over the memory budget"):
             verify(s)
+        with pytest.raises(MscclLimitError, match="chunk offsets up to 99,999,999"):  # before any per-chunk work
+            export_msccl(s)
+        s = sio.load(_json(tmp_path, {**docs[0], "nscratch": 30_000}))  # addressable, but the layout is budgeted
+        with memory_budget_override("1MiB"), pytest.raises(ResourceError, match="MSCCL buffer layout"):
+            export_msccl(s)
 
 
-def test_huge_nblocks_default_owner_is_refused_before_allocation(tmp_path, docs):
-    doc = {k: v for k, v in docs[2].items() if k != "owner"}
+def test_huge_nblocks_is_refused_before_allocation(tmp_path, docs):
+    doc = {k: v for k, v in docs[2].items() if k != "owner"}  # the default owner would be 2^40 int64
     doc["nblocks"] = 2**40
-    with memory_budget_override("1GiB"), pytest.raises(ResourceError, match="default owner"):
+    with memory_budget_override("1GiB"), pytest.raises(ResourceError, match="work buffer"):
         sio.load(_json(tmp_path, doc))
 
 

@@ -253,7 +253,7 @@ def test_one_way_topology_is_rejected():
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"link_dst": np.array([1])}, "link_dst has 1 entries"),
     ({"link_dst": np.array([1, 5])}, "outside 0..1"),
-    ({"link_bandwidth": np.array([1.0, 0.0])}, "bandwidths must be > 0"),
+    ({"link_bandwidth": np.array([1.0, 0.0])}, "bandwidths must lie in"),
     ({"shape": (3,)}, "does not hold 2 nodes"),
 ])
 def test_inconsistent_topology_arrays_are_rejected(kwargs, message):

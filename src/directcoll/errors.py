@@ -71,6 +71,36 @@ class ScheduleError(DirectcollError, ValueError):
     """
 
 
+class ProgramError(ScheduleError):
+    """A program of the schedule language (:mod:`directcoll.lang`) is wrong: one line naming the step, the rank
+    and the chunk (``step 2, rank 3, chunk input[5]: ...``), as the verifier names the step, rank and interval of a
+    schedule; a :class:`ScheduleError`.
+
+    Attributes:
+        step, rank: where the mistake is (None where it has none, e.g. a rank outside the network).
+        chunk: the chunk as the program names it (``input[5]``, ``scratch[0]``), or None.
+
+    Raises:
+        Nothing: an exception class; raised by :class:`directcoll.lang.Program` while a program is written and
+        compiled.
+
+    Source: docs/language.md, "Errors".
+
+    >>> e = ProgramError("rank 1 sends it but does not hold it", step=0, rank=1, chunk="output[2]")
+    >>> str(e), e.rank
+    ('step 0, rank 1, chunk output[2]: rank 1 sends it but does not hold it', 1)
+    """
+
+    def __init__(self, message: str, *, step: int | None = None, rank: int | None = None,
+                 chunk: str | None = None, program: str | None = None) -> None:
+        self.step, self.rank, self.chunk, self.program = step, rank, chunk, program
+        where = [f"step {step}" if step is not None else "", f"rank {rank}" if rank is not None else "",
+                 f"chunk {chunk}" if chunk is not None else ""]
+        head = ", ".join(w for w in where if w)
+        text = f"{head}: {message}" if head else message
+        super().__init__(f"{program}: {text}" if program else text)
+
+
 class ScheduleFormatError(ScheduleError):
     """A schedule file could not be read (unknown format, version, or missing fields); a :class:`ScheduleError`.
 

@@ -103,20 +103,10 @@ def _rd_order(topology: Topology) -> bool:
     return len(topology.shape or ()) == 1 and (_pow2(n) or _pow2(n - 1))
 
 
-def _dbt_order(topology: Topology) -> bool:
-    """The double binary tree keeps rank order (in-order trees) when N is a power of two."""
-    return _pow2(topology.num_compute)
-
-
 def _bfb_order(topology: Topology) -> bool:
     """BFB's breadth-first trees keep rank order on a line (a 1D mesh) and on a 3-ring (every rank a neighbour)."""
     shape = topology.shape or ()
     return len(shape) == 1 and (not topology.wraps or topology.num_compute <= 3)
-
-
-def _always(topology: Topology) -> bool:
-    """Rabenseifner's 3-2 elimination keeps rank order on every N: its units are contiguous rank ranges."""
-    return True
 
 
 _RD_SHAPES = "1D grids (ring, torus:N, mesh:N) of 2^k or 2^k + 1 ranks"
@@ -198,7 +188,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="rabenseifner-elimination",
-        order=_always,
+        order=lambda topology: True,  # its units are contiguous rank ranges, on every N
         order_shapes="any N (ranks in flattened order)",
         build=elimination.rabenseifner_elimination,
         collectives=("allreduce", "reduce_scatter", "allgather"),
@@ -218,7 +208,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="double-binary-tree",
-        order=_dbt_order,
+        order=lambda topology: _pow2(topology.num_compute),  # in-order trees keep rank order for N = 2^k
         order_shapes="N a power of two",
         build=tree.build_double_binary_tree,
         collectives=("allreduce",),
@@ -358,10 +348,13 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
                 "MCF-extP weighted paths with explicit routes",
     ),
 )}
+#: Loaders of algorithms from outside the package, each run once on the first name :func:`get` does not know, adding
+#: entries to :data:`ALGORITHMS` (:func:`directcoll.plugins.install` adds the installed plugins' loader)
+LOADERS: list[Callable[[], object]] = []
 
 
 def get(name: str) -> Algorithm:
-    """The algorithm called ``name`` (or one of its aliases; case-insensitive, ``_`` or ``-``).
+    """The algorithm called ``name`` (or an alias; case-insensitive, ``_`` or ``-``); a miss runs :data:`LOADERS`.
 
     Returns:
         The :class:`Algorithm`.
@@ -378,6 +371,9 @@ def get(name: str) -> Algorithm:
     for alg in ALGORITHMS.values():
         if key == alg.name or key in alg.aliases:
             return alg
+    if LOADERS:  # algorithms from outside the package, loaded on the first name not found here
+        LOADERS.pop(0)()
+        return get(name)
     raise UnsupportedShapeError(f"unknown algorithm {name!r}; available: {', '.join(sorted(ALGORITHMS))}")
 
 
@@ -459,6 +455,8 @@ BYTES_PER_TRANSFER = 128
 BYTES_PER_PAIR = 128
 #: Algorithms whose construction holds about N^2 pieces when N is not a power of two.
 QUADRATIC = {"swing": ("bandwidth", None, "libswing"), "generalized": None}
+#: bytes per pair of ranks of an expanded schedule: 322 measured with tracemalloc on degree(line(torus:4x4),8)
+EXPANSION_BYTES_PER_PAIR = 320
 #: Algorithms whose steps grow linearly: a ring's 2 (N - 1), a bucket's 2 sum_i (d_i - 1) on sides d_i (252 steps
 #: and 4.1 M transfers with 4 ports on torus:64x64).
 LINEAR_STEPS = ("ring", "shifted-ring", "bucket", "chain")
@@ -511,6 +509,8 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     quadratic = alg.name in QUADRATIC and (QUADRATIC[alg.name] is None or variant in QUADRATIC[alg.name])
     if quadratic and int(n) & (int(n) - 1):
         nbytes = max(nbytes, n * n * BYTES_PER_PAIR)
+    if alg.name == "expansion":  # expanded trees carry a piece per pair of ranks, at every N
+        nbytes = max(nbytes, n * n * EXPANSION_BYTES_PER_PAIR)
     return nbytes
 
 

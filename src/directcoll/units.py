@@ -25,6 +25,65 @@ MAX_SIZE = 2**53
 #: The most sizes one list may hold (each is simulated for every algorithm).
 MAX_SIZES = 10_000
 
+#: The physical range of a bandwidth, bytes/s: 1 bit/s to 1 Eb/s (10^18 bit/s, about 10^5 times the fastest
+#: link of today's systems); outside it a number is a typo or an overflow, not a network.
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1 / 8, 1e18 / 8
+#: The longest time one cost may take (a latency, alpha, an overhead), s: an hour.
+MAX_TIME = 3600.0
+#: The longest time per byte (beta, gamma), s/B: one byte at the slowest bandwidth accepted, 1 bit/s.
+MAX_TIME_PER_BYTE = 1 / MIN_BANDWIDTH
+#: kind -> (lowest, highest, unit, examples): the physical range of every quantity a user gives
+QUANTITIES = {"time": (0.0, MAX_TIME, "s", "10us, 1.5ms, 2s, 500ns or seconds like 1e-5"),
+              "time per byte": (0.0, MAX_TIME_PER_BYTE, "s/B", "0.2ns/B or seconds per byte like 2e-10"),
+              "bandwidth": (MIN_BANDWIDTH, MAX_BANDWIDTH, "B/s", "400Gbps, 400Gb/s, 100Mbps (bits/s), 50GB/s or "
+                            "10GiB/s (bytes/s)")}
+
+
+def check_quantity(value, kind: str, what: str) -> float:
+    """``value`` as a float if it is a finite number in the physical range of ``kind`` (:data:`QUANTITIES`).
+
+    Parameters
+    ----------
+    value : float or int
+        The number, in the unit of ``kind``: s (``"time"``), s/B (``"time per byte"``), bytes/s
+        (``"bandwidth"``).
+    kind : str
+        A key of :data:`QUANTITIES`.
+    what : str
+        The field's name for the message (``"--alpha"``, ``"network parameter gamma"``).
+
+    Returns
+    -------
+    float
+        The value, finite and within the range.
+
+    Raises
+    ------
+    DirectcollError
+        Not a number (a bool, text, None), NaN, infinite, or outside the range; the message names the field, the
+        value and the range.
+
+    Source: docs/architecture.md, "Quality bar" (nothing silently accepted); the ranges' reasons at
+    :data:`QUANTITIES`.
+
+    Examples
+    --------
+    >>> check_quantity(1e-6, "time", "alpha")
+    1e-06
+    >>> check_quantity(float("inf"), "bandwidth", "link_bandwidth")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    directcoll.errors.DirectcollError: link_bandwidth = inf is out of range; accepted: a bandwidth in ...
+    """
+    low, high, unit, _ = QUANTITIES[kind]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DirectcollError(f"{what} = {value!r} is not a number; accepted: a {kind} in [{low:g}, {high:g}] {unit}")
+    number = float(value)
+    if not (math.isfinite(number) and low <= number <= high):
+        raise DirectcollError(f"{what} = {value!r} is out of range; accepted: a {kind} in [{low:g}, {high:g}] {unit}")
+    return number
+
+
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?i?b?)\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
             "t": 10**12, "tb": 10**12, "ki": 2**10, "kib": 2**10, "mi": 2**20, "mib": 2**20, "gi": 2**30,
@@ -65,6 +124,8 @@ def parse_size(text) -> int:
             raise DirectcollError(f"size {text!r} is {float(exact):g} bytes, not a whole number of bytes; use bytes "
                                   "like 1024, 32B, 64KiB, 1MB or 512MiB")
         value = int(exact)
+    if value < 0:
+        raise DirectcollError(f"size {text!r} is negative; use bytes like 1024, 32B, 64KiB, 1MB or 512MiB")
     if value > MAX_SIZE:
         raise DirectcollError(f"size {text!r} is over the largest accepted size, 2^53 bytes (8 PiB)")
     return value
@@ -245,7 +306,7 @@ def parse_sizes(text) -> list[int]:
     if isinstance(text, int):
         if text <= 0:
             raise _size_error(text, "size must be positive")
-        return [text]
+        return [parse_size(text)]
     if isinstance(text, list | tuple):
         _check_count("the size list", len(text))
         sizes = [s for item in text for s in parse_sizes(item)]
@@ -287,11 +348,11 @@ def parse_bandwidth(text) -> float:
     and is refused.
 
     Returns:
-        The bandwidth in bytes/s, a positive finite float.
+        The bandwidth in bytes/s, a float in [:data:`MIN_BANDWIDTH`, :data:`MAX_BANDWIDTH`] (1 bit/s to 1 Eb/s).
 
     Raises:
-        DirectcollError: anything else (a text without a unit included) or a value that is not positive and
-            finite, naming the text and the accepted forms.
+        DirectcollError: anything else (a text without a unit included), a value that overflows or is outside
+            that range, naming the text and the accepted forms.
 
     Source: SI / IEC 80000-13 prefixes; link rates as the papers quote them (Swing Sec. 5: 400 Gb/s links).
 
@@ -321,8 +382,10 @@ def parse_bandwidth(text) -> float:
         else:
             raise DirectcollError(f"cannot read bandwidth {text!r}; {forms}")
         value = float(m.group(1)) * _BW_PREFIX[prefix] * per_byte
-    if not value > 0 or not math.isfinite(value):
-        raise DirectcollError(f"bandwidth {text!r} must be a positive finite number; {forms}")
+    low, high = MIN_BANDWIDTH, MAX_BANDWIDTH
+    if not (math.isfinite(value) and low <= value <= high):
+        raise DirectcollError(f"bandwidth {text!r} is out of range; accepted: 1 bit/s to 1 Eb/s ({low:g} to "
+                              f"{high:g} bytes/s); {forms}")
     return value
 
 
@@ -340,10 +403,12 @@ def parse_duration(text, what: str = "duration", per: str = "") -> float:
         per: a unit the text may end with after the time, e.g. ``"B"`` for seconds per byte (``0.2ns/B``).
 
     Returns:
-        The time in seconds (seconds per ``per`` when given), a finite float >= 0.
+        The time in seconds (seconds per ``per`` when given), a float in [0, :data:`MAX_TIME`] (in [0,
+        :data:`MAX_TIME_PER_BYTE`] per byte).
 
     Raises:
-        DirectcollError: anything else, a negative, NaN or infinite value, naming the text and the accepted forms.
+        DirectcollError: anything else, a negative, NaN, infinite or larger value, naming the text and the accepted
+            forms.
 
     Source: SI prefixes; the alpha-beta(-gamma) model's alpha in s and beta in s/byte (Swing Sec. 2.2, Kolmakov &
     Zhang Sec. 2).
@@ -359,11 +424,13 @@ def parse_duration(text, what: str = "duration", per: str = "") -> float:
             body = body[: -len(per) - 1]
         m = _DURATION.match(body.lstrip("-") if body.startswith("-") else body)
         if m and body.startswith("-"):
-            raise DirectcollError(f"{what} {text!r} must be a finite time >= 0; {_DURATION_FORMS}")
+            raise DirectcollError(f"{what} {text!r} is out of range; accepted: a finite time >= 0; {_DURATION_FORMS}")
         if not m:
             suffix = f", optionally followed by /{per}" if per else ""
             raise DirectcollError(f"cannot read {what} {text!r}; {_DURATION_FORMS}{suffix}")
         value = float(m.group(1)) / _DURATION_DIVISORS[m.group(2)]
-    if not (math.isfinite(value) and value >= 0):
-        raise DirectcollError(f"{what} {text!r} must be a finite time >= 0; {_DURATION_FORMS}")
+    high = MAX_TIME_PER_BYTE if per else MAX_TIME
+    if not (math.isfinite(value) and 0 <= value <= high):
+        raise DirectcollError(f"{what} {text!r} is out of range; accepted: a finite time >= 0 and <= {high:g} s"
+                              f"{'/' + per if per else ''}; {_DURATION_FORMS}")
     return value

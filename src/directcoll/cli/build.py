@@ -224,8 +224,9 @@ def _alltoall_fields(topology, args) -> dict:
 
 
 def cmd_schedule(args) -> int:
-    """``directcoll schedule ALGORITHM SPEC -o FILE``: build a schedule (:func:`directcoll.registry.build`) and save
-    it (:func:`directcoll.schedule.io.save`; ``.npz`` or JSON by the file's suffix).
+    """``directcoll schedule ALGORITHM SPEC -o FILE``: build a schedule (:func:`directcoll.registry.build`; ALGORITHM
+    a registry name, a plugin's, or ``file:PATH`` of a file defining one) and save it
+    (:func:`directcoll.schedule.io.save`; ``.npz`` or JSON by the file's suffix).
 
     ``--steps`` / ``--group`` / ``--placement`` choose the generalized allreduce's r, group and h (``--steps auto``:
     the fastest r at ``--sizes`` under ``--params``, eq. 37's choice printed on stderr beside it); ``--method`` is
@@ -239,7 +240,8 @@ def cmd_schedule(args) -> int:
 
     Raises:
         DirectcollError: an unwritable ``-o``, ``--method`` disagreeing with ``--variant``, ``--steps`` / ``--group``
-            for another algorithm or out of range.
+            for another algorithm or out of range, an ALGORITHM ``file:PATH`` that cannot be loaded or defines
+            several algorithms (docs/language.md).
         UnsupportedShapeError, ScheduleError, SpecError, TopologyError, ResourceError, SolverError: as
             :func:`directcoll.registry.build`.
 
@@ -253,11 +255,13 @@ def cmd_schedule(args) -> int:
     wrote .../g.npz: generalized allreduce on ring:7, 7 ranks, 5 steps, ... transfers
     0
     """
+    from directcoll.plugins import one_algorithm
     from directcoll.registry import build
     from directcoll.schedule import save
 
     t0 = time.perf_counter()
     check_output(args.output, "-o")
+    args.algorithm = one_algorithm(args.algorithm)  # a plugin's name, or file:PATH of one algorithm
     args.spec = preset_spec(args.spec)
     options = {**_generalized_options(args), **build_options(args)}
     network, bfb = _bfb_options(args, args.spec, "schedule")
@@ -528,14 +532,15 @@ def cmd_algorithms(args) -> int:
     """``directcoll algorithms``: every registered algorithm with its summary (paper and section), collectives,
     variants and the topologies it serves.
 
-    Output: three lines per algorithm, or with ``--json`` a list of :meth:`Algorithm.to_dict
-    <directcoll.registry.Algorithm.to_dict>`.
+    Output: three lines per algorithm (a fourth, ``from:``, for plugins: docs/language.md, "Plugins"), or with
+    ``--json`` a list of :meth:`Algorithm.to_dict <directcoll.registry.Algorithm.to_dict>` (plugins with their
+    ``origin``).
 
     Returns:
         0.
 
     Raises:
-        Nothing: lists the registry.
+        Nothing: lists the registry (a plugin that fails to load is a warning line on stderr).
 
     Source: :data:`directcoll.registry.ALGORITHMS` (each summary cites its paper).
 
@@ -545,9 +550,12 @@ def cmd_algorithms(args) -> int:
     ...
     0
     """
+    from directcoll.plugins import load_installed, origin
     from directcoll.registry import ALGORITHMS
 
-    entries = [alg.to_dict() for alg in ALGORITHMS.values()]
+    load_installed()
+    entries = [{**alg.to_dict(), **({} if origin(alg.name) == "built-in" else {"origin": origin(alg.name)})}
+               for alg in ALGORITHMS.values()]
     if args.json:
         print_json(entries)
         return 0
@@ -555,6 +563,8 @@ def cmd_algorithms(args) -> int:
         echo(f"{e['name']}: {e['summary']}")
         echo(f"collectives: {', '.join(e['collectives'])}; variants: {', '.join(e['variants'])}", indent=4)
         echo(f"serves: {e['topologies']}", indent=4)
+        if "origin" in e:
+            echo(f"from: {e['origin']}", indent=4)
     return 0
 
 

@@ -162,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     tex.set_defaults(func=cmd_topology_export)
 
     sched = sub.add_parser("schedule", help="build a schedule file")
-    sched.add_argument("algorithm", help="algorithm name (see `directcoll algorithms`)")
+    sched.add_argument("algorithm", help="algorithm name (see `directcoll algorithms`), or file:PATH.py of a file "
+                                         "that defines one (docs/language.md)")
     sched.add_argument("spec", help="topology spec, e.g. torus:8x8")
     _add_build_options(sched)
     sched.add_argument("--steps", help="generalized only: number of steps (ceil(log2 P) .. 2 ceil(log2 P)) or "
@@ -229,8 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
     cmp.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_SIZES}; {DEFAULT_PACKET_SIZES} with --model "
                                      "packet)")
-    cmp.add_argument("--algorithms", help="comma list of algorithm families or registry names (default on tori: "
-                                          "swing, recursive-doubling, ring, bucket, bfb, generalized; on "
+    cmp.add_argument("--algorithms", help="comma list of algorithm families, registry names (plugins included) or "
+                                          "file:PATH.py (the algorithms a file defines, docs/language.md) (default "
+                                          "on tori: swing, recursive-doubling, ring, bucket, bfb, generalized; on "
                                           "direct-connect topologies: bfb, ring, shifted-ring, "
                                           "double-binary-tree, recursive-doubling, generalized)")
     cmp.add_argument("--ports", type=count(1), help="build every contender with this many ports (concurrent "
@@ -280,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
     rn.add_argument("--ranks", type=int, help="number of ranks (default: the topology's nodes)")
     rn.add_argument("--algorithm", "--algorithms", dest="algorithms", default=DEFAULT_RUN_ALGORITHMS,
-                    help=f"comma list of NAME or NAME:VARIANT (default {DEFAULT_RUN_ALGORITHMS})")
+                    help=f"comma list of NAME or NAME:VARIANT, or file:PATH.py (default {DEFAULT_RUN_ALGORITHMS})")
     rn.add_argument("--collective", default="allreduce",
                     choices=["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"],
                     help="collective to run (default allreduce); alltoall runs --algorithm direct unless given one, "

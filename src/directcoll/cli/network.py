@@ -367,6 +367,9 @@ def cmd_run(args) -> int:
     elif args.collective in ("broadcast", "reduce") and algorithms == DEFAULT_RUN_ALGORITHMS:
         algorithms = DEFAULT_RUN_ROOTED
     algorithm_list(algorithms, args.collective, DEFAULT_RUN_ALGORITHMS)  # refused before anything is launched
+    from directcoll.plugins import expand
+
+    algorithms = ",".join(expand(algorithms.split(","), absolute=True))  # the ranks load file:PATH themselves
     from directcoll.cli.build import rooted_option
 
     root = rooted_option(args.collective, args.root)

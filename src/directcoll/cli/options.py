@@ -448,26 +448,30 @@ def network_spec(args, default: str | None = None) -> str | None:
 
 
 def algorithm_list(text: str, collective: str, example: str = "swing,ring") -> list[tuple[str, str | None]]:
-    """``--algorithms`` of ``run`` (every engine): a comma list of NAME or NAME:VARIANT, each implementing
-    ``collective``; a shape an algorithm cannot serve is reported as skipped by the ranks, not here.
+    """``--algorithms`` of ``run`` (every engine): a comma list of NAME or NAME:VARIANT (or ``file:PATH``, the
+    algorithms a file defines), each implementing ``collective``; a shape an algorithm cannot serve is reported as
+    skipped by the ranks, not here.
 
     Returns:
         (registry name, variant or None) per item, in order.
 
     Raises:
-        DirectcollError: an empty list or item (the message shows ``example``), an unknown variant, or an algorithm
-            that does not implement ``collective``. UnsupportedShapeError: an unknown algorithm.
+        DirectcollError: an empty list or item (the message shows ``example``), an unknown variant, an algorithm
+            that does not implement ``collective``, or a ``file:`` that cannot be loaded. UnsupportedShapeError: an
+            unknown algorithm.
 
     Source: docs/runtime.md ("directcoll run"); the registry's variants and collectives.
 
     >>> algorithm_list("swing:bandwidth,ring", "allreduce")
     [('swing', 'bandwidth'), ('ring', None)]
     """
+    from directcoll.plugins import expand
     from directcoll.registry import get
 
     items = [item.strip() for item in text.split(",")]
     if not text.strip() or not all(items):
         raise DirectcollError(f"--algorithms {text!r}: give a comma list of NAME or NAME:VARIANT, e.g. {example}")
+    items = expand(items)  # file:PATH items: the algorithms the file defines (docs/language.md)
     out = []
     for item in items:
         name, _, variant = item.partition(":")

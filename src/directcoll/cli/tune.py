@@ -59,6 +59,9 @@ def add_tune_parsers(sub, spec_help: str) -> None:
     tune.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_TUNE_SIZES})")
     tune.add_argument("--params", help="system preset or FILE.json of `directcoll calibrate -o` for the model "
                                        "(default swing-sst)")
+    tune.add_argument("--algorithms", help="comma list of the candidates, as compare --algorithms takes them "
+                                           "(families, registry names, plugins, file:PATH; default: compare's "
+                                           "default contenders)")
     tune.add_argument("--measure", action="store_true",
                       help="instead of the model: run every candidate through libdirectcoll on the network's ranks "
                            "of this machine (mpiexec -n N) against the MPI library's own collective, keep the "
@@ -102,7 +105,8 @@ def _network(spec: str, params: str | None = None):
 
 def cmd_tune(args) -> int:
     """``directcoll tune SPEC -o tuning.json``: :func:`directcoll.reports.tuning.model_table`, or with ``--measure``
-    :func:`~directcoll.reports.tuning.measured_table`.
+    :func:`~directcoll.reports.tuning.measured_table`, choosing among ``--algorithms`` (as compare's; plugins and
+    ``file:PATH`` included) or the default contenders.
 
     Output: one line per table entry (bytes, program); ``--json``: the table written.
 
@@ -111,8 +115,9 @@ def cmd_tune(args) -> int:
 
     Raises:
         DirectcollError: a bad network, sizes, ``--ranks`` other than the network's, ``--root`` with a collective
-            other than broadcast and reduce or outside the ranks, an unwritable ``-o``, no MPI or a failed run
-            (``--measure``). The CLI turns them into exit status 2.
+            other than broadcast and reduce or outside the ranks, an unwritable ``-o``, an ``--algorithms`` naming
+            nothing or a ``file:`` that cannot be loaded, no MPI or a failed run (``--measure``). The CLI turns them
+            into exit status 2.
 
     Source: docs/runtime.md, "Tuning and benchmarks".
     """
@@ -129,10 +134,10 @@ def cmd_tune(args) -> int:
         if note:
             print(f"directcoll: warning: {note}", file=sys.stderr)
         table = measured_table(topology, args.output, collective=args.collective, sizes=sizes, ranks=args.ranks,
-                               round_seconds=args.round_seconds, root=args.root)
+                               round_seconds=args.round_seconds, root=args.root, algorithms=args.algorithms)
     else:
         table = model_table(topology, args.output, collective=args.collective, sizes=sizes, params=params,
-                            ranks=args.ranks, root=args.root)
+                            ranks=args.ranks, root=args.root, algorithms=args.algorithms)
     if args.json:
         print_json(table)
         return 0

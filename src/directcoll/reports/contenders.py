@@ -571,11 +571,12 @@ def family_contenders(name: str, topology: Topology, collective="allreduce") -> 
 
 def select(contenders: list[Contender], wanted: list[str], topology: Topology, collective="allreduce"
            ) -> list[Contender]:
-    """The contenders of ``wanted`` families or registry names (``compare --algorithms``): those of ``contenders``
-    that match, then :func:`family_contenders` for a name that matches none.
+    """The contenders of ``wanted`` families or registry names (``compare --algorithms``; ``file:PATH``: the
+    algorithms the file defines, docs/language.md): those of ``contenders`` that match, then
+    :func:`family_contenders` for a name that matches none.
 
     Raises:
-        UnsupportedShapeError: an unknown algorithm name.
+        UnsupportedShapeError: an unknown algorithm name. DirectcollError: a ``file:`` that cannot be loaded.
 
     Returns:
         :class:`Contender` list.
@@ -587,6 +588,9 @@ def select(contenders: list[Contender], wanted: list[str], topology: Topology, c
     >>> [c.family for c in select(default_contenders(t), ["ring", "generalized"], t)][:1]
     ['ring']
     """
+    from directcoll.plugins import expand
+
+    wanted = expand(wanted)  # plugins load on a name not found; file:PATH items name the file's algorithms
     out = [c for c in contenders if c.family in wanted or c.algorithm in wanted]
     for w in wanted:
         if not any(w in (c.family, c.algorithm) for c in contenders):

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from directcoll import children
 from directcoll.errors import DirectcollError, ScheduleError, UnsupportedShapeError
+from directcoll.inputs import read_text
 from directcoll.resources import cached_build
 from directcoll.runtime.native import find_mpicc, library_path, mpi_identity, write_program
 from directcoll.schedule.ir import Collective
@@ -40,6 +41,8 @@ SERVED = ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "
 ROOTED = ("broadcast", "reduce")
 #: seconds of each timed round of the benchmark (5 rounds per size and side)
 ROUND_SECONDS = 0.2
+#: peak bytes of parsing a tuning table per byte of JSON (Python objects; the schedule reader's figure)
+TABLE_BYTES_PER_CHAR = 12
 
 
 def byte_ranges(sizes) -> list[tuple[int, int | None]]:
@@ -131,6 +134,36 @@ def _contender_of(entry, contenders: list):
     return next((c for c in mine if c.label == ""), None)
 
 
+def candidates(topology, collective: str, root: int | None = None, algorithms=None) -> list:
+    """The contenders a table chooses from: the default contenders of ``topology`` (with ``root`` for broadcast and
+    reduce), or those ``algorithms`` names as ``compare --algorithms`` does (a comma list or a list of families,
+    registry names, plugins and ``file:PATH``).
+
+    Returns:
+        A list of :class:`~directcoll.reports.contenders.Contender`.
+
+    Raises:
+        UnsupportedShapeError: an unknown algorithm. DirectcollError: a ``file:`` that cannot be loaded, an empty
+            list.
+
+    Source: docs/runtime.md, "Tuning and benchmarks"; docs/language.md, "Plugins".
+
+    >>> from directcoll.topology import parse
+    >>> [c.family for c in candidates(parse("ring:4"), "allreduce", algorithms="ring")]
+    ['ring']
+    """
+    from directcoll.reports.contenders import default_policy, select, with_root
+
+    contenders, skipped = default_policy(topology, collective)
+    if algorithms is not None:
+        wanted = [a.strip() for a in (algorithms.split(",") if isinstance(algorithms, str) else algorithms)]
+        if not [w for w in wanted if w]:
+            raise DirectcollError(f"--algorithms {algorithms!r} names no algorithm; see `directcoll algorithms`")
+        contenders = select(contenders + [k.contender for k in skipped], [w for w in wanted if w], topology,
+                            collective)
+    return with_root(contenders, root)
+
+
 def _check(topology, collective: str, ranks: int | None, root: int | None = None) -> tuple[str, int, int | None]:
     """(collective name, ranks, root: 0 by default for broadcast and reduce, None for the others), checked."""
     coll = Collective.parse(collective).value
@@ -149,7 +182,7 @@ def _check(topology, collective: str, ranks: int | None, root: int | None = None
 
 
 def model_table(topology, output, *, collective: str = "allreduce", sizes=None, params=None, ranks=None,
-                routing: str = "adaptive", root: int | None = None) -> dict:
+                routing: str = "adaptive", root: int | None = None, algorithms=None) -> dict:
     """Write the tuning table ``output`` (JSON) of the step model's winner per size on ``topology``, each winner
     compiled (verified) as a program file next to it (``STEM-ALGORITHM-VARIANT.dcp``); a winner that cannot be
     compiled gives way to the next fastest.
@@ -159,6 +192,8 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
         collective: a name of :data:`SERVED`; sizes: bytes (default 8 B, 1 KiB, ... 64 MiB);
         params: :class:`~directcoll.simulate.params.NetworkParams`; ranks: must equal the topology's ranks;
         root: broadcast and reduce: the root every program is compiled for (default 0).
+        algorithms: the candidates, as ``compare --algorithms`` names them (families, registry names, plugins,
+            ``file:PATH``; :func:`candidates`); default: the default contenders.
 
     Returns:
         The table written: {directcoll_tuning, source "model", network, collective, ranks, sizes, winners,
@@ -179,13 +214,12 @@ def model_table(topology, output, *, collective: str = "allreduce", sizes=None, 
     ('t.json', 0, None)
     """
     from directcoll.reports.compare import compare
-    from directcoll.reports.contenders import default_contenders, with_root
 
     coll, n, root = _check(topology, collective, ranks, root)
     sizes = sorted({int(s) for s in (sizes if sizes is not None else [8 << (3 * k) for k in range(9)])})
     byte_ranges(sizes)
     output = Path(output)
-    contenders = with_root(default_contenders(topology, coll), root)
+    contenders = candidates(topology, coll, root, algorithms)
     cmp = compare(topology, coll, sizes, params, routing, contenders=contenders)
     compiled: dict[tuple, str | None] = {}
     programs: dict[str, dict] = {}
@@ -312,16 +346,15 @@ def check_table(path, *, collective: str | None = None, ranks: int | None = None
     >>> check_table("no/such/table.json")
     Traceback (most recent call last):
     ...
-    directcoll.errors.DirectcollError: cannot read the tuning table 'no/such/table.json': No such file or directory
+    directcoll.errors.DirectcollError: the tuning table 'no/such/table.json': no such file
     """
     from directcoll.runtime.native import program_info
 
     path = Path(path)
+    text = read_text(path, f"the tuning table {str(path)!r}", bytes_per_byte=TABLE_BYTES_PER_CHAR)
     try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise DirectcollError(f"cannot read the tuning table {str(path)!r}: {exc.strerror}") from exc
-    except ValueError as exc:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise DirectcollError(f"the tuning table {str(path)!r} is not JSON: {exc}") from exc
     entries = doc.get("entries") if isinstance(doc, dict) else doc
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
@@ -392,8 +425,10 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
 
 
 def measured_table(topology, output, *, collective: str = "allreduce", sizes=None, ranks=None,
-                   round_seconds: float = ROUND_SECONDS, progress=None, root: int | None = None) -> dict:
-    """Write the tuning table ``output`` from measurements: every default contender that compiles is run through
+                   round_seconds: float = ROUND_SECONDS, progress=None, root: int | None = None,
+                   algorithms=None) -> dict:
+    """Write the tuning table ``output`` from measurements: every candidate (:func:`candidates`) that compiles is run
+    through
     libdirectcoll on the topology's ranks of this machine with the MPI library's own collective in the same run
     (:func:`run_bench`, one run per candidate); per size the fastest wins, and where the MPI library is fastest
     (its best time over the runs) there is no entry, so the call falls through to it.
@@ -407,8 +442,6 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
 
     Source: docs/runtime.md, "Tuning and benchmarks" (``--measure``).
     """
-    from directcoll.reports.contenders import default_contenders, with_root
-
     coll, n, root = _check(topology, collective, ranks, root)
     sizes = sorted({int(s) for s in (sizes if sizes is not None else [8 << (3 * k) for k in range(9)])})
     byte_ranges(sizes)
@@ -417,7 +450,7 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
     programs: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="directcoll-tune-") as tmp:
         candidates = []
-        for c in with_root(default_contenders(topology, coll), root):
+        for c in candidates(topology, coll, root, algorithms):
             try:
                 sched = _build(topology, coll, c)
                 name = _program_name(output.stem, sched.algorithm, c.label or sched.meta.get("variant") or "", root)

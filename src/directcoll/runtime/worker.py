@@ -28,6 +28,7 @@ import traceback
 import numpy as np
 
 from directcoll.errors import DirectcollError, UnsupportedShapeError
+from directcoll.plugins import expand
 from directcoll.registry import build
 from directcoll.runtime import MPI_EXTRA, missing
 from directcoll.runtime.executor import DeadlineError
@@ -171,10 +172,11 @@ def _work(args, comm, progress: Progress) -> None:
         cengine.library(getattr(args, "library", None))
     results = []
     native_cache: dict[int, float] = {}
+    items = expand(args.algorithms.split(","))  # plugins, and file:PATH algorithms (docs/language.md)
     for size in parse_sizes(args.sizes):
         # float64 elements (all-to-all: of each rank's sendbuf), a multiple of N (reduce-scatter, allgather, alltoall)
         count = max(n, (size // 8) // n * n)
-        for item in args.algorithms.split(","):
+        for item in items:
             name, _, variant = item.partition(":")
             progress.set(BUSY, "the build of the schedule", f"{item} {args.collective} on {args.topology}")
             try:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from directcoll.errors import DirectcollError, ScheduleError, ScheduleFormatError
+from directcoll.inputs import read_text, regular_file_size
 from directcoll.resources import check_memory
 from directcoll.schedule.ir import Collective, Schedule
 
@@ -41,6 +42,8 @@ MAX_INDEX = 2**31 - 1
 #: Largest coordinate numerator, (nblocks + nscratch) * denominator: piece ends and shifts stay far from int64's
 #: limit, so sums of them never overflow.
 MAX_COORDINATE = 2**60
+#: The least memory a consumer of a schedule holds per block of the work buffer (one int64), bytes.
+BYTES_PER_BLOCK = 8.0
 #: Python objects per character of JSON text, as bytes: the parsed document's estimated footprint.
 JSON_BYTES_PER_CHAR = 12
 
@@ -182,6 +185,10 @@ def validate_dict(d, *, source: str = "<dict>") -> dict:
     if hi > MAX_COORDINATE:
         raise ScheduleFormatError(f"{source}: (nblocks + nscratch) x denominator = {hi} is out of range; accepted: "
                                   f"at most {MAX_COORDINATE}")
+    # every consumer keeps at least one 64-bit word per block of the work buffer: the runtime's block boundaries,
+    # the verifier's segments; a scratch count read from a file is budgeted before any of them allocates
+    check_memory(f"{source}: a work buffer of {nblocks + nscratch:,} blocks (nblocks + nscratch)",
+                 BYTES_PER_BLOCK * (nblocks + nscratch))
     meta = d.get("meta", {})
     if not isinstance(meta, dict):
         raise ScheduleFormatError(f"{source}: field 'meta' is {_kind(meta)}; expected an object")
@@ -189,8 +196,6 @@ def validate_dict(d, *, source: str = "<dict>") -> dict:
         raise ScheduleFormatError(f"{source}: field 'owner' is null; {coll.value} schedules give the rank of each "
                                   "of their blocks (a list of nblocks ranks), or leaves 'owner' out for MPI's "
                                   "default (rank r owns blocks r*k..(r+1)*k-1)")
-    if coll.has_owner and d.get("owner") is None:
-        check_memory(f"{source}: the default owner of {nblocks:,} blocks", 8.0 * nblocks)
     if not coll.has_owner and d.get("owner") is not None:
         raise ScheduleFormatError(f"{source}: field 'owner' is only for allgather and reduce_scatter; "
                                   f"{coll.value} schedules have \"owner\": null")
@@ -307,6 +312,7 @@ def read_npz(path) -> dict:
     array([0, 1, 2, 0, 1, 2])
     """
     path = Path(path)
+    regular_file_size(path, str(path), error=ScheduleFormatError)  # arrays are budgeted one by one below
     try:
         with zipfile.ZipFile(path) as zf:
             members = {n[:-4]: n for n in zf.namelist() if n.endswith(".npy")}
@@ -370,16 +376,9 @@ def load(path) -> Schedule:
     directcoll.errors.ScheduleFormatError: no/such/file.json: no such schedule file
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ScheduleFormatError(f"{path}: no such schedule file")
     if path.suffix == ".npz":
         return from_dict(read_npz(path), source=str(path))
-    check_memory(f"reading {path}", float(path.stat().st_size) * JSON_BYTES_PER_CHAR)
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError as exc:
-        raise ScheduleFormatError(f"{path}: not valid JSON ({exc}); expected a directcoll schedule "
-                                  "(.json or .npz)") from None
-    except OSError as exc:
-        raise ScheduleFormatError(f"{path}: cannot read the schedule file ({exc.strerror or exc})") from None
+    text = read_text(path, str(path), bytes_per_byte=JSON_BYTES_PER_CHAR, error=ScheduleFormatError)
     return from_dict(_parse_json(text, str(path)), source=str(path))

@@ -12,8 +12,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 from directcoll.errors import DirectcollError
+from directcoll.inputs import read_text
+from directcoll.units import check_quantity
 
 FORWARDING = ("cut-through", "store-and-forward")
+#: the physical quantity of each numeric field (its range: :data:`directcoll.units.QUANTITIES`)
+_KINDS = {"alpha": "time", "per_hop_latency": "time", "link_latency": "time", "gamma": "time per byte",
+          "host_injection": "bandwidth", "link_bandwidth": "bandwidth"}
 
 
 @dataclass(frozen=True)
@@ -40,9 +45,10 @@ class NetworkParams:
         name, source: where the values come from.
 
     Raises:
-        DirectcollError: an unknown ``forwarding``, a negative ``alpha``, ``per_hop_latency``, ``gamma`` or
-            ``link_latency``, or a
-            non-positive ``host_injection`` or ``link_bandwidth``; the message names the parameter.
+        DirectcollError: an unknown ``forwarding``, or a time, time per byte or bandwidth that is not a finite
+            number in its physical range (:data:`directcoll.units.QUANTITIES`: ``alpha``, ``per_hop_latency``,
+            ``link_latency`` in [0, 1 h], ``gamma`` in [0, 8] s/B, ``host_injection`` and ``link_bandwidth`` in
+            1 bit/s to 1 Eb/s); the message names the parameter, its value and the range.
 
     Source: docs/simulation.md, "Step model" (NetworkParams); Swing (De Sensi et al., NSDI'24) Sec. 2.2 (alpha,
     beta = 1 / bandwidth, the gamma term of reductions); Basu et al. (HPDC'24) Sec. 2.2, Table 1 (cut-through
@@ -68,18 +74,15 @@ class NetworkParams:
     def __post_init__(self) -> None:
         if self.forwarding not in FORWARDING:
             raise DirectcollError(f"unknown forwarding {self.forwarding!r}; accepted: {', '.join(FORWARDING)}")
-        for key in ("alpha", "per_hop_latency", "gamma", "link_latency"):
-            if getattr(self, key) is not None and getattr(self, key) < 0:
-                raise DirectcollError(f"network parameter {key} must be >= 0, got {getattr(self, key)}")
+        for key, kind in _KINDS.items():
+            if getattr(self, key) is not None:
+                check_quantity(getattr(self, key), kind, f"network parameter {key}")
         if not isinstance(self.packet_size, int) or self.packet_size < 1:
             raise DirectcollError(f"network parameter packet_size must be a whole number of bytes >= 1, "
                                   f"got {self.packet_size!r}")
         if not isinstance(self.packet_header, int) or self.packet_header < 0:
             raise DirectcollError(f"network parameter packet_header must be a whole number of bytes >= 0, "
                                   f"got {self.packet_header!r}")
-        for key in ("host_injection", "link_bandwidth"):
-            if getattr(self, key) is not None and getattr(self, key) <= 0:
-                raise DirectcollError(f"network parameter {key} must be > 0, got {getattr(self, key)}")
 
     def with_(self, **changes) -> NetworkParams:
         """These parameters with some values overridden (None leaves a value); the name records overrides.
@@ -160,6 +163,8 @@ _FILE_TYPES = {"alpha": (float,), "per_hop_latency": (float,), "gamma": (float,)
                "packet_size": (int,), "packet_header": (int,), "name": (str,), "source": (str,)}
 #: keys of a parameters file besides the fields: accepted and not read (``directcoll calibrate`` writes its fit there)
 FILE_EXTRA_KEYS = ("calibration",)
+#: peak bytes of parsing a parameters file per byte of JSON (Python objects; the schedule reader's figure)
+PARAMS_BYTES_PER_CHAR = 12
 
 
 def params_from_file(path) -> NetworkParams:
@@ -192,17 +197,16 @@ def params_from_file(path) -> NetworkParams:
     import os
 
     where = f"--params file {os.fspath(path)!r}"
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise DirectcollError(f"{where} does not exist; give a JSON file written by `directcoll calibrate -o` or "
                               "a preset name such as swing-sst")
+    text = read_text(path, where, bytes_per_byte=PARAMS_BYTES_PER_CHAR)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DirectcollError(f"{where} cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise DirectcollError(f"{where} is not JSON (line {exc.lineno}: {exc.msg}); it must hold one object with "
-                              f"the keys {', '.join(_FILE_TYPES)}") from None
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        why = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        raise DirectcollError(f"{where} is not JSON ({why}); it must hold one object with the keys "
+                              f"{', '.join(_FILE_TYPES)}") from None
     if not isinstance(data, dict):
         raise DirectcollError(f"{where} must hold one JSON object with the keys {', '.join(_FILE_TYPES)}")
     unknown = sorted(k for k in data if k not in _FILE_TYPES and k not in FILE_EXTRA_KEYS)

@@ -400,7 +400,7 @@ def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: It
         2 (α T_L + T_B M/B), Table 4, summed over ``m_over_b``).
 
     Raises:
-        DirectcollError: N < 2 or d < 1 (or not integers), or nothing reaches (N, d).
+        DirectcollError: N < 2, d < 1 or d > N - 1 (or not integers), or nothing reaches (N, d).
         ResourceError: N over :data:`MAX_NODES`.
         SolverError: HiGHS fails on a base's BFB LP (:func:`directcoll.synthesis.bfb.bfb_cost`).
 
@@ -417,6 +417,9 @@ def find_topology(nodes: int, degree: int, *, alpha: float = 10e-6, m_over_b: It
     if int(nodes) != nodes or nodes < 2 or int(degree) != degree or degree < 1:
         raise DirectcollError(f"find-topology needs nodes >= 2 and degree >= 1, got nodes={nodes}, degree={degree}")
     check_work(f"find-topology for N={int(nodes):,}", nodes, MAX_NODES, "nodes")
+    if degree > nodes - 1:  # every base and expansion is a digraph without parallel links
+        raise DirectcollError(f"find-topology: degree {degree} is over N - 1 = {int(nodes) - 1}; a node of a "
+                              f"network of N = {int(nodes)} nodes without parallel links has at most N - 1 neighbours")
     nodes, degree = int(nodes), int(degree)
     sizes = [float(m) for m in m_over_b]
     report = progress or (lambda *_: None)

@@ -35,12 +35,14 @@ import json
 import math
 import os
 import re
-import xml.parsers.expat as expat
+from xml.sax import SAXParseException
+from xml.sax.handler import ContentHandler
 from xml.sax.saxutils import escape
 
 import numpy as np
 
 from directcoll.errors import SpecError
+from directcoll.inputs import check_xml_encoding, regular_file_size
 from directcoll.resources import check_memory
 from directcoll.topology.linktable import LinkTable, bandwidth_value, flag_value, latency_value
 from directcoll.topology.model import DEFAULT_LINK_BANDWIDTH, DEFAULT_LINK_LATENCY, Topology
@@ -121,18 +123,6 @@ def file_format(path, fmt: str | None = None) -> str:
     return SUFFIXES[suffix]
 
 
-def _file_bytes(path, what: str) -> int:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise SpecError(f"{what}: no such file; {_ACCEPTED}") from None
-    except OSError as exc:
-        raise SpecError(f"{what}: cannot be read ({exc.strerror or exc}); {_ACCEPTED}") from None
-    if os.path.isdir(path):
-        raise SpecError(f"{what} is a folder; {_ACCEPTED}")
-    return st.st_size
-
-
 def file_size(path, fmt: str | None = None) -> Size:
     """Upper bounds on what a network file holds, from its size in bytes alone (:data:`MIN_EDGE_BYTES` per edge,
     two links per edge), with the estimated peak memory of reading it (:data:`READ_BYTES_PER_FILE_BYTE`): what
@@ -151,7 +141,7 @@ def file_size(path, fmt: str | None = None) -> Size:
     4
     """
     fmt = file_format(path, fmt)
-    nbytes = _file_bytes(path, f"{FILE_PREFIX}{path}")
+    nbytes = regular_file_size(path, f"{FILE_PREFIX}{path}", error=SpecError)
     links = min(2 * (nbytes // MIN_EDGE_BYTES[fmt] + 1), MAX_LINKS)
     return Size(min(links, MAX_NODES), links, links, links, READ_BYTES_PER_FILE_BYTE[fmt] * float(nbytes))
 
@@ -205,16 +195,12 @@ def read_network(path, *, link_bandwidth: float | None = None, link_latency: flo
 
 
 # -- GraphML --------------------------------------------------------------------------------------------------
-class _GraphML:
-    """A streaming GraphML reader (expat): keys, one graph, its nodes and edges with their data."""
+class _GraphML(ContentHandler):
+    """A streaming GraphML reader (SAX through defusedxml): keys, one graph, its nodes and edges with their data."""
 
     def __init__(self, table: LinkTable, what: str) -> None:
+        super().__init__()
         self.table, self.what = table, what
-        self.p = expat.ParserCreate()
-        self.p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-        self.p.StartElementHandler, self.p.EndElementHandler = self.start, self.end
-        self.p.CharacterDataHandler = self.chars
-        self.p.EntityDeclHandler = self.entity
         self.stack: list[str] = []
         self.keys: dict[str, tuple[str, str]] = {}  # key id -> (for, attribute name)
         self.defaults: dict[str, str] = {}
@@ -226,28 +212,38 @@ class _GraphML:
         self.directed = False
         self.edges = 0
 
+    @property
+    def line(self) -> int:
+        return self._locator.getLineNumber() if self._locator is not None else 0
+
     def fail(self, message: str) -> SpecError:
-        return SpecError(f"{self.what}: line {self.p.CurrentLineNumber}: {message}")
+        return SpecError(f"{self.what}: line {self.line}: {message}")
 
     def parse(self, f) -> None:
+        from defusedxml import DefusedXmlException
+        from defusedxml.sax import make_parser
+
+        check_xml_encoding(f.read(512), self.what, error=SpecError)
+        f.seek(0)
+        parser = make_parser()  # entity declarations and external references refused; a DOCTYPE alone is read
+        parser.setContentHandler(self)
         try:
-            self.p.ParseFile(f)
-        except expat.ExpatError as exc:
-            raise SpecError(f"{self.what}: line {exc.lineno}: not well-formed XML "
-                            f"({expat.errors.messages[exc.code]}); accepted: a GraphML file as "
-                            "networkx.write_graphml writes it") from None
+            parser.parse(f)
+        except SAXParseException as exc:
+            raise SpecError(f"{self.what}: line {exc.getLineNumber()}: not well-formed XML ({exc.getMessage()}); "
+                            "accepted: a GraphML file as networkx.write_graphml writes it") from None
+        except DefusedXmlException:
+            raise self.fail("XML entity declarations are not accepted in a network file, nor external "
+                            "references") from None
         if not self.graphs:
             raise SpecError(f"{self.what}: no <graph> element; accepted: a GraphML file with one graph")
-
-    def entity(self, *args) -> None:
-        raise self.fail("XML entity declarations are not accepted in a network file")
 
     def attr(self, attrs: dict, name: str, element: str) -> str:
         if name not in attrs:
             raise self.fail(f"<{element}> without its {name!r} attribute; accepted: <{element} {name}=\"...\">")
         return attrs[name]
 
-    def start(self, name: str, attrs: dict) -> None:
+    def startElement(self, name: str, attrs) -> None:
         local = name.rpartition(":")[2]
         parent = self.stack[-1] if self.stack else None
         self.stack.append(local)
@@ -277,8 +273,8 @@ class _GraphML:
                 directed = attrs.get("directed")
                 self.item = {"source": self.attr(attrs, "source", "edge"), "target": self.attr(attrs, "target", "edge"),
                              "directed": self.directed if directed is None else flag_value(
-                                 directed, f"{self.what}: line {self.p.CurrentLineNumber}", "directed"),
-                             "data": {}, "line": self.p.CurrentLineNumber}
+                                 directed, f"{self.what}: line {self.line}", "directed"),
+                             "data": {}, "line": self.line}
         elif local == "hyperedge":
             raise self.fail("a hyperedge; accepted: edges between two nodes")
         elif local == "data" and parent in ("node", "edge") and self.item is not None:
@@ -288,11 +284,11 @@ class _GraphML:
                                 "the graph")
             self.text = []
 
-    def chars(self, data: str) -> None:
+    def characters(self, data: str) -> None:
         if self.text is not None and self.stack[-1] in ("data", "default"):
             self.text.append(data)
 
-    def end(self, name: str) -> None:
+    def endElement(self, name: str) -> None:
         local = self.stack.pop()
         if local == "default" and self.key is not None and self.text is not None:
             self.defaults[self.key] = "".join(self.text)
@@ -306,7 +302,7 @@ class _GraphML:
             item, self.item = self.item, None
             values = self.values(local, item["data"])
             if local == "node":
-                where = f"{self.what}: line {self.p.CurrentLineNumber}: node {item['id']!r}"
+                where = f"{self.what}: line {self.line}: node {item['id']!r}"
                 self.table.node(item["id"], where, switch=flag_value(values.get("switch"), where), declared=True)
             else:
                 where = f"{self.what}: line {item['line']}: edge {self.edges}"

@@ -27,11 +27,20 @@ import numpy as np
 from directcoll.errors import DirectcollError, MissingDependencyError, SpecError, TopologyError
 from directcoll.resources import check_memory
 from directcoll.topology.sizes import check_caps, graph_size
-from directcoll.units import format_time, parse_bandwidth, parse_duration
+from directcoll.units import (
+    MAX_BANDWIDTH,
+    MAX_TIME,
+    MIN_BANDWIDTH,
+    format_time,
+    parse_bandwidth,
+    parse_duration,
+)
 
 #: what a bandwidth or latency may be, for messages
-BANDWIDTH_FORMS = "a rate with its unit (100Gbps, 400Gb/s, 12.5GB/s) or a plain number of bit/s (1e11)"
-LATENCY_FORMS = "a time with its unit (500ns, 1us) or a plain number of seconds (5e-7)"
+BANDWIDTH_FORMS = ("a rate from 1 bit/s to 1 Eb/s with its unit (100Gbps, 400Gb/s, 12.5GB/s) or a plain number "
+                   "of bit/s (1e11)")
+LATENCY_FORMS = (f"a time from 0 to {MAX_TIME:g} s with its unit (500ns, 1us) or a plain number of seconds "
+                 "(5e-7)")
 #: how to install networkx (the ``networkx`` extra)
 NETWORKX_EXTRA = "pip install 'directcoll[networkx]'"
 #: networkx keeps a few dicts per node and per edge: bytes each (measured with tracemalloc, rounded up)
@@ -47,7 +56,10 @@ def _number(value) -> float | None:
         except ValueError:
             return None
     if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float's range: infinite, which the callers refuse
+            return math.inf
     return None
 
 
@@ -56,7 +68,7 @@ def bandwidth_value(value, where: str) -> float:
     its unit (``"100Gbps"``, ``"12.5GB/s"``); None (no value) gives NaN, for the default.
 
     Raises:
-        SpecError: anything else, or a bandwidth that is not positive and finite; the message starts with
+        SpecError: anything else, or a bandwidth outside 1 bit/s to 1 Eb/s; the message starts with
             ``where`` (the file and line, or the graph's edge) and lists the accepted forms.
 
     Source: docs/topology.md, "Your own network" (numbers are bit/s, text carries its unit); SI / IEC 80000-13
@@ -77,7 +89,7 @@ def bandwidth_value(value, where: str) -> float:
             return parse_bandwidth(value.strip())
         except DirectcollError:
             pass
-    elif bits is not None and math.isfinite(bits) and bits > 0:
+    elif bits is not None and MIN_BANDWIDTH <= bits / 8 <= MAX_BANDWIDTH:  # NaN and infinities fail too
         return bits / 8
     raise SpecError(f"{where}: bandwidth {_short(value)} is not a positive rate; accepted: {BANDWIDTH_FORMS}")
 
@@ -87,7 +99,7 @@ def latency_value(value, where: str) -> float:
     its unit (``"500ns"``); None (no value) gives NaN, for the default.
 
     Raises:
-        SpecError: anything else, or a negative or infinite latency; the message starts with ``where`` and lists
+        SpecError: anything else, or a latency outside 0 to an hour; the message starts with ``where`` and lists
             the accepted forms.
 
     Source: docs/topology.md, "Your own network"; SI prefixes (:func:`directcoll.units.parse_duration`).
@@ -103,7 +115,7 @@ def latency_value(value, where: str) -> float:
             return parse_duration(value.strip(), "latency")
         except DirectcollError:
             pass
-    elif seconds is not None and math.isfinite(seconds) and seconds >= 0:
+    elif seconds is not None and 0 <= seconds <= MAX_TIME:
         return seconds
     raise SpecError(f"{where}: latency {_short(value)} is not a time >= 0; accepted: {LATENCY_FORMS}")
 

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from directcoll.errors import TopologyError
+from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MIN_BANDWIDTH
 
 #: Link bandwidth and latency used when a generator is not told otherwise: the Swing paper's SST setup
 #: (Sec. 5: 400 Gb/s links, 100 ns latency), in bytes/s and seconds.
@@ -79,8 +80,11 @@ class Topology:
         if n_links and (min(self.link_src.min(), self.link_dst.min()) < 0
                         or max(self.link_src.max(), self.link_dst.max()) >= self.num_nodes):
             raise TopologyError(f"{self.spec}: a link endpoint is outside 0..{self.num_nodes - 1}")
-        if n_links and not (np.all(self.link_bandwidth > 0) and np.all(self.link_latency >= 0)):
-            raise TopologyError(f"{self.spec}: link bandwidths must be > 0 and latencies >= 0")
+        bw, lat = self.link_bandwidth, self.link_latency  # NaN fails every comparison
+        if n_links and not (np.all((bw >= MIN_BANDWIDTH) & (bw <= MAX_BANDWIDTH))
+                            and np.all((lat >= 0) & (lat <= MAX_TIME))):
+            raise TopologyError(f"{self.spec}: link bandwidths must lie in [{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}] "
+                                f"bytes/s (1 bit/s to 1 Eb/s) and latencies in [0, {MAX_TIME:g}] s")
         if self.shape is not None and int(np.prod(self.shape)) != self.num_compute:
             raise TopologyError(f"{self.spec}: shape {self.shape} does not hold {self.num_compute} nodes")
         if self.num_compute > 1:

@@ -367,6 +367,8 @@ def _groups(topo: Topology, src: np.ndarray, dst: np.ndarray, routing: str):
             board = shifts.board(src)
             src, dst = shifts.move_nodes(src, board, sign=-1), shifts.move_nodes(dst, board, sign=-1)
     uniq, inverse = np.unique(src * v + dst, return_inverse=True)
+    if not topo.is_cayley:  # a minimal route is two BFS sweeps and a path count over the links, per pair
+        check_bfs_work(topo, 3 * len(uniq), f"routes of {len(uniq):,} (source, destination) pairs")
     order = np.argsort(inverse, kind="stable")  # transfers of one group together, in increasing order
     bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
     for j, key in enumerate(uniq):
@@ -402,7 +404,9 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
         TopologyError: an unknown routing, a routing the topology cannot do, an empty explicit route or a route
             with a link id outside the topology.
         ResourceError: route patterns need more memory than allowed (BFS of a large topology,
-            :func:`directcoll.topology.paths.bfs_distances`).
+            :func:`directcoll.topology.paths.bfs_distances`), or more BFS work than
+            :data:`~directcoll.topology.paths.MAX_BFS_WORK` (three sweeps per distinct pair on a topology without
+            translation symmetry).
 
     Source: docs/architecture.md, "Engines, runtimes and scale" (three engines take the same lowered input);
     docs/simulation.md, "Step model", item 1.

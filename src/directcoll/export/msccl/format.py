@@ -29,10 +29,10 @@ must be a multiple of ``nchunksperloop`` for the executor to select the algorith
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from directcoll.errors import DirectcollError, ScheduleFormatError
+from directcoll.inputs import parse_xml
 from directcoll.schedule.ir import Collective
 
 #: IR collective -> the executor's ``coll`` spelling (``msccl_parser.cc``).
@@ -344,13 +344,7 @@ def parse_msccl(text: str, *, source: str = "<msccl xml>") -> Program:
     """
     if not isinstance(text, str):
         raise MscclFormatError(f"{source}: expected MSCCL XML text, got {type(text).__name__}")
-    if "<!DOCTYPE" in text or "<!ENTITY" in text:
-        raise MscclFormatError(f"{source}: a document type declaration (<!DOCTYPE>, <!ENTITY>) is not accepted in "
-                               "MSCCL XML")
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise MscclFormatError(f"{source}: not well-formed XML: {exc}") from None
+    root = parse_xml(text, source, error=MscclFormatError)
     if root.tag != "algo":
         raise MscclFormatError(f"{source}: the root element is <{root.tag}>; an MSCCL algorithm is an <algo>")
     prog = _parse_algo(root, source)

@@ -36,11 +36,15 @@ import numpy as np
 
 from directcoll.errors import DirectcollError
 from directcoll.export.msccl.format import COLL_NAMES
+from directcoll.resources import check_memory
 from directcoll.schedule.ir import Collective, Schedule
 
 #: Buffer codes, and their letters in the XML (``BUFFER_LETTERS[I] == "i"``).
 I, O, S = 0, 1, 2
 BUFFER_LETTERS = "ios"
+#: bytes per rank and chunk cell of a :class:`BufferLayout`: two int8 buffer maps, two int64 index maps, two
+#: bool masks
+LAYOUT_BYTES_PER_CELL = 20
 #: Where a value lives: its initial location, its home, its alternate scratch chunk.
 INIT, HOME, ALT = 0, 1, 2
 
@@ -149,6 +153,7 @@ def buffer_layout(s: Schedule, q: int) -> BufferLayout:
     (2, 8)
     """
     n, cd, C = s.nranks, s.nblocks * q, (s.nblocks + s.nscratch) * q
+    check_memory(f"the MSCCL buffer layout of {n:,} ranks x {C:,} chunk cells", LAYOUT_BYTES_PER_CELL * n * C)
     lay = BufferLayout(s.collective, n, cd, C, nchunks=cd, kc=cd,
                        init_buf=np.full((n, C), S, np.int8), init_idx=np.zeros((n, C), np.int64),
                        home_buf=np.full((n, C), S, np.int8), home_idx=np.zeros((n, C), np.int64),

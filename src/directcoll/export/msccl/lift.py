@@ -51,6 +51,7 @@ from directcoll.export.msccl.order import (
     reachability,
     topological_order,
 )
+from directcoll.inputs import read_text
 from directcoll.resources import check_memory
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 
@@ -102,13 +103,7 @@ def import_msccl(path_or_text, *, model: str = "auto", strict: bool = False, che
     """
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and not path_or_text.lstrip().startswith("<")):
         path = Path(path_or_text)
-        try:
-            check_memory(f"reading {path}", float(path.stat().st_size) * XML_BYTES_PER_CHAR)
-            text = path.read_text()
-        except UnicodeDecodeError as exc:
-            raise MscclFormatError(f"{path}: not MSCCL XML (not UTF-8 text: {exc})") from None
-        except OSError as exc:
-            raise MscclFormatError(f"{path}: cannot read MSCCL XML ({exc.strerror or exc})") from None
+        text = read_text(path, f"MSCCL XML {path}", bytes_per_byte=XML_BYTES_PER_CHAR, error=MscclFormatError)
         source = str(path)
     elif isinstance(path_or_text, str):
         text, source = path_or_text, "<msccl xml>"

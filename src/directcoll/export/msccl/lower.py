@@ -432,6 +432,11 @@ def _checked_request(schedule, name, proto, max_chunks, min_bytes, max_bytes, li
     if min_bytes < 0 or max_bytes < 0 or (max_bytes and max_bytes < min_bytes):
         raise DirectcollError(f"msccl export: need 0 <= min_bytes <= max_bytes (max_bytes 0 = no limit), got "
                               f"{min_bytes}, {max_bytes}")
+    cells = max(schedule.vector_blocks, schedule.nscratch)  # chunks of one buffer, at one chunk per block
+    if cells > limits.max_offset + 1:  # before any per-chunk work: a chunk index the executor cannot address
+        raise MscclLimitError(f"msccl export: a buffer of {cells:,} blocks needs chunk offsets up to {cells - 1:,}; "
+                              f"the executor's srcOffset/dstOffset are int16 (at most {limits.max_offset})",
+                              limit="offset", value=cells - 1, allowed=limits.max_offset)
     default = f"{schedule.algorithm}_{COLL_NAMES.get(schedule.collective, schedule.collective.value)}_{schedule.nranks}"
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", name if name is not None else default)
     if not name:
