@@ -240,4 +240,7 @@ def test_a_parameters_file_accepts_every_field_of_network_params():
 
     from directcoll.simulate import params
 
-    assert set(params._FILE_TYPES) == {f.name for f in fields(params.NetworkParams)}
+    # the implementations are the file's "implementations" object and "default_implementation"
+    assert set(params._FILE_TYPES) == {f.name for f in fields(params.NetworkParams)} - {"implementation",
+                                                                                         "implementations"}
+    assert {"implementations", "default_implementation"} <= set(params.FILE_EXTRA_KEYS)

@@ -457,6 +457,9 @@ BYTES_PER_PAIR = 128
 QUADRATIC = {"swing": ("bandwidth", None, "libswing"), "generalized": None}
 #: bytes per pair of ranks of an expanded schedule: 322 measured with tracemalloc on degree(line(torus:4x4),8)
 EXPANSION_BYTES_PER_PAIR = 320
+#: bytes per (rank, block) of a scatter-allgather broadcast (the allgather cut at block ends): 67 measured with
+#: tracemalloc on swing-tree bandwidth, torus:32x32 (4,096 blocks)
+SCATTER_ALLGATHER_BYTES_PER_BLOCK = 72
 #: Algorithms whose steps grow linearly: a ring's 2 (N - 1), a bucket's 2 sum_i (d_i - 1) on sides d_i (252 steps
 #: and 4.1 M transfers with 4 ports on torus:64x64).
 LINEAR_STEPS = ("ring", "shifted-ring", "bucket", "chain")
@@ -511,6 +514,9 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
         nbytes = max(nbytes, n * n * BYTES_PER_PAIR)
     if alg.name == "expansion":  # expanded trees carry a piece per pair of ranks, at every N
         nbytes = max(nbytes, n * n * EXPANSION_BYTES_PER_PAIR)
+    if alg.name in ("swing-tree", "bfb-tree") and variant == "bandwidth":  # scatter-allgather: a piece per block
+        trees = float(ports or (topology.out_degree.max() if alg.name == "swing-tree" else 1))  # and rank
+        nbytes = max(nbytes, n * n * trees * SCATTER_ALLGATHER_BYTES_PER_BLOCK)
     return nbytes
 
 

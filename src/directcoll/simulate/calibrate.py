@@ -24,14 +24,19 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from directcoll.errors import DirectcollError
+from directcoll.simulate.implementation import Implementation
 from directcoll.simulate.measurements import read_measurements
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
 
-#: the NetworkParams fields calibrate can fit, and the default ``--fit``
-FITTABLE = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
-DEFAULT_FIT = FITTABLE
+#: the network's terms calibrate can fit (shared by every implementation), and the default ``--fit``
+NETWORK = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
+#: an implementation's terms calibrate can fit, once per implementation the measurements name
+#: (:class:`~directcoll.simulate.implementation.Implementation`)
+SOFTWARE = ("call_overhead", "port_overhead", "message_overhead", "bandwidth_efficiency")
+FITTABLE = NETWORK + SOFTWARE
+DEFAULT_FIT = NETWORK
 #: a fit is poor when the RMS relative residual is over 10 % or any one is over 25 % (docs/simulation.md,
 #: "Calibration": OSU averages repeat within a few per cent; beyond these the model misses a regime)
 POOR_RMS = 0.10
@@ -40,11 +45,20 @@ POOR_MAX = 0.25
 COLLINEAR = 1e-6
 #: a parameter changing no relative time by more than this (for a 1 % change of its scale) has no effect
 NO_EFFECT = 1e-9
-#: SI value of one unit of the fitted variable: us for the latencies, ns/B for gamma and 1 / link_bandwidth
-_UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9}
-#: the smallest inverse bandwidth, ns/B (1e9 GB/s): keeps link_bandwidth finite
-_MIN_BETA = 1e-9
-_LATENCY = ("alpha", "per_hop_latency")
+#: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and
+#: 1 / link_bandwidth, a share for the bandwidth efficiency
+_UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "call_overhead": 1e-6,
+         "port_overhead": 1e-6, "message_overhead": 1e-6, "bandwidth_efficiency": 1.0}
+#: the range each fitted variable is searched in (in its unit; the fit runs on their logarithms): a picosecond to
+#: an hour, 1 Eb/s to 1 bit/s, a share of 0.1 % to all of the link rate
+_RANGE = {**dict.fromkeys(("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead"),
+                          (1e-6, 3.6e9)),
+          "gamma": (1e-9, 8e9), "link_bandwidth": (8e-9, 8e9), "bandwidth_efficiency": (1e-3, 1.0)}
+#: the smallest inverse bandwidth, ns/B: keeps link_bandwidth finite
+_MIN_BETA = _RANGE["link_bandwidth"][0]
+_LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead")
+#: starting points tried, as factors of the plausible start (the best fit of all is kept)
+STARTS = (1.0, 0.1, 10.0)
 
 
 def parse_fit(text: str | None) -> tuple[str, ...]:
@@ -111,6 +125,8 @@ class Calibration:
     topology: str
     routing: str
     source: str
+    uncertainty: dict | None = None
+    cross_validation: dict | None = None
 
     @property
     def poor(self) -> bool:
@@ -142,7 +158,8 @@ class Calibration:
         return {"params": self.params.to_dict(), "fitted": dict(self.fitted), "rms": self.rms,
                 "max_abs": self.max_abs, "poor": self.poor, "thresholds": {"rms": POOR_RMS, "max_abs": POOR_MAX},
                 "warnings": list(self.warnings), "notes": list(self.notes), "topology": self.topology,
-                "routing": self.routing, "source": self.source, "measurements": rows}
+                "routing": self.routing, "source": self.source, "measurements": rows,
+                "uncertainty": self.uncertainty, "cross_validation": self.cross_validation}
 
     def params_file(self) -> dict:
         """What ``calibrate -o FILE`` writes: the keys of :meth:`NetworkParams.to_dict` plus ``calibration`` (the
@@ -162,70 +179,136 @@ class Calibration:
         ('calibrated from measurements', True)
         """
         rest = self.to_dict()
-        return {**rest.pop("params"), "calibration": rest}
+        params = rest.pop("params")
+        impls = params.pop("implementations")
+        active = params.pop("implementation")
+        default = active["name"]
+        table = {i["name"]: {k: v for k, v in i.items() if k != "name"} for i in [*impls, active]}
+        return {**params, "implementations": table, "default_implementation": default, "calibration": rest}
 
 
-def _with_values(base: NetworkParams, fit, x) -> NetworkParams:
-    values = {}
-    for name, v in zip(fit, x, strict=True):
-        if name == "link_bandwidth":
-            values[name] = 1.0 / (max(float(v), _MIN_BETA) * _UNIT[name])
-        else:
-            values[name] = float(v) * _UNIT[name]
-    return replace(base, **values)
+def _name(key: str) -> str:
+    """The field of a fitted variable's key (``alpha``, ``call_overhead@fujitsu-mpi`` -> ``call_overhead``)."""
+    return key.partition("@")[0]
 
 
-def _groups(measurements, topology: Topology, source: str):
+def _keys(fit, implementations) -> tuple[str, ...]:
+    """The fitted variables: each network term once, each software term once per implementation."""
+    return tuple(k for n in fit for k in ([n] if n in NETWORK else [f"{n}@{i}" for i in implementations]))
+
+
+def _profiles(base: NetworkParams, implementations) -> dict:
+    """Every implementation the measurements name: the base parameters' own profile, else a neutral one."""
+    out = {}
+    for name in implementations:
+        try:
+            out[name] = base.use(name).implementation
+        except DirectcollError:
+            out[name] = Implementation(name=name, source="fitted by directcoll calibrate")
+    return out
+
+
+def _with_values(base: NetworkParams, keys, x, profiles: dict) -> dict:
+    """NetworkParams per implementation name with the fitted values ``x`` (in their units) in place."""
+    net, soft = {}, {name: {} for name in profiles}
+    for key, v in zip(keys, x, strict=True):
+        name, _, impl = key.partition("@")
+        value = 1.0 / (max(float(v), _MIN_BETA) * _UNIT[name]) if name == "link_bandwidth" else float(v) * _UNIT[name]
+        (soft[impl] if impl else net)[name] = min(value, 1.0) if name == "bandwidth_efficiency" else value
+    params = replace(base, **net)
+    impls = tuple(replace(profiles[i], **soft[i]) for i in profiles)
+    params = replace(params, implementations=impls + tuple(i for i in base.implementations if i.name not in profiles))
+    return {i.name: replace(params, implementation=i) for i in impls}
+
+
+def _groups(measurements, topology: Topology, source: str, default: str):
     from directcoll.registry import build_pattern
 
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(measurements):
-        groups.setdefault((m.algorithm, m.variant, m.collective), []).append(i)
+        key = (m.algorithm, m.variant, m.collective, m.ports, m.implementation or default)
+        groups.setdefault(key, []).append(i)
     out = []
-    for (name, variant, collective), idx in groups.items():
+    for (name, variant, collective, ports, impl), idx in groups.items():
         first = measurements[idx[0]]
         try:
-            pattern = build_pattern(name, topology, collective, variant=variant)
+            pattern = build_pattern(name, topology, collective, variant=variant, ports=ports)
         except DirectcollError as exc:
             raise DirectcollError(f"{source} line {first.line}: {first.label} on {topology.spec}: {exc}") from None
         sizes = np.array([measurements[i].size for i in idx], dtype=float)
-        out.append((pattern, np.array(idx), sizes))
+        out.append((pattern, np.array(idx), sizes, impl))
     return out
 
 
-def _starting_point(fit, seconds: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Scaled variables of a plausible start: latencies a tenth of the shortest time (at least 10 ns), per-byte
-    costs a tenth of the largest time per byte (at least 1e-4 ns/B)."""
+def _starting_point(keys, seconds: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """A plausible start in the variables' units: latencies and overheads a tenth of the shortest time, per-byte
+    costs a tenth of the largest time per byte, efficiencies 1; clipped to :data:`_RANGE`."""
     latency = max(0.1 * float(seconds.min()), 1e-8)
-    per_byte = float((seconds / np.maximum(sizes, 1.0)).max()) * 0.1
-    per_byte = max(per_byte, 1e-13)
-    return np.array([(latency if n in _LATENCY else per_byte) / _UNIT[n] for n in fit])
+    per_byte = max(float((seconds / np.maximum(sizes, 1.0)).max()) * 0.1, 1e-13)
+    x = []
+    for key in keys:
+        name = _name(key)
+        v = 1.0 if name == "bandwidth_efficiency" else (latency if name in _LATENCY else per_byte) / _UNIT[name]
+        lo, hi = _RANGE[name]
+        x.append(min(max(v, lo), hi))
+    return np.array(x)
+
+
+def _solve(residuals, keys, start: np.ndarray, starts=STARTS):
+    """Bounded least squares on the logarithms of the variables from several starting points; the best result.
+    Returns (x in the variables' units, the scipy result, whether every start stopped before converging)."""
+    from scipy.optimize import least_squares
+
+    lo = np.log([_RANGE[_name(k)][0] for k in keys])
+    hi = np.log([_RANGE[_name(k)][1] for k in keys])
+    best, stalled = None, True
+    for factor in starts:
+        u0 = np.clip(np.log(start) + np.where([_name(k) == "bandwidth_efficiency" for k in keys], 0.0,
+                                              np.log(factor)), lo, hi)
+        res = least_squares(lambda u: residuals(np.exp(u)), u0, bounds=(lo, hi), method="trf", x_scale="jac",
+                            ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=100 * (len(keys) + 1))
+        stalled = stalled and res.status <= 0
+        if best is None or res.cost < best.cost:
+            best = res
+    return np.exp(best.x), best, stalled
 
 
 def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adaptive",
-              base: NetworkParams | None = None, source: str = "measurements") -> Calibration:
+              base: NetworkParams | None = None, source: str = "measurements", cross_validate: bool = True
+              ) -> Calibration:
     """Fit ``fit`` (fields of :data:`FITTABLE`) so that the step model reproduces ``measurements``.
+
+    Network terms (:data:`NETWORK`) are shared by every measurement; software terms (:data:`SOFTWARE`) are fitted
+    once per implementation the measurements name (``implementation`` column; rows without one belong to the
+    base parameters' active implementation). The fit minimises the relative residuals model / measured - 1 over
+    the logarithms of the variables, bounded by :data:`_RANGE`, from each of :data:`STARTS`; then every fitted
+    value at a bound of its range is warned about, and, with ``cross_validate``, every algorithm (label) is left
+    out in turn, the rest refitted and its times predicted: the cross-validation error.
 
     Args:
         measurements: :class:`Measurement` rows (sizes in bytes, times in s); every one's ranks must be the
             topology's compute nodes.
         topology: a Topology or a spec string.
-        fit: the parameters to fit (default all four: alpha, link_bandwidth, per_hop_latency, gamma).
+        fit: the parameters to fit (default the network's: alpha, link_bandwidth, per_hop_latency, gamma).
         routing: ``adaptive`` (default) or ``dor``.
-        base: the values not fitted (default :class:`NetworkParams`: zero overheads, the topology's own links).
+        base: the values not fitted (default :class:`NetworkParams`: zero overheads, the topology's own links),
+            with the implementations it describes.
         source: the measurements' file, for messages and the result's name.
+        cross_validate: leave each algorithm out once (one refit per label).
 
     Returns:
-        :class:`Calibration`: the fitted NetworkParams (``name`` "calibrated from SOURCE"), the model time and
-        relative residual of every measurement, RMS and largest residual, warnings and notes.
+        :class:`Calibration`: the fitted NetworkParams (``name`` "calibrated from SOURCE"; its ``implementations``
+        every implementation fitted), the model time and relative residual of every measurement, RMS and largest
+        residual, warnings and notes, the fitted values' relative uncertainty, the cross-validation residuals.
 
     Raises:
         DirectcollError: no measurements, a measurement whose ranks differ from the topology's compute nodes, an
-            empty or unknown ``fit``; an algorithm, variant or collective the registry refuses (naming the line).
+            empty or unknown ``fit``; an algorithm, variant, port count or collective the registry refuses (naming
+            the line).
         SpecError, TopologyError, ResourceError: from the topology spec, the routing or a build over the budget.
 
     Source: docs/simulation.md, "Calibration"; scipy.optimize.least_squares (trust region reflective, Branch,
-    Coleman & Li 1999) on relative residuals with bounds >= 0.
+    Coleman & Li 1999) on relative residuals, bounded, in log space.
 
     >>> from directcoll.registry import build_pattern
     >>> from directcoll.simulate.measurements import Measurement
@@ -233,11 +316,9 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     >>> t = simulate(build_pattern("ring", "ring:4"), parse_topology("ring:4"), truth).time([8.0, 1e6])
     >>> data = [Measurement("ring", None, "allreduce", 4, s, float(x)) for s, x in zip([8.0, 1e6], t)]
     >>> c = calibrate(data, "ring:4", fit=("alpha", "link_bandwidth"))
-    >>> round(c.fitted["alpha"] * 1e6, 9), round(c.fitted["link_bandwidth"] / 1e9, 6), c.warnings
+    >>> round(c.fitted["alpha"] * 1e6, 6), round(c.fitted["link_bandwidth"] / 1e9, 6), c.warnings
     (2.0, 10.0, ())
     """
-    from scipy.optimize import least_squares
-
     fit = parse_fit(",".join(fit)) if not isinstance(fit, str) else parse_fit(fit)
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     measurements = tuple(measurements)
@@ -249,29 +330,31 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
                                   f"{topo.num_compute} compute nodes; calibrate one topology at a time (put each "
                                   "rank count in its own file with its --topology)")
     base = base if base is not None else NetworkParams()
-    groups = _groups(measurements, topo, source)
+    default = base.implementation.name
+    groups = _groups(measurements, topo, source, default)
+    implementations = tuple(dict.fromkeys(g[3] for g in groups))
+    profiles = _profiles(base, implementations)
+    keys = _keys(fit, implementations)
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])
 
-    def model(params: NetworkParams) -> np.ndarray:
-        out = np.empty(len(measurements))
-        for pattern, idx, group_sizes in groups:
-            out[idx] = simulate(pattern, topo, params, routing).time(group_sizes)
+    def model(x, rows=None, use=keys) -> np.ndarray:
+        per_impl = _with_values(base, use, x, profiles)
+        out = np.full(len(measurements), np.nan)
+        for pattern, idx, group_sizes, impl in groups:
+            if rows is None or rows[idx].any():
+                out[idx] = simulate(pattern, topo, per_impl[impl], routing).time(group_sizes)
         return out
 
-    def residuals(x) -> np.ndarray:
-        return model(_with_values(base, fit, x)) / seconds - 1.0
-
-    lower = np.array([_MIN_BETA if n == "link_bandwidth" else 0.0 for n in fit])
-    res = least_squares(residuals, _starting_point(fit, seconds, sizes), bounds=(lower, np.inf), method="trf",
-                        x_scale="jac", ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=200 * (len(fit) + 1))
-    x = np.maximum(res.x, lower)
-    warnings = [] if res.status > 0 else [f"least squares stopped before converging ({res.message}); the values "
-                                          "may not be the best fit"]
-    kept, x, found = _identifiability(fit, x, base, model, seconds, sizes)
+    x, res, stalled = _solve(lambda v: model(v) / seconds - 1.0, keys, _starting_point(keys, seconds, sizes))
+    warnings = [f"least squares stopped before converging from every start ({res.message}); the values may not be "
+                "the best fit"] if stalled else []
+    kept, x, found = _identifiability(keys, x, model, seconds, sizes)
     warnings += found
-    params = _with_values(base, kept, x)
-    times = model(params)
+    warnings += _at_bounds(kept, x)
+    warnings += _inherited_caps(base, kept, x)
+    per_impl = _with_values(base, kept, x, profiles)
+    times = model_for(per_impl, groups, topo, routing, len(measurements))
     r = times / seconds - 1.0
     rms, worst = float(np.sqrt(np.mean(r * r))), int(np.argmax(np.abs(r)))
     max_abs = float(abs(r[worst]))
@@ -281,8 +364,13 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
                            f"{m.label} at {m.size:g} B); thresholds {POOR_RMS:.0%} RMS, {POOR_MAX:.0%} largest: the "
                            "step model with these parameters does not describe these measurements (see "
                            "docs/simulation.md, Calibration)")
-    fitted = {n: getattr(params, n) for n in kept}
-    notes = [f"{n} fitted at its lower bound 0" for n in kept if n != "link_bandwidth" and fitted[n] == 0.0]
+    params = per_impl[default] if default in per_impl else next(iter(per_impl.values()))
+    fitted = {k: _value_of(per_impl, k) for k in kept}
+    notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k, v in zip(kept, x, strict=True)
+             if _name(k) != "link_bandwidth" and v <= _RANGE[_name(k)][0] * 1.0001]
+    uncertainty = _uncertainty(res, keys, kept, len(measurements))
+    cv = (_cross_validation(measurements, kept, x, lambda v, rows=None: model(v, rows, kept), seconds, default)
+          if cross_validate else None)
     labels = ", ".join(dict.fromkeys(m.label for m in measurements))
     summary = (f"directcoll calibrate: least squares on {len(measurements)} measurements of {source} ({labels}) "
                f"on {topo.spec}, {routing} routing, fitted {', '.join(kept) or 'nothing'}; RMS relative residual "
@@ -290,7 +378,99 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     params = replace(_pin_links(params, topo), name=f"calibrated from {os.path.basename(source) or source}",
                      source=summary)
     return Calibration(params, fitted, measurements, times, r, rms, max_abs, tuple(warnings), tuple(notes),
-                       topo.spec, routing, source)
+                       topo.spec, routing, source, uncertainty, cv)
+
+
+def model_for(per_impl: dict, groups, topo: Topology, routing: str, count: int) -> np.ndarray:
+    """float64 (M,): the step model's time of every measurement with the parameters of its implementation, s.
+    Raises: as :func:`directcoll.simulate.step.simulate`. Source: docs/simulation.md, "Calibration"."""
+    out = np.empty(count)
+    for pattern, idx, group_sizes, impl in groups:
+        out[idx] = simulate(pattern, topo, per_impl[impl], routing).time(group_sizes)
+    return out
+
+
+def _value_of(per_impl: dict, key: str) -> float:
+    name, _, impl = key.partition("@")
+    params = per_impl[impl] if impl else next(iter(per_impl.values()))
+    return float(getattr(params.implementation, name) if impl else getattr(params, name))
+
+
+def _at_bounds(keys, x) -> list[str]:
+    """Warnings for fitted values pinned at the top of their range, or an efficiency of 1 (the model wanted
+    more): a term is missing or the data cannot bound it."""
+    out = []
+    for key, v in zip(keys, x, strict=True):
+        lo, hi = _RANGE[_name(key)]
+        if v >= hi * 0.9999 and _name(key) != "bandwidth_efficiency":
+            out.append(f"{key} is at the top of its physical range ({hi * _UNIT[_name(key)]:g}); the model lacks a "
+                       "term these measurements need, or they cannot bound it")
+        if _name(key) == "link_bandwidth" and v <= lo * 1.0001:
+            out.append(f"{key} is at the top of its physical range (1 Eb/s); the measurements do not bound it")
+    return out
+
+
+def _inherited_caps(base: NetworkParams, keys, x) -> list[str]:
+    """A warning when link bandwidth is fitted while the base's host-injection cap binds at the fitted value (the
+    cap, not the links, would then set every bandwidth term)."""
+    if base.host_injection is None or "link_bandwidth" not in keys:
+        return []
+    bw = 1.0 / (x[list(keys).index("link_bandwidth")] * _UNIT["link_bandwidth"])
+    return [f"the base parameters' host_injection of {base.host_injection:g} B/s is kept while link_bandwidth is "
+            f"fitted to {bw:g} B/s: where it binds it, not the links, sets the bandwidth term; give base "
+            "parameters without it or fit with it in mind"] if base.host_injection < 2 * bw else []
+
+
+def _uncertainty(res, keys, kept, count: int) -> dict:
+    """Relative one-sigma uncertainty of each fitted value from the Jacobian at the solution (log space:
+    sigma of log x is the relative uncertainty); None where it cannot be estimated."""
+    if count <= len(keys) or res.jac is None:
+        return {k: None for k in kept}
+    jac = np.asarray(res.jac)
+    dof = max(count - len(keys), 1)
+    s2 = float(2.0 * res.cost / dof)
+    try:
+        cov = np.linalg.pinv(jac.T @ jac) * s2
+    except np.linalg.LinAlgError:
+        return {k: None for k in kept}
+    sigma = dict(zip(keys, np.sqrt(np.maximum(np.diag(cov), 0.0)), strict=True))
+    return {k: float(sigma[k]) for k in kept}
+
+
+def _cross_validation(measurements, keys, x, model, seconds, default: str) -> dict | None:
+    """Leave each algorithm (label) out, refit the rest from the full fit, predict it: residuals per row, the
+    median and largest |residual|, and per label. A software term whose implementation only the left-out label
+    has keeps the value of a neutral implementation (it cannot be fitted without it). None with one label."""
+    labels = [m.label for m in measurements]
+    distinct = list(dict.fromkeys(labels))
+    if len(distinct) < 2 or not keys:
+        return None
+    lab = np.array(labels)
+    cv = np.full(len(measurements), np.nan)
+    for label in distinct:
+        out = lab == label
+        train = ~out
+        impls_left = {m.implementation or default for m, t in zip(measurements, train, strict=True) if t}
+        free = [i for i, k in enumerate(keys) if "@" not in k or k.partition("@")[2] in impls_left]
+        neutral = x.copy()
+        for i, k in enumerate(keys):
+            if i not in free:
+                neutral[i] = 0.0 if _name(k) != "bandwidth_efficiency" else 1.0
+        sub = [keys[i] for i in free]
+
+        def residuals(v, free=free, neutral=neutral, train=train):
+            full = neutral.copy()
+            full[free] = v
+            return (model(full, train) / seconds - 1.0)[train]
+
+        if sub:
+            v, _, _ = _solve(residuals, sub, np.clip(x[free], [_RANGE[_name(k)][0] for k in sub],
+                                                     [_RANGE[_name(k)][1] for k in sub]), starts=(1.0,))
+            neutral[free] = v
+        cv[out] = (model(neutral, out) / seconds - 1.0)[out]
+    by_label = {label: float(np.median(np.abs(cv[lab == label]))) for label in distinct}
+    return {"median_abs": float(np.median(np.abs(cv))), "max_abs": float(np.max(np.abs(cv))),
+            "by_label": by_label, "residuals": cv.tolist()}
 
 
 def _pin_links(params: NetworkParams, topology: Topology) -> NetworkParams:
@@ -303,30 +483,32 @@ def _pin_links(params: NetworkParams, topology: Topology) -> NetworkParams:
     return replace(params, **values)
 
 
-def _identifiability(fit, x, base, model, seconds, sizes):
-    """Probe each fitted parameter's effect on the relative times (a 1 % step of its scale); drop the ones without
-    effect (they keep their base value); name groups whose effects are proportional. Returns (the fitted names
-    kept, their scaled values, warnings)."""
+def _identifiability(keys, x, model, seconds, sizes):
+    """Probe each fitted variable's effect on the relative times (a 1 % step of its scale); drop the ones without
+    effect (they keep their base value); name groups whose effects are proportional. Returns (the keys kept,
+    their values, warnings)."""
     latency_scale = float(seconds.min())
     per_byte_scale = float((seconds / np.maximum(sizes, 1.0)).min())
-    now = model(_with_values(base, fit, x))
+    now = model(x)
     columns, kept, out = [], [], []
-    for j, name in enumerate(fit):
-        scale = (latency_scale if name in _LATENCY else per_byte_scale) / _UNIT[name]
-        step = 0.01 * max(x[j], scale)
+    for j, key in enumerate(keys):
+        name = _name(key)
+        scale = 1.0 if name == "bandwidth_efficiency" else (
+            (latency_scale if name in _LATENCY else per_byte_scale) / _UNIT[name])
+        # 1 % of the value (of the time scale, for a latency near 0); links step faster (would faster links change
+        # anything: not when a cap binds), an efficiency steps down, below 1
+        step = 0.01 * (max(x[j], scale) if name in _LATENCY else x[j]) * (
+            -1.0 if name in ("bandwidth_efficiency", "link_bandwidth") else 1.0)
         probe = x.copy()
         probe[j] += step
-        column = (model(_with_values(base, fit, probe)) - now) / seconds
+        column = (model(probe) - now) / seconds
         if np.abs(column).max() <= NO_EFFECT:
-            value = getattr(base, name)
-            shown = "the topology's own links" if value is None else f"{value:g}"
-            out.append(f"{name} is not identifiable from these measurements: it changes none of the modelled "
-                       f"times (e.g. gamma without reductions); it is left at its base value ({shown}), leave it "
-                       "out of --fit")
+            out.append(f"{key} is not identifiable from these measurements: it changes none of the modelled "
+                       "times (e.g. gamma without reductions); it is left at its base value, leave it out of --fit")
             continue
         columns.append(column / np.linalg.norm(column))
         kept.append(j)
-    names = tuple(fit[j] for j in kept)
+    names = tuple(keys[j] for j in kept)
     if len(names) > len(seconds):
         out.append(f"{len(seconds)} measurement(s) for {len(names)} fitted parameters ({', '.join(names)}): the "
                    "fit is underdetermined; measure more sizes or algorithms, or fit fewer (--fit)")

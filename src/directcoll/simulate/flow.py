@@ -60,6 +60,7 @@ from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
+from directcoll.simulate.step import ports_of
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import route_entries
 
@@ -211,6 +212,7 @@ class _Prepared:
     count: np.ndarray        # (K, N) transfers each rank takes part in (as src plus as dst) per distinct step
     rank_ptr: list           # per distinct step: CSR over ranks of the transfers they take part in
     rank_tr: list
+    posted: np.ndarray       # (T,) messages its sender posts (its receiver takes) in its step, the more of the two
 
 
 def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing: str) -> _Prepared:
@@ -219,11 +221,14 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
     n, nl, t_all = pattern.nranks, topology.num_links, len(pattern.src)
     idx, link, share = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
     count = np.zeros((pattern.num_distinct, n), dtype=np.int64)
+    posted = np.zeros(t_all)  # messages of its step that the transfer's sender posts or its receiver takes
     rank_ptr, rank_tr = [], []
     for k in range(pattern.num_distinct):
         sl = pattern.step(k)
         src, dst = pattern.src[sl], pattern.dst[sl]
         count[k] = np.bincount(src, minlength=n) + np.bincount(dst, minlength=n)
+        remote = src != dst
+        posted[sl] = np.maximum(np.bincount(src[remote], minlength=n)[src], np.bincount(dst[remote], minlength=n)[dst])
         ranks = np.concatenate([src, dst])
         order = np.argsort(ranks, kind="stable")
         rank_tr.append(np.tile(np.arange(sl.start, sl.stop), 2)[order])
@@ -246,17 +251,18 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
     hops = np.bincount(idx, weights=share, minlength=t_all)
     latency = np.bincount(idx, weights=share * lat[link], minlength=t_all) + hops * params.per_hop_latency
     inv_bw = np.bincount(idx, weights=share / bw[link], minlength=t_all) / np.maximum(hops, 1e-300)
-    capacity = bw.astype(float)
+    efficiency = params.implementation.bandwidth_efficiency  # the share of link rates its messages reach
+    capacity = bw.astype(float) * efficiency
     if params.host_injection:
         net = np.flatnonzero(pattern.src != pattern.dst)
         idx = np.concatenate([idx, net, net])
         link = np.concatenate([link, nl + pattern.src[net], nl + n + pattern.dst[net]])
         share = np.concatenate([share, np.ones(2 * len(net))])
-        capacity = np.concatenate([capacity, np.full(2 * n, float(params.host_injection))])
+        capacity = np.concatenate([capacity, np.full(2 * n, float(params.host_injection) * efficiency)])
     order = np.argsort(idx, kind="stable")
     ptr = np.concatenate([[0], np.cumsum(np.bincount(idx, minlength=t_all))]).astype(np.int64)
     return _Prepared(pattern, params, ptr, link[order].astype(np.int64), share[order], latency, inv_bw, hops, capacity,
-                     count, rank_ptr, rank_tr)
+                     count, rank_ptr, rank_tr, posted)
 
 
 class _Run:
@@ -269,9 +275,17 @@ class _Run:
         self.nsteps = len(self.seq)
         self.src, self.dst = p.src, p.dst
         par = prep.params
-        self.alpha = par.alpha
+        impl = par.implementation
+        threads = impl.reduction_threads(ports_of(p))
         nbytes = p.size * float(size_bytes)
-        self.reduce_time = par.gamma * nbytes * p.reduce
+        # alpha, then the messages of the step its threads post one after another (LogGP's o); a message over the
+        # eager threshold waits a round trip for the rendezvous
+        self.alpha = par.alpha + impl.message_overhead * np.ceil(prep.posted / threads)
+        if impl.eager_threshold is not None:
+            self.alpha = self.alpha + 2.0 * (self.alpha + prep.latency) * (nbytes > impl.eager_threshold)
+        gamma = par.gamma if impl.gamma is None else impl.gamma
+        self.reduce_time = gamma * nbytes * p.reduce / threads  # summed per rank: its reductions share its threads
+        self.call_time = impl.call_time(ports_of(p))
         self.routed = np.diff(prep.ptr) > 0
         # packets (docs/simulation.md, "Packets in the models"): headers on the wire; every further hop waits for
         # a packet's header (cut-through) or whole packet (store-and-forward) before passing it on
@@ -284,6 +298,7 @@ class _Run:
         self.entry = np.zeros(n)                      # when it entered that step
         self.acc = np.zeros(n)                        # latest completion of its transfers in that step
         self.pend = np.zeros(n, dtype=np.int64)       # its transfers of that step not yet complete
+        self.red = np.zeros(n)                        # what it reduces in that step, s of its threads' time
         self.step_end = np.zeros(self.nsteps)
         self.finish = np.zeros(n)
         # flows waiting for their start (time, transfer, step) and active flows (transfer, step, bytes left)
@@ -320,7 +335,7 @@ class _Run:
             ok = (self.cur[s] == step) & (self.cur[d] == step)
             cand = cand[ok]
             if len(cand):
-                start = np.maximum(self.entry[s[ok]], self.entry[d[ok]]) + self.alpha
+                start = np.maximum(self.entry[s[ok]], self.entry[d[ok]]) + self.alpha[cand]
                 self.q_time = np.concatenate([self.q_time, start])
                 self.q_p = np.concatenate([self.q_p, cand])
                 self.q_t = np.concatenate([self.q_t, np.full(len(cand), step, dtype=np.int64)])
@@ -328,15 +343,18 @@ class _Run:
     def _complete(self, p: np.ndarray, t: np.ndarray, now: float) -> None:
         """Flows of transfers ``p`` (schedule steps ``t``) drained at ``now``."""
         s, d = self.src[p], self.dst[p]
-        arrival = now + self.latency[p] + self.reduce_time[p]
+        arrival = now + self.latency[p]
         np.maximum.at(self.acc, s, now)
         np.maximum.at(self.acc, d, arrival)
-        np.maximum.at(self.step_end, t, arrival)
+        np.add.at(self.red, d, self.reduce_time[p])
         n = len(self.cur)
         self.pend -= np.bincount(s, minlength=n) + np.bincount(d, minlength=n)
         ranks = _distinct(np.concatenate([s, d]), len(self.cur))
         ranks = ranks[self.pend[ranks] == 0]
-        if len(ranks):
+        if len(ranks):  # a rank done with its transfers reduces what it received, then moves on
+            self.acc[ranks] += self.red[ranks]
+            self.red[ranks] = 0.0
+            np.maximum.at(self.step_end, self.cur[ranks], self.acc[ranks])
             self._advance(ranks, self.acc[ranks])
 
     # -- flows ------------------------------------------------------------------------------------------
@@ -401,7 +419,7 @@ class _Run:
                 self._complete(drained_p, drained_t, now)
         if (self.cur < self.nsteps).any():
             raise DirectcollError("flow model: some ranks never finished (inconsistent pattern)")
-        total = float(self.finish.max()) if n else 0.0
+        total = float(self.finish.max()) + self.call_time if n else 0.0  # the call's own costs, once
         return FlowResult(total, self.step_end, self.events, self.rounds)
 
 

@@ -31,7 +31,7 @@ FORMATS = ("csv", "osu")
 MEASUREMENT_BYTES_PER_CHAR = 320
 #: CSV columns: required, then optional
 CSV_REQUIRED = ("algorithm", "ranks", "bytes", "seconds")
-CSV_OPTIONAL = ("collective", "variant")
+CSV_OPTIONAL = ("collective", "variant", "ports", "segment", "implementation")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall")
 #: the collective of an OSU title's benchmark name (lower case, spaces and dashes as underscores), and the factor
 #: from OSU's printed size to the vector size (per rank: times the rank count)
@@ -51,6 +51,8 @@ class Measurement:
 
     Attributes:
         algorithm: a registry name (``directcoll algorithms``); variant: its variant or None (the default).
+        ports, segment, implementation: the ports the algorithm ran with (None: its default), the pipelining
+            segment in bytes (recorded, not modelled), the implementation's name (None: the parameters' default).
         collective: allreduce, reduce_scatter, allgather or alltoall.
         ranks: the number of ranks measured.
         size: the vector size, bytes (see the module docstring).
@@ -73,12 +75,17 @@ class Measurement:
     size: float
     seconds: float
     line: int = 0
+    ports: int | None = None
+    segment: int | None = None
+    implementation: str | None = None
 
     @property
     def label(self) -> str:
-        """``ALGORITHM[:VARIANT] COLLECTIVE``, the group this measurement is fitted in. Raises: Nothing.
-        Source: docs/simulation.md, "Calibration"."""
-        return f"{self.algorithm}{':' + self.variant if self.variant else ''} {self.collective}"
+        """``ALGORITHM[:VARIANT] COLLECTIVE[ P=ports][ on IMPLEMENTATION]``, the group this measurement is fitted
+        in. Raises: Nothing. Source: docs/simulation.md, "Calibration"."""
+        ports = f" P={self.ports}" if self.ports else ""
+        impl = f" on {self.implementation}" if self.implementation else ""
+        return f"{self.algorithm}{':' + self.variant if self.variant else ''} {self.collective}{ports}{impl}"
 
 
 def split_algorithm(text: str) -> tuple[str, str | None]:
@@ -173,6 +180,16 @@ def _number(text: str, where: str, column: str, accepted: str) -> float:
     return value
 
 
+def _whole(text: str, where: str, column: str) -> int | None:
+    """An optional whole-number column (ports, segment): None when empty, else an int >= 1."""
+    if not text:
+        return None
+    value = _number(text, where, column, "a whole number >= 1, or empty")
+    if value != int(value) or not 1 <= value <= MAX_SIZE:
+        raise DirectcollError(f"{where}: {column} {text!r} must be a whole number >= 1, or empty")
+    return int(value)
+
+
 def _check_row(where: str, ranks: float, size: float, seconds: float) -> None:
     if ranks != int(ranks) or not 1 <= ranks <= MAX_NODES:
         raise DirectcollError(f"{where}: ranks {ranks:g} must be a whole number from 1 to {MAX_NODES:,}")
@@ -184,7 +201,8 @@ def _check_row(where: str, ranks: float, size: float, seconds: float) -> None:
 
 def parse_csv(text: str, name: str = "<csv>") -> list[Measurement]:
     """Measurements of a CSV with the header ``algorithm,ranks,bytes,seconds`` (any order, plus optional
-    ``collective``, default allreduce, and ``variant``); ``algorithm`` may also be ``NAME:VARIANT``.
+    ``collective``, default allreduce, ``variant``, ``ports``, ``segment`` and ``implementation``); ``algorithm``
+    may also be ``NAME:VARIANT``. An unknown column is refused.
 
     Args:
         text: the file's text; name: the file's name for messages.
@@ -199,8 +217,9 @@ def parse_csv(text: str, name: str = "<csv>") -> list[Measurement]:
 
     Source: docs/simulation.md, "Calibration" (the CSV format).
 
-    >>> parse_csv("algorithm,ranks,bytes,seconds,collective\\nswing:latency,16,8,1e-6,allgather\\n")[0]
-    Measurement(algorithm='swing', variant='latency', collective='allgather', ranks=16, size=8.0, seconds=1e-06, line=2)
+    >>> m = parse_csv("algorithm,ranks,bytes,seconds,collective,ports\\nswing:latency,16,8,1e-6,allgather,2\\n")[0]
+    >>> m.label, m.size, m.seconds
+    ('swing:latency allgather P=2', 8.0, 1e-06)
     """
     accepted = f"columns {','.join(CSV_REQUIRED)} (+ optional {', '.join(CSV_OPTIONAL)})"
     rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text)), start=1) if any(c.strip() for c in r)]
@@ -237,7 +256,9 @@ def parse_csv(text: str, name: str = "<csv>") -> list[Measurement]:
         size = _number(cell["bytes"], where, "bytes", "a whole number of bytes >= 0")
         seconds = _number(cell["seconds"], where, "seconds", "a time in seconds > 0, e.g. 2.5e-05")
         _check_row(where, ranks, size, seconds)
-        out.append(Measurement(name_, variant, collective, int(ranks), size, seconds, line))
+        ports, segment = (_whole(cell.get(c, ""), where, c) for c in ("ports", "segment"))
+        out.append(Measurement(name_, variant, collective, int(ranks), size, seconds, line, ports, segment,
+                               cell.get("implementation") or None))
     return out
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
+from directcoll.simulate.step import ports_of
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import bfs_distances
 from directcoll.topology.routing import route_entries
@@ -222,8 +223,11 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     lines += [f"{s} {d} {b!r} {t!r}" for s, d, b, t in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
                                                              bw.astype(float).tolist(), lat.astype(float).tolist(),
                                                              strict=True)]
-    lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {params.gamma!r} "
-                 f"{header_bytes(params)} {int(params.forwarding == 'cut-through')}")
+    impl = params.implementation
+    gamma = params.gamma if impl.gamma is None else impl.gamma
+    lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {gamma!r} "
+                 f"{header_bytes(params)} {int(params.forwarding == 'cut-through')} "
+                 f"{impl.reduction_threads(ports_of(pattern))}")
     body, work = [], 0
     hops = _hop_counts(topology, routing, per_step)
     for t, k in enumerate(pattern.sequence.tolist()):
@@ -274,11 +278,16 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
     Raises:
         MissingDependencyError: ns-3 or a compiler is not installed.
         TopologyError, DirectcollError, ResourceError: as :func:`lower`; DirectcollError also when the driver
-            fails (its message) or drops a packet.
+            fails (its message) or drops a packet, or for an implementation with a message overhead, an eager
+            threshold or a bandwidth efficiency (not modelled by this engine).
 
     Source: docs/simulation.md, "The packet engine"; ns-3.37's point-to-point model.
     """
     params = params if params is not None else NetworkParams()
+    impl = params.implementation
+    if impl.message_overhead or impl.eager_threshold is not None or impl.bandwidth_efficiency != 1.0:
+        raise DirectcollError(f"the packet engine does not model implementation {impl.name!r}'s message overhead, "
+                              "eager threshold or bandwidth efficiency; time it with the step or flow model")
     text, _ = lower(schedule, topology, size_bytes, params, routing, max_packet_hops=max_packet_hops)
     exe = driver()
     with tempfile.TemporaryDirectory(prefix="directcoll-packet-") as tmp:
@@ -287,7 +296,8 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
         run = children.run([str(exe), str(inp), str(outp)], capture_output=True, text=True)
         if run.returncode != 0:
             raise DirectcollError(f"packet engine failed: {run.stderr.strip() or f'exit {run.returncode}'}")
-        return _parse(outp.read_text(), topology, params)
+        result = _parse(outp.read_text(), topology, params)
+    return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule)))  # the call's own costs
 
 
 def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult:

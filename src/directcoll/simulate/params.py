@@ -9,10 +9,11 @@ Sec. 2.2 (the alpha-beta(-gamma) model) and Sec. 5 (the SST setup, :data:`SWING_
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from directcoll.errors import DirectcollError
 from directcoll.inputs import read_text
+from directcoll.simulate.implementation import DEFAULT_IMPLEMENTATION, Implementation, implementation_from_dict
 from directcoll.units import check_quantity
 
 FORWARDING = ("cut-through", "store-and-forward")
@@ -68,6 +69,10 @@ class NetworkParams:
     link_latency: float | None = None
     packet_size: int = 4096
     packet_header: int = 0
+    #: the software terms of the library that runs the schedule (docs/simulation.md, "Hosts and implementations")
+    implementation: Implementation = field(default_factory=Implementation)
+    #: every implementation the parameters' source describes (a parameters file's ``implementations``)
+    implementations: tuple[Implementation, ...] = ()
     name: str = "custom"
     source: str = ""
 
@@ -111,8 +116,36 @@ class NetworkParams:
         return replace(self, **changes, name=name or f"{self.name} ({label})")
 
     def to_dict(self) -> dict:
-        """Every field by name (a plain dict, s and bytes/s as stored). Raises: Nothing. Source: docs/simulation.md."""
-        return asdict(self)
+        """Every field by name (a plain dict, s and bytes/s as stored; implementations as dicts). Raises: Nothing.
+        Source: docs/simulation.md."""
+        out = asdict(self)
+        out["implementations"] = list(out["implementations"])
+        return out
+
+    def use(self, name: str | None) -> NetworkParams:
+        """These parameters with the implementation ``name`` of :attr:`implementations` active (None: keep the
+        active one); ``libdirectcoll`` (the project's own runtime) is always available, neutral unless described.
+
+        Returns:
+            NetworkParams.
+
+        Raises:
+            DirectcollError: an implementation the parameters do not describe, listing those they do.
+
+        Source: docs/simulation.md, "Hosts and implementations".
+
+        >>> NetworkParams().use("libdirectcoll").implementation.name
+        'libdirectcoll'
+        """
+        if name is None or name == self.implementation.name:
+            return self
+        found = [i for i in self.implementations if i.name == name]
+        if found:
+            return replace(self, implementation=found[0])
+        if name == DEFAULT_IMPLEMENTATION:
+            return replace(self, implementation=Implementation())
+        known = ", ".join(dict.fromkeys([i.name for i in self.implementations] + [DEFAULT_IMPLEMENTATION]))
+        raise DirectcollError(f"--implementation {name!r}: the parameters {self.name!r} describe {known}")
 
 
 def network_params(name: str | None = "swing-sst") -> NetworkParams:
@@ -162,7 +195,7 @@ _FILE_TYPES = {"alpha": (float,), "per_hop_latency": (float,), "gamma": (float,)
                "forwarding": (str,), "link_bandwidth": (float, None), "link_latency": (float, None),
                "packet_size": (int,), "packet_header": (int,), "name": (str,), "source": (str,)}
 #: keys of a parameters file besides the fields: accepted and not read (``directcoll calibrate`` writes its fit there)
-FILE_EXTRA_KEYS = ("calibration",)
+FILE_EXTRA_KEYS = ("calibration", "implementations", "default_implementation")
 #: peak bytes of parsing a parameters file per byte of JSON (Python objects; the schedule reader's figure)
 PARAMS_BYTES_PER_CHAR = 12
 
@@ -236,7 +269,24 @@ def params_from_file(path) -> NetworkParams:
         params = NetworkParams(**values)
     except DirectcollError as exc:
         raise DirectcollError(f"{where}: {exc}") from None
+    params = replace(params, **_implementations(data, where))
     return params if params.source else replace(params, source=f"parameters file {os.fspath(path)}")
+
+
+def _implementations(data: dict, where: str) -> dict:
+    """The ``implementations`` and ``default_implementation`` of a parameters file, as NetworkParams fields."""
+    table = data.get("implementations", {})
+    if not isinstance(table, dict):
+        raise DirectcollError(f"{where}: implementations must be an object of name: {{terms}}")
+    impls = tuple(implementation_from_dict(str(name), terms, where) for name, terms in table.items())
+    default = data.get("default_implementation")
+    if default is None:
+        return {"implementations": impls}
+    chosen = [i for i in impls if i.name == default]
+    if not isinstance(default, str) or not (chosen or default == DEFAULT_IMPLEMENTATION):
+        raise DirectcollError(f"{where}: default_implementation {default!r} is not one of implementations "
+                              f"({', '.join(i.name for i in impls) or 'none'})")
+    return {"implementations": impls, "implementation": chosen[0] if chosen else Implementation()}
 
 
 def default_params(topology, name: str | None = None) -> NetworkParams:

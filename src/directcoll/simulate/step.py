@@ -61,6 +61,7 @@ class StepLines:
     max_link: int                # its id (-1 for an empty step)
     hops_max: float              # the longest route of the step
     packets: PacketTerms | None = None   # per line, when packet headers or store-and-forward are modelled
+    rendezvous: Rendezvous | None = None  # per line, when the implementation has an eager threshold
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
         """float64 (S,): the step's time in s, max_i T_i(n), for every vector size n of ``sizes`` (S,) in bytes
@@ -72,7 +73,40 @@ class StepLines:
         t = self.latency[:, None] + self.slope[:, None] * n
         if self.packets is not None:
             t = t + self.packets.time(n)
+        if self.rendezvous is not None:
+            t = t + self.rendezvous.time(n)
         return t.max(axis=0)
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """The rendezvous terms of a step's lines: a transfer of s n bytes above the implementation's eager
+    threshold first sends a request and waits for the reply, one round trip (twice its latency) more.
+
+    Attributes:
+        handshake: float64 (K,), s, the round trip of each line.
+        piece: float64 (K,), s, each line's transfer as a fraction of the vector.
+        threshold: bytes; messages larger than it use the rendezvous.
+
+    Raises:
+        Nothing: a record built by :func:`step_lines`.
+
+    Source: docs/simulation.md, "Hosts and implementations" (eager and rendezvous protocols).
+
+    >>> import numpy as np
+    >>> r = Rendezvous(np.array([2e-6]), np.array([0.5]), 1024.0)
+    >>> (r.time(np.array([[1024.0, 4096.0]])) * 1e6).tolist()  # 512 B is eager, 2 KiB is not
+    [[0.0, 2.0]]
+    """
+
+    handshake: np.ndarray
+    piece: np.ndarray
+    threshold: float
+
+    def time(self, n: np.ndarray) -> np.ndarray:
+        """float64 (K, S): the handshake of every line whose message is over the threshold at vector sizes n (1, S)
+        in bytes, s. Raises: Nothing. Source: as the class."""
+        return self.handshake[:, None] * (self.piece[:, None] * n > self.threshold)
 
 
 @dataclass(frozen=True)
@@ -165,6 +199,7 @@ class SimulatedSchedule:
         n = np.atleast_1d(np.asarray(sizes, dtype=float))
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
+        total = total + self.params.implementation.call_time(ports_of(self.pattern))  # once per call
         return total.reshape(np.shape(sizes)) if np.ndim(sizes) else float(total[0])
 
     def breakdown(self, size: float) -> list[dict]:
@@ -208,7 +243,7 @@ def _pareto(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams, routing: str = "adaptive",
-               routes=None) -> StepLines:
+               routes=None, ports: int = 1) -> StepLines:
     """Timing lines of one step (see the module docstring); sizes are fractions of the vector.
 
     Args:
@@ -219,6 +254,8 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         params: network parameters (alpha, per-hop latency, gamma, host injection, forwarding, link overrides).
         routing: ``adaptive`` or ``dor`` for transfers without an explicit route.
         routes: optional explicit routes of all T transfers (offsets (T + 1,), links), as :func:`step_routes`.
+        ports: the ports the schedule uses (its ``meta["ports"]``): how many threads an implementation that runs
+            one per port has (``params.implementation``, docs/simulation.md, "Hosts and implementations").
 
     Returns:
         :class:`StepLines`: a_i in s, b_i in s per byte of the vector (Pareto-maximal lines only), the most
@@ -239,8 +276,13 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     size, reduce = np.asarray(size, dtype=float), np.asarray(reduce, dtype=bool)
     n = topology.num_compute
+    impl = params.implementation
+    threads = impl.reduction_threads(ports)
+    gamma = (params.gamma if impl.gamma is None else impl.gamma) / threads  # a rank's reductions, on its threads
     reduced = np.bincount(dst, weights=size * reduce, minlength=n)  # local reductions cost gamma too
     net = src != dst  # local copies and reductions use no link
+    # messages each rank posts and takes in the step: its threads post them one after another (LogGP's o)
+    posted = np.bincount(src[net], minlength=n), np.bincount(dst[net], minlength=n)
     if routes is not None and not net.all():
         offsets, links = routes
         keep = np.flatnonzero(net)
@@ -249,25 +291,25 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         routes = (np.r_[0, np.cumsum(counts)], links[idx])
     src, dst, size, reduce = src[net], dst[net], size[net], reduce[net]
     if not len(src):
-        busy = reduced.max() * params.gamma
+        busy = reduced.max() * gamma
         return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
             np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
     bw, lat = link_values(topology, params)
+    bw = bw * impl.bandwidth_efficiency  # the share of the link rate the implementation's messages reach
     if params.host_injection:  # the network term is the slower of the links and the host's injection
-        sent = np.bincount(src, weights=size, minlength=n) / params.host_injection
-        recv = np.bincount(dst, weights=size, minlength=n) / params.host_injection
-    uniform = _uniform(topology, src, dst, size, reduce, bw, lat, routing) if routes is None and net.all() else None
-    if uniform is not None:  # one transfer per class stands for all (docs/simulation.md, "Symmetry")
-        src, dst, size, reduce, entries, loads = uniform
-    else:
-        entries = route_entries(topology, src, dst, routing, routes)
-        loads = entries.loads(size, topology.num_links)
+        inject = params.host_injection * impl.bandwidth_efficiency
+        sent = np.bincount(src, weights=size, minlength=n) / inject
+        recv = np.bincount(dst, weights=size, minlength=n) / inject
+    src, dst, size, reduce, entries, loads = _routed(topology, src, dst, size, reduce, bw, lat, routing, routes,
+                                                     bool(net.all()))
     idx, link, share = entries.transfer, entries.link, entries.share
     ratio = loads / bw
     starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
     slope = np.maximum.reduceat(ratio[link], starts)
     hops = np.add.reduceat(share, starts)
     latency = params.alpha + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
+    if impl.message_overhead:
+        latency = latency + impl.message_overhead * np.ceil(np.maximum(posted[0][src], posted[1][dst]) / threads)
     if params.host_injection:
         slope = np.maximum(slope, np.maximum(sent[src], recv[dst]))
     terms = None
@@ -278,15 +320,47 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         fixed = np.where(size > 0, slope * header / np.where(size > 0, size, 1.0), header * inv_bw)
         terms = np.column_stack([fixed, slope * header / params.packet_size,
                                  (hops - 1) * inv_bw if saf else np.zeros(len(hops)), size])
-    if params.gamma:  # then the receiver reduces what it got
-        slope = slope + params.gamma * reduced[dst]
+    if gamma:  # then the receiver reduces what it got
+        slope = slope + gamma * reduced[dst]
     top = int(np.argmax(loads))
+    if impl.eager_threshold is not None:  # a rendezvous: a request and a reply before the data, one round trip
+        rows = np.unique(np.column_stack([latency, slope, 2.0 * latency, size]), axis=0)
+        return StepLines(rows[:, 0], rows[:, 1], float(loads[top]), top, float(hops.max()),
+                         rendezvous=Rendezvous(rows[:, 2], rows[:, 3], float(impl.eager_threshold)))
     if terms is None:
         a, b = _pareto(latency, slope)
         return StepLines(a, b, float(loads[top]), top, float(hops.max()))
     rows = np.unique(np.column_stack([latency, slope, terms]), axis=0)   # symmetric steps: a few classes
     packets = PacketTerms(*(rows[:, j] for j in range(2, 6)), params.packet_size)
     return StepLines(rows[:, 0], rows[:, 1], float(loads[top]), top, float(hops.max()), packets)
+
+
+#: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the
+#: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values)
+ROUTED_CACHE = 256
+_ROUTED: dict = {}
+
+
+def _routed(topology: Topology, src, dst, size, reduce, bw, lat, routing: str, routes, every_net: bool):
+    """(src, dst, size, reduce, entries, loads) of a step's network transfers: one representative per class on a
+    translation-invariant step (:func:`_uniform`), else every transfer routed; from :data:`_ROUTED` when seen."""
+    v = topology.num_nodes
+    k = len(topology.port_offsets) if topology.is_cayley and topology.port_offsets is not None else 0
+    by_port = bool(k and topology.num_links == v * k and (bw.reshape(v, k) == bw[:k]).all()
+                   and (lat.reshape(v, k) == lat[:k]).all())  # what _uniform needs of the link values
+    key = (topology.spec, topology.num_links, routing, by_port, every_net, src.tobytes(), dst.tobytes(),
+           size.tobytes(), reduce.tobytes(), None if routes is None else (routes[0].tobytes(), routes[1].tobytes()))
+    hit = _ROUTED.get(key)
+    if hit is not None:
+        return hit
+    uniform = _uniform(topology, src, dst, size, reduce, bw, lat, routing) if routes is None and every_net else None
+    if uniform is None:
+        entries = route_entries(topology, src, dst, routing, routes)
+        uniform = (src, dst, size, reduce, entries, entries.loads(size, topology.num_links))
+    if len(_ROUTED) >= ROUTED_CACHE:
+        _ROUTED.clear()
+    _ROUTED[key] = uniform
+    return uniform
 
 
 def _uniform(topology: Topology, src, dst, size, reduce, bw, lat, routing: str):
@@ -349,7 +423,14 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
     for k in range(pattern.num_distinct):
         sl = pattern.step(k)
         steps.append(step_lines(topology, pattern.src[sl], pattern.dst[sl], pattern.size[sl], pattern.reduce[sl],
-                                params, routing, step_routes(pattern, k)))
+                                params, routing, step_routes(pattern, k), ports_of(pattern)))
         if progress is not None:
             progress(k + 1, pattern.num_distinct)
     return SimulatedSchedule(pattern, steps, routing, params)
+
+
+def ports_of(schedule) -> int:
+    """The ports a schedule (or step pattern) uses: its ``meta["ports"]``, else 1. Raises: Nothing.
+    Source: docs/simulation.md, "Hosts and implementations" (threads and per-port costs)."""
+    ports = schedule.meta.get("ports") if isinstance(schedule.meta, dict) else None
+    return int(ports) if isinstance(ports, int | float) and ports >= 1 else 1

@@ -24,8 +24,9 @@
 //   round-robin order) or a source route per transfer (dimension order, or the schedule's explicit route).
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
-//   last packet has left on the first link, and as its destination when the last packet has arrived plus
-//   `gamma * B` for a reduction.
+//   last packet has left on the first link, and as its destination when the last packet has arrived and, for a
+//   reduction, `gamma * B` of the rank's reduction threads has run (its reductions share the implementation's
+//   threads, each on the first one free).
 //
 // Input (whitespace-separated, see packet.py): a header line, the nodes, the links, the parameters, then the
 // transfers, each with its step, endpoints, bytes, reduce flag and source route (0 links: route adaptively).
@@ -158,8 +159,10 @@ class Engine {
         gamma_ = Next<double>(in, "gamma");
         header_ = Next<uint64_t>(in, "header bytes");
         cut_through_ = Next<int>(in, "cut-through flag") != 0;
-        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2)
+        threads_ = Next<uint32_t>(in, "reduction threads");
+        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2 || threads_ < 1)
             throw std::runtime_error("bad params");
+        reducers_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
         Expect(in, "transfers");
         const auto n_transfers = Next<uint32_t>(in, "transfer count");
         steps_ = Next<uint32_t>(in, "step count");
@@ -330,8 +333,9 @@ class Engine {
         Transfer& tr = transfers_[tag.transfer];
         if (node == tr.dst) {
             if (--tr.left_to_arrive == 0) {
-                const double reduce = tr.reduce ? gamma_ * static_cast<double>(tr.bytes) : 0.0;
-                Simulator::Schedule(Seconds(reduce), &Engine::Done, this, tr.dst, tr.step);
+                const double now = Simulator::Now().GetSeconds();
+                const double done = tr.reduce ? Reduce(tr.dst, gamma_ * static_cast<double>(tr.bytes), now) : now;
+                Simulator::Schedule(Seconds(done - now), &Engine::Done, this, tr.dst, tr.step);
             }
             return;
         }
@@ -359,8 +363,10 @@ class Engine {
         Transfer& tr = transfers_[i];
         tr.started = true;
         if (tr.src == tr.dst) {  // a local copy or reduction: no packets
-            const double reduce = tr.reduce ? gamma_ * static_cast<double>(tr.bytes) : 0.0;
-            Simulator::Schedule(Seconds(alpha_ + reduce), &Engine::Done, this, tr.src, tr.step);
+            const double now = Simulator::Now().GetSeconds();
+            const double done = tr.reduce ? Reduce(tr.src, gamma_ * static_cast<double>(tr.bytes), now + alpha_)
+                                          : now + alpha_;
+            Simulator::Schedule(Seconds(done - now), &Engine::Done, this, tr.src, tr.step);
             return;
         }
         tr.left_to_send = tr.left_to_arrive = tr.packets;
@@ -438,6 +444,15 @@ class Engine {
     }
 
     // rank `rank` finished one of its transfers of step `step`
+    // a reduction of `work` seconds that can start at `ready` runs on the rank's first free thread (the
+    // implementation's threads: its reductions of a step share them); returns when it ends
+    double Reduce(uint32_t rank, double work, double ready) {
+        double* first = &reducers_[static_cast<size_t>(rank) * threads_];
+        double* thread = std::min_element(first, first + threads_);
+        *thread = std::max(*thread, ready) + work;
+        return *thread;
+    }
+
     void Done(uint32_t rank, uint32_t step) {
         ++events_;
         if (--pending_[Slot(rank, step)] == 0 && step == cur_[rank]) Advance(rank);
@@ -465,6 +480,8 @@ class Engine {
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
+    uint32_t threads_ = 1;
+    std::vector<double> reducers_;  // per rank and thread: when the thread is free
     std::vector<Transfer> transfers_;
     std::vector<std::vector<uint32_t>> by_rank_step_;
     std::vector<uint32_t> pending_, cur_;

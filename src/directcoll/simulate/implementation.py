@@ -1,0 +1,167 @@
+"""What an implementation pays on top of the network: the host and protocol terms of a collective library.
+
+A network (links, routers, NICs: :class:`~directcoll.simulate.params.NetworkParams`) is timed by the engines;
+the library that runs the schedule on it adds software costs that depend on how it is written, not on the
+network: Fujitsu MPI, the Swing authors' library over uTofu RDMA and libdirectcoll run the same schedule at
+different speeds on the same Tofu-D links. An :class:`Implementation` holds those terms, each zero (or neutral)
+where an implementation has none:
+
+- ``call_overhead`` (s): once per collective call, before the first message (argument checks, buffer
+  registration, the selection of an algorithm).
+- ``port_overhead`` (s): once per call for every port the schedule uses (a thread and a network interface set
+  up per port: uTofu's per-call cost grows with the port count).
+- ``message_overhead`` (s): LogGP's o, the CPU time of posting one message. A rank's messages of a step are
+  posted by its ``threads`` one after another, so a step in which a rank sends or receives m messages adds
+  ``o * ceil(m / threads)`` before its transfers complete.
+- ``eager_threshold`` (bytes): messages above it use a rendezvous protocol, a request and a reply before the
+  data: one round trip (twice the transfer's latency) more. None: every message is eager.
+- ``bandwidth_efficiency`` (0 < e <= 1): the share of a link's rate the implementation's messages reach
+  (protocol headers, segmentation, DMA descriptors, pipelining copies); the network term is divided by it.
+- ``gamma`` (s/B): the reduction cost per byte of one thread; None: the network's value (the CPU's).
+- ``threads``: how many threads a rank runs, for posting messages and for reductions; None: one per port the
+  schedule uses (libraries that run a thread per port). A rank's reductions in a step take
+  ``gamma * bytes / min(threads, ports)``: the one rule of multiport reductions in every engine.
+
+Source: docs/simulation.md, "Hosts and implementations"; LogGP (Alexandrov et al., SPAA'95: o, g, G); the eager
+and rendezvous protocols of MPI libraries (e.g. MPICH's and Open MPI's point-to-point layers); Swing (De Sensi et
+al., NSDI'24) Sec. 5 and 6 (a thread and a Tofu network interface per port on Fugaku).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+from directcoll.errors import DirectcollError
+from directcoll.units import MAX_SIZE, check_quantity
+
+#: the project's own runtime, libdirectcoll: a single-threaded library whose costs a parameters file gives
+DEFAULT_IMPLEMENTATION = "libdirectcoll"
+#: the quantity of each time field (ranges: :data:`directcoll.units.QUANTITIES`)
+_TIMES = {"call_overhead": "time", "port_overhead": "time", "message_overhead": "time"}
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """The software terms of one collective library (the module docstring gives each one's meaning).
+
+    Attributes:
+        name: the implementation's name (``fujitsu-mpi``, ``libswing-utofu``, ``libdirectcoll``).
+        call_overhead, port_overhead, message_overhead: s (per call, per port and call, per message).
+        eager_threshold: bytes, or None (eager only).
+        bandwidth_efficiency: in (0, 1].
+        gamma: s/B per thread, or None (the network's).
+        threads: an int >= 1, or None (one per port).
+        source: where the values come from.
+
+    Raises:
+        DirectcollError: a value outside its range (a time of 0 to an hour, a threshold of 0 to 2^53 bytes, an
+            efficiency in (0, 1], threads >= 1), naming the field.
+
+    Source: docs/simulation.md, "Hosts and implementations".
+
+    >>> Implementation("mpi", call_overhead=3e-6).call_time(6) * 1e6
+    3.0
+    >>> Implementation("utofu", port_overhead=60e-6, threads=None).reduction_threads(6)
+    6
+    """
+
+    name: str = DEFAULT_IMPLEMENTATION
+    call_overhead: float = 0.0
+    port_overhead: float = 0.0
+    message_overhead: float = 0.0
+    eager_threshold: float | None = None
+    bandwidth_efficiency: float = 1.0
+    gamma: float | None = None
+    threads: int | None = 1
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"implementation {self.name!r}"
+        for key, kind in _TIMES.items():
+            check_quantity(getattr(self, key), kind, f"{where}: {key}")
+        if self.gamma is not None:
+            check_quantity(self.gamma, "time per byte", f"{where}: gamma")
+        if self.eager_threshold is not None and not (isinstance(self.eager_threshold, int | float)
+                                                     and 0 <= self.eager_threshold <= MAX_SIZE):
+            raise DirectcollError(f"{where}: eager_threshold = {self.eager_threshold!r} is out of range; accepted: "
+                                  "bytes from 0 to 2^53, or null (every message eager)")
+        e = self.bandwidth_efficiency
+        if isinstance(e, bool) or not isinstance(e, int | float) or not (math.isfinite(e) and 0 < e <= 1):
+            raise DirectcollError(f"{where}: bandwidth_efficiency = {e!r} is out of range; accepted: a share of the "
+                                  "link rate in (0, 1]")
+        t = self.threads
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise DirectcollError(f"{where}: threads = {t!r}; accepted: a whole number >= 1, or null (one per port)")
+
+    def reduction_threads(self, ports: int) -> int:
+        """Threads a rank runs on a schedule of ``ports`` ports: ``threads``, or one per port; at most the port
+        count (a thread without a port of its own has nothing to reduce). Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations"."""
+        ports = max(1, int(ports))
+        return ports if self.threads is None else max(1, min(self.threads, ports))
+
+    def call_time(self, ports: int) -> float:
+        """``call_overhead + port_overhead * ports``, s: what one call pays besides its steps. Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations"."""
+        return self.call_overhead + self.port_overhead * max(1, int(ports))
+
+    @property
+    def neutral(self) -> bool:
+        """Whether it adds nothing to the network's times (the engines then skip it). Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations"."""
+        return (not (self.call_overhead or self.port_overhead or self.message_overhead)
+                and self.eager_threshold is None and self.bandwidth_efficiency == 1.0 and self.gamma is None
+                and self.threads == 1)
+
+    def to_dict(self) -> dict:
+        """Every field (s, bytes, s/B as stored). Raises: Nothing. Source: docs/simulation.md."""
+        return asdict(self)
+
+
+def implementation_from_dict(name: str, data, where: str) -> Implementation:
+    """An :class:`Implementation` from a parameters file's ``implementations[name]`` object.
+
+    Parameters
+    ----------
+    name : str
+        The implementation's name (the object's key).
+    data : dict
+        Its fields (any subset of :class:`Implementation`'s but ``name``).
+    where : str
+        The file, for messages.
+
+    Returns
+    -------
+    Implementation
+
+    Raises
+    ------
+    DirectcollError
+        Not an object, an unknown key, a value of the wrong type or out of its range, naming the file and key.
+
+    Source: docs/simulation.md, "Hosts and implementations" (the parameters file).
+
+    Examples
+    --------
+    >>> implementation_from_dict("mpi", {"call_overhead": 3.7e-6}, "net.json").call_overhead
+    3.7e-06
+    """
+    if not isinstance(data, dict):
+        raise DirectcollError(f"{where}: implementation {name!r} must be an object of "
+                              f"{', '.join(f.name for f in fields(Implementation) if f.name != 'name')}")
+    known = {f.name for f in fields(Implementation)} - {"name"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise DirectcollError(f"{where}: implementation {name!r}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                              f"accepted: {', '.join(sorted(known))}")
+    values = dict(data)
+    if "source" in values and not isinstance(values["source"], str):
+        raise DirectcollError(f"{where}: implementation {name!r}: source must be a string")
+    if isinstance(values.get("threads"), float) and float(values["threads"]).is_integer():
+        raise DirectcollError(f"{where}: implementation {name!r}: threads must be a whole number, got "
+                              f"{values['threads']!r}")
+    try:
+        return Implementation(name=name, **values)
+    except DirectcollError as exc:
+        raise DirectcollError(f"{where}: {exc}") from None

@@ -1,0 +1,125 @@
+"""Hosts and implementations (docs/simulation.md, "Hosts and implementations"): every software term adds what its
+definition says in the step and flow models, a multiport reduction costs the same in the step, flow and packet
+engines, and parameter files carry named implementations."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from directcoll.errors import DirectcollError
+from directcoll.registry import build, build_pattern
+from directcoll.simulate import simulate
+from directcoll.simulate.flow import flow_times
+from directcoll.simulate.implementation import Implementation
+from directcoll.simulate.params import NetworkParams, network_params
+from directcoll.topology import parse
+
+TORUS = parse("torus:4x4")
+BASE = NetworkParams(alpha=1e-6, link_bandwidth=10e9, gamma=1e-9)
+
+
+def _times(pattern, params, sizes, topology=TORUS):
+    step = simulate(pattern, topology, params).time(np.array(sizes, dtype=float))
+    flow = flow_times(pattern, topology, sizes, params)
+    return step, flow
+
+
+@pytest.mark.parametrize("threads", [1, 2, None])
+def test_a_multiport_reduction_costs_the_same_in_step_and_flow(threads):
+    # Swing-B with 4 ports on torus:4x4: every step, every rank reduces 4 equal pieces; with T threads that is
+    # ceil(4 / T) pieces' time: the step model's gamma * bytes / T (T divides 4 here) and the flow model's sum
+    pattern = build_pattern("swing", TORUS, "allreduce", variant="bandwidth", ports=4)
+    params = BASE.with_(implementation=Implementation("t", threads=threads))
+    step, flow = _times(pattern, params, [2**20, 64 * 2**20])
+    assert np.allclose(step, flow, rtol=1e-9)
+    serial = _times(pattern, BASE, [64 * 2**20])[0][0]
+    t = 4 if threads is None else threads
+    reduce_serial = 1e-9 * 64 * 2**20 * (15 / 16)  # a rank reduces (N-1)/N of the vector over the reduce-scatter
+    assert step[1] == pytest.approx(serial - reduce_serial * (1 - 1 / t), rel=1e-9)
+
+
+@pytest.mark.packet
+def test_a_multiport_reduction_costs_the_same_in_the_packet_engine():
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler for the ns-3 driver")
+    from directcoll.simulate.packet import simulate_packet
+
+    pattern = build("swing", parse("torus:4"), "allreduce", variant="bandwidth", ports=2)
+    topo = parse("torus:4")
+    size = 4 * 2**20
+    for threads in (1, None):
+        params = BASE.with_(implementation=Implementation("t", threads=threads), per_hop_latency=0.0,
+                            packet_header=2)
+        step = simulate(pattern, topo, params).time(float(size))
+        packet = simulate_packet(pattern, topo, size, params).time_s
+        assert packet == pytest.approx(step, rel=0.02), threads
+
+
+def test_call_and_port_overheads_add_once_per_call():
+    pattern = build_pattern("swing", TORUS, "allreduce", variant="latency", ports=3)
+    impl = Implementation("x", call_overhead=5e-6, port_overhead=60e-6)
+    step, flow = _times(pattern, BASE.with_(implementation=impl), [8.0, 2**20])
+    bare_step, bare_flow = _times(pattern, BASE, [8.0, 2**20])
+    assert np.allclose(step - bare_step, 5e-6 + 3 * 60e-6) and np.allclose(flow - bare_flow, 5e-6 + 3 * 60e-6)
+
+
+def test_message_overhead_is_serialised_over_the_threads():
+    # ring allreduce, bidirectional (2 ports): every rank posts 2 messages a step; one thread posts them one after
+    # the other (2 o a step), one per port in parallel (o a step)
+    topo = parse("ring:8")
+    pattern = build_pattern("ring", topo, "allreduce", variant="bidirectional")
+    steps, base = 2 * 7, NetworkParams(alpha=1e-6, link_bandwidth=10e9)  # no gamma: threads would change it too
+    for threads, per_step in ((1, 2), (None, 1)):
+        impl = Implementation("x", message_overhead=1e-6, threads=threads)
+        step, flow = _times(pattern, base.with_(implementation=impl), [8.0], topo)
+        bare_step, bare_flow = _times(pattern, base, [8.0], topo)
+        assert step[0] - bare_step[0] == pytest.approx(steps * per_step * 1e-6, rel=1e-9)
+        assert flow[0] - bare_flow[0] == pytest.approx(steps * per_step * 1e-6, rel=1e-9)
+
+
+def test_rendezvous_adds_one_round_trip_above_the_eager_threshold():
+    topo = parse("ring:4")
+    pattern = build_pattern("ring", topo, "allgather", variant="unidirectional")  # 3 steps, N/4 of the vector each
+    params = NetworkParams(alpha=1e-6, link_bandwidth=1e9, link_latency=0.0)
+    impl = Implementation("x", eager_threshold=1024)
+    for size, extra in ((4096.0, 0.0), (8192.0, 3 * 2 * 1e-6)):  # 1 KiB messages are eager, 2 KiB are not
+        step, flow = _times(pattern, params.with_(implementation=impl), [size], topo)
+        bare_step, bare_flow = _times(pattern, params, [size], topo)
+        assert step[0] - bare_step[0] == pytest.approx(extra, abs=1e-15)
+        assert flow[0] - bare_flow[0] == pytest.approx(extra, abs=1e-15)
+
+
+def test_bandwidth_efficiency_divides_the_network_term():
+    topo = parse("ring:8")
+    pattern = build_pattern("ring", topo, "allgather", variant="unidirectional")
+    params = NetworkParams(link_bandwidth=1e9, link_latency=0.0)
+    step, flow = _times(pattern, params.with_(implementation=Implementation("x", bandwidth_efficiency=0.5)),
+                        [2**20], topo)
+    bare_step, bare_flow = _times(pattern, params, [2**20], topo)
+    assert step[0] == pytest.approx(2 * bare_step[0]) and flow[0] == pytest.approx(2 * bare_flow[0])
+
+
+def test_parameter_files_carry_named_implementations(tmp_path):
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps({
+        "link_bandwidth": 6.8e9, "alpha": 1e-6,
+        "implementations": {"fujitsu-mpi": {"call_overhead": 3.7e-6, "bandwidth_efficiency": 0.4},
+                            "libswing-utofu": {"port_overhead": 60e-6, "threads": None}},
+        "default_implementation": "libswing-utofu"}))
+    p = network_params(str(path))
+    assert p.implementation.name == "libswing-utofu" and p.implementation.threads is None
+    assert p.use("fujitsu-mpi").implementation.bandwidth_efficiency == 0.4
+    assert p.use("libdirectcoll").implementation.neutral
+    with pytest.raises(DirectcollError, match="'nope': the parameters .* describe fujitsu-mpi, libswing-utofu"):
+        p.use("nope")
+    for bad, match in [({"implementations": {"x": {"speed": 1}}}, "unknown key"),
+                       ({"implementations": {"x": {"bandwidth_efficiency": 1.5}}}, r"bandwidth_efficiency = 1.5"),
+                       ({"implementations": {"x": {"call_overhead": 1e400}}}, "call_overhead = inf is out of range"),
+                       ({"implementations": {}, "default_implementation": "y"}, "default_implementation 'y'")]:
+        path.write_text(json.dumps(bad).replace("Infinity", "1e400"))
+        with pytest.raises(DirectcollError, match=match):
+            network_params(str(path))
