@@ -244,3 +244,79 @@ def test_a_parameters_file_accepts_every_field_of_network_params():
     assert set(params._FILE_TYPES) == {f.name for f in fields(params.NetworkParams)} - {"implementation",
                                                                                          "implementations"}
     assert {"implementations", "default_implementation"} <= set(params.FILE_EXTRA_KEYS)
+
+
+# -- implementations: software terms per implementation, network terms shared ----------------------------------
+FEW_SIZES = [8.0, 4096.0, 2.0**20, 2.0**26]
+def _measured(topology, rows, params_of):
+    """Measurements made with the step model: (algorithm:variant, ports, implementation) x SIZES."""
+    from directcoll.simulate.step import simulate as step_simulate
+
+    out = []
+    for algorithm, ports, impl in rows:
+        name, _, variant = algorithm.partition(":")
+        pattern = build_pattern(name, topology, "allreduce", variant=variant or None, ports=ports)
+        times = step_simulate(pattern, topology, params_of[impl]).time(np.array(FEW_SIZES))
+        out += [Measurement(name, variant or None, "allreduce", topology.num_compute, s, float(t), 0, ports, None,
+                            impl) for s, t in zip(FEW_SIZES, times, strict=True)]
+    return out
+
+
+@pytest.mark.slow  # about 25 s: eleven variables, three starts, nine refits for the cross-validation
+def test_calibrate_recovers_software_and_network_terms_of_several_implementations():
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("torus:4x4")
+    network = NetworkParams(alpha=1e-6, link_bandwidth=12e9, per_hop_latency=1e-7)
+    truth = {"mpi": Implementation("mpi", call_overhead=4e-6, message_overhead=0.5e-6, bandwidth_efficiency=0.5),
+             "rdma": Implementation("rdma", call_overhead=2e-6, port_overhead=30e-6, message_overhead=0.2e-6,
+                                    bandwidth_efficiency=0.9, threads=2)}
+    params_of = {k: network.with_(implementation=v) for k, v in truth.items()}
+    # two messages a step on one thread (ring bidirectional on mpi), four on two (4 ports on rdma): o is told apart
+    # from alpha, which every message pays once
+    rows = [("ring:unidirectional", None, "mpi"), ("ring:bidirectional", None, "mpi"),
+            ("recursive-doubling:latency", None, "mpi"),
+            ("swing:bandwidth", 1, "mpi"), ("swing:bandwidth", 1, "rdma"), ("swing:bandwidth", 4, "rdma"),
+            ("swing:latency", 2, "rdma"), ("swing:latency", 4, "rdma")]
+    data = _measured(topology, rows, params_of)
+    # the link rate is the network's published figure: each implementation's efficiency is fitted against it (the
+    # two together are one product per implementation, not separately identifiable)
+    fit = ("alpha", "call_overhead", "port_overhead", "message_overhead", "bandwidth_efficiency")
+    # how many threads an implementation runs is a fact of its design, given, not fitted
+    base = NetworkParams(per_hop_latency=1e-7, link_bandwidth=12e9,
+                         implementations=(Implementation("rdma", threads=2),))
+    cal = calibrate(data, topology, fit=fit, base=base)
+    assert cal.rms < 1e-6, (cal.rms, cal.warnings)
+    assert not cal.warnings
+    assert cal.fitted["alpha"] == pytest.approx(1e-6, rel=1e-3)
+    for impl, values in truth.items():
+        for term in ("call_overhead", "message_overhead", "bandwidth_efficiency"):
+            assert cal.fitted[f"{term}@{impl}"] == pytest.approx(getattr(values, term), rel=1e-3, abs=1e-12), term
+    assert cal.fitted["port_overhead@rdma"] == pytest.approx(30e-6, rel=1e-3)
+    # leave one algorithm out: predicting an algorithm of a known implementation from the others is exact here
+    assert cal.cross_validation["max_abs"] < 1e-3, cal.cross_validation["by_label"]
+    assert set(cal.cross_validation["by_label"]) == {m.label for m in data}
+    assert all(u is None or u >= 0 for u in cal.uncertainty.values())
+    # the file it writes has both implementations, and --implementation picks one
+    doc = cal.params_file()
+    assert set(doc["implementations"]) >= {"mpi", "rdma"} and doc["implementations"]["rdma"]["threads"] == 2
+
+
+def test_a_parameter_pinned_at_the_top_of_its_range_is_flagged():
+    # a day per call: alpha would need hours per step, beyond the hour a cost may take; the fit says it stopped
+    # at the top of its range
+    topology = parse("ring:4")
+    data = [Measurement("ring", "unidirectional", "allreduce", 4, s, 86400.0) for s in (8.0, 1e6, 1e8)]
+    cal = calibrate(data, topology, fit=("alpha",), base=NetworkParams(link_bandwidth=1e9), cross_validate=False)
+    assert any("alpha is at the top of its physical range" in w for w in cal.warnings), cal.warnings
+
+
+def test_a_csv_with_ports_and_implementation_columns_is_read_and_unknown_columns_refused():
+    text = "algorithm,ranks,bytes,seconds,ports,segment,implementation\nswing:bandwidth,16,1024,1e-5,4,65536,utofu\n"
+    [m] = parse_csv(text)
+    assert (m.ports, m.segment, m.implementation) == (4, 65536, "utofu")
+    assert m.label == "swing:bandwidth allreduce P=4 on utofu"
+    with pytest.raises(DirectcollError, match=r"line 1: unknown column\(s\) 'threads'; accepted: columns"):
+        parse_csv("algorithm,ranks,bytes,seconds,threads\nring,4,8,1e-6,2\n")
+    with pytest.raises(DirectcollError, match="ports '2.5' must be a whole number"):
+        parse_csv("algorithm,ranks,bytes,seconds,ports\nring,4,8,1e-6,2.5\n")

@@ -123,3 +123,26 @@ def test_parameter_files_carry_named_implementations(tmp_path):
         path.write_text(json.dumps(bad).replace("Infinity", "1e400"))
         with pytest.raises(DirectcollError, match=match):
             network_params(str(path))
+
+
+def test_the_command_line_takes_an_implementation_of_a_parameters_file(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps({"link_bandwidth": 6.8e9, "implementations": {"slow": {"call_overhead": 1e-3}}}))
+
+    def simulate_cli(*extra):
+        done = subprocess.run([sys.executable, "-m", "directcoll", "compare", "torus:4x4", "--algorithms", "ring",
+                               "--sizes", "1KiB", "--params", str(path), "--json", *extra], capture_output=True,
+                              text=True, timeout=120)
+        return done
+
+    plain, slow = simulate_cli(), simulate_cli("--implementation", "slow")
+    assert plain.returncode == 0 and slow.returncode == 0, slow.stderr
+    t_plain = json.loads(plain.stdout)["results"][0]["time_s"]
+    t_slow = json.loads(slow.stdout)["results"][0]["time_s"]
+    assert t_slow == pytest.approx(t_plain + 1e-3, rel=1e-9)
+    assert json.loads(slow.stdout)["params"]["implementation"]["name"] == "slow"
+    bad = simulate_cli("--implementation", "nope")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "'nope'" in bad.stderr, bad.stderr

@@ -73,7 +73,7 @@ def cmd_calibrate(args) -> int:
                  "link_latency": args.link_latency, "gamma": args.gamma, "forwarding": args.forwarding,
                  "packet_size": args.packet_size}
     topology, params, _notes = resolve_network(spec, args.params)
-    base = (params if args.params is not None else NetworkParams()).with_(**overrides)
+    base = (params if args.params is not None else NetworkParams()).with_(**overrides).use(args.implementation)
     cal = calibrate_file(args.measurements, topology, fmt=args.format, ranks=args.ranks, algorithm=args.algorithm,
                          fit=fit, routing=args.routing, base=base)
     for line in cal.warnings:
@@ -94,8 +94,11 @@ def cmd_calibrate(args) -> int:
 def _value(name: str, value: float) -> str:
     from directcoll.units import format_time
 
+    name = name.partition("@")[0]  # a software term: TERM@IMPLEMENTATION
     if name == "link_bandwidth":
         return f"{value / 1e9:.4g} GB/s ({value * 8 / 1e9:.4g} Gb/s)"
+    if name == "bandwidth_efficiency":
+        return f"{value:.3g} of the link rate"
     if name == "gamma":
         return f"{value * 1e9:.4g} ns/B"
     return format_time(value) if value else "0 s"
@@ -107,6 +110,10 @@ def _print_calibration(cal) -> None:
     rows = [(name, _value(name, value)) for name, value in cal.fitted.items()]
     rows += [("measurements", str(len(cal.measurements))), ("RMS relative residual", f"{cal.rms:.2%}"),
              ("largest |relative residual|", f"{cal.max_abs:.2%}"), ("routing", cal.routing)]
+    cv = cal.cross_validation
+    if cv:
+        rows.append(("leave one algorithm out", f"median |error| {cv['median_abs']:.1%}, largest {cv['max_abs']:.1%}"))
+        rows += [(f"  {label}", f"median |error| {err:.1%}") for label, err in cv["by_label"].items()]
     rows += [("note", n) for n in cal.notes]
     print_table(f"calibrated on {cal.topology} from {cal.source}", rows)
     print_table("measured vs model (relative residual)",

@@ -45,6 +45,7 @@ from directcoll.cli.network import (
     cmd_simulate,
 )
 from directcoll.cli.options import (
+    IMPLEMENTATION_HELP,
     SIZES_FORMS,
     TOPOLOGY_OVERRIDE_HELP,
     USE_SPEC,
@@ -97,6 +98,7 @@ def _add_network_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", help="system preset for link and latency parameters (default swing-sst; "
                                     "see directcoll.catalog.presets), or a FILE.json written by `directcoll "
                                     "calibrate -o`")
+    p.add_argument("--implementation", help=IMPLEMENTATION_HELP)
     p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
                    help="adaptive: split over all minimal paths (default); dor: dimension order")
     p.add_argument("--alpha", type=duration, help="override: per-message overhead, a time >= 0 such as 1us or "
@@ -326,8 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cal = sub.add_parser("calibrate", help="fit network parameters to measured collective timings (CSV or OSU)",
                          description="Fit the step model's alpha, link bandwidth, per-hop latency and gamma (or the "
-                                     "--fit subset) by least squares on relative residuals to measured times: a CSV "
-                                     "of algorithm,ranks,bytes,seconds (+ collective, variant) or the output of an "
+                                     "--fit subset, which may add each implementation's software terms) by least "
+                                     "squares on relative residuals to measured times, and leave each algorithm out "
+                                     "once to predict it: a CSV of algorithm,ranks,bytes,seconds (+ collective, "
+                                     "variant, ports, segment, implementation) or the output of an "
                                      "OSU benchmark (osu_allreduce, osu_allgather, osu_reduce_scatter, "
                                      "osu_alltoall). All measurements must be on the topology's ranks: pass one "
                                      "file per topology. -o writes a file for --params FILE.json.")
@@ -335,7 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("spec", nargs="?", help=f"{SPEC_HELP}: the network the measurements ran on (required)")
     cal.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
     cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, per_hop_latency, gamma "
-                                   "(default all four)")
+                                   "(the network's; default all four) and call_overhead, port_overhead, "
+                                   "message_overhead, bandwidth_efficiency (each implementation's)")
     cal.add_argument("--format", choices=["csv", "osu"], help="input format (default: detected, OSU output starts "
                                                               "with '#')")
     cal.add_argument("--ranks", type=count(1), help="OSU only (required there): the number of ranks it ran on")

@@ -46,10 +46,30 @@ DEFAULT_RUN_ROOTED = "binomial,swing-tree:latency,swing-tree:bandwidth,chain"
 def _resolve_network(spec: str | None, params_name: str | None, args):
     from directcoll.simulate import resolve_network
 
-    return resolve_network(spec or DEFAULT_TOPOLOGY, params_name, alpha=args.alpha,
-                           per_hop_latency=args.per_hop_latency, link_bandwidth=args.link_bandwidth,
-                           link_latency=args.link_latency, gamma=args.gamma, forwarding=args.forwarding,
-                           packet_size=args.packet_size, packet_header=args.packet_header)
+    topology, params, notes = resolve_network(
+        spec or DEFAULT_TOPOLOGY, params_name, alpha=args.alpha, per_hop_latency=args.per_hop_latency,
+        link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, gamma=args.gamma,
+        forwarding=args.forwarding, packet_size=args.packet_size, packet_header=args.packet_header)
+    params = params.use(getattr(args, "implementation", None))
+    if not params.implementation.neutral:
+        notes.append(f"implementation {params.implementation.name}: {_terms(params.implementation)}")
+    return topology, params, notes
+
+
+def _terms(impl) -> str:
+    """An implementation's non-neutral terms, for a report's footer."""
+    from directcoll.units import format_time
+
+    out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}" for k in ("call_overhead", "port_overhead",
+                                                                                "message_overhead") if getattr(impl, k)]
+    if impl.eager_threshold is not None:
+        out.append(f"eager up to {impl.eager_threshold:g} B")
+    if impl.bandwidth_efficiency != 1.0:
+        out.append(f"bandwidth efficiency {impl.bandwidth_efficiency:.3g}")
+    if impl.gamma is not None:
+        out.append(f"gamma {impl.gamma * 1e9:.3g} ns/B")
+    out.append("one thread per port" if impl.threads is None else f"{impl.threads} thread(s)")
+    return ", ".join(out)
 
 
 def cmd_compare(args) -> int:

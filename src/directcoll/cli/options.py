@@ -237,6 +237,10 @@ class Sizes(list):
 
 
 #: the help of ``--sizes`` wherever it takes a list (commands that take one size say so in theirs)
+#: the help of --implementation, wherever network parameters are taken
+IMPLEMENTATION_HELP = ("the implementation whose software costs to add, one of the --params file's "
+                       "'implementations' (default: its 'default_implementation', else libdirectcoll, this "
+                       "project's runtime); see docs/simulation.md, Hosts and implementations")
 SIZES_FORMS = "a size (4096, 32B, 64KiB, 1MB), a range 32B..512MiB (powers of two), a list 1KiB,1MiB or a workload name"
 
 

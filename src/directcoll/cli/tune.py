@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from directcoll.cli.options import SIZES_FORMS, add_output_options, check_output, count, read_sizes
+from directcoll.cli.options import IMPLEMENTATION_HELP, SIZES_FORMS, add_output_options, check_output, count, read_sizes
 from directcoll.cli.output import oversubscription, print_json
 
 #: the sizes ``tune`` and ``bench`` use by default: 8 B to 128 MiB, every factor of 8
@@ -59,6 +59,7 @@ def add_tune_parsers(sub, spec_help: str) -> None:
     tune.add_argument("--sizes", help=f"{SIZES_FORMS} (default {DEFAULT_TUNE_SIZES})")
     tune.add_argument("--params", help="system preset or FILE.json of `directcoll calibrate -o` for the model "
                                        "(default swing-sst)")
+    tune.add_argument("--implementation", help=IMPLEMENTATION_HELP)
     tune.add_argument("--algorithms", help="comma list of the candidates, as compare --algorithms takes them "
                                            "(families, registry names, plugins, file:PATH; default: compare's "
                                            "default contenders)")
@@ -96,11 +97,11 @@ def add_tune_parsers(sub, spec_help: str) -> None:
     bench.set_defaults(func=cmd_bench)
 
 
-def _network(spec: str, params: str | None = None):
+def _network(spec: str, params: str | None = None, implementation: str | None = None):
     from directcoll.simulate import resolve_network
 
     topology, net_params, _notes = resolve_network(spec, params)
-    return topology, net_params
+    return topology, net_params.use(implementation)
 
 
 def cmd_tune(args) -> int:
@@ -127,7 +128,7 @@ def cmd_tune(args) -> int:
     check_output(args.output, "-o")
     if args.round_seconds <= 0:
         raise DirectcollError(f"--round-seconds must be > 0, got {args.round_seconds}")
-    topology, params = _network(args.spec, args.params)
+    topology, params = _network(args.spec, args.params, args.implementation)
     sizes = read_sizes(args.sizes or DEFAULT_TUNE_SIZES)
     if args.measure:
         note = oversubscription(topology.num_compute)

@@ -29,6 +29,7 @@ from directcoll.simulate.measurements import read_measurements
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
+from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MAX_TIME_PER_BYTE, MIN_BANDWIDTH
 
 #: the network's terms calibrate can fit (shared by every implementation), and the default ``--fit``
 NETWORK = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
@@ -52,13 +53,17 @@ _UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth"
 #: the range each fitted variable is searched in (in its unit; the fit runs on their logarithms): a picosecond to
 #: an hour, 1 Eb/s to 1 bit/s, a share of 0.1 % to all of the link rate
 _RANGE = {**dict.fromkeys(("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead"),
-                          (1e-6, 3.6e9)),
-          "gamma": (1e-9, 8e9), "link_bandwidth": (8e-9, 8e9), "bandwidth_efficiency": (1e-3, 1.0)}
+                          (1e-6, MAX_TIME / 1e-6)),
+          "gamma": (1e-9, MAX_TIME_PER_BYTE / 1e-9), "link_bandwidth": (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH),
+          "bandwidth_efficiency": (1e-3, 1.0)}
 #: the smallest inverse bandwidth, ns/B: keeps link_bandwidth finite
 _MIN_BETA = _RANGE["link_bandwidth"][0]
 _LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead")
 #: starting points tried, as factors of the plausible start (the best fit of all is kept)
 STARTS = (1.0, 0.1, 10.0)
+#: iterations of the search in log space (to 1e-8 relative) and of the polish (to 1e-12): each iteration is one
+#: model evaluation plus one per variable for the Jacobian
+SEARCH_EVALUATIONS, POLISH_EVALUATIONS = 50, 50
 
 
 def parse_fit(text: str | None) -> tuple[str, ...]:
@@ -213,8 +218,10 @@ def _with_values(base: NetworkParams, keys, x, profiles: dict) -> dict:
     net, soft = {}, {name: {} for name in profiles}
     for key, v in zip(keys, x, strict=True):
         name, _, impl = key.partition("@")
-        value = 1.0 / (max(float(v), _MIN_BETA) * _UNIT[name]) if name == "link_bandwidth" else float(v) * _UNIT[name]
-        (soft[impl] if impl else net)[name] = min(value, 1.0) if name == "bandwidth_efficiency" else value
+        lo, hi = _RANGE[name]
+        v = min(max(float(v), lo), hi)  # a probe or a rounding may step past the range; the values never do
+        value = 1.0 / (v * _UNIT[name]) if name == "link_bandwidth" else v * _UNIT[name]
+        (soft[impl] if impl else net)[name] = value
     params = replace(base, **net)
     impls = tuple(replace(profiles[i], **soft[i]) for i in profiles)
     params = replace(params, implementations=impls + tuple(i for i in base.implementations if i.name not in profiles))
@@ -254,23 +261,30 @@ def _starting_point(keys, seconds: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.array(x)
 
 
-def _solve(residuals, keys, start: np.ndarray, starts=STARTS):
-    """Bounded least squares on the logarithms of the variables from several starting points; the best result.
-    Returns (x in the variables' units, the scipy result, whether every start stopped before converging)."""
+def _solve(residuals, keys, start: np.ndarray, starts=STARTS, search: bool = True):
+    """Bounded least squares on the logarithms of the variables from several starting points, each polished in
+    the variables themselves; the best result (``search=False``: the polish from ``start`` only, for a start that
+    is already close). Returns (x in the variables' units, the scipy result, whether every start stopped before
+    converging)."""
     from scipy.optimize import least_squares
 
     lo = np.log([_RANGE[_name(k)][0] for k in keys])
     hi = np.log([_RANGE[_name(k)][1] for k in keys])
     best, stalled = None, True
-    for factor in starts:
+    for factor in starts if search else (1.0,):
         u0 = np.clip(np.log(start) + np.where([_name(k) == "bandwidth_efficiency" for k in keys], 0.0,
                                               np.log(factor)), lo, hi)
         res = least_squares(lambda u: residuals(np.exp(u)), u0, bounds=(lo, hi), method="trf", x_scale="jac",
-                            ftol=1e-12, xtol=1e-12, gtol=1e-12, max_nfev=100 * (len(keys) + 1))
-        stalled = stalled and res.status <= 0
-        if best is None or res.cost < best.cost:
-            best = res
-    return np.exp(best.x), best, stalled
+                            ftol=1e-8, xtol=1e-8, gtol=1e-8, max_nfev=SEARCH_EVALUATIONS) if search else None
+        # then in the variables themselves: a term the log search drove towards 0 can come back (its gradient
+        # vanishes there in log space)
+        polish = least_squares(residuals, np.exp(res.x if search else u0), bounds=(np.exp(lo), np.exp(hi)),
+                               method="trf", x_scale="jac", ftol=1e-12, xtol=1e-12, gtol=1e-12,
+                               max_nfev=POLISH_EVALUATIONS)
+        stalled = stalled and (res is None or res.status <= 0) and polish.status <= 0
+        if best is None or polish.cost < best.cost:
+            best = polish
+    return best.x, best, stalled
 
 
 def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adaptive",
@@ -422,8 +436,8 @@ def _inherited_caps(base: NetworkParams, keys, x) -> list[str]:
 
 
 def _uncertainty(res, keys, kept, count: int) -> dict:
-    """Relative one-sigma uncertainty of each fitted value from the Jacobian at the solution (log space:
-    sigma of log x is the relative uncertainty); None where it cannot be estimated."""
+    """Relative one-sigma uncertainty of each fitted value from the Jacobian at the solution (sigma / value);
+    None where it cannot be estimated."""
     if count <= len(keys) or res.jac is None:
         return {k: None for k in kept}
     jac = np.asarray(res.jac)
@@ -433,7 +447,8 @@ def _uncertainty(res, keys, kept, count: int) -> dict:
         cov = np.linalg.pinv(jac.T @ jac) * s2
     except np.linalg.LinAlgError:
         return {k: None for k in kept}
-    sigma = dict(zip(keys, np.sqrt(np.maximum(np.diag(cov), 0.0)), strict=True))
+    relative = np.sqrt(np.maximum(np.diag(cov), 0.0)) / np.maximum(np.abs(res.x), 1e-300)
+    sigma = dict(zip(keys, relative, strict=True))
     return {k: float(sigma[k]) for k in kept}
 
 
@@ -465,7 +480,7 @@ def _cross_validation(measurements, keys, x, model, seconds, default: str) -> di
 
         if sub:
             v, _, _ = _solve(residuals, sub, np.clip(x[free], [_RANGE[_name(k)][0] for k in sub],
-                                                     [_RANGE[_name(k)][1] for k in sub]), starts=(1.0,))
+                                                     [_RANGE[_name(k)][1] for k in sub]), search=False)
             neutral[free] = v
         cv[out] = (model(neutral, out) / seconds - 1.0)[out]
     by_label = {label: float(np.median(np.abs(cv[lab == label]))) for label in distinct}
@@ -499,6 +514,8 @@ def _identifiability(keys, x, model, seconds, sizes):
         # anything: not when a cap binds), an efficiency steps down, below 1
         step = 0.01 * (max(x[j], scale) if name in _LATENCY else x[j]) * (
             -1.0 if name in ("bandwidth_efficiency", "link_bandwidth") else 1.0)
+        if x[j] + step > _RANGE[name][1]:  # at the top of its range: probe below it
+            step = -step
         probe = x.copy()
         probe[j] += step
         column = (model(probe) - now) / seconds
