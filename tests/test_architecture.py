@@ -1,6 +1,7 @@
 """The package's shape (docs/architecture.md): imports point down the layers, no import cycle between modules, no
-module imports another's private names. Built from the source's syntax trees, so imports inside functions count
-too. Modules are sized by what they hold, not by a count of lines (docs/architecture.md)."""
+module imports another's private names, and every algorithm family is one package or one module. Built from the
+source's syntax trees, so imports inside functions count too. Modules are sized by what they hold, not by a count of
+lines (docs/architecture.md)."""
 
 import ast
 from pathlib import Path
@@ -11,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "directcoll"
 #: the layers, bottom first: a module may import its own layer and those before it (docs/architecture.md)
 LAYERS = (("errors", "__init__", "children"), "catalog", "units", "resources", "inputs", "lp", "topology", "schedule",
           ("cost", "verify"), "algorithms", "synthesis", "registry", ("simulate", "export"), ("lang", "plugins"),
-          "runtime", "reports", "sweep", ("cli", "__main__"))
+          "runtime", "reports", "api", "sweep", ("cli", "__main__"))
 
 
 def _modules() -> dict[str, Path]:
@@ -80,3 +81,70 @@ def test_the_checks_see_the_package():
     # the checks above are vacuous if the walk found nothing: the registry imports both algorithm layers
     assert {"directcoll.registry", "directcoll.cli.main", "directcoll.schedule.ir"} <= set(MODULES)
     assert any(t.startswith("directcoll.synthesis") for t, _ in IMPORTS["directcoll.registry"])
+
+
+# -- algorithm families ------------------------------------------------------------------------------------------
+#: the layers whose modules are algorithm families (docs/architecture.md, "Modules by concept")
+FAMILY_LAYERS = ("directcoll.algorithms", "directcoll.synthesis")
+
+
+def _unit(module: str) -> str | None:
+    """The module or package directly below algorithms/ or synthesis/ that holds ``module`` (None elsewhere)."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if len(parts) >= 3 and ".".join(parts[:2]) in FAMILY_LAYERS else None
+
+
+def _family_modules() -> dict[str, set[str]]:
+    """Registry name -> the modules of its builder, pattern builder and pattern memory estimate."""
+    from directcoll.registry import ALGORITHMS
+
+    return {name: {f.__module__ for f in (alg.build, alg.pattern, alg.pattern_bytes) if f is not None}
+            for name, alg in ALGORITHMS.items()}
+
+
+def test_each_algorithm_family_is_one_package_or_one_module():
+    """A registry entry's builder, pattern builder and pattern-memory estimate live in one module or one package
+    below algorithms/ or synthesis/ (the family's), and an entry named after a family (``swing-tree``) lives in
+    that family's package."""
+    families = _family_modules()
+    units = {name: {_unit(m) for m in modules} for name, modules in families.items()}
+    split = {name: sorted(map(str, u)) for name, u in units.items() if len(u) != 1 or None in u}
+    assert not split, f"families whose builders are not in one package or module of algorithms/ or synthesis/: {split}"
+    by_name = {unit.rsplit(".", 1)[1]: unit for (unit,) in units.values()}
+    strays = [f"{name} (in {unit}) belongs in {by_name[name.split('-')[0]]}" for name, (unit,) in units.items()
+              if "-" in name and name.split("-")[0] in by_name and unit != by_name[name.split("-")[0]]]
+    assert not strays, strays
+
+
+def test_no_family_is_spread_over_sibling_modules():
+    """Every module the families' builders reach below algorithms/ or synthesis/ is in a family's package or module,
+    or is machinery shared by two families or more (imported from two units); and no module sits beside a family
+    named as its part (``swing_pattern.py`` beside ``swing/``): a family's modules go in its package."""
+    families = {u for modules in _family_modules().values() for u in map(_unit, modules)}
+    reached, todo = set(), [m for modules in _family_modules().values() for m in modules]
+    while todo:
+        m = todo.pop()
+        if m in reached or _unit(m) is None:
+            continue
+        reached.add(m)
+        todo += [t for t, _ in IMPORTS.get(m, ()) if t in MODULES]
+    lonely = []
+    for m in sorted(reached):
+        if _unit(m) in families:
+            continue
+        users = {_unit(i) or i for i, imports in IMPORTS.items() for t, _ in imports if t == m and _unit(i) != _unit(m)}
+        if len(users) < 2:
+            lonely.append(f"{m} is used by {sorted(users)} only: move it into that family's package")
+    assert not lonely, lonely
+    units = {_unit(m) for m in MODULES} - {None}
+    parts = [f"{u} (beside {f})" for u in sorted(units) for f in sorted(families)
+             if u.rsplit(".", 1)[0] == f.rsplit(".", 1)[0]
+             and u.rsplit(".", 1)[1].startswith(f.rsplit(".", 1)[1] + "_")]
+    assert not parts, f"modules named as parts of a family, outside its package: {parts}"
+
+
+def test_the_family_checks_see_the_families():
+    units = {_unit(m) for modules in _family_modules().values() for m in modules}
+    assert {"directcoll.algorithms.swing", "directcoll.synthesis.bfb", "directcoll.algorithms.ring"} <= units
+    assert _unit("directcoll.algorithms.swing.pattern") == "directcoll.algorithms.swing"
+    assert _unit("directcoll.registry") is None and _unit("directcoll.algorithms") is None

@@ -210,11 +210,12 @@ def test_bfb_reduce_scatter_by_isomorphism_equals_by_transpose(spec):
     """Theorem 2 (x -> -x maps a Cayley graph of an abelian group onto its transpose) gives the reduce-scatter
     of Theorem 1's transposed-graph allgather, at the same cost and on the topology's own links."""
     from directcoll.schedule.ops import reverse
-    from directcoll.synthesis.bfb import _allgather_on, _graph, _meta
+    from directcoll.synthesis.bfb.plan import link_graph
+    from directcoll.synthesis.bfb.schedule import _allgather_on, _meta
 
     topo = parse(spec)
     iso = bfb_reduce_scatter(topo)
-    transposed = reverse(_allgather_on(_graph(topo, True), None, _meta(None)))
+    transposed = reverse(_allgather_on(link_graph(topo, True), None, _meta(None)))
     assert verify(iso).ok and verify(transposed).ok
     links = set(zip(topo.link_src.tolist(), topo.link_dst.tolist(), strict=True))
     assert set(zip(iso.src.tolist(), iso.dst.tolist(), strict=True)) <= links

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from directcoll import registry
-from directcoll.algorithms.abelian import AbelianGroup, group_of, parse_group, placement_of
 from directcoll.algorithms.generalized import generalized_allreduce, generalized_reduce_scatter
+from directcoll.algorithms.generalized.groups import AbelianGroup, group_of, parse_group, placement_of
 from directcoll.errors import UnsupportedShapeError
 from directcoll.runtime.executor import allreduce
 from directcoll.runtime.program import compile_programs, message_layout

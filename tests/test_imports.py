@@ -9,7 +9,8 @@ ENTRY_POINTS = ["directcoll", "directcoll.synthesis", "directcoll.synthesis.bfb"
                 "directcoll.synthesis.expansions", "directcoll.synthesis.finder", "directcoll.algorithms",
                 "directcoll.registry", "directcoll.cli.main", "directcoll.runtime.mpi",
                 "directcoll.verify", "directcoll.reports.compare", "directcoll.lang", "directcoll.lang.execute",
-                "directcoll.plugins"]
+                "directcoll.plugins", "directcoll.api", "directcoll.algorithms.swing",
+                "directcoll.algorithms.generalized", "directcoll.schedule.phases"]
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)

@@ -16,7 +16,7 @@ import pytest
 
 from directcoll.algorithms.binomial import binomial_tree
 from directcoll.algorithms.rooted import Tree, scatter_allgather
-from directcoll.algorithms.swing_tree import swing_tree
+from directcoll.algorithms.swing.tree import swing_tree
 from directcoll.cost.analytic import CostParams, analyze, chain_chunks, rooted_time
 from directcoll.errors import DirectcollError, ScheduleError, UnsupportedShapeError
 from directcoll.export.msccl.lift import import_msccl

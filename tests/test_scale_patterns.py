@@ -1,5 +1,9 @@
-"""Step-pattern builders for Swing and BFB at scale: each equals ``pattern_of`` of the schedule
-it stands for, is registered, is sized by ``estimate_bytes(pattern=True)``, and leaves ``compare`` unchanged."""
+"""Step patterns are derived, not written twice: ring, bucket, recursive doubling, Swing and BFB each describe their
+steps once (:mod:`directcoll.schedule.phases`), and their schedule and their step pattern are two readings of that
+description. These tests check the derivation: the two readings agree (``pattern_of(schedule)`` equals the pattern)
+on many shapes, collectives, variants and ports; the schedule refuses a description whose pieces contradict its
+widths; a change in a description shows in both readings; the registry's pattern builders are those readings, sized
+by ``estimate_bytes(pattern=True)``; and ``compare`` is the same with and without them."""
 
 from __future__ import annotations
 
@@ -9,13 +13,21 @@ import numpy as np
 import pytest
 
 from directcoll import registry
-from directcoll.algorithms.swing import swing
-from directcoll.algorithms.swing_pattern import PATTERN_BYTES_PER_TRANSFER, swing_pattern, swing_pattern_bytes
-from directcoll.errors import UnsupportedShapeError
+from directcoll.algorithms import butterfly as bf
+from directcoll.algorithms.bucket import bucket_pattern, build_bucket
+from directcoll.algorithms.recursive_doubling import recursive_doubling, recursive_doubling_steps
+from directcoll.algorithms.ring import build_ring, build_shifted_ring, ring_pattern, shifted_ring_pattern
+from directcoll.algorithms.swing.pattern import pattern_bytes as swing_pattern_bytes
+from directcoll.algorithms.swing.pattern import swing_pattern
+from directcoll.algorithms.swing.schedule import swing
+from directcoll.errors import ScheduleError, UnsupportedShapeError
 from directcoll.reports.compare import compare
-from directcoll.schedule.pattern import pattern_of
-from directcoll.synthesis.bfb import build_bfb, translation_loads
-from directcoll.synthesis.bfb_pattern import bfb_pattern, bfb_pattern_bytes
+from directcoll.schedule.ir import REDUCE
+from directcoll.schedule.pattern import BYTES_PER_TRANSFER, pattern_of
+from directcoll.schedule.phases import Phase, Phases, Pieces
+from directcoll.synthesis.bfb.pattern import bfb_pattern
+from directcoll.synthesis.bfb.pattern import pattern_bytes as bfb_pattern_bytes
+from directcoll.synthesis.bfb.schedule import build_bfb, translation_loads
 from directcoll.topology import parse
 from directcoll.verify import verify
 
@@ -23,6 +35,62 @@ SWING_SHAPES = ["torus:4x4", "torus:8", "torus:6", "torus:5", "torus:7", "torus:
                 "torus:2x3x2x2", "torus:3x3", "torus:5x6x3", "torus:12x3", "torus:2x2", "torus:2", "mesh:4x3",
                 "hypercube:3", "complete:6", "mesh:6x2", "hyperx:3x4", "hammingmesh:2x2:2x2"]
 COLLECTIVES = ["allreduce", "reduce_scatter", "allgather"]
+
+
+@pytest.mark.parametrize("spec", ["ring:5", "ring:4:uni", "torus:4x4", "torus:3x5", "torus:6x4", "mesh:3x2",
+                                  "hypercube:3", "torus:2x3x2", "complete:4", "ring:2"])
+def test_ring_and_bucket_patterns_are_their_schedules_read_without_pieces(spec):
+    t = parse(spec)
+    for coll in COLLECTIVES:
+        for build, pattern, ports in ((build_ring, ring_pattern, (None, 1, 2, 4)),
+                                      (build_shifted_ring, shifted_ring_pattern, (None,)),
+                                      (build_bucket, bucket_pattern, (None, 1, 2, 3, 4))):
+            for p in ports:
+                try:
+                    schedule = build(t, coll, ports=p)
+                except UnsupportedShapeError as exc:  # refused alike, with the same words
+                    with pytest.raises(UnsupportedShapeError) as mine:
+                        pattern(t, coll, ports=p)
+                    assert str(mine.value) == str(exc)
+                    continue
+                mine = pattern(t, coll, ports=p)
+                assert mine.equivalent(pattern_of(schedule)), (spec, coll, build.__name__, p)
+                assert mine.meta == schedule.meta
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4", "torus:6", "ring:5", "torus:3x4", "hypercube:3", "torus:2x2x2"])
+def test_recursive_doubling_is_built_from_its_description(spec):
+    t = parse(spec)
+    for variant in ("latency", "bandwidth"):
+        for ports in (1, 2):
+            for coll in COLLECTIVES if variant == "bandwidth" else ["allreduce"]:
+                try:
+                    s = recursive_doubling(t, coll, variant=variant, ports=ports)
+                except UnsupportedShapeError:  # reduce-scatter / allgather on a grid that folds
+                    continue
+                assert verify(s).ok
+                steps = recursive_doubling_steps(t, coll, variant=variant, ports=ports)
+                assert steps.pattern().equivalent(pattern_of(s)) and steps.pattern().meta == s.meta
+
+
+def test_a_description_whose_pieces_contradict_its_widths_builds_no_schedule():
+    r = np.arange(4)
+    wrong = Phases("reduce_scatter", 4, 4, (Phase(4, REDUCE, lambda: (r, (r + 1) % 4, np.full(4, 2)),
+                                                  lambda i: Pieces.single(r, r + 1), 3),))
+    assert wrong.pattern().size.tolist() == [0.5] * 4  # the pattern reads the widths alone ...
+    with pytest.raises(ScheduleError, match="contradicts itself"):  # ... the schedule checks them against the pieces
+        wrong.schedule()
+
+
+def test_a_change_in_the_description_shows_in_both_readings(monkeypatch):
+    """Swing's butterfly with recursive doubling's peers: schedule and pattern change together (one description)."""
+    t = parse("torus:8x4")
+    before = swing_pattern(t)
+    table = bf.peer_table
+    monkeypatch.setattr(bf, "peer_table", lambda kind, *args: table("recdoub", *args))
+    after, schedule = swing_pattern(t), swing(t)
+    assert not after.equivalent(before)
+    assert after.equivalent(pattern_of(schedule)) and verify(schedule).ok
 
 
 @pytest.mark.parametrize("spec", SWING_SHAPES)
@@ -64,6 +132,7 @@ def test_bfb_pattern_equals_the_schedules_pattern(spec):
             schedule = build_bfb(t, coll, chunks=chunks, size=size)
             mine = bfb_pattern(t, coll, chunks=chunks, size=size)
             assert mine.equivalent(pattern_of(schedule)), (spec, coll, chunks, size)
+            assert mine.meta == schedule.meta
     assert verify(build_bfb(t, "allreduce")).ok
 
 
@@ -84,7 +153,7 @@ def test_pattern_estimates_match_the_patterns_and_admit_fugaku():
     for spec, variant in [("torus:6x10", "bandwidth"), ("torus:4x4", "bandwidth"), ("torus:6x5", "latency")]:
         t = parse(spec)
         p = swing_pattern(t, variant=variant)
-        assert swing_pattern_bytes(t, variant=variant) == len(p.src) * PATTERN_BYTES_PER_TRANSFER
+        assert swing_pattern_bytes(t, variant=variant) == len(p.src) * BYTES_PER_TRANSFER
         assert registry.estimate_bytes("swing", t, variant=variant, pattern=True) == len(p.src) * 25
     t = parse("torus:5x6")
     assert bfb_pattern_bytes(t) == len(bfb_pattern(t).src) * 25

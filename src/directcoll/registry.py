@@ -27,14 +27,13 @@ from directcoll.algorithms import (
     recursive_doubling,
     ring,
     swing,
-    swing_tree,
     tree,
 )
 from directcoll.algorithms.alltoall import direct, dor, ewsp, ilp, sssp
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Collective, Schedule
 from directcoll.schedule.pattern import StepPattern, pattern_of
-from directcoll.synthesis import bfb, bfb_tree, scale_patterns
+from directcoll.synthesis import bfb
 from directcoll.synthesis import expansions as synth_expansions
 from directcoll.synthesis.mcf import schedules as mcf_schedules
 from directcoll.topology.model import Topology
@@ -50,7 +49,8 @@ class Algorithm:
 
     Attributes:
         name: the registry name (``"swing"``); aliases: other accepted names (``"rd"``).
-        build: the builder; pattern: an optional step-pattern builder equal to ``pattern_of(build(...))``.
+        build: the builder; pattern: an optional step-pattern builder equal to ``pattern_of(build(...))``;
+            pattern_bytes: the memory that pattern builder needs.
         collectives, variants: what it implements.
         topologies, summary: one line each, for ``directcoll algorithms`` (the summary cites the paper).
         order, order_shapes: where its reductions keep rank order (non-commutative operators; :func:`order_preserving`,
@@ -73,8 +73,12 @@ class Algorithm:
     summary: str
     aliases: tuple[str, ...] = ()
     #: optional ``pattern(topology, collective, *, variant, ports) -> StepPattern`` for algorithms whose full
-    #: schedule is too large to time (ring, bucket); must equal pattern_of(build(...)).
+    #: schedule is too large to time (ring, bucket, Swing, BFB): the family's pattern builder, equal to
+    #: pattern_of(build(...)) (both are made from one description of the family's steps)
     pattern: Callable[..., StepPattern] | None = None
+    #: optional ``pattern_bytes(topology, collective, variant, ports) -> float | None``: the memory ``pattern``
+    #: needs (None where it builds the full schedule; :func:`estimate_bytes` then sizes that)
+    pattern_bytes: Callable[..., float | None] | None = None
     #: ``order(topology) -> bool``: whether its allreduce and reduce-scatter reduce in rank order 0..N-1 on that
     #: topology (so a non-commutative operator is correct; :mod:`directcoll.verify.order`); None: commutative
     #: operators only, except N <= 2. Checked against the verifier by tests/test_order.py.
@@ -158,7 +162,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="swing",
-        build=swing.swing, pattern=scale_patterns.swing_pattern,
+        build=swing.swing, pattern=swing.swing_pattern, pattern_bytes=swing.pattern_bytes,
         collectives=("allreduce", "reduce_scatter", "allgather"),
         variants=swing.VARIANTS,
         topologies="any grid topology (torus, mesh, HyperX, HammingMesh, hypercube, ring) of any shape and size; "
@@ -220,7 +224,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="generalized",
-        build=generalized._build,
+        build=generalized.build_generalized,
         collectives=("allreduce", "reduce_scatter", "allgather"),
         variants=generalized.VARIANTS,
         topologies="any number of ranks P >= 2; group: cyclic factors of P with a fold order (4x3; xor = 2x..x2)",
@@ -275,7 +279,7 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         name="bfb",
         order=_bfb_order,
         order_shapes="a line (mesh:N) or a ring of 3",
-        build=bfb.build_bfb, pattern=scale_patterns.bfb_pattern,
+        build=bfb.build_bfb, pattern=bfb.bfb_pattern, pattern_bytes=bfb.pattern_bytes,
         collectives=("allgather", "reduce_scatter", "allreduce"),
         variants=bfb.VARIANTS,
         topologies="any direct topology (no switches); BW-optimal on tori, bidirectional rings, circulant and other "
@@ -296,9 +300,9 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
     ),
     Algorithm(
         name="swing-tree",
-        build=swing_tree.build_swing_tree,
+        build=swing.build_swing_tree,
         collectives=("broadcast", "reduce"),
-        variants=swing_tree.VARIANTS,
+        variants=swing.tree.VARIANTS,
         topologies="any grid topology of any shape and size (torus, mesh, HyperX, HammingMesh, hypercube, ring); "
                    "others as a 1D ring of their ranks; any root",
         summary="Swing broadcast / reduce (Swing Sec. 2.1, 6): Swing-peer binomial tree (latency) or scatter + "
@@ -320,9 +324,9 @@ ALGORITHMS: dict[str, Algorithm] = {alg.name: alg for alg in (
         name="bfb-tree",
         order=_line_order,
         order_shapes="a line (mesh:N), any root",
-        build=bfb_tree.build_bfb_tree,
+        build=bfb.build_bfb_tree,
         collectives=("broadcast", "reduce"),
-        variants=bfb_tree.VARIANTS,
+        variants=bfb.tree.VARIANTS,
         aliases=("bfb-rooted",),
         topologies="any direct topology (no switches), strongly connected; any root",
         summary="BFB broadcast / reduce (Zhao et al. Sec. 6.1 for one root): breadth-first shortest-path spread, "
@@ -481,7 +485,7 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     N^2 of them for all-to-all schedules, and N^2 x :data:`BYTES_PER_PAIR` for the constructions that track N
     pieces per rank (:data:`QUADRATIC`) when N is not a power of two. With ``pattern`` (``build_pattern``), an
     algorithm with a pattern builder of its own holds only its distinct steps (ring, bucket: two per dimension;
-    swing, bfb: sized by :func:`directcoll.synthesis.scale_patterns.pattern_bytes`, O(N) transfers per step).
+    swing, bfb: sized by their own ``pattern_bytes``, O(N) transfers per step).
 
     Returns:
         Bytes, a float.
@@ -501,7 +505,8 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
     """
     alg = get(name)
     n = float(topology.num_compute)
-    if pattern and (own := scale_patterns.pattern_bytes(alg.name, topology, collective, variant, ports)) is not None:
+    if pattern and alg.pattern_bytes is not None and \
+            (own := alg.pattern_bytes(topology, collective, variant, ports)) is not None:
         return own
     steps = _steps(alg.name, topology, n)
     if pattern and alg.pattern is not None:
@@ -547,8 +552,9 @@ def check_build_memory(name: str, topology: Topology, collective="allreduce", va
 
 def build_pattern(name: str, topology, collective="allreduce", *, variant: str | None = None,
                   ports: int | None = None, **options) -> StepPattern:
-    """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (so
-    huge ring and bucket schedules are never materialised), else ``pattern_of(build(...))``.
+    """The step pattern of ``build(name, ...)``: the algorithm's own pattern builder where it has one (its
+    description read without pieces, so huge ring, bucket, Swing and BFB schedules are never materialised), else
+    ``pattern_of(build(...))``.
 
     Returns:
         A :class:`~directcoll.schedule.pattern.StepPattern` whose meta names the algorithm and topology.

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from directcoll.errors import UnsupportedShapeError
-from directcoll.schedule.ir import REDUCE, Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import concurrent, from_reduce_scatter
-from directcoll.schedule.pattern import StepPattern, pattern_from_reduce_scatter
+from directcoll.schedule.ir import REDUCE, Collective, Schedule
+from directcoll.schedule.pattern import StepPattern
+from directcoll.schedule.phases import Phase, Phases, Pieces, concurrent, from_reduce_scatter, idle
 from directcoll.topology.model import Topology
 
 VARIANTS = ("bandwidth",)
@@ -97,15 +97,64 @@ def bucket_owner(shape, start_dim: int) -> np.ndarray:
     return np.ravel_multi_index(tuple(coords), shape).astype(np.int64)
 
 
-def bucket_reduce_scatter_instance(shape, start_dim: int, direction: int) -> Schedule:
-    """One bucket reduce-scatter instance on a torus of ``shape`` (Swing paper Sec. 2.3.4, Sec. 5.2).
+def bucket_instance_steps(shape, start_dim: int, direction: int) -> Phases:
+    """One bucket reduce-scatter instance on a torus of ``shape``, described step by step: the one description its
+    schedule and its step pattern are read from (:mod:`directcoll.schedule.phases`; Swing paper Sec. 2.3.4, 5.2).
 
     The instance processes dimensions start_dim, start_dim+1, ..., start_dim+D-1 (mod D). In phase k
     (dimension w of size d) every rank a runs a ring reduce-scatter with the ranks that share its other
     coordinates: at phase-step t (0..d-2) it sends to its neighbour at a_w + direction the contiguous slab of
     blocks whose coordinates in the processed dimensions equal its own, whose coordinate in w is
-    (a_w - direction*(t+1)) mod d, and anything in the unprocessed dimensions (op reduce). Phase k starts at
-    step k*(d_max - 1) ("dimensions switched synchronously", Sec. 5.2).
+    (a_w - direction*(t+1)) mod d, and anything in the unprocessed dimensions (op reduce): every step of the phase
+    moves the same amount (the slab) between the same neighbours. Phase k starts at step k*(d_max - 1)
+    ("dimensions switched synchronously", Sec. 5.2); a shorter dimension idles for the rest of it.
+
+    Returns:
+        A :class:`~directcoll.schedule.phases.Phases` of a reduce-scatter with N = prod(shape), nblocks = N, one
+        phase (and an idle one) per dimension, owner :func:`bucket_owner`.
+
+    Raises:
+        UnsupportedShapeError: an empty shape, ``start_dim`` outside 0..D-1 or ``direction`` not +-1.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.4 and Sec. 5.2 (synchronous dimension switching).
+
+    >>> [(ph.count, ph.repeat) for ph in bucket_instance_steps((3, 2), 1, 1).phases]  # dim 1: 1 step, 1 idle
+    [(6, 1), (0, 1), (6, 2)]
+    """
+    shape = _check_shape(shape)
+    ndim = len(shape)
+    if direction not in (1, -1):
+        raise UnsupportedShapeError(f"bucket: direction must be +1 or -1, got {direction!r}")
+    owner = bucket_owner(shape, start_dim)
+    n = int(np.prod(shape))
+    dmax = max(shape)
+    perm = [(start_dim + k) % ndim for k in range(ndim)]
+    ranks = np.arange(n, dtype=np.int64)
+    coords = np.stack(np.unravel_index(ranks, shape), axis=-1).astype(np.int64)
+    phases: list[Phase] = []
+    prefix = np.zeros(n, dtype=np.int64)  # mixed-radix index of the rank's coordinates in processed dims
+    for k, w in enumerate(perm):
+        d = shape[w]
+        rest = int(np.prod([shape[u] for u in perm[k + 1:]], dtype=np.int64))
+        nbr = coords.copy()
+        nbr[:, w] = (nbr[:, w] + direction) % d
+        dst = np.ravel_multi_index(tuple(nbr.T), shape).astype(np.int64)
+
+        def pieces(t: int, base=prefix * d, d=d, rest=rest, c=coords[:, w]) -> Pieces:
+            start = (base + (c - direction * (t + 1)) % d) * rest
+            return Pieces.single(start, start + rest)
+
+        phases.append(Phase(n, REDUCE, lambda dst=dst, rest=rest: (ranks, dst, np.full(n, rest, np.int64)),
+                            pieces, d - 1))
+        if dmax > d:
+            phases.append(idle(dmax - d))
+        prefix = prefix * d + coords[:, w]
+    return Phases(Collective.REDUCE_SCATTER, n, n, tuple(phases), owner=owner)
+
+
+def bucket_reduce_scatter_instance(shape, start_dim: int, direction: int) -> Schedule:
+    """One bucket reduce-scatter instance on a torus of ``shape`` (Swing paper Sec. 2.3.4, Sec. 5.2): the schedule
+    of :func:`bucket_instance_steps`.
 
     Returns:
         A reduce-scatter Schedule with N = prod(shape), nblocks = N, D*(d_max-1) steps (fewer only when the
@@ -119,30 +168,7 @@ def bucket_reduce_scatter_instance(shape, start_dim: int, direction: int) -> Sch
     >>> bucket_reduce_scatter_instance((3, 3), 0, 1).num_steps  # D (d_max - 1) = 2 * 2
     4
     """
-    shape = _check_shape(shape)
-    ndim = len(shape)
-    if direction not in (1, -1):
-        raise UnsupportedShapeError(f"bucket: direction must be +1 or -1, got {direction!r}")
-    owner = bucket_owner(shape, start_dim)
-    n = int(np.prod(shape))
-    dmax = max(shape)
-    perm = [(start_dim + k) % ndim for k in range(ndim)]
-    ranks = np.arange(n, dtype=np.int64)
-    coords = np.stack(np.unravel_index(ranks, shape), axis=-1).astype(np.int64)
-    builder = ScheduleBuilder(Collective.REDUCE_SCATTER, n, n)
-    prefix = np.zeros(n, dtype=np.int64)  # mixed-radix index of the rank's coordinates in processed dims
-    for k, w in enumerate(perm):
-        d = shape[w]
-        rest = int(np.prod([shape[u] for u in perm[k + 1:]], dtype=np.int64))
-        nbr = coords.copy()
-        nbr[:, w] = (nbr[:, w] + direction) % d
-        dst = np.ravel_multi_index(tuple(nbr.T), shape).astype(np.int64)
-        for t in range(d - 1):
-            v = (coords[:, w] - direction * (t + 1)) % d
-            start = (prefix * d + v) * rest
-            builder.add(k * (dmax - 1) + t, ranks, dst, REDUCE, start, start + rest)
-        prefix = prefix * d + coords[:, w]
-    return builder.build(owner=owner)
+    return bucket_instance_steps(shape, start_dim, direction).schedule()
 
 
 def bucket_reduce_scatter(shape, ports: int | None = None) -> Schedule:
@@ -166,15 +192,14 @@ def bucket_reduce_scatter(shape, ports: int | None = None) -> Schedule:
     Schedule(reduce_scatter, unknown, N=16, nblocks=64, steps=6, transfers=384)
     """
     shape = _check_shape(shape)
-    parts = [bucket_reduce_scatter_instance(shape, c, d) for c, d in bucket_instances(len(shape), ports)]
-    return concurrent(parts)
+    return concurrent([bucket_instance_steps(shape, c, d) for c, d in bucket_instances(len(shape), ports)]).schedule()
 
 
 def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
                    ports: int | None = None) -> StepPattern:
-    """The step pattern of :func:`build_bucket` without building its transfers' blocks (equal to
-    ``pattern_of(build_bucket(...))``; a 128x128 bucket allreduce has 33 million transfers but 4 distinct
-    steps).
+    """The step pattern of :func:`build_bucket` without building its transfers' blocks: read from the same
+    description (:func:`bucket_instance_steps`, side by side), so equal to ``pattern_of(build_bucket(...))``; a
+    128x128 bucket allreduce has 33 million transfers but 4 distinct steps.
 
     Returns:
         A :class:`~directcoll.schedule.pattern.StepPattern` (sizes as fractions of the vector).
@@ -190,41 +215,7 @@ def bucket_pattern(topology: Topology, collective="allreduce", *, variant: str |
     >>> bucket_pattern(parse("torus:4x4")).num_distinct
     4
     """
-    shape, instances, meta = _bucket_setup(topology, variant, ports)
-    n, ndim, dmax = int(np.prod(shape)), len(shape), max(shape)
-    coords = np.stack(np.unravel_index(np.arange(n), shape), axis=-1)
-    part = 1.0 / len(instances)
-    steps: list[tuple] = []
-    keys: dict[tuple, int] = {}
-    rs_sequence = []
-    neighbour: dict[tuple[int, int], np.ndarray] = {}  # (dim, direction) -> every rank's neighbour there
-
-    def step_to(dim: int, direction: int) -> np.ndarray:
-        if (dim, direction) not in neighbour:
-            nbr = coords.copy()
-            nbr[:, dim] = (nbr[:, dim] + direction) % shape[dim]
-            neighbour[dim, direction] = np.ravel_multi_index(tuple(nbr.T), shape)
-        return neighbour[dim, direction]
-
-    for k in range(ndim):
-        for t in range(dmax - 1):
-            active = tuple(i for i, (c, _) in enumerate(instances) if shape[(c + k) % ndim] - 1 > t)
-            if (k, active) not in keys:
-                src, dst, size = [], [], []
-                for i in active:
-                    c, direction = instances[i]
-                    dims = [(c + j) % ndim for j in range(k + 1)]
-                    src.append(np.arange(n))
-                    dst.append(step_to(dims[-1], direction))
-                    size.append(np.full(n, part / np.prod([shape[w] for w in dims])))
-                keys[(k, active)] = len(steps)
-                empty = np.zeros(0, dtype=np.int64)
-                steps.append((np.concatenate(src) if src else empty, np.concatenate(dst) if dst else empty,
-                              np.concatenate(size) if size else np.zeros(0), True))
-            rs_sequence.append(keys[(k, active)])
-    while rs_sequence and not len(steps[rs_sequence[-1]][0]):  # a schedule has no trailing idle steps
-        rs_sequence.pop()
-    return pattern_from_reduce_scatter(n, steps, rs_sequence, collective, meta)
+    return _bucket_steps(topology, collective, variant, ports).pattern()
 
 
 def _bucket_setup(topology: Topology, variant, ports):
@@ -266,6 +257,12 @@ def build_bucket(topology: Topology, collective="allreduce", *, variant: str | N
     >>> build_bucket(parse("torus:4x4"), "reduce_scatter", ports=2).nblocks
     32
     """
+    return _bucket_steps(topology, collective, variant, ports).schedule()
+
+
+def _bucket_steps(topology: Topology, collective, variant, ports) -> Phases:
+    """The bucket collective on ``topology`` described step by step: the instances side by side, then reversed
+    and sequenced as the collective asks (its schedule's and its pattern's one description)."""
     shape, instances, meta = _bucket_setup(topology, variant, ports)
-    rs = bucket_reduce_scatter(shape, len(instances)).with_meta(**meta)
-    return from_reduce_scatter(rs, collective, meta=meta)
+    rs = concurrent([bucket_instance_steps(shape, c, d) for c, d in instances], meta)
+    return from_reduce_scatter(rs, collective, meta)

@@ -30,7 +30,9 @@ from __future__ import annotations
 import numpy as np
 
 from directcoll.errors import UnsupportedShapeError
-from directcoll.schedule.ir import COPY, REDUCE, ScheduleBuilder
+from directcoll.schedule.ir import COPY, REDUCE, Collective
+from directcoll.schedule.phases import Phase, Phases, Pieces, concurrent
+from directcoll.topology.model import Topology
 
 
 def rho(s) -> np.ndarray:
@@ -207,86 +209,124 @@ def block_positions(peers: np.ndarray) -> np.ndarray:
     return bits
 
 
-def add_reduce_scatter(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int,
-                       base: int) -> np.ndarray:
-    """Add a butterfly reduce-scatter on the ranks ``ranks`` (local index -> global rank).
+def reduce_scatter_steps(peers: np.ndarray, ranks: np.ndarray, nranks: int) -> Phases:
+    """A butterfly reduce-scatter on the ranks ``ranks`` (local index -> global rank), described step by step.
 
-    The collective occupies blocks [base, base + p) of the builder's buffer, p = len(ranks). At step s every
-    rank sends the aligned range of 2^(L-1-s) positions holding its peer's position (one contiguous piece).
+    At step s every rank sends the aligned range of 2^(L-1-s) positions holding its peer's position (one
+    contiguous piece), over the p = len(ranks) blocks of the collective; the result of local rank r ends at block
+    v(r) (:func:`block_positions`).
+
+    Args:
+        peers: int64 (L, p), the peer (local index) of every local rank at every step.
+        ranks: int64 (p,), the global ranks; nranks: N, the schedule's ranks.
 
     Returns:
-        int64 (p,): the block position of every local rank's result, base + v(r).
+        A :class:`~directcoll.schedule.phases.Phases` of a reduce-scatter on p blocks, one phase per step, owner
+        ``owner[v(r)] = ranks[r]``.
 
     Raises:
         UnsupportedShapeError: the peers do not form a power-of-two butterfly (see :func:`block_positions`).
-        ResourceError: the schedule being built outgrows the memory budget.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (reduce-scatter halving the data at each step) and
     Sec. 2.3.3 (recursive halving).
 
-    >>> from directcoll.schedule.ir import ScheduleBuilder
-    >>> b = ScheduleBuilder("reduce_scatter", 8, 8)
-    >>> add_reduce_scatter(b, peer_table("swing", (8,), 0, False), np.arange(8), 0, 0).tolist()
-    [0, 4, 6, 1, 2, 7, 5, 3]
+    >>> rs = reduce_scatter_steps(peer_table("swing", (8,), 0, False), np.arange(8), 8)
+    >>> rs.owner.tolist(), rs.schedule().num_steps
+    ([0, 3, 4, 7, 1, 6, 2, 5], 3)
     """
     v = block_positions(peers)
-    steps = len(peers)
-    local = np.arange(len(ranks))
+    steps, q = peers.shape
+    ranks = np.asarray(ranks, dtype=np.int64)
+    owner = np.empty(q, dtype=np.int64)
+    owner[v] = ranks
+    phases = []
     for s in range(steps):
         width = 1 << (steps - 1 - s)
-        lo = (v[peers[s]] // width) * width + base
-        b.add(step0 + s, ranks[local], ranks[peers[s]], REDUCE, lo, lo + width)
-    return base + v
+        lo = (v[peers[s]] // width) * width
+        phases.append(Phase(q, REDUCE, lambda s=s, width=width: (ranks, ranks[peers[s]], np.full(q, width, np.int64)),
+                            lambda i, lo=lo, width=width: Pieces.single(lo, lo + width)))
+    return Phases(Collective.REDUCE_SCATTER, nranks, q, tuple(phases), owner=owner)
 
 
-def add_allgather(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int, base: int) -> None:
-    """Add the butterfly allgather that reverses :func:`add_reduce_scatter` (far peers first, doubling).
+def allgather_steps(peers: np.ndarray, ranks: np.ndarray, nranks: int) -> Phases:
+    """The butterfly allgather that undoes :func:`reduce_scatter_steps` (far peers first, the data doubling),
+    described step by step: at its step L-1-s every rank sends the aligned range of 2^(L-1-s) positions holding its
+    own position to its step-s peer.
 
     Returns:
-        None; L steps from ``step0`` are added to ``b``.
+        A :class:`~directcoll.schedule.phases.Phases` of an allgather on p = len(ranks) blocks, one phase per step,
+        owner as :func:`reduce_scatter_steps`'s.
 
     Raises:
         UnsupportedShapeError: the peers do not form a power-of-two butterfly.
-        ResourceError: the schedule being built outgrows the memory budget.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (the allgather selects peers in reverse order).
 
-    >>> from directcoll.schedule.ir import ScheduleBuilder
-    >>> b = ScheduleBuilder("allgather", 4, 4)
-    >>> add_allgather(b, peer_table("recdoub", (4,), 0, False), np.arange(4), 0, 0)
-    >>> b.build().num_steps
+    >>> allgather_steps(peer_table("recdoub", (4,), 0, False), np.arange(4), 4).schedule().num_steps
     2
     """
     v = block_positions(peers)
-    steps = len(peers)
-    local = np.arange(len(ranks))
-    for s in range(steps):
+    steps, q = peers.shape
+    ranks = np.asarray(ranks, dtype=np.int64)
+    owner = np.empty(q, dtype=np.int64)
+    owner[v] = ranks
+    phases = []
+    for s in reversed(range(steps)):
         width = 1 << (steps - 1 - s)
-        lo = (v // width) * width + base
-        b.add(step0 + steps - 1 - s, ranks[local], ranks[peers[s]], COPY, lo, lo + width)
+        lo = (v // width) * width
+        phases.append(Phase(q, COPY, lambda s=s, width=width: (ranks, ranks[peers[s]], np.full(q, width, np.int64)),
+                            lambda i, lo=lo, width=width: Pieces.single(lo, lo + width)))
+    return Phases(Collective.ALLGATHER, nranks, q, tuple(phases), owner=owner)
 
 
-def add_exchange(b: ScheduleBuilder, peers: np.ndarray, ranks: np.ndarray, step0: int, lo: int, hi: int) -> None:
-    """Latency-optimal allreduce: at every step every rank reduces its whole part [lo, hi) into its peer.
+def exchange_steps(peers: np.ndarray, ranks: np.ndarray, nranks: int) -> Phases:
+    """Latency-optimal allreduce, described step by step: at every step every rank reduces its whole part (one
+    block) into its peer.
 
     Returns:
-        None; L steps from ``step0`` are added to ``b``.
+        A :class:`~directcoll.schedule.phases.Phases` of an allreduce on one block, one phase per step.
 
     Raises:
-        ResourceError: the schedule being built outgrows the memory budget.
+        Nothing: numpy on the tables given.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.2 (latency-optimal Swing) and Sec. 2.3.2 (latency-optimal
     recursive doubling).
 
-    >>> from directcoll.schedule.ir import ScheduleBuilder
-    >>> b = ScheduleBuilder("allreduce", 4, 1)
-    >>> add_exchange(b, peer_table("swing", (4,), 0, False), np.arange(4), 0, 0, 1)
-    >>> b.build()
+    >>> exchange_steps(peer_table("swing", (4,), 0, False), np.arange(4), 4).schedule()
     Schedule(allreduce, unknown, N=4, nblocks=1, steps=2, transfers=8)
     """
-    local = np.arange(len(ranks))
-    for s in range(len(peers)):
-        b.add(step0 + s, ranks[local], ranks[peers[s]], REDUCE, lo, hi)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    q = len(ranks)
+    zeros, ones = np.zeros(q, np.int64), np.ones(q, np.int64)
+    return Phases(Collective.ALLREDUCE, nranks, 1, tuple(
+        Phase(q, REDUCE, lambda row=row: (ranks, ranks[row], ones), lambda i: Pieces.single(zeros, ones))
+        for row in peers))
+
+
+def latency_steps(nranks: int, fold: Fold, peers: list[np.ndarray], meta: dict) -> Phases:
+    """The latency-optimal allreduce on a fold's power-of-two sub-grid, one part (one block) per peer table,
+    described step by step: the fold's pre-step, every part exchanged whole at every step, the post-step.
+
+    Args:
+        nranks: N; fold: the grid's :class:`Fold`; peers: one int64 (L, q) peer table per part (q = the sub-grid's
+            ranks); meta: the result's metadata.
+
+    Returns:
+        A :class:`~directcoll.schedule.phases.Phases` of an allreduce on len(peers) blocks.
+
+    Raises:
+        Nothing: numpy on the tables given.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.2 (latency-optimal Swing), Sec. 2.3.2 (latency-optimal
+    recursive doubling and its non-power-of-two steps).
+
+    >>> f = Fold((6,))
+    >>> latency_steps(6, f, [peer_table("recdoub", f.sub_shape, 0, False)], {}).num_steps  # pre, 2, post
+    4
+    """
+    k = len(peers)
+    body = concurrent([exchange_steps(pt, fold.sub_ranks, nranks) for pt in peers])
+    return Phases(Collective.ALLREDUCE, nranks, k, (*fold.pre(k), *body.phases, *fold.post(k)), meta=meta)
 
 
 class Fold:
@@ -334,32 +374,78 @@ class Fold:
         """
         return len(self.extras) > 0
 
-    def add_pre(self, b: ScheduleBuilder, lo: int, hi: int) -> int:
-        """Add the pre-step at step 0 (folded ranks reduce [lo, hi) into their images) if needed.
+    def pre(self, blocks: int) -> list[Phase]:
+        """The pre-step, if needed: every folded rank reduces its whole buffer ([0, blocks)) into its image.
 
         Returns:
-            1 when a pre-step was added, else 0: the step the power-of-two algorithm starts at.
+            A list of one :class:`~directcoll.schedule.phases.Phase` (none when nothing folds).
 
         Raises:
-            ResourceError: the schedule being built outgrows the memory budget.
+            Nothing: numpy on the fold's arrays.
 
         Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2, "Non-power-of-two".
 
-        >>> from directcoll.schedule.ir import ScheduleBuilder
-        >>> Fold((6,)).add_pre(ScheduleBuilder("allreduce", 6, 1), 0, 1)
-        1
+        >>> [ph.count for ph in Fold((6,)).pre(1)], Fold((4,)).pre(1)
+        ([2], [])
         """
-        if self.needed:
-            b.add(0, self.extras, self.targets, REDUCE, lo, hi)
-        return int(self.needed)
+        return [_whole(REDUCE, self.extras, self.targets, blocks)] if self.needed else []
 
-    def add_post(self, b: ScheduleBuilder, step: int, lo: int, hi: int) -> None:
-        """Add the post-step at ``step`` (images copy [lo, hi) back to the folded ranks) if needed.
+    def post(self, blocks: int) -> list[Phase]:
+        """The post-step, if needed: every image copies the whole result ([0, blocks)) back to its folded rank.
+
+        Returns:
+            A list of one :class:`~directcoll.schedule.phases.Phase` (none when nothing folds).
 
         Raises:
-            ResourceError: the schedule being built outgrows the memory budget.
+            Nothing: numpy on the fold's arrays.
 
         Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2, "Non-power-of-two".
         """
-        if self.needed:
-            b.add(step, self.targets, self.extras, COPY, lo, hi)
+        return [_whole(COPY, self.targets, self.extras, blocks)] if self.needed else []
+
+
+def _whole(op: int, src: np.ndarray, dst: np.ndarray, blocks: int) -> Phase:
+    """One step in which every src sends its whole buffer [0, blocks) to its dst."""
+    n = len(src)
+    start, stop = np.zeros(n, np.int64), np.full(n, blocks, np.int64)
+    return Phase(n, op, lambda: (src, dst, stop), lambda i: Pieces.single(start, stop))
+
+
+def logical_shape(topology: Topology) -> tuple[int, ...]:
+    """The grid the torus algorithms run on: the topology's shape, or a 1D ring of its ranks.
+
+    Returns:
+        A tuple of D ints (dimension sizes) whose product is N.
+
+    Raises:
+        Nothing: every topology has one or the other.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (D-dimensional tori d_0 x ... x d_(D-1)).
+
+    >>> from directcoll.topology import parse
+    >>> logical_shape(parse("torus:4x4")), logical_shape(parse("complete:5"))
+    ((4, 4), (5,))
+    """
+    return topology.shape if topology.shape is not None else (topology.num_compute,)
+
+
+def collectives_for_ports(shape: tuple[int, ...], ports: int | None, name: str) -> list[tuple[int, bool]]:
+    """(first dimension, mirrored) of each concurrent collective: all 2D of them by default.
+
+    Raises:
+        UnsupportedShapeError: ports outside 1..2D.
+
+    Returns:
+        ``ports`` pairs ordered plain(dim 0), mirrored(dim 0), plain(dim 1), ...
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (D plain and D mirrored collectives).
+
+    >>> collectives_for_ports((4, 4), None, "swing")
+    [(0, False), (0, True), (1, False), (1, True)]
+    """
+    full = [(dim, mirrored) for dim in range(len(shape)) for mirrored in (False, True)]
+    ports = len(full) if ports is None else ports
+    if not 1 <= ports <= len(full):
+        raise UnsupportedShapeError(f"{name}: ports must be between 1 and 2D = {len(full)} on shape "
+                                    f"{'x'.join(map(str, shape))}, got {ports}")
+    return full[:ports]

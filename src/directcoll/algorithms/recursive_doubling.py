@@ -23,10 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from directcoll.algorithms import butterfly as bf
-from directcoll.algorithms.swing import collectives_for_ports, logical_shape
 from directcoll.errors import UnsupportedShapeError
-from directcoll.schedule.ir import Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import from_reduce_scatter
+from directcoll.schedule.ir import Collective, Schedule
+from directcoll.schedule.phases import Phases, concurrent, from_reduce_scatter
 from directcoll.topology.model import Topology
 
 VARIANTS = ("latency", "bandwidth")
@@ -60,13 +59,41 @@ def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, v
     >>> recursive_doubling(parse("ring:6")).meta["construction"]
     'fold'
     """
+    return recursive_doubling_steps(topology, collective, variant=variant, ports=ports).schedule()
+
+
+def recursive_doubling_steps(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
+                             ports: int | None = None) -> Phases:
+    """Recursive doubling on the topology's grid described step by step: the one description
+    :func:`recursive_doubling` builds its schedule from (and its step pattern is read from,
+    :meth:`~directcoll.schedule.phases.Phases.pattern`). The latency variant exchanges every part whole at every
+    step (:func:`~directcoll.algorithms.butterfly.latency_steps`); the bandwidth variant runs the butterfly
+    reduce-scatter, then (allreduce) its allgather; an allreduce on a grid that folds adds the fold's pre- and
+    post-step.
+
+    Args:
+        topology, collective, variant, ports: as :func:`recursive_doubling`.
+
+    Returns:
+        A :class:`~directcoll.schedule.phases.Phases` with :func:`recursive_doubling`'s meta.
+
+    Raises:
+        UnsupportedShapeError, ScheduleError: as :func:`recursive_doubling`.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.2 (recursive doubling, non-power-of-two pre/post steps), Sec.
+    2.3.3 (Rabenseifner) and Sec. 5.1 (mirrored).
+
+    >>> from directcoll.topology import parse
+    >>> recursive_doubling_steps(parse("ring:6"), variant="bandwidth").num_steps  # pre, 2 + 2 butterfly, post
+    6
+    """
     collective = Collective.parse(collective)
     variant = variant or "latency"
     if variant not in VARIANTS:
         raise UnsupportedShapeError(f"recursive-doubling: unknown variant {variant!r}; accepted: "
                                     f"{', '.join(VARIANTS)}")
-    shape = logical_shape(topology)
-    parts = collectives_for_ports(shape, ports if ports is not None else 1, "recursive-doubling")
+    shape = bf.logical_shape(topology)
+    parts = bf.collectives_for_ports(shape, ports if ports is not None else 1, "recursive-doubling")
     name = "rabenseifner" if variant == "bandwidth" else "recursive-doubling"
     if len(parts) > 1:
         name = "mirrored-recursive-doubling"
@@ -83,27 +110,25 @@ def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, v
             f"{'x'.join(map(str, shape))}); the standard non-power-of-two steps only serve allreduce. "
             "Swing serves this shape.")
     peers = [bf.peer_table("recdoub", fold.sub_shape, dim, mirrored) for dim, mirrored in parts]
-    nsteps = len(peers[0])
+    return _butterfly_steps(p, fold, peers, collective, variant, meta)
+
+
+
+
+def _butterfly_steps(nranks: int, fold: bf.Fold, peers: list[np.ndarray], collective, variant: str,
+                     meta: dict) -> Phases:
+    """The fold's power-of-two sub-grid, one part per peer table: :func:`recursive_doubling_steps`'s body."""
+    collective = Collective.parse(collective)
     if variant == "latency":
-        b = ScheduleBuilder(collective, p, len(parts))
-        s0 = fold.add_pre(b, 0, len(parts))
-        for i, pt in enumerate(peers):
-            bf.add_exchange(b, pt, fold.sub_ranks, s0, i, i + 1)
-        fold.add_post(b, s0 + nsteps, 0, len(parts))
-        return b.build(meta=meta)
-    q = len(fold.sub_ranks)
-    whole = collective is Collective.ALLREDUCE
-    b = ScheduleBuilder(Collective.ALLREDUCE if whole else Collective.REDUCE_SCATTER, p, q * len(parts))
-    s0 = fold.add_pre(b, 0, q * len(parts))
-    owner = np.empty(q * len(parts), dtype=np.int64)
-    for i, pt in enumerate(peers):
-        owner[bf.add_reduce_scatter(b, pt, fold.sub_ranks, s0, i * q)] = fold.sub_ranks
-        if whole:
-            bf.add_allgather(b, pt, fold.sub_ranks, s0 + nsteps, i * q)
-    if whole:
-        fold.add_post(b, s0 + 2 * nsteps, 0, q * len(parts))
-        return b.build(meta=meta)
-    return from_reduce_scatter(b.build(owner=owner, meta=meta), collective)
+        return bf.latency_steps(nranks, fold, peers, meta)
+    k, ranks = len(peers), fold.sub_ranks
+    q = len(ranks)
+    rs = concurrent([bf.reduce_scatter_steps(pt, ranks, nranks) for pt in peers], meta)
+    if collective is not Collective.ALLREDUCE:
+        return from_reduce_scatter(rs, collective)
+    ag = concurrent([bf.allgather_steps(pt, ranks, nranks) for pt in peers])
+    return Phases(Collective.ALLREDUCE, nranks, q * k, (*fold.pre(q * k), *rs.phases, *ag.phases,
+                                                        *fold.post(q * k)), meta=meta)
 
 
 def _rabenseifner(topology, collective=Collective.ALLREDUCE, *, variant=None, ports=None) -> Schedule:
@@ -111,7 +136,7 @@ def _rabenseifner(topology, collective=Collective.ALLREDUCE, *, variant=None, po
 
 
 def _mirrored(topology, collective=Collective.ALLREDUCE, *, variant=None, ports=None) -> Schedule:
-    shape = logical_shape(topology)
+    shape = bf.logical_shape(topology)
     return recursive_doubling(topology, collective, variant=variant, ports=ports or 2 * len(shape))
 
 

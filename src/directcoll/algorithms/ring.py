@@ -34,9 +34,9 @@ from math import gcd
 import numpy as np
 
 from directcoll.errors import UnsupportedShapeError
-from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
-from directcoll.schedule.ops import concat, concurrent
-from directcoll.schedule.pattern import StepPattern, from_steps
+from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule
+from directcoll.schedule.pattern import StepPattern
+from directcoll.schedule.phases import Phase, Phases, Pieces, concat, concurrent
 from directcoll.topology.families.circulants import shifted_ring_stride
 from directcoll.topology.model import Topology
 
@@ -197,6 +197,51 @@ def _check_ring(order, direction: int) -> np.ndarray:
     return order
 
 
+def ring_steps(order, direction: int = +1, collective="reduce_scatter") -> Phases:
+    """One ring's reduce-scatter, or the allgather that runs the same way, described step by step: the one
+    description its schedule and its step pattern are read from (:mod:`directcoll.schedule.phases`).
+
+    Every one of the p-1 steps moves one block from every ring position i to position i + direction, so the steps
+    are one phase; which block moves at step t is the reduce-scatter's (i - direction*(t+1)) mod p, the allgather's
+    (i - direction*t) mod p.
+
+    Args:
+        order: int (p,), a permutation of 0..p-1: the ranks in ring order.
+        direction: +1 (position i sends to i+1) or -1.
+        collective: ``reduce_scatter`` (op reduce) or ``allgather`` (op copy, not the reduce-scatter's reversal,
+            which would run against the ring: wrong on a unidirectional ring).
+
+    Returns:
+        A :class:`~directcoll.schedule.phases.Phases` of N = nblocks = p, one phase of p-1 steps; block i belongs
+        to the rank at position i (``owner = order``).
+
+    Raises:
+        UnsupportedShapeError: ``order`` is empty or not a permutation of 0..p-1, ``direction`` is not +-1, or a
+            collective other than these two.
+        ScheduleError: an unknown collective name.
+
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (p - 1 steps, one block to the right neighbour).
+
+    >>> ring_steps(range(5)).pattern().multiplicity.tolist()
+    [4]
+    """
+    order = _check_ring(order, direction)
+    coll = Collective.parse(collective)
+    if coll not in (Collective.REDUCE_SCATTER, Collective.ALLGATHER):
+        raise UnsupportedShapeError(f"ring: a single ring is a reduce_scatter or an allgather, not {coll.value}")
+    p = len(order)
+    pos = np.arange(p, dtype=np.int64)
+    dst = order[(pos + direction) % p]
+    first = 1 if coll is Collective.REDUCE_SCATTER else 0
+
+    def pieces(t: int) -> Pieces:
+        block = (pos - direction * (t + first)) % p
+        return Pieces.single(block, block + 1)
+
+    phase = Phase(p, REDUCE if first else COPY, lambda: (order, dst, np.ones(p, np.int64)), pieces, p - 1)
+    return Phases(coll, p, p, (phase,), owner=order.copy())
+
+
 def ring_reduce_scatter(order, direction: int = +1) -> Schedule:
     """Ring reduce-scatter over the ranks of ``order`` (Swing paper Sec. 2.3.1).
 
@@ -220,15 +265,7 @@ def ring_reduce_scatter(order, direction: int = +1) -> Schedule:
     >>> s.num_steps, s.owner.tolist()
     (3, [0, 2, 1, 3])
     """
-    order = _check_ring(order, direction)
-    p = len(order)
-    builder = ScheduleBuilder(Collective.REDUCE_SCATTER, p, p)
-    pos = np.arange(p, dtype=np.int64)
-    dst = order[(pos + direction) % p]
-    for t in range(p - 1):
-        block = (pos - direction * (t + 1)) % p
-        builder.add(t, order, dst, REDUCE, block, block + 1)
-    return builder.build(owner=order.copy())
+    return ring_steps(order, direction, Collective.REDUCE_SCATTER).schedule()
 
 
 def ring_allgather(order, direction: int = +1) -> Schedule:
@@ -253,14 +290,7 @@ def ring_allgather(order, direction: int = +1) -> Schedule:
     >>> ring_allgather(range(4), -1)
     Schedule(allgather, unknown, N=4, nblocks=4, steps=3, transfers=12)
     """
-    order = _check_ring(order, direction)
-    p = len(order)
-    builder = ScheduleBuilder(Collective.ALLGATHER, p, p)
-    pos = np.arange(p, dtype=np.int64)
-    for t in range(p - 1):
-        block = (pos - direction * t) % p
-        builder.add(t, order, order[(pos + direction) % p], COPY, block, block + 1)
-    return builder.build(owner=order.copy())
+    return ring_steps(order, direction, Collective.ALLGATHER).schedule()
 
 
 def ring_rings(topology: Topology, variant: str) -> list[tuple[np.ndarray, int]]:
@@ -348,8 +378,9 @@ def _ring_setup(topology: Topology, variant, ports) -> tuple[list[tuple[np.ndarr
 
 def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
                  ports: int | None = None) -> StepPattern:
-    """The step pattern of :func:`build_ring` (equal to ``pattern_of(build_ring(...))``) without its
-    2(N-1) steps of transfers: one reduce-scatter step and one allgather step, each run N-1 times.
+    """The step pattern of :func:`build_ring` without its 2(N-1) steps of transfers: the same description
+    (:func:`ring_steps`, one per ring, side by side) read without pieces, so equal to ``pattern_of(build_ring(...))``:
+    one reduce-scatter step and one allgather step, each run N-1 times.
 
     Returns:
         A :class:`~directcoll.schedule.pattern.StepPattern` with 1 (reduce-scatter, allgather) or 2 distinct steps.
@@ -365,30 +396,18 @@ def ring_pattern(topology: Topology, collective="allreduce", *, variant: str | N
     2
     """
     rings, meta = _ring_setup(topology, variant, ports)
-    return _rings_pattern(topology.num_compute, rings, collective, meta)
+    return _rings_steps(rings, collective, meta).pattern()
 
 
-def _rings_pattern(p: int, rings: list[tuple[np.ndarray, int]], collective, meta: dict) -> StepPattern:
-    """The pattern of concurrent rings on equal parts of the vector: one reduce-scatter step and one allgather
-    step, each run p-1 times."""
+def _rings_steps(rings: list[tuple[np.ndarray, int]], collective, meta: dict) -> Phases:
+    """Concurrent rings on equal parts of the vector: their reduce-scatters, allgathers (running the same way) or
+    both in sequence, as one description (a schedule's and a pattern's)."""
     coll = Collective.parse(collective)
-    src = np.concatenate([order for order, _ in rings])
-    dst = np.concatenate([order[(np.arange(p) + d) % p] for order, d in rings])
-    size = np.full(len(src), 1.0 / (len(rings) * p))
-    steps = [(src, dst, size, True), (src, dst, size, False)]
-    sequence = {Collective.REDUCE_SCATTER: [0] * (p - 1), Collective.ALLGATHER: [1] * (p - 1),
-                Collective.ALLREDUCE: [0] * (p - 1) + [1] * (p - 1)}[coll]
-    return from_steps(p, coll.value, steps, sequence, meta)
-
-
-def _rings_schedule(rings: list[tuple[np.ndarray, int]], collective, meta: dict) -> Schedule:
-    """Concurrent ring reduce-scatters / allgathers / allreduces on equal parts of the vector."""
-    coll = Collective.parse(collective)
-    rs = concurrent([ring_reduce_scatter(order, d) for order, d in rings], meta=meta)
+    rs = concurrent([ring_steps(order, d, Collective.REDUCE_SCATTER) for order, d in rings], meta)
     if coll is Collective.REDUCE_SCATTER:
         return rs
-    ag = concurrent([ring_allgather(order, d) for order, d in rings], meta=meta)
-    return ag if coll is Collective.ALLGATHER else concat(rs, ag, meta=meta)
+    ag = concurrent([ring_steps(order, d, Collective.ALLGATHER) for order, d in rings], meta)
+    return ag if coll is Collective.ALLGATHER else concat(rs, ag, meta)
 
 
 def build_ring(topology: Topology, collective="allreduce", *, variant: str | None = None,
@@ -421,7 +440,7 @@ def build_ring(topology: Topology, collective="allreduce", *, variant: str | Non
     Schedule(allgather, ring, N=6, nblocks=6, steps=5, transfers=30)
     """
     rings, meta = _ring_setup(topology, variant, ports)
-    return _rings_schedule(rings, collective, meta)
+    return _rings_steps(rings, collective, meta).schedule()
 
 
 
@@ -503,7 +522,8 @@ def _shifted_setup(topology: Topology, variant, ports) -> tuple[list[tuple[np.nd
 
 def shifted_ring_pattern(topology: Topology, collective="allreduce", *, variant: str | None = None,
                          ports: int | None = None) -> StepPattern:
-    """The step pattern of :func:`build_shifted_ring` without its 4 x 2(N-1) x N transfers (two distinct steps).
+    """The step pattern of :func:`build_shifted_ring` without its 4 x 2(N-1) x N transfers (two distinct steps): the
+    description :func:`build_shifted_ring` is built from (:func:`ring_steps` of its four rings), read without pieces.
 
     Returns:
         A :class:`~directcoll.schedule.pattern.StepPattern`.
@@ -519,7 +539,7 @@ def shifted_ring_pattern(topology: Topology, collective="allreduce", *, variant:
     2
     """
     rings, meta = _shifted_setup(topology, variant, ports)
-    return _rings_pattern(topology.num_compute, rings, collective, meta)
+    return _rings_steps(rings, collective, meta).pattern()
 
 
 def build_shifted_ring(topology: Topology, collective="allreduce", *, variant: str | None = None,
@@ -552,4 +572,4 @@ def build_shifted_ring(topology: Topology, collective="allreduce", *, variant: s
     Schedule(allreduce, shifted-ring, N=8, nblocks=32, steps=14, transfers=448)
     """
     rings, meta = _shifted_setup(topology, variant, ports)
-    return _rings_schedule(rings, collective, meta)
+    return _rings_steps(rings, collective, meta).schedule()

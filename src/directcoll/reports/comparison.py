@@ -369,6 +369,49 @@ class Comparison:
                 "goodput_definition": ALLTOALL_GOODPUT} if self.bound is not None else {}),
         }
 
+    def __str__(self) -> str:
+        """A plain-text table: per size, the winner (family, variant), its time and goodput, each family's best time,
+        and the reference family's gain; then the skipped contenders with their reasons. (``directcoll compare``
+        prints the full table with ties and legends; this is the library's quick look.)
+
+        Returns:
+            The table, lines joined by newlines (times with their unit, goodput as a bit rate, b/s, the way network
+            rates are quoted: :func:`~directcoll.units.format_bandwidth`).
+
+        Raises:
+            Nothing: formats the arrays.
+
+        Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (goodput per size, the best variant per family, gain);
+        docs/compare.md.
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "allreduce", NetworkParams(), "adaptive", "step", np.array([8.0, 1024.0]),
+        ...                [Entry("swing", "swing", "latency", np.array([1e-6, 4e-6])),
+        ...                 Entry("ring", "ring", "bidirectional", np.array([4e-6, 1e-6]))])
+        >>> print(c)  # doctest: +NORMALIZE_WHITESPACE
+        allreduce on torus:4x4: step model, adaptive routing, parameters custom
+        size  winner              time  goodput    swing  ring  swing gain
+        8B    swing latency       1 µs  64 Mb/s    1 µs   4 µs  +300%
+        1KiB  ring bidirectional  1 µs  8.19 Gb/s  4 µs   1 µs  -75%
+        """
+        from directcoll.units import format_bandwidth, format_size, format_time, signed_percent
+
+        fams = self.families()
+        family = self.gain_family
+        gain = self.gain(family) if family else None
+        head = ["size", "winner", "time", "goodput", *fams, *([f"{family} gain"] if gain is not None else [])]
+        rows = []
+        for j, (size, (fam, variant, best)) in enumerate(zip(self.sizes, self.winners(), strict=True)):
+            rows.append([format_size(size), f"{fam} {variant}", format_time(best), format_bandwidth(size / best),
+                         *(format_time(fams[f][0][j]) for f in fams),
+                         *([("tie" if np.isnan(gain[j]) else signed_percent(gain[j]))] if gain is not None else [])])
+        width = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+        lines = [f"{self.collective} on {self.topology}: {self.model} model, {self.routing} routing, parameters "
+                 f"{self.params.name}"]
+        lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, width, strict=True)).rstrip() for r in [head, *rows]]
+        lines += [f"skipped {k.contender.algorithm}: {k.kind}: {k.reason}" for k in self.skipped]
+        return "\n".join(lines)
+
     def to_csv(self) -> str:
         """One CSV row per (entry, size): algorithm, variant, ports, family, size_bytes, time_s, goodput_Bps and an
         empty ``skipped`` column, with a header; then one row per skipped contender, its size, time and goodput

@@ -159,15 +159,8 @@ def relabel(schedule: Schedule, rank_map, block_map=None, *, meta: dict | None =
             raise ScheduleError(f"relabel: {name} must be a permutation of 0..{size - 1}")
     if schedule.nscratch or schedule.piece_shift is not None or schedule.route_offsets is not None:
         raise ScheduleError("relabel: schedules with scratch blocks, displaced pieces or routes are not supported")
-    start, stop = schedule.piece_start, schedule.piece_stop
-    first, last = start // den, (stop - 1) // den
-    count = last - first + 1  # blocks each piece touches
-    piece = np.repeat(np.arange(len(start)), count)
-    block = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-    lo = np.maximum(start[piece], block * den) - block * den
-    hi = np.minimum(stop[piece], (block + 1) * den) - block * den
-    new_start = block_map[block] * den + lo
-    per_transfer = np.bincount(schedule.piece_transfer[piece], minlength=schedule.num_transfers)
+    per_transfer, new_start, new_stop = move_blocks(schedule.piece_transfer, schedule.piece_start,
+                                                    schedule.piece_stop, den, block_map, schedule.num_transfers)
     offsets = np.concatenate([[0], np.cumsum(per_transfer)]).astype(np.int64)
     owner = None
     if schedule.owner is not None:
@@ -176,8 +169,40 @@ def relabel(schedule: Schedule, rank_map, block_map=None, *, meta: dict | None =
     if meta is None and schedule.collective.rooted:
         meta = {**schedule.meta, "root": int(rank_map[schedule.root])}
     return Schedule(schedule.collective, n, nb, schedule.step, rank_map[schedule.src], rank_map[schedule.dst],
-                    schedule.op, offsets, new_start, new_start + (hi - lo), den, owner=owner,
+                    schedule.op, offsets, new_start, new_stop, den, owner=owner,
                     meta=meta if meta is not None else dict(schedule.meta))
+
+
+def move_blocks(transfer, start, stop, den: int, block_map, num_transfers: int):
+    """Pieces cut at block boundaries and moved block by block: block b's part of a piece goes to block
+    ``block_map[b]``, its offset within the block kept (the pieces of :func:`relabel`).
+
+    Args:
+        transfer: int (P,), the transfer of every piece, ascending; start, stop: int (P,), numerators over ``den``.
+        den: the denominator; block_map: int (nblocks,), a permutation; num_transfers: T.
+
+    Returns:
+        (pieces per transfer int64 (T,), start, stop int64 (P',)): every piece split into the blocks it touches,
+        in the order of the pieces and then of the blocks.
+
+    Raises:
+        Nothing of ours: numpy on arrays the caller checked.
+
+    Source: Zhao et al. (NSDI'25) App. B, Def. 7 (schedule isomorphism).
+
+    >>> move_blocks(np.array([0]), np.array([1]), np.array([5]), 2, np.array([2, 0, 1]), 1)[1:]
+    (array([5, 0, 2]), array([6, 2, 3]))
+    """
+    start, stop = np.asarray(start, np.int64), np.asarray(stop, np.int64)
+    first, last = start // den, (stop - 1) // den
+    count = last - first + 1  # blocks each piece touches
+    piece = np.repeat(np.arange(len(start)), count)
+    block = np.repeat(first, count) + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    lo = np.maximum(start[piece], block * den) - block * den
+    hi = np.minimum(stop[piece], (block + 1) * den) - block * den
+    new_start = np.asarray(block_map)[block] * den + lo
+    per_transfer = np.bincount(np.asarray(transfer)[piece], minlength=num_transfers)
+    return per_transfer, new_start, new_start + (hi - lo)
 
 
 def from_reduce_scatter(rs: Schedule, collective, *, meta: dict | None = None) -> Schedule:

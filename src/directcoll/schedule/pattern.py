@@ -4,8 +4,9 @@ Timing a step needs only who sends how much to whom (and whether the receiver re
 irrelevant. Many schedules repeat the same step pattern: a ring allreduce on p ranks has 2(p-1) steps but
 only two distinct patterns, and on a 128x128 torus it has 2 billion transfers. A :class:`StepPattern` keeps
 each distinct step once with its multiplicity and the order of steps, so the simulator can time any
-schedule — and algorithms whose full schedule would be too large can emit their pattern directly
-(``Algorithm.pattern`` in the registry; tests check it equals ``pattern_of`` of the full schedule).
+schedule — and algorithms whose full schedule would be too large read their pattern from the description
+their schedule is built from, without the schedule (:mod:`directcoll.schedule.phases`; ``Algorithm.pattern`` in
+the registry).
 
 Source: docs/architecture.md, "Cost and simulation" (the load pattern of a step does not depend on the vector size:
 route once, sweep sizes in closed form).
@@ -26,6 +27,9 @@ import numpy as np
 
 from directcoll.errors import ScheduleError
 from directcoll.schedule.ir import REDUCE, Schedule
+
+#: Bytes per transfer of a :class:`StepPattern`: src and dst int64, size float64, reduce bool.
+BYTES_PER_TRANSFER = 25
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,35 +241,3 @@ def from_steps(nranks: int, collective: str, steps: list[tuple], sequence, meta:
     return StepPattern(nranks, collective, offsets, cols[0].astype(np.int64), cols[1].astype(np.int64),
                        cols[2].astype(float), cols[3].astype(bool), np.asarray(sequence, dtype=np.int64),
                        meta=meta or {})
-
-
-def pattern_from_reduce_scatter(nranks: int, steps: list[tuple], rs_sequence, collective, meta: dict) -> StepPattern:
-    """The pattern of a reduce-scatter given by its distinct steps, or of the allgather that reverses it
-    (steps in reverse order, src and dst swapped, copies), or of both in sequence (allreduce), as
-    :func:`directcoll.schedule.ops.from_reduce_scatter` builds them.
-
-    Returns:
-        A :class:`StepPattern` with 2K distinct steps for allgather / allreduce (K for reduce-scatter).
-
-    Raises:
-        ScheduleError: an unknown collective name, or steps / sequence that do not fit (see :func:`from_steps`).
-
-    Source: Zhao et al. (NSDI'25) App. B, Theorem 1 (time reversal); docs/architecture.md, "Cost and simulation".
-
-    >>> import numpy as np
-    >>> r = np.arange(4)
-    >>> p = pattern_from_reduce_scatter(4, [(r, (r + 1) % 4, 0.25, True)], [0, 0, 0], "allreduce", {})
-    >>> p.sequence.tolist()
-    [0, 0, 0, 1, 1, 1]
-    """
-    from directcoll.schedule.ir import Collective
-
-    coll = Collective.parse(collective)
-    rs_sequence = list(rs_sequence)
-    ag_steps = [(dst, src, size, False) for src, dst, size, _ in steps]
-    ag_sequence = [k + len(steps) for k in reversed(rs_sequence)]
-    if coll is Collective.REDUCE_SCATTER:
-        return from_steps(nranks, coll.value, steps, rs_sequence, meta)
-    if coll is Collective.ALLGATHER:
-        return from_steps(nranks, coll.value, steps + ag_steps, [k + len(steps) for k in reversed(rs_sequence)], meta)
-    return from_steps(nranks, coll.value, steps + ag_steps, rs_sequence + ag_sequence, meta)

@@ -93,6 +93,11 @@ class Topology:
                 raise TopologyError(f"{self.spec}: the compute nodes are not strongly connected; "
                                     "every rank must be able to reach every other rank")
 
+    def __repr__(self) -> str:
+        switches = self.num_nodes - self.num_compute
+        return (f"Topology({self.spec}, N={self.num_compute}{f', switches={switches}' if switches else ''}, "
+                f"links={self.num_links})")
+
     # -- sizes ---------------------------------------------------------------------------------------
     @property
     def num_links(self) -> int:

@@ -27,12 +27,32 @@ def ring(n: int, *, bidirectional: bool = True, link_bandwidth: float = DEFAULT_
     The bidirectional ring is the torus of shape (n,); the unidirectional one is Zhao et al.'s UniRing (the
     directed circulant C(n, {1})). Links of node i: to i + 1, then (bidirectional) to i - 1.
 
-    Raises:
-        SpecError: n < 2.
+    Parameters
+    ----------
+    n : int
+        The number of nodes (>= 2).
+    bidirectional : bool, default True
+        Links both ways (2 ports per node); False: i -> i+1 only (``ring:N:uni``).
+    link_bandwidth : float, default 5e10
+        Every directed link's bandwidth in bytes/s (400 Gb/s).
+    link_latency : float, default 1e-7
+        Every directed link's latency in seconds (100 ns).
+
+    Returns
+    -------
+    Topology
+        n compute nodes, shape (n,).
+
+    Raises
+    ------
+    SpecError
+        n < 2.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 2.3.1 (ring); Zhao et al. (NSDI'25) Def. 18 (C(n, {1})) and
     Table 4 (UniRing / BiRing).
 
+    Examples
+    --------
     >>> ring(4).link_dst.tolist(), ring(4, bidirectional=False).spec
     ([1, 3, 2, 0, 3, 1, 0, 2], 'ring:4:uni')
     """

@@ -33,11 +33,33 @@ def torus(shape, *, simple: bool = False, link_bandwidth: float = DEFAULT_LINK_B
     one cable instead, so the graph is simple (degree 2D minus the number of size-2 dimensions), the form
     Zhao et al.'s Theorem 13 needs. Node r sits at ``unravel_index(r, shape)``; a Cayley graph of Z_shape.
 
-    Raises:
-        SpecError: an empty shape or a dimension smaller than 2.
+    Parameters
+    ----------
+    shape : tuple of int
+        The side d_i of every dimension, in nodes (each >= 2); the spec ``torus:8x8`` is ``shape=(8, 8)``.
+    simple : bool, default False
+        One cable, not two, along a dimension of size 2.
+    link_bandwidth : float, default 5e10
+        Every directed link's bandwidth in bytes/s (5e10 bytes/s = 400 Gb/s, the Swing paper's links).
+    link_latency : float, default 1e-7
+        Every directed link's latency in seconds (100 ns).
 
+    Returns
+    -------
+    Topology
+        N = prod(d_i) compute nodes and no switches, ``shape`` and the ports' ``port_offsets`` kept.
+
+    Raises
+    ------
+    SpecError
+        An empty shape or a dimension smaller than 2.
+
+    Examples
+    --------
     >>> torus((4, 4)).num_links, torus((3, 2), simple=True).out_degree.tolist()
     (64, [3, 3, 3, 3, 3, 3])
+    >>> float(torus((4, 4), link_bandwidth=12.5e9).link_bandwidth[0])  # 100 Gb/s links
+    12500000000.0
     """
     shape = check_shape("torus", shape)
     offsets = []
@@ -82,12 +104,30 @@ def mesh(shape, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
     Size: N = prod(d_i) nodes, up to 2D ports (a node on a face has fewer). Node r sits at
     ``unravel_index(r, shape)``; links are those along dimension 0 (both directions), then dimension 1, ...
 
-    Raises:
-        SpecError: an empty shape or a dimension smaller than 2.
+    Parameters
+    ----------
+    shape : tuple of int
+        The side d_i of every dimension, in nodes (each >= 2).
+    link_bandwidth : float, default 5e10
+        Every directed link's bandwidth in bytes/s (400 Gb/s).
+    link_latency : float, default 1e-7
+        Every directed link's latency in seconds (100 ns).
+
+    Returns
+    -------
+    Topology
+        N = prod(d_i) compute nodes, ``shape`` kept, no wrap-around.
+
+    Raises
+    ------
+    SpecError
+        An empty shape or a dimension smaller than 2.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 2.2 (D-dimensional torus, of which this is the wrap-less form)
     and Sec. 5.4.1 (HammingMesh boards are 2D meshes).
 
+    Examples
+    --------
     >>> mesh((3, 3)).num_links
     24
     """
@@ -104,12 +144,30 @@ def hypercube(dim: int, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
               link_latency: float = DEFAULT_LINK_LATENCY) -> Topology:
     """Hypercube Q_k of 2^k nodes: node r linked to r XOR 2^i for every i < k (k ports, one cable each).
 
-    k is ``dim``. Its grid shape is (2,)*k, so torus algorithms see it as a torus of size-2 dimensions whose "+" and "-"
+    Its grid shape is (2,)*k, so torus algorithms see it as a torus of size-2 dimensions whose "+" and "-"
     neighbours coincide on the same single cable (Swing Sec. 2.2); a Cayley graph of Z_2^k.
 
-    Raises:
-        SpecError: k < 1.
+    Parameters
+    ----------
+    dim : int
+        k, the number of dimensions (>= 1): 2^k nodes.
+    link_bandwidth : float, default 5e10
+        Every directed link's bandwidth in bytes/s (400 Gb/s).
+    link_latency : float, default 1e-7
+        Every directed link's latency in seconds (100 ns).
 
+    Returns
+    -------
+    Topology
+        2^k compute nodes of k ports each, shape (2,)*k.
+
+    Raises
+    ------
+    SpecError
+        k < 1.
+
+    Examples
+    --------
     >>> hypercube(3).out_degree.tolist()
     [3, 3, 3, 3, 3, 3, 3, 3]
     """

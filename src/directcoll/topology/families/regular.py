@@ -39,9 +39,27 @@ def complete(n: int, *, link_bandwidth: float = DEFAULT_LINK_BANDWIDTH,
     pattern conflicts; distance-regular with intersection array {n-1; 1}. Cayley graph of Z_n: port k - 1 of
     node i goes to i + k (mod n).
 
-    Raises:
-        SpecError: n < 2.
+    Parameters
+    ----------
+    n : int
+        The number of nodes (>= 2).
+    link_bandwidth : float, default 5e10
+        Every directed link's bandwidth in bytes/s (400 Gb/s).
+    link_latency : float, default 1e-7
+        Every directed link's latency in seconds (100 ns).
 
+    Returns
+    -------
+    Topology
+        n compute nodes of n - 1 ports each.
+
+    Raises
+    ------
+    SpecError
+        n < 2.
+
+    Examples
+    --------
     >>> complete(4).link_dst[:3].tolist()
     [1, 2, 3]
     """

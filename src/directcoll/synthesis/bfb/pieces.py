@@ -1,12 +1,12 @@
 """BFB's loads cut into pieces: from the LP loads of a node's in-links to the pieces of the shards it receives
-(moved out of :mod:`directcoll.synthesis.bfb`, which is at the package's module-size limit; behaviour unchanged).
+(:mod:`directcoll.synthesis.bfb.plan` says which links feed which sources, :mod:`directcoll.synthesis.bfb.lp` how much).
 
 Every feeding link holds all of a source's shard, so only amounts matter (Zhao et al. Sec. 6.1): the c_p shards
 of a pattern are laid end to end and cut at the cumulative loads of its links, so each source gets consecutive
 pieces summing to one whole shard and each link exactly its load.
 
 Source: Zhao et al. (NSDI'25) Sec. 6.1 (LP (1): only the amount each link carries matters); the module docstring
-of :mod:`directcoll.synthesis.bfb` ("From loads to pieces").
+of :mod:`directcoll.synthesis.bfb.schedule` ("From loads to pieces").
 
 >>> import numpy as np
 >>> merge_adjacent(np.array([0, 0, 1]), np.array([0, 2, 2]), np.array([2, 3, 4]))[2].tolist()
@@ -23,7 +23,7 @@ def node_pieces(plan, loads: list[np.ndarray], den: int):
     sorted by (step, link, source), adjacent pieces of one transfer merged.
 
     Args:
-        plan: node u's plan in :mod:`directcoll.synthesis.bfb` (its in-links, sources by group, and per group
+        plan: node u's :class:`~directcoll.synthesis.bfb.plan.NodePlan` (its in-links, sources by group, and per group
             the step, LP id and LP row).
         loads: per LP, the (P, K) exact loads (Fractions, shards) of its pattern rows on u's K in-links.
         den: the schedule's common denominator (every load times ``den`` is an integer).
@@ -35,7 +35,7 @@ def node_pieces(plan, loads: list[np.ndarray], den: int):
     Raises:
         Nothing of ours: the loads come from the LPs that made ``plan``.
 
-    Source: Zhao et al. (NSDI'25) Sec. 6.1; :mod:`directcoll.synthesis.bfb`, "From loads to pieces".
+    Source: Zhao et al. (NSDI'25) Sec. 6.1; :mod:`directcoll.synthesis.bfb.schedule`, "From loads to pieces".
     """
     k = len(plan.in_links)
     z = np.stack([loads[lp][row] for lp, row in zip(plan.group_lp, plan.group_row, strict=True)])  # (G, K)

@@ -39,7 +39,8 @@ from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.chunking import common_denominator, rational_row
 from directcoll.schedule.ir import COPY, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import reverse
-from directcoll.synthesis.bfb import MAX_PIECE_DENOMINATOR, MAX_SCHEDULE_DENOMINATOR, bfb_allgather, bfb_reduce_scatter
+from directcoll.synthesis.bfb.lp import MAX_PIECE_DENOMINATOR, MAX_SCHEDULE_DENOMINATOR
+from directcoll.synthesis.bfb.schedule import bfb_allgather, bfb_reduce_scatter
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import LinkSet, bfs_distances
 

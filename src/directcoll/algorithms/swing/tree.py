@@ -37,7 +37,7 @@ import numpy as np
 
 from directcoll.algorithms import butterfly as bf
 from directcoll.algorithms.rooted import Tree, check_root, rooted, scatter_allgather, tree_broadcast
-from directcoll.algorithms.swing import collectives_for_ports, logical_shape, swing
+from directcoll.algorithms.swing.schedule import swing
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import Schedule
 from directcoll.topology.model import Topology
@@ -63,7 +63,7 @@ def swing_tree(topology: Topology, root: int = 0, first_dim: int = 0, mirrored: 
     >>> list(zip(t.step.tolist(), t.parent.tolist(), t.child.tolist()))[:3]
     [(0, 0, 3), (1, 3, 4), (1, 0, 7)]
     """
-    shape = logical_shape(topology)
+    shape = bf.logical_shape(topology)
     p = topology.num_compute
     root = check_root(root, p, "swing-tree")
     if p == 1:
@@ -118,7 +118,7 @@ def build_swing_tree(topology: Topology, collective="broadcast", *, variant: str
     variant = variant or "latency"
     if variant not in VARIANTS:
         raise UnsupportedShapeError(f"swing-tree: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
-    parts = collectives_for_ports(logical_shape(topology), ports, "swing-tree")
+    parts = bf.collectives_for_ports(bf.logical_shape(topology), ports, "swing-tree")
     trees = [swing_tree(topology, root, dim, mirrored) for dim, mirrored in parts]
     meta = {"algorithm": "swing-tree", "variant": variant, "ports": len(parts)}
     if variant == "latency":

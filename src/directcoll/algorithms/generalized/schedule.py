@@ -23,7 +23,7 @@ of every distributed vector, and the P distributed vectors at placements 0..P-1 
 The group is the cyclic group by default (t: rank j -> j + 1); ``group="xor"`` is the group of Table 1.b for
 power-of-two P (t_k: j -> j XOR k), with which the bandwidth-optimal algorithm is recursive halving and the
 latency-optimal one recursive doubling (Sec. 7, 8). Any abelian group of order P given by its cyclic factors
-(``group="4x3"``) that has a fold order serves (``directcoll.algorithms.abelian``: placements are the group
+(``group="4x3"``) that has a fold order serves (``directcoll.algorithms.generalized.groups``: placements are the group
 elements e_k of the fold order instead of t^k, the step operators g_i instead of t^(-f_i)), and ``placement`` is
 the paper's h (Sec. 5.1-5.2): rank b's part sits at group element h(b), so the group acts on ranks through h.
 """
@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from directcoll.algorithms.abelian import PLACEMENTS, AbelianGroup, fold_counts, group_of, placement_of
+from directcoll.algorithms.generalized.groups import PLACEMENTS, AbelianGroup, fold_counts, group_of, placement_of
 from directcoll.errors import UnsupportedShapeError
 from directcoll.schedule.ir import COPY, REDUCE, Collective, Schedule, ScheduleBuilder
 from directcoll.schedule.ops import from_reduce_scatter
@@ -114,9 +114,9 @@ def generalized_allreduce(p: int, r: int = 0, group="cyclic", placement=None, sh
         r: distribution steps removed: 0 = bandwidth-optimal (eq. 25), 0 < r < ceil(log2 P) intermediate
             (eq. 36), ceil(log2 P) = latency-optimal (eq. 44).
         group: "cyclic" (default), "xor" (Table 1.b, power-of-two P) or cyclic factors whose product is P
-            ("4x3", "2x2x3"; :func:`directcoll.algorithms.abelian.parse_group`).
+            ("4x3", "2x2x3"; :func:`directcoll.algorithms.generalized.groups.parse_group`).
         placement: the permutation h, rank b's part at group element h[b]: None / "identity", "aligned"
-            (needs ``shape``) or a permutation (:func:`directcoll.algorithms.abelian.placement_of`).
+            (needs ``shape``) or a permutation (:func:`directcoll.algorithms.generalized.groups.placement_of`).
         shape: the topology's grid shape, for ``placement="aligned"``.
 
     Returns:
@@ -325,8 +325,34 @@ def kolmakov_ring(p: int) -> Schedule:
 VARIANTS = ("bandwidth", "latency", "ring")
 
 
-def _build(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
-           ports: int | None = None, r: int | None = None, group="cyclic", placement=None) -> Schedule:
+def build_generalized(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str | None = None,
+                      ports: int | None = None, r: int | None = None, group="cyclic", placement=None) -> Schedule:
+    """Registry builder of ``generalized``: :func:`generalized_allreduce` on the topology's N ranks (its shape for
+    the ``aligned`` placement), its reduce-scatter and allgather (r = 0), or :func:`kolmakov_ring`.
+
+    Args:
+        topology: any topology of N >= 2 ranks (only N, and the shape for ``placement="aligned"``, are used).
+        collective: ``allreduce``; ``reduce_scatter`` or ``allgather`` (the bandwidth-optimal version only).
+        variant: ``bandwidth`` (r = 0, the default), ``latency`` (r = ceil(log2 P)) or ``ring`` (Sec. 6); None
+            with an ``r`` between: the intermediate algorithm of Sec. 8.
+        ports: None or 1 (one message per rank per step).
+        r, group, placement: as :func:`generalized_allreduce`.
+
+    Returns:
+        The :class:`~directcoll.schedule.ir.Schedule`; meta names the variant, r and the group.
+
+    Raises:
+        UnsupportedShapeError: ports other than 1, the ring variant with r, a group or a placement, a reduce-scatter
+            or allgather with r != 0, or as :func:`generalized_allreduce` (r out of range, a group without a fold
+            order, a bad placement).
+        ScheduleError: an unknown collective name.
+
+    Source: Kolmakov & Zhang Sec. 6 (ring), 7 (bandwidth-optimal), 8 (intermediate), 9 (latency-optimal).
+
+    >>> from directcoll.topology import parse
+    >>> build_generalized(parse("ring:6"), variant="latency").meta["r"]
+    3
+    """
     collective = Collective.parse(collective)
     p = topology.num_compute
     if ports not in (None, 1):
