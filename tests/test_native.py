@@ -1,4 +1,6 @@
-"""The native runtime (docs/runtime.md, "The native runtime"): libdirectcoll built against the mpich wheel's mpicc,
+"""The native runtime (docs/runtime.md, "The native runtime"): libdirectcoll built against the mpich wheel's mpicc
+(or the MPI $MPICC names, e.g. Debian's Open MPI: MPICC=/usr/bin/mpicc.openmpi, launched by the mpiexec beside it or
+$DIRECTCOLL_MPIEXEC),
 program files, and MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather and MPI_Alltoall of an unmodified C program
 (tests/native/collective_check.c) served under LD_PRELOAD against the PMPI_ calls: every predefined basic datatype x
 op MPI defines on it, counts 0, 1, fewer than the ranks, not divisible, large; in place and not; the fall-throughs
@@ -16,6 +18,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +37,11 @@ HERE = Path(__file__).resolve().parent
 
 def native_workdir(root: Path, mpicc: list[str]):
     """Build the library in a private cache under ``root`` and compile the checker; yield (root, library,
-    checker) and restore ``$DIRECTCOLL_CACHE`` after (shared by the native tests' module fixtures)."""
-    old = os.environ.get("DIRECTCOLL_CACHE")
-    os.environ["DIRECTCOLL_CACHE"] = str(root / "cache")
+    checker) and restore ``$DIRECTCOLL_CACHE`` after (shared by the native tests' module fixtures). Meanwhile the
+    environment holds what the launcher needs (:func:`~directcoll.runtime.native.launch_env`: Open MPI's
+    oversubscription and root permission), so every ``mpiexec`` the tests start inherits it."""
+    saved = {k: os.environ.get(k) for k in ("DIRECTCOLL_CACHE", *native.launch_env(MPIEXEC))}
+    os.environ.update({"DIRECTCOLL_CACHE": str(root / "cache"), **native.launch_env(MPIEXEC)})
     try:
         lib = native.library_path()
         checker = root / "collective_check"
@@ -43,10 +49,51 @@ def native_workdir(root: Path, mpicc: list[str]):
                         str(HERE / "native" / "collective_check.c"), "-lm"], check=True)
         yield root, lib, checker
     finally:
-        if old is None:
-            os.environ.pop("DIRECTCOLL_CACHE", None)
-        else:
-            os.environ["DIRECTCOLL_CACHE"] = old
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+#: each rank's stderr into a file of its own: Open MPI's launcher forwards the ranks' output in chunks that may cut a
+#: line and put another rank's output inside it, and the tests read the library's debug lines whole
+_RANK_STDERR = 'exec "$@" 2>"$0/rank.${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}}"'
+
+
+def rank_stderr_command(ranks: int, argv: list[str], folder) -> list[str]:
+    """``mpiexec -n ranks argv...`` with each rank's stderr in ``folder``/rank.R (MPICH's PMI_RANK, Open MPI's
+    OMPI_COMM_WORLD_RANK)."""
+    return [MPIEXEC, "-n", str(ranks), "sh", "-c", _RANK_STDERR, str(folder), *map(str, argv)]
+
+
+def rank_stderr(ranks: int, folder) -> str:
+    """The ranks' stderr files of :func:`rank_stderr_command`, whole, in rank order."""
+    files = [Path(folder) / f"rank.{r}" for r in range(ranks)]
+    return "".join(f.read_text(errors="replace") for f in files if f.exists())
+
+
+def mpirun(ranks: int, argv: list[str], env: dict, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run ``argv`` on ``ranks`` ranks under :data:`MPIEXEC` with ``env``; stderr holds each rank's whole (in rank
+    order), then the launcher's."""
+    with tempfile.TemporaryDirectory(prefix="directcoll-ranks-") as tmp:
+        done = subprocess.run(rank_stderr_command(ranks, argv, tmp), capture_output=True, text=True, env=env,
+                              timeout=timeout)
+        done.stderr = rank_stderr(ranks, tmp) + done.stderr
+    return done
+
+
+def mpi4py_runs_this_mpi() -> str:
+    """Why tests of mpi4py programs (the C engine, ``directcoll run``) cannot run on the MPI of $MPICC, or "" when
+    they can: mpi4py (the mpich wheel) must run on the MPI the library is built for."""
+    probe = ("import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
+             "print(MPI.Get_library_version().splitlines()[0])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    ours = native.mpi_identity(MPICC)[1].splitlines()[0]
+    if done.returncode != 0:
+        return f"mpi4py does not load: {done.stderr.strip().splitlines()[-1:]}"
+    theirs = done.stdout.strip()
+    return "" if theirs == ours else f"mpi4py runs on {theirs!r}, the library is built for {ours!r}"
 
 try:
     MPICC = native.find_mpicc()
@@ -54,7 +101,10 @@ except MissingDependencyError as exc:  # pragma: no cover - the test extra insta
     MPICC, WHY = None, str(exc)
 else:
     WHY = ""
-MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(MPICC[0]) if MPICC else None) or shutil.which("mpiexec")
+try:  # the launcher of that MPI: $DIRECTCOLL_MPIEXEC, beside the wrapper (mpiexec.openmpi beside mpicc.openmpi), PATH
+    MPIEXEC = native.find_mpiexec(MPICC) if MPICC else None
+except MissingDependencyError:  # pragma: no cover
+    MPIEXEC = None
 pytestmark = [pytest.mark.native,
               pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")]
 
@@ -95,8 +145,7 @@ def _run(lib, checker, ranks: int, table, args: list[str], preload=None, extra_e
     if table is not None:
         env["DIRECTCOLL_SCHEDULES"] = str(table)
     env.update(extra_env or {})
-    return subprocess.run([MPIEXEC, "-n", str(ranks), str(checker), collective, *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return mpirun(ranks, [str(checker), collective, *args], env, timeout)
 
 
 def test_library_is_built_once_and_cached(work, capsys):
@@ -114,6 +163,33 @@ def test_mpicc_names_the_mpi_to_build_against(work, monkeypatch):
     _, lib, _ = work
     monkeypatch.setenv("MPICC", MPICC[0])  # the same wrapper, named: the same cache entry
     assert native.library_path() == lib
+
+
+OPEN_MPI_CC, WHEEL_CC = Path("/usr/bin/mpicc.openmpi"), Path(sys.executable).parent / "mpicc"
+
+
+@pytest.mark.skipif(not (OPEN_MPI_CC.exists() and WHEEL_CC.exists()), reason="needs the mpich wheel's mpicc and "
+                    "Debian's Open MPI (apt-get install libopenmpi-dev openmpi-bin)")
+def test_each_mpi_gets_its_own_library_and_launcher(work, monkeypatch):
+    """MPICC picks the MPI: the mpich wheel's and Debian's Open MPI build two libraries side by side in the cache
+    (the key holds the MPI), each recording its MPI; the launcher is the one beside the wrapper
+    (mpicc.openmpi: mpiexec.openmpi), with Open MPI's additions to its environment; $DIRECTCOLL_MPIEXEC wins."""
+    monkeypatch.delenv("DIRECTCOLL_MPIEXEC", raising=False)  # (CI's Open MPI leg sets it)
+    libs = {}
+    for family, cc in (("MPICH", WHEEL_CC), ("Open MPI", OPEN_MPI_CC)):
+        monkeypatch.setenv("MPICC", str(cc))
+        libs[family] = native.library_path()
+        version = ctypes.CDLL(str(libs[family])).directcoll_built_mpi_version
+        version.restype = ctypes.c_char_p
+        assert native.mpi_family(version().decode()) == family
+        assert native.library_path() == libs[family]  # cached under its own key
+    assert libs["MPICH"] != libs["Open MPI"] and libs["MPICH"].parent == libs["Open MPI"].parent
+    assert native.find_mpiexec([str(OPEN_MPI_CC)]) == "/usr/bin/mpiexec.openmpi"
+    assert native.find_mpiexec([str(WHEEL_CC)]) == str(WHEEL_CC.parent / "mpiexec")
+    assert native.launch_env("/usr/bin/mpiexec.openmpi")["OMPI_MCA_rmaps_base_oversubscribe"] == "1"
+    assert native.launch_env(str(WHEEL_CC.parent / "mpiexec")) == {}
+    monkeypatch.setenv("DIRECTCOLL_MPIEXEC", "/usr/bin/mpiexec.openmpi")
+    assert native.find_mpiexec([str(WHEEL_CC)]) == "/usr/bin/mpiexec.openmpi"
 
 
 def test_a_bad_mpicc_is_one_clear_error(monkeypatch, capsys):
@@ -401,6 +477,16 @@ def test_a_library_built_for_another_mpi_refuses(work):
     assert len(refusals) == 2 and "Another MPI 9.9" in refusals[0]  # once per rank
 
 
+def sanitizer_env() -> dict[str, str]:
+    """The environment of a run under ASan + UBSan with leak checks. On Open MPI also its suppressions
+    (tests/native/lsan-openmpi.supp: memory Open MPI's own libraries never free) and full stacks on every malloc
+    (its libraries have no frame pointers: without them a leak's stack stops at an unnamed frame)."""
+    if native.mpi_family(native.mpi_identity(MPICC)[1]) != "Open MPI":
+        return {"ASAN_OPTIONS": "detect_leaks=1"}
+    return {"ASAN_OPTIONS": "detect_leaks=1:fast_unwind_on_malloc=0",
+            "LSAN_OPTIONS": f"suppressions={HERE / 'native' / 'lsan-openmpi.supp'}:print_suppressions=0"}
+
+
 _SANITIZED: dict[str, tuple[str, Path]] = {}  # built once per session (the first caller's folder outlives it)
 
 
@@ -433,27 +519,27 @@ def test_under_address_and_undefined_behaviour_sanitizers(work):
         table = _table(root, "asan.json", [{"collective": "allreduce", "ranks": ranks, "program": str(prog)}])
         args = ["all", "0", "1", "7", "1001"] if ranks == 2 else ["quick", "0", "1", "2", "7"]
         run = _run(None, checker, ranks, table, args, preload=f"{asan}:{lib}",
-                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"})
+                   extra_env={**sanitizer_env(), "DIRECTCOLL_DEBUG": "0"})
         assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
         assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
     prog = _program(root, "mcf", "ring:4", ["--method", "timestepped", "--collective", "alltoall"])
     table = _table(root, "asan.json", [{"collective": "alltoall", "ranks": 4, "program": str(prog)}])
     run = _run(None, checker, 4, table, ["quick", "0", "1", "7"], preload=f"{asan}:{lib}",
-               extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"}, collective="alltoall")
+               extra_env={**sanitizer_env(), "DIRECTCOLL_DEBUG": "0"}, collective="alltoall")
     assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
     for collective in ("reduce_scatter", "allgather"):
         prog = _program(root, "swing", "torus:4", ["--collective", collective])
         table = _table(root, "asan.json", [{"collective": collective, "ranks": 4, "program": str(prog)}])
         run = _run(None, checker, 4, table, ["quick", "0", "1", "7"], preload=f"{asan}:{lib}",
-                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"},
+                   extra_env={**sanitizer_env(), "DIRECTCOLL_DEBUG": "0"},
                    collective="reduce_scatter_block" if collective == "reduce_scatter" else collective)
         assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
     table = _table(root, "asan.json", [
         {"collective": "allreduce", "ranks": 2, "program": str(_program(root, "swing", "ring:2", []))},
         {"collective": "allreduce", "ranks": 4, "program": str(_program(root, "bfb", "torus:2x2", []))}])
     run = _run(None, checker, 4, table, ["comms", "0", "5"], preload=f"{asan}:{lib}",
-               extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0"})
+               extra_env={**sanitizer_env(), "DIRECTCOLL_DEBUG": "0"})
     assert run.returncode == 0 and "0 failures" in run.stdout, run.stderr[-3000:]
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
     for ranks, collective, (algorithm, spec, extra) in [(2, "allreduce", SCHEDULES[2][0]), (4, "allreduce",
@@ -462,7 +548,7 @@ def test_under_address_and_undefined_behaviour_sanitizers(work):
                         [*extra, "--collective", collective])  # segmented: window slots, segment datatypes
         table = _table(root, "asan.json", [{"collective": collective, "ranks": ranks, "program": str(prog)}])
         run = _run(None, checker, ranks, table, ["quick", "0", "1", "7", "333"], preload=f"{asan}:{lib}",
-                   extra_env={"ASAN_OPTIONS": "detect_leaks=1", "DIRECTCOLL_DEBUG": "0", **SEGMENTED, **TINY_CELLS},
+                   extra_env={**sanitizer_env(), "DIRECTCOLL_DEBUG": "0", **SEGMENTED, **TINY_CELLS},
                    collective="reduce_scatter_block" if collective == "reduce_scatter" else collective)
         assert run.returncode == 0 and "0 failures" in run.stdout, (algorithm, run.stderr[-3000:])
         assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr

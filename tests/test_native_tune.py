@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_native import native_workdir
+from test_native import mpirun, native_workdir
 
 from directcoll.cli.main import main
 from directcoll.errors import DirectcollError, MissingDependencyError
@@ -29,7 +27,10 @@ except MissingDependencyError as exc:  # pragma: no cover - the test extra insta
     MPICC, WHY = None, str(exc)
 else:
     WHY = ""
-MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(MPICC[0]) if MPICC else None) or shutil.which("mpiexec")
+try:  # the launcher of that MPI (runtime/native.find_mpiexec)
+    MPIEXEC = native.find_mpiexec(MPICC) if MPICC else None
+except MissingDependencyError:  # pragma: no cover
+    MPIEXEC = None
 needs_mpi = pytest.mark.skipif(MPICC is None or MPIEXEC is None, reason=f"no MPI compiler wrapper or mpiexec: {WHY}")
 
 
@@ -43,8 +44,7 @@ def work(tmp_path_factory):
 
 def _check(lib, checker, ranks, table, args, collective="allreduce"):
     env = {**os.environ, "LD_PRELOAD": str(lib), "DIRECTCOLL_DEBUG": "1", "DIRECTCOLL_SCHEDULES": str(table)}
-    return subprocess.run([MPIEXEC, "-n", str(ranks), str(checker), collective, *args], capture_output=True,
-                          text=True, env=env, timeout=240)
+    return mpirun(ranks, [str(checker), collective, *args], env)
 
 
 def test_byte_ranges_meet_at_geometric_midpoints_and_native_wins_leave_gaps():

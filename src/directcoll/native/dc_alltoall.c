@@ -4,7 +4,7 @@
  * The coordinate is the N ranks' send buffers: N^2 k blocks, pair (i, j)'s k blocks at (i N + j) k, each pair m
  * elements. On rank r, pairs (r, j) are its sendbuf (region 2, read only), pairs (i, r) with i != r its recvbuf at
  * i m (region 0), and every other block it touches (blocks it relays, scratch blocks) lies in the plan's scratch
- * region (1), in block order.
+ * region (1), in block order. Element offsets come from dc_coord.c, as the plans' (dc_program.c) do.
  */
 #include <stdlib.h>
 
@@ -23,12 +23,6 @@ static uint64_t get(reader *c, int n) {
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; i--) v = (v << 8) | c->p[i];
     c->p += n;
-    return v;
-}
-
-static uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
 
@@ -55,9 +49,9 @@ static void mark(dc_a2a *a, int64_t lo, int64_t hi) {
 }
 
 int64_t dc_a2a_layout(const dc_program *p, dc_a2a *a) {
-    if (!(a->roff = malloc((size_t)(a->nall ? a->nall : 1) * sizeof *a->roff))) return -1;
+    if (!(a->roff = dc_malloc((size_t)(a->nall ? a->nall : 1) * sizeof *a->roff))) return -1;
     for (int64_t b = 0; b < a->nall; b++) a->roff[b] = -1;
-    reader c = {p->data + le(p->rank_offsets + 8 * (uint32_t)a->rank, 8), p->data + p->size, 1};
+    reader c = {p->data + dc_le(p->rank_offsets + 8 * (uint32_t)a->rank, 8), p->data + p->size, 1};
     for (uint32_t t = 0; t < p->nsteps && c.ok; t++) {
         uint32_t n[3] = {(uint32_t)get(&c, 4), (uint32_t)get(&c, 4), (uint32_t)get(&c, 4)};
         for (int kind = 0; kind < 3; kind++) {

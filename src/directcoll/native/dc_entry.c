@@ -6,11 +6,13 @@
  *   directcoll_run(p, DC_ALLREDUCE, 0, x, y, count, MPI_Type_c2f(MPI_DOUBLE), MPI_Op_c2f(MPI_SUM),
  *                  MPI_Comm_c2f(comm), 30.0, NULL, failure, err, sizeof err);
  *
- * The plan, messages and reductions are the interposed library's (dc_plan_build, dc_execute): the same code serves
- * an unmodified program under LD_PRELOAD and directcoll's Python executors. What this file adds: its own state per
- * communicator (an attribute: a private duplicate for its messages and its plans, most recently used first), a
- * deadline on every step's wait (tests, then yields, then short naps, as directcoll.runtime.mpi.wait), the step
- * published to a status word (directcoll run's progress file), and refusals as messages rather than fall-throughs.
+ * The plans, their cache, the ranks' agreement before the first message, the messages and the reductions are the
+ * interposed library's (dc_cache_plan, dc_execute): the same code serves an unmodified program under LD_PRELOAD and
+ * directcoll's Python executors. What this file adds: its own state per communicator (an attribute: a private
+ * duplicate for its messages and its plan cache), a deadline on every wait, the agreement's included (tests, then
+ * yields, then short naps, as directcoll.runtime.mpi.wait), the step published to a status word (directcoll run's
+ * progress file), and refusals as messages rather than fall-throughs: a refusal after the agreement (a rank could not
+ * build its plan) is the same on every rank.
  */
 #define _GNU_SOURCE  /* dladdr */
 #include <dlfcn.h>
@@ -25,7 +27,7 @@
 #include "dc_internal.h"
 
 #define DC_EXPORT __attribute__((visibility("default")))
-#define MAX_PLANS 16
+#define MAX_PLANS 16          /* plans kept per communicator */
 /* the return codes of directcoll_run */
 enum { RUN_OK = 0, RUN_REFUSED = 1, RUN_DEADLINE = 2, RUN_MPI_ERROR = 3 };
 /* a wait tests back to back for SPIN_S after it starts or after a request completed, then yields until YIELD_S,
@@ -34,45 +36,32 @@ enum { RUN_OK = 0, RUN_REFUSED = 1, RUN_DEADLINE = 2, RUN_MPI_ERROR = 3 };
 #define YIELD_S 0.002
 #define FIRST_NAP_S 20e-6
 #define MAX_NAP_S 0.0005
-#define HOOK_DEADLINE (-1)
-
-typedef struct eplan {
-    struct eplan *next;
-    uint64_t checksum;        /* of the program: plans outlive the handles they were built from */
-    int64_t count;
-    MPI_Datatype datatype;
-    int from_send;
-    dc_plan *plan;
-} eplan;
+/* after a deadline, how long cancelled requests are tested before the rest are handed to MPI (MPI_Request_free) */
+#define ABANDON_S 0.05
 
 typedef struct {
     MPI_Comm comm;            /* our private duplicate */
     int rank, size;
-    eplan *plans;
+    int agree, agreed;        /* the first call's agreement (they outlive a deadline: MPI may still write them) */
+    dc_cache plans;           /* most recently used first, at most MAX_PLANS */
 } estate;
 
 static int keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
 
-static void free_plans(estate *s) {
-    while (s->plans) {
-        eplan *next = s->plans->next;
-        dc_plan_free(s->plans->plan);
-        free(s->plans);
-        s->plans = next;
-    }
+static void free_estate(estate *s) {
+    dc_cache_clear(&s->plans);
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (s->comm != MPI_COMM_NULL && !finalized) PMPI_Comm_free(&s->comm);
+    free(s);
 }
 
 static int delete_estate(MPI_Comm comm, int kv, void *value, void *extra) {
     (void)comm;
     (void)kv;
     (void)extra;
-    estate *s = value;
-    free_plans(s);
-    int finalized = 0;
-    PMPI_Finalized(&finalized);
-    if (s->comm != MPI_COMM_NULL && !finalized) PMPI_Comm_free(&s->comm);
-    free(s);
+    free_estate(value);
     return MPI_SUCCESS;
 }
 
@@ -112,11 +101,10 @@ static double now(void) {
 }
 
 /* Wait for the n requests at most timeout seconds (<= 0: PMPI_Waitall): tests back to back while requests complete,
- * then yields, then naps. MPI_SUCCESS, an MPI error, or HOOK_DEADLINE with the pending requests left as they are. */
-static int poll_wait(int n, MPI_Request *reqs, double timeout) {
+ * then yields, then naps; idx has room for n indices. MPI_SUCCESS, an MPI error, or DC_DEADLINE with the pending
+ * requests left as they are. */
+static int poll_wait(int n, MPI_Request *reqs, double timeout, int *idx) {
     if (timeout <= 0) return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-    int small[64], *idx = n <= 64 ? small : malloc((size_t)n * sizeof *idx);
-    if (!idx) return PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
     double start = now(), active = start, nap = FIRST_NAP_S;
     int rc = MPI_SUCCESS;
     for (;;) {
@@ -128,7 +116,7 @@ static int poll_wait(int n, MPI_Request *reqs, double timeout) {
             active = at;
             nap = FIRST_NAP_S;
         } else if (at - start >= timeout) {
-            rc = HOOK_DEADLINE;
+            rc = DC_DEADLINE;
             break;
         } else if (at - active < SPIN_S) {
             continue;
@@ -141,14 +129,18 @@ static int poll_wait(int n, MPI_Request *reqs, double timeout) {
             nap = 2 * nap < MAX_NAP_S ? 2 * nap : MAX_NAP_S;
         }
     }
-    if (idx != small) free(idx);
     return rc;
 }
 
 /* The state of comm, made on its first call (every rank of comm makes it in the same collective call): its private
- * duplicate comes from MPI_Comm_idup, waited for with the deadline (a rank that never calls must not hang the
- * others here either). NULL with err set; *deadline = 1 when the duplicate did not complete in time. */
+ * duplicate comes from MPI_Comm_idup, and then the ranks agree (one small non-blocking reduction on comm) that every
+ * one could set its state up, both waited for with the deadline (a rank that never calls must not hang the others
+ * here either). A rank short of memory still takes part in both, so that every rank refuses together. NULL with err
+ * set; *deadline = 1 when the duplicate or the agreement did not complete in time (the state is then left to MPI,
+ * which may still write into it). */
 static estate *state_of(MPI_Comm comm, double timeout, int *deadline, char *err, size_t errlen) {
+    static MPI_Comm orphan_comm = MPI_COMM_NULL;  /* a rank without memory for its state: what MPI writes into */
+    static int orphan_agree, orphan_agreed;
     estate *s = NULL;
     int found = 0;
     if (!make_keyval()) {
@@ -156,66 +148,52 @@ static estate *state_of(MPI_Comm comm, double timeout, int *deadline, char *err,
         return NULL;
     }
     if (PMPI_Comm_get_attr(comm, keyval, &s, &found) == MPI_SUCCESS && found) return s;
-    if (!(s = calloc(1, sizeof *s))) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    PMPI_Comm_rank(comm, &s->rank);
-    PMPI_Comm_size(comm, &s->size);
+    s = dc_calloc(1, sizeof *s);
+    int rank = 0, size = 0, small[1];
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    MPI_Comm *dup = s ? &s->comm : &orphan_comm;
+    int *mine = s ? &s->agree : &orphan_agree, *all = s ? &s->agreed : &orphan_agreed;
+    *dup = MPI_COMM_NULL;
     MPI_Request req = MPI_REQUEST_NULL;
-    int rc = PMPI_Comm_idup(comm, &s->comm, &req);
-    if (rc == MPI_SUCCESS) rc = poll_wait(1, &req, timeout);
+    int rc = PMPI_Comm_idup(comm, dup, &req);
+    if (rc == MPI_SUCCESS) rc = poll_wait(1, &req, timeout, small);
+    if (rc == MPI_SUCCESS) {
+        *mine = s ? size : rank;  /* the lowest rank without its state, or size */
+        rc = PMPI_Iallreduce(mine, all, 1, MPI_INT, MPI_MIN, comm, &req);
+        if (rc == MPI_SUCCESS) rc = poll_wait(1, &req, timeout, small);
+    }
     if (rc != MPI_SUCCESS) {
-        if (rc == HOOK_DEADLINE) *deadline = 1;  /* s stays allocated: MPI may still write its duplicate there */
-        else free(s);
+        if (rc == DC_DEADLINE) *deadline = 1;  /* s stays allocated: MPI may still write there */
+        else if (s) free_estate(s);
         snprintf(err, errlen, "cannot duplicate the communicator");
         return NULL;
     }
-    PMPI_Comm_set_attr(comm, keyval, s);
+    if (*all < size) {
+        if (*dup != MPI_COMM_NULL) PMPI_Comm_free(dup);
+        free(s);
+        snprintf(err, errlen, "rank %d could not set up its state for the communicator (out of memory); every rank "
+                 "refuses", *all);
+        return NULL;
+    }
+    s->rank = rank;
+    s->size = size;
+    s->plans.max = MAX_PLANS;
+    if (PMPI_Comm_set_attr(comm, keyval, s) != MPI_SUCCESS) {
+        free_estate(s);
+        snprintf(err, errlen, "cannot keep the state of the communicator");
+        return NULL;
+    }
     return s;
-}
-
-/* the plan of program p for (count, datatype, from_send) on this rank, built on first use, most recent first */
-static dc_plan *plan_of(estate *s, const dc_program *p, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
-                        int from_send, char *err, size_t errlen) {
-    eplan **link = &s->plans;
-    size_t depth = 0;
-    for (eplan *q = s->plans; q; link = &q->next, q = q->next, depth++) {
-        if (q->checksum == p->checksum && q->count == count && q->datatype == datatype && q->from_send == from_send) {
-            *link = q->next;
-            q->next = s->plans;
-            s->plans = q;
-            return q->plan;
-        }
-    }
-    eplan *e = calloc(1, sizeof *e);
-    if (!e) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (!(e->plan = dc_plan_build(p, s->rank, count, datatype, extent, from_send, err, errlen))) {
-        free(e);
-        return NULL;
-    }
-    *e = (eplan){s->plans, p->checksum, count, datatype, from_send, e->plan};
-    s->plans = e;
-    if (depth + 1 > MAX_PLANS) {  /* drop the least recently used */
-        eplan *q = s->plans;
-        while (q->next && q->next->next) q = q->next;
-        dc_plan_free(q->next->plan);
-        free(q->next);
-        q->next = NULL;
-    }
-    return e->plan;
 }
 
 /* ---- hooks: the status word and the deadline ------------------------------------------------------------------ */
 typedef struct {
-    const dc_plan *plan;
+    const dc_plan *plan;      /* NULL while the ranks agree on it */
     double timeout;           /* seconds per step; <= 0: none (PMPI_Waitall) */
     volatile int64_t *status; /* {beat, step} of directcoll run's status file, or NULL */
     int *failure;             /* on a deadline: step, number of peers, the peers */
-    int nranks;
+    int rank, nranks;
 } run_ctx;
 
 static void on_step(void *ctx, size_t t) {
@@ -226,24 +204,45 @@ static void on_step(void *ctx, size_t t) {
     }
 }
 
-static int on_wait(void *ctx, size_t t, int n, MPI_Request *reqs) {
+/* the wait with the deadline; past it, the failure names the step and the peers of the pending requests (for the
+ * agreement before the first message, DC_SETUP_STEP: step -1, every other rank) */
+static int on_wait(void *ctx, size_t t, int n, MPI_Request *reqs, const int *peers) {
     run_ctx *c = ctx;
-    int rc = poll_wait(n, reqs, c->timeout);
-    if (rc != HOOK_DEADLINE) return rc;
-    const dc_step *st = &c->plan->steps[t];
+    int small[1];
+    int rc = poll_wait(n, reqs, c->timeout, n <= 1 || !c->plan ? small : c->plan->idx);
+    if (rc != DC_DEADLINE) return rc;
     int np = 0;
-    for (int i = 0; i < n; i++) {  /* the peers of the pending requests (receives first, as posted), cancelled */
+    for (int i = 0; i < n && peers; i++) {
         if (reqs[i] == MPI_REQUEST_NULL) continue;
-        int peer = (size_t)i < st->nrecv ? st->recv[i].peer : st->send[(size_t)i - st->nrecv].peer;
-        int seen = 0;
+        int peer = peers[i] / 2, seen = 0;
         for (int j = 0; j < np; j++) seen |= c->failure[2 + j] == peer;
         if (!seen && np < c->nranks) c->failure[2 + np++] = peer;
-        PMPI_Cancel(&reqs[i]);
-        PMPI_Request_free(&reqs[i]);
     }
-    c->failure[0] = (int)t;
+    for (int r = 0; !peers && r < c->nranks; r++)
+        if (r != c->rank) c->failure[2 + np++] = r;
+    c->failure[0] = t == DC_SETUP_STEP ? -1 : (int)t;
     c->failure[1] = np;
-    return HOOK_DEADLINE;
+    return DC_DEADLINE;
+}
+
+/* after a failed run: cancel every request in flight, complete those that complete within ABANDON_S (a receive
+ * whose sender never sent), hand the rest to MPI (a send a stopped peer never takes cannot be waited for) */
+static void on_abandon(void *ctx, int n, MPI_Request *reqs) {
+    run_ctx *c = ctx;
+    for (int i = 0; i < n; i++)
+        if (reqs[i] != MPI_REQUEST_NULL) PMPI_Cancel(&reqs[i]);
+    if (c->plan) poll_wait(n, reqs, ABANDON_S, c->plan->idx);
+    for (int i = 0; i < n; i++)
+        if (reqs[i] != MPI_REQUEST_NULL) PMPI_Request_free(&reqs[i]);
+}
+
+/* RUN_MPI_ERROR, with MPI's message for rc in err */
+static int mpi_error(int rc, char *err, size_t errlen) {
+    int len = 0;
+    char text[MPI_MAX_ERROR_STRING];
+    PMPI_Error_string(rc, text, &len);
+    snprintf(err, errlen, "MPI error %d in the C engine: %.*s", rc, len, text);
+    return RUN_MPI_ERROR;
 }
 
 /* ---- the exported entry points -------------------------------------------------------------------------------- */
@@ -276,9 +275,10 @@ DC_EXPORT const char *directcoll_mpi_library(void) {
  * timeout: seconds each step may wait (<= 0: no deadline); status: {beat, step} words updated at every step, or
  * NULL; failure: room for 2 + N ints, on a deadline the step, the number of peers waited on and those peers.
  *
- * Returns 0 (done), 1 (refused before any message: err says why), 2 (a step passed its deadline: failure; the
- * pending requests are cancelled; step -1: the communicator's first call, its MPI_Comm_idup) or 3 (an MPI error:
- * err holds MPI's message). */
+ * Returns 0 (done), 1 (refused before any message: err says why; refused on every rank of comm when a rank could
+ * not set up its state or build its plan), 2 (a step passed its deadline: failure; the pending requests are
+ * cancelled; step -1: the communicator's first call, its MPI_Comm_idup, or the ranks' agreement before the first
+ * message of a call that builds a plan) or 3 (an MPI error: err holds MPI's message; no request is left in flight). */
 DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const void *sendbuf, void *recvbuf,
                              long long count, MPI_Fint datatype_f, MPI_Fint op_f, MPI_Fint comm_f, double timeout,
                              int64_t *status, int *failure, char *err, size_t errlen) {
@@ -342,11 +342,14 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
         return RUN_DEADLINE;
     }
     if (!s) return RUN_REFUSED;
-    dc_plan *plan = plan_of(s, p, total, datatype, extent, from_send, err, errlen);
-    if (!plan) return RUN_REFUSED;
-
-    run_ctx ctx = {plan, timeout, (volatile int64_t *)status, failure, size};
-    dc_hooks hooks = {on_step, on_wait, &ctx};
+    run_ctx ctx = {NULL, timeout, (volatile int64_t *)status, failure, rank, size};
+    dc_hooks hooks = {on_step, on_wait, on_abandon, &ctx};
+    int rc = MPI_SUCCESS;
+    dc_plan *plan = dc_cache_plan(&s->plans, s->comm, p, s->rank, total, datatype, extent, from_send, NULL, &hooks,
+                                  &rc, err, errlen);
+    if (!plan)  /* refused on every rank of comm; or the agreement (step -1) ran past the deadline or failed */
+        return rc == MPI_SUCCESS ? RUN_REFUSED : rc == DC_DEADLINE ? RUN_DEADLINE : mpi_error(rc, err, errlen);
+    ctx.plan = plan;
     char *buf = recvbuf;
     const void *from = NULL;
     switch (collective) {
@@ -374,15 +377,9 @@ DC_EXPORT int directcoll_run(void *program, int collective, int in_place, const 
             from = plan->work;
         }
     }
-    int rc = dc_execute(s->comm, plan, buf, from, fn, &hooks);
-    if (rc == HOOK_DEADLINE) return RUN_DEADLINE;
-    if (rc != MPI_SUCCESS) {
-        int len = 0;
-        char text[MPI_MAX_ERROR_STRING];
-        PMPI_Error_string(rc, text, &len);
-        snprintf(err, errlen, "MPI error %d in the C engine: %.*s", rc, len, text);
-        return RUN_MPI_ERROR;
-    }
+    rc = dc_execute(s->comm, plan, buf, from, fn, &hooks);
+    if (rc == DC_DEADLINE) return RUN_DEADLINE;
+    if (rc != MPI_SUCCESS) return mpi_error(rc, err, errlen);
     if (collective == DC_REDUCE_SCATTER && block > 0) memmove(recvbuf, buf + (size_t)rank * block, block);
     return RUN_OK;
 }

@@ -10,6 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* a little-endian unsigned field of n bytes at p (program files) */
+static inline uint64_t dc_le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* ---- allocations of a call's setup (dc_alloc.c) ---------------------------------------------------------------- */
+/* malloc, calloc and realloc for everything a call may allocate before its ranks agree to run it (communicator
+ * state, plans, channels' bookkeeping): after the agreement nothing is allocated. For tests only,
+ * $DIRECTCOLL_TEST_FAIL_ALLOC=R:N makes the N-th of them on the rank R of MPI_COMM_WORLD fail (R:N+ that one and
+ * every later one, R:%N every N-th), as if memory ran out there (docs/runtime.md, "Failing safe"). */
+void *dc_malloc(size_t n);
+void *dc_calloc(size_t n, size_t size);
+void *dc_realloc(void *p, size_t n);
+
 /* ---- the program format (docs/runtime.md, "Program files") ---------------------------------------------------- */
 #define DC_MAGIC "DCPROG\r\n"
 #define DC_FORMAT_VERSION 2u
@@ -37,9 +53,10 @@ typedef struct dc_program {
 dc_program *dc_program_load(const char *path, char *err, size_t errlen);
 void dc_program_free(dc_program *p);
 
+/* ---- block coordinates to elements (dc_coord.c) ---------------------------------------------------------------- */
 /* Element offset of every block boundary of the work buffer for a vector of count elements (nblocks + nscratch + 1
- * entries), exactly as directcoll.runtime.program.boundaries rounds them. */
-void dc_boundaries(const dc_program *p, int64_t count, int64_t *bounds);
+ * entries), exactly as directcoll.runtime.program.boundaries rounds them; 0, or -1 when out of memory. */
+int dc_boundaries(const dc_program *p, int64_t count, int64_t *bounds);
 /* Element offset of block coordinate x (a numerator over the denominator), as program._elements rounds it. */
 int64_t dc_element(const dc_program *p, const int64_t *bounds, int64_t x);
 
@@ -99,6 +116,12 @@ typedef struct dc_msg {
 
 typedef struct dc_step {
     size_t nsend, nrecv, nlocal, ninit;
+    int writes;              /* it writes memory before or while its messages move (staged sends and local
+                                operations packed, receives, cells copied from sendbuf): the sends of earlier steps
+                                still in flight must complete first */
+    int defer;               /* over MPI: its sends may complete after the step (nothing it writes once its messages
+                                are posted, receives and local operations applied after them included, overlaps what
+                                its sends read), so it waits for its receives only */
     int pipelined;           /* its reduced receives are applied segment by segment as they arrive, DC_WINDOW in
                                 flight through window slots: no reduced cell is also sent in place, copied into
                                 (received or local) in the step, and no peer sends it a second message */
@@ -128,7 +151,11 @@ typedef struct dc_plan {
     char *work;              /* reduce-scatter: the copy of sendbuf the schedule works in; all-to-all with
                                 MPI_IN_PLACE: the copy of recvbuf it sends from; a reduce's non-root rank: the
                                 buffer it reduces in (recvbuf is not significant there) (count elements) */
-    MPI_Request *reqs;       /* room for the most messages of a step */
+    MPI_Request *reqs;       /* room for the most requests in flight at once (a step's, and the sends of earlier
+                                steps not waited for yet), MPI_REQUEST_NULL between calls */
+    int *peers;              /* per request: 2 peer + 1 for a send, 2 peer for a receive */
+    int *idx;                /* room for nreqs indices (MPI_Testsome) */
+    size_t nreqs;
     size_t nsteps;
     dc_step *steps;
     struct dc_shm *shm;      /* the shared-memory transport it runs over (dc_shm_attach), NULL: MPI point-to-point */
@@ -165,18 +192,46 @@ dc_reduce_fn dc_reduction(MPI_Op op, MPI_Datatype datatype, const char **why);
 int dc_known_type(MPI_Datatype datatype, const char **name);
 const char *dc_op_name(MPI_Op op);
 
-/* ---- running a plan (directcoll.c) --------------------------------------------------------------------------- */
-/* What a run lets its caller do (dc_entry.c): step(ctx, t) before step t posts its messages; wait(ctx, t, n, reqs)
- * in place of PMPI_Waitall (its nonzero return ends the run with that code). A step may wait several times (its
- * pipelined reductions wait segment by segment). */
+/* ---- running a plan (dc_exec.c) ------------------------------------------------------------------------------- */
+/* A wait hook's return when its deadline passed (the requests are left as they are; abandon then handles them). */
+#define DC_DEADLINE (-1)
+/* The step number a wait hook sees for the agreement before the first message (dc_cache_plan). */
+#define DC_SETUP_STEP ((size_t)-1)
+/* What a run lets its caller do (dc_entry.c): step(ctx, t) before step t posts its messages; wait(ctx, t, n, reqs,
+ * peers) in place of PMPI_Waitall (its nonzero return ends the run with that code; peers[i] is 2 peer + 1 for a
+ * send, NULL for a collective request); abandon(ctx, n, reqs) once a run fails, in place of cancelling every
+ * request still in flight and waiting for it (it must leave every request MPI_REQUEST_NULL). A step may wait
+ * several times (its pipelined reductions wait segment by segment; the sends of earlier steps). Any may be NULL. */
 typedef struct dc_hooks {
     void (*step)(void *ctx, size_t t);
-    int (*wait)(void *ctx, size_t t, int n, MPI_Request *reqs);
+    int (*wait)(void *ctx, size_t t, int n, MPI_Request *reqs, const int *peers);
+    void (*abandon)(void *ctx, int n, MPI_Request *reqs);
     void *ctx;
 } dc_hooks;
-/* Run plan on buf (with from_send, sendbuf holds the input) over comm; hooks may be NULL. MPI_SUCCESS or an error. */
+/* Run plan on buf (with from_send, sendbuf holds the input) over comm; hooks may be NULL. MPI_SUCCESS, or an MPI
+ * error (or a wait hook's code) with no request of the run left in flight. Allocates nothing. */
 int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
                const dc_hooks *hooks);
+
+/* ---- the plans of a communicator, and the ranks' agreement to run them (dc_plans.c) ---------------------------- */
+typedef struct dc_cached dc_cached;
+typedef struct dc_cache {
+    dc_cached *head;         /* most recently used first */
+    size_t n, max;           /* plans kept, and the most kept (the least recently used is dropped) */
+    int mine[2], all[2];     /* the agreement's operands (they outlive a deadline: MPI may still write them) */
+    int broken;              /* an agreement did not complete before its deadline: no further call is served */
+} dc_cache;
+/* The plan of program p on this rank (rank of comm) for a call on count elements of datatype (from_send: not in
+ * place), and whether every rank runs it. Found in the cache: no message. Not found: built (with from_send 0 and 1
+ * at a reduce's root, so that every rank finds or misses its plans in the same calls), attached to shm (when not
+ * NULL), then the ranks agree with one small reduction on comm (hooks->wait when given, with DC_SETUP_STEP) that
+ * each built its plan and on the transport; kept when all did. NULL when the call cannot be served: with *rc =
+ * MPI_SUCCESS every rank of comm returns NULL in this call (why says why), else *rc is MPI's error or the wait
+ * hook's code. Collective on a miss; the misses are the same calls on every rank. */
+dc_plan *dc_cache_plan(dc_cache *c, MPI_Comm comm, const dc_program *p, int rank, int64_t count,
+                       MPI_Datatype datatype, MPI_Aint extent, int from_send, struct dc_shm *shm, const dc_hooks *hooks,
+                       int *rc, char *why, size_t len);
+void dc_cache_clear(dc_cache *c);
 
 /* ---- the shared-memory transport (dc_shm.c; docs/runtime.md, "The shared-memory transport") ------------------ */
 enum { DC_TRANSPORT_MPI = 0, DC_TRANSPORT_AUTO = 1, DC_TRANSPORT_SHM = 2 };
@@ -192,11 +247,12 @@ typedef struct dc_shm dc_shm;
 dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_t budget, char *why, size_t len);
 /* Collective (frees the window) unless MPI is finalized; NULL is nothing. */
 void dc_shm_close(dc_shm *sh);
-/* Let plan (of rank) run over sh: sets plan->shm and its steps' shm_ fields; NULL, or why it cannot (it then stays
- * on MPI point-to-point). */
+/* Let plan (of rank) run over sh: sets plan->shm and its steps' shm_ fields, and makes room in sh for its steps'
+ * messages; NULL, or why it cannot (it then stays on MPI point-to-point, unless another rank's plan of the call could
+ * not use them either: dc_cache_plan agrees on it). */
 const char *dc_shm_attach(dc_shm *sh, dc_plan *plan, int rank);
 /* Move step st's messages through the channels (dc_execute: after the step's staging, before it applies what was
- * staged); MPI_SUCCESS or MPI_ERR_NO_MEM. */
+ * staged); MPI_SUCCESS. Allocates nothing (dc_shm_attach made the room). */
 int dc_shm_step(dc_shm *sh, const dc_plan *plan, const dc_step *st, char *const base[3], dc_reduce_fn fn);
 
 /* ---- the tuning table (a minimal JSON reader) ----------------------------------------------------------------- */

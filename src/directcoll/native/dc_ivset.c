@@ -30,7 +30,7 @@ int dc_iv_add(dc_ivset *s, int64_t lo, int64_t hi) {
     if (j == i) {  /* insert */
         if (s->n == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 8;
-            int64_t *v = realloc(s->v, 2 * cap * sizeof *v);
+            int64_t *v = dc_realloc(s->v, 2 * cap * sizeof *v);
             if (!v) return -1;
             s->v = v;
             s->cap = cap;

@@ -2,12 +2,12 @@
  *
  * A program file is count-independent: piece ends are block coordinates (numerators over the denominator). A plan
  * rounds them to element offsets for one count exactly as directcoll.runtime.program.boundaries / _elements do
- * (the same double-precision expressions), so pieces that share an end share it in elements and tile every block
- * for any count, 0 included.
+ * (dc_coord.c), so pieces that share an end share it in elements and tile every block for any count, 0 included.
+ * A plan allocates everything a run needs (dc_alloc.c's functions: a call's ranks agree that each built its plan
+ * before the first message, dc_cache_plan), so running it allocates nothing.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +20,12 @@ typedef struct {
     int ok;
 } cursor;
 
-static uint64_t get_le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 static uint64_t rd(cursor *c, int n) {
     if (!c->ok || c->end - c->p < n) {
         c->ok = 0;
         return 0;
     }
-    uint64_t v = get_le(c->p, n);
+    uint64_t v = dc_le(c->p, n);
     c->p += n;
     return v;
 }
@@ -51,7 +46,7 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
 
 /* Check one rank's section: it parses to its end, peers and ops are valid, coordinates lie in the work buffer. */
 static int check_rank(const dc_program *p, uint32_t r, char *err, size_t errlen) {
-    cursor c = {p->data + get_le(p->rank_offsets + 8 * r, 8), p->data + get_le(p->rank_offsets + 8 * (r + 1), 8), 1};
+    cursor c = {p->data + dc_le(p->rank_offsets + 8 * r, 8), p->data + dc_le(p->rank_offsets + 8 * (r + 1), 8), 1};
     const int64_t top = (int64_t)(p->nblocks + p->nscratch) * p->denominator;
     for (uint32_t t = 0; t < p->nsteps; t++) {
         uint32_t n[3] = {rd32(&c), rd32(&c), rd32(&c)};
@@ -92,9 +87,9 @@ dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
     fclose(f);
     f = NULL;
     if (p->size < 52 || memcmp(p->data, DC_MAGIC, 8) != 0) FAIL("%s is not a directcoll program file", path);
-    if (get_le(p->data + p->size - 8, 8) != fnv1a(p->data, p->size - 8))
+    if (dc_le(p->data + p->size - 8, 8) != fnv1a(p->data, p->size - 8))
         FAIL("%s: checksum mismatch (a truncated or modified file)", path);
-    p->checksum = get_le(p->data + p->size - 8, 8);
+    p->checksum = dc_le(p->data + p->size - 8, 8);
     cursor c = {p->data + 8, p->data + p->size - 8, 1};
     uint32_t version = rd32(&c);
     if (version != DC_FORMAT_VERSION)
@@ -121,7 +116,7 @@ dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
         if ((uint64_t)(c.end - c.p) / 4 < p->nblocks) FAIL("%s: a bad header", path);
         p->owner = c.p;
         for (uint32_t b = 0; b < p->nblocks; b++)
-            if (get_le(p->owner + 4 * b, 4) >= p->nranks) FAIL("%s: block %u has no valid owner", path, b);
+            if (dc_le(p->owner + 4 * b, 4) >= p->nranks) FAIL("%s: block %u has no valid owner", path, b);
         c.p += 4 * (size_t)p->nblocks;
     }
     if (p->collective == DC_BROADCAST || p->collective == DC_REDUCE_TO_ROOT) {  /* the root the schedule is for */
@@ -133,7 +128,7 @@ dc_program *dc_program_load(const char *path, char *err, size_t errlen) {
     c.p += 8 * ((size_t)p->nranks + 1);
     uint64_t prev = (uint64_t)(c.p - p->data);
     for (uint32_t r = 0; r <= p->nranks; r++) {
-        uint64_t at = get_le(p->rank_offsets + 8 * r, 8);
+        uint64_t at = dc_le(p->rank_offsets + 8 * r, 8);
         if (at < prev || at > p->size - 8 || (r == 0 && at != prev) || (r == p->nranks && at != p->size - 8))
             FAIL("%s: bad rank section offsets", path);
         prev = at;
@@ -156,49 +151,6 @@ void dc_program_free(dc_program *p) {
     free(p);
 }
 
-/* ---- rounding block coordinates to elements (the twin of runtime/program.py) --------------------------------- */
-static int64_t round_half_up(double v) { return (int64_t)floor(v + 0.5); }
-
-void dc_boundaries(const dc_program *p, int64_t count, int64_t *bounds) {
-    const int64_t nb = p->nblocks, ns = p->nscratch;
-    if (p->collective == DC_ALLTOALL) {  /* count: one rank's sendbuf; every pair's k blocks split its m elements */
-        const int64_t n = p->nranks, k = nb / (n * n), m = count / n;
-        bounds[0] = 0;
-        for (int64_t b = 0; b < nb; b++) {
-            int64_t j = b % k;
-            bounds[b + 1] = bounds[b] + round_half_up((double)((j + 1) * m) / (double)k) -
-                            round_half_up((double)(j * m) / (double)k);
-        }
-    } else if (p->owner == NULL) {
-        for (int64_t i = 0; i <= nb; i++) bounds[i] = round_half_up((double)(i * count) / (double)nb);
-    } else {  /* every rank's blocks add up to its MPI block of count / N elements */
-        const int64_t per = count / p->nranks;
-        int64_t *mine = calloc(p->nranks, sizeof *mine), *nth = malloc((size_t)nb * sizeof *nth);
-        if (!mine || !nth) abort();
-        for (int64_t b = 0; b < nb; b++) nth[b] = mine[get_le(p->owner + 4 * b, 4)]++;
-        bounds[0] = 0;
-        for (int64_t b = 0; b < nb; b++) {
-            double m = (double)mine[get_le(p->owner + 4 * b, 4)];
-            int64_t lo = round_half_up((double)(nth[b] * per) / m), hi = round_half_up((double)((nth[b] + 1) * per) / m);
-            bounds[b + 1] = bounds[b] + (hi - lo);
-        }
-        free(mine);
-        free(nth);
-    }
-    for (int64_t j = 0; j < ns; j++) {  /* scratch blocks have the sizes of the first data blocks, cyclically */
-        int64_t k = j % nb;
-        bounds[nb + j + 1] = bounds[nb + j] + (bounds[k + 1] - bounds[k]);
-    }
-}
-
-int64_t dc_element(const dc_program *p, const int64_t *bounds, int64_t x) {
-    const int64_t den = p->denominator, last = (int64_t)p->nblocks + p->nscratch - 1;
-    int64_t block = x / den < last ? x / den : last;
-    double frac = (double)(x - block * den) / (double)den;
-    double scaled = frac * (double)(bounds[block + 1] - bounds[block]);
-    return bounds[block] + round_half_up(scaled);
-}
-
 /* ---- plans ---------------------------------------------------------------------------------------------------- */
 typedef struct {
     dc_seg *v;
@@ -213,7 +165,7 @@ static int push(segvec *s, int region, int64_t off, int64_t len) {
     }
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 4;
-        dc_seg *v = realloc(s->v, cap * sizeof *v);
+        dc_seg *v = dc_realloc(s->v, cap * sizeof *v);
         if (!v) return -1;
         s->v = v;
         s->cap = cap;
@@ -305,8 +257,8 @@ static int overlaps(const span *sp, size_t n, const dc_seg *g) {
  * region's start), committed into *type. */
 static int runs_type(const dc_seg *runs, size_t nruns, int64_t lo, int64_t hi, MPI_Datatype datatype,
                      MPI_Aint extent, MPI_Datatype *type) {
-    int *lens = malloc(nruns * sizeof *lens);
-    MPI_Aint *displs = malloc(nruns * sizeof *displs);
+    int *lens = dc_malloc(nruns * sizeof *lens);
+    MPI_Aint *displs = dc_malloc(nruns * sizeof *displs);
     int rc = -1, k = 0;
     if (lens && displs) {
         for (size_t i = 0, at = 0; i < nruns; at += (size_t)runs[i].len, i++) {
@@ -345,7 +297,7 @@ static int make_direct(dc_msg *m, const dc_seg *runs, size_t nseg, MPI_Datatype 
         return 0;
     }
     if (m->nseg == 1) return runs_type(runs, nseg, 0, m->len, datatype, extent, &m->type);
-    if (!(m->segtype = malloc((size_t)m->nseg * sizeof *m->segtype))) return -1;
+    if (!(m->segtype = dc_malloc((size_t)m->nseg * sizeof *m->segtype))) return -1;
     for (int i = 0; i < m->nseg; i++) m->segtype[i] = MPI_DATATYPE_NULL;
     for (int i = 0; i < m->nseg; i++) {
         int64_t lo = (int64_t)i * m->seglen, hi = lo + m->seglen < m->len ? lo + m->seglen : m->len;
@@ -359,7 +311,7 @@ static int make_direct(dc_msg *m, const dc_seg *runs, size_t nseg, MPI_Datatype 
 static int push_run(segvec *o, int region, int init, int64_t off, int64_t len) {
     if (o->n == o->cap) {
         size_t cap = o->cap ? 2 * o->cap : 4;
-        dc_seg *v = realloc(o->v, cap * sizeof *v);
+        dc_seg *v = dc_realloc(o->v, cap * sizeof *v);
         if (!v) return -1;
         o->v = v;
         o->cap = cap;
@@ -476,10 +428,10 @@ static int piece_cmp(const void *x, const void *y) {
 static int add_piece(pieces *P, int64_t a, int64_t b, int64_t d) {
     if (P->n == P->cap) {
         size_t cap = P->cap ? 2 * P->cap : 16;
-        piece *v = realloc(P->v, cap * sizeof *v), *w = v ? realloc(P->sorted, cap * sizeof *w) : NULL;
+        piece *v = dc_realloc(P->v, cap * sizeof *v), *w = v ? dc_realloc(P->sorted, cap * sizeof *w) : NULL;
         if (v) P->v = v;
         if (w) P->sorted = w;
-        int64_t *at = w ? realloc(P->at, cap * sizeof *at) : NULL, *u = at ? realloc(P->u, 2 * cap * sizeof *u) : NULL;
+        int64_t *at = w ? dc_realloc(P->at, cap * sizeof *at) : NULL, *u = at ? dc_realloc(P->u, 2 * cap * sizeof *u) : NULL;
         if (at) P->at = at;
         if (u) P->u = u;
         if (!u) return -1;
@@ -527,10 +479,10 @@ static int union_layout(pieces *P) {
 dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
                        int from_send, char *err, size_t errlen) {
     const size_t nbound = (size_t)p->nblocks + p->nscratch + 1;
-    int64_t *bounds = malloc(nbound * sizeof *bounds), *ustart = NULL;
+    int64_t *bounds = dc_malloc(nbound * sizeof *bounds), *ustart = NULL;
     const int a2a = p->collective == DC_ALLTOALL;
     dc_a2a A = {0};
-    dc_plan *plan = calloc(1, sizeof *plan);
+    dc_plan *plan = dc_calloc(1, sizeof *plan);
     span *reads = NULL;
     size_t nreads = 0, reads_cap = 0;
     dc_ivset written = {0}, copied = {0}, reduced = {0};  /* from_send: recvbuf's cells written so far, this step */
@@ -540,21 +492,21 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     plan->from_send = from_send;
     if ((p->owner || a2a) && count % p->nranks) FAIL("%lld elements do not split into %u MPI blocks", (long long)count,
                                             p->nranks);
-    dc_boundaries(p, count, bounds);
+    if (dc_boundaries(p, count, bounds) != 0) FAIL("out of memory");
     plan->program = p;
     plan->count = count;
     plan->datatype = datatype;
     plan->extent = extent;
     plan->scratch_elems = bounds[nbound - 1] - count;
     if (p->owner) {  /* rank r's blocks fill its MPI block in block order */
-        ustart = malloc((size_t)p->nblocks * sizeof *ustart);
-        int64_t *next = calloc(p->nranks, sizeof *next);
+        ustart = dc_malloc((size_t)p->nblocks * sizeof *ustart);
+        int64_t *next = dc_calloc(p->nranks, sizeof *next);
         if (!ustart || !next) {
             free(next);
             FAIL("out of memory");
         }
         for (uint32_t b = 0; b < p->nblocks; b++) {
-            uint32_t r = (uint32_t)get_le(p->owner + 4 * b, 4);
+            uint32_t r = (uint32_t)dc_le(p->owner + 4 * b, 4);
             ustart[b] = (int64_t)r * (count / p->nranks) + next[r];
             next[r] += bounds[b + 1] - bounds[b];
         }
@@ -568,20 +520,18 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
     }
     const layout L = {count, p->nblocks, bounds, ustart, a2a ? &A : NULL};
     plan->nsteps = p->nsteps;
-    plan->steps = calloc(p->nsteps ? p->nsteps : 1, sizeof *plan->steps);
+    plan->steps = dc_calloc(p->nsteps ? p->nsteps : 1, sizeof *plan->steps);
     if (!plan->steps) FAIL("out of memory");
-    cursor c = {p->data + get_le(p->rank_offsets + 8 * (uint32_t)rank, 8), p->data + p->size, 1};
+    cursor c = {p->data + dc_le(p->rank_offsets + 8 * (uint32_t)rank, 8), p->data + p->size, 1};
     for (uint32_t t = 0; t < p->nsteps; t++) {
         dc_step *st = &plan->steps[t];
         uint32_t n[3] = {rd32(&c), rd32(&c), rd32(&c)};
         dc_msg *lists[3];
+        dc_msg **owner[3] = {&st->send, &st->recv, &st->local};  /* the step owns each list at once (dc_plan_free) */
         for (int kind = 0; kind < 3; kind++) {
-            lists[kind] = calloc(n[kind] ? n[kind] : 1, sizeof(dc_msg));
+            *owner[kind] = lists[kind] = dc_calloc(n[kind] ? n[kind] : 1, sizeof(dc_msg));
             if (!lists[kind]) FAIL("out of memory");
         }
-        st->send = lists[0];
-        st->recv = lists[1];
-        st->local = lists[2];
         int64_t stage = 0;
         nreads = 0;
         for (int kind = 0; kind < 3; kind++) {
@@ -634,6 +584,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                     }
                 }
                 if (from_send && kind != 1 && split_reads(&src, &written) != 0) {
+                    free(src.v);
                     free(dst.v);
                     FAIL("out of memory");
                 }
@@ -643,7 +594,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                 m->ndst = dst.n;
                 (*kept)++;
                 if (merged && kind == 1) {  /* piece j reads the message from P.at[j] */
-                    if (!(m->slice = malloc(P.n * sizeof *m->slice))) FAIL("out of memory");
+                    if (!(m->slice = dc_malloc(P.n * sizeof *m->slice))) FAIL("out of memory");
                     for (size_t j = 0; j < P.n; j++) m->slice[j] = (dc_slice){P.at[j], P.v[j].b - P.v[j].a};
                     m->nslice = P.n;
                 }
@@ -659,7 +610,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
                     for (size_t s = 0; s < src.n; s++) {
                         if (nreads == reads_cap) {
                             reads_cap = reads_cap ? 2 * reads_cap : 16;
-                            span *v = realloc(reads, reads_cap * sizeof *v);
+                            span *v = dc_realloc(reads, reads_cap * sizeof *v);
                             if (!v) FAIL("out of memory");
                             reads = v;
                         }
@@ -679,7 +630,7 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
             for (size_t i = 0, n = kind == 1 ? st->nrecv : st->nlocal; i < n; i++)
                 ncopy += list[i].op == DC_COPY ? list[i].ndst : 0;
         }
-        span *copies = malloc((ncopy ? ncopy : 1) * sizeof *copies);
+        span *copies = dc_malloc((ncopy ? ncopy : 1) * sizeof *copies);
         if (!copies) FAIL("out of memory");
         ncopy = 0;
         for (int kind = 1; kind < 3; kind++) {
@@ -754,6 +705,19 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
             }
             copied.n = reduced.n = 0;
         }
+        /* Over MPI, a step's sends need not complete by its end when nothing the step writes once they are posted
+         * overlaps what they read: its staged receives and local operations (applied after the wait), the cells it
+         * copies from sendbuf. Its in-place receives and pipelined reductions overlap no in-place send by
+         * construction, and staged sends read the staging buffer, which only a later step's packing writes. A later
+         * step that writes anything (writes) first waits for the sends still in flight, and so does the call's end. */
+        st->writes = st->nrecv > 0 || st->nlocal > 0 || st->ninit > 0;
+        for (size_t i = 0; i < st->nsend && !st->writes; i++) st->writes = !st->send[i].direct;
+        int clash = 0;
+        for (size_t i = 0; i < st->nrecv && !clash; i++)
+            clash = !st->recv[i].direct && dst_overlaps(reads, nreads, &st->recv[i]);
+        for (size_t i = 0; i < st->nlocal && !clash; i++) clash = dst_overlaps(reads, nreads, &st->local[i]);
+        for (size_t i = 0; i < st->ninit && !clash; i++) clash = overlaps(reads, nreads, &st->init[i]);
+        st->defer = !clash;
     }
     if (from_send) {  /* cells no step writes keep sendbuf's values (reduce-scatter: only the rank's block counts) */
         segvec final = {0};
@@ -770,33 +734,40 @@ dc_plan *dc_plan_build(const dc_program *p, int rank, int64_t count, MPI_Datatyp
         plan->nfinal = final.n;
     }
     if (a2a && count > 0) {  /* the diagonal pair (rank, rank): from sendbuf to recvbuf, same offset */
-        if (!(plan->final = malloc(sizeof *plan->final))) FAIL("out of memory");
+        if (!(plan->final = dc_malloc(sizeof *plan->final))) FAIL("out of memory");
         plan->final[0] = (dc_seg){.region = 0, .off = (int64_t)rank * A.m, .len = A.m};
         plan->nfinal = 1;
     }
     if (!c.ok) FAIL("the program ended early");
-    size_t most = 1;
+    size_t most = 1, carried = 0;  /* carried: requests of earlier steps' sends still in flight (dc_execute) */
     int64_t window = 0;  /* elements of one window slot: the longest segment of a pipelined reduced receive */
     for (size_t t = 0; t < plan->nsteps; t++) {
         dc_step *st = &plan->steps[t];
-        st->nreq = st->pipelined ? DC_WINDOW : 0;
-        for (size_t i = 0; i < st->nsend; i++) st->nreq += (size_t)st->send[i].nseg;
+        size_t sends = 0;
+        for (size_t i = 0; i < st->nsend; i++) sends += (size_t)st->send[i].nseg;
+        st->nreq = (st->pipelined ? DC_WINDOW : 0) + sends;
         for (size_t i = 0; i < st->nrecv; i++) {
             if (!(st->pipelined && st->recv[i].op == DC_REDUCE)) st->nreq += (size_t)st->recv[i].nseg;
             else if (st->recv[i].seglen > window) window = st->recv[i].seglen;
         }
-        most = st->nreq > most ? st->nreq : most;
+        if (st->writes) carried = 0;
+        most = carried + st->nreq > most ? carried + st->nreq : most;
+        carried = st->defer ? carried + sends : 0;
     }
     plan->window = plan->stage_elems;
     plan->stage_elems += DC_WINDOW * window;
-    plan->reqs = malloc(most * sizeof *plan->reqs);
-    if (!plan->reqs) FAIL("out of memory");
-    plan->scratch = malloc((size_t)(plan->scratch_elems ? plan->scratch_elems : 1) * (size_t)extent);
-    plan->stage = malloc((size_t)(plan->stage_elems ? plan->stage_elems : 1) * (size_t)extent);
+    plan->nreqs = most;
+    plan->reqs = dc_malloc(most * sizeof *plan->reqs);
+    plan->peers = dc_calloc(most, sizeof *plan->peers);
+    plan->idx = dc_calloc(most, sizeof *plan->idx);
+    if (!plan->reqs || !plan->peers || !plan->idx) FAIL("out of memory");
+    for (size_t i = 0; i < most; i++) plan->reqs[i] = MPI_REQUEST_NULL;
+    plan->scratch = dc_malloc((size_t)(plan->scratch_elems ? plan->scratch_elems : 1) * (size_t)extent);
+    plan->stage = dc_malloc((size_t)(plan->stage_elems ? plan->stage_elems : 1) * (size_t)extent);
     if (!plan->scratch || !plan->stage) FAIL("out of memory for %lld scratch and %lld staging elements",
                                              (long long)plan->scratch_elems, (long long)plan->stage_elems);
     if ((p->collective == DC_REDUCE_SCATTER || a2a || (rooted_reduce && (uint32_t)rank != p->root)) &&
-        !(plan->work = malloc((size_t)(count ? count : 1) * (size_t)extent)))
+        !(plan->work = dc_malloc((size_t)(count ? count : 1) * (size_t)extent)))
         FAIL("out of memory for a work copy of %lld elements", (long long)count);
     free(bounds);
     free(ustart);
@@ -851,6 +822,8 @@ void dc_plan_free(dc_plan *plan) {
     free(plan->scratch);
     free(plan->stage);
     free(plan->reqs);
+    free(plan->peers);
+    free(plan->idx);
     free(plan->work);
     free(plan);
 }

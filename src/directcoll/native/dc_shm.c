@@ -68,6 +68,12 @@ static atomic_ullong *cell_of(dc_chan *c, const dc_shm *sh, unsigned long long i
     return (atomic_ullong *)((char *)c + sizeof(dc_chan) + (size_t)(i % (unsigned)sh->cells) * sh->stride);
 }
 
+/* the first address at or after p on a LINE boundary: the same place of the segment in every process, since each
+ * maps the segment page-aligned */
+#ifndef DC_NO_SHM
+static char *on_line(char *p) { return p + (LINE - (size_t)((uintptr_t)p % LINE)) % LINE; }
+#endif
+
 dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_t budget, char *why, size_t len) {
 #ifdef DC_NO_SHM
     (void)comm, (void)want, (void)cell_bytes, (void)cells, (void)budget;
@@ -109,12 +115,12 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
         snprintf(why, len, "the ranks differ on DIRECTCOLL_TRANSPORT or the cell geometry");
         return NULL;
     }
-    dc_shm *sh = calloc(1, sizeof *sh);
+    dc_shm *sh = dc_calloc(1, sizeof *sh);
     const size_t n = (size_t)size;
-    if (!sh || !(sh->out = calloc(n, sizeof *sh->out)) || !(sh->in = calloc(n, sizeof *sh->in)) ||
-        !(sh->sent = calloc(n, sizeof *sh->sent)) || !(sh->taken = calloc(n, sizeof *sh->taken)) ||
-        !(sh->tail_seen = calloc(n, sizeof *sh->tail_seen)) ||
-        !(sh->busy = calloc(2 * n, sizeof *sh->busy))) {
+    if (!sh || !(sh->out = dc_calloc(n, sizeof *sh->out)) || !(sh->in = dc_calloc(n, sizeof *sh->in)) ||
+        !(sh->sent = dc_calloc(n, sizeof *sh->sent)) || !(sh->taken = dc_calloc(n, sizeof *sh->taken)) ||
+        !(sh->tail_seen = dc_calloc(n, sizeof *sh->tail_seen)) ||
+        !(sh->busy = dc_calloc(2 * n, sizeof *sh->busy))) {
         snprintf(why, len, "out of memory");
         ok = 0;
     }
@@ -141,8 +147,8 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
     MPI_Info info = MPI_INFO_NULL;
     PMPI_Info_create(&info);
     PMPI_Info_set(info, "alloc_shared_noncontig", "true");  /* each part on pages of its own */
-    char *part = NULL;
-    int rc = PMPI_Win_allocate_shared((MPI_Aint)((n - 1) * chan), 1, info, comm, &part, &sh->win);
+    char *part = NULL;  /* LINE bytes more: a part need not start on a cache line (Open MPI's start 8 bytes into one) */
+    int rc = PMPI_Win_allocate_shared((MPI_Aint)((n - 1) * chan + LINE), 1, info, comm, &part, &sh->win);
     PMPI_Info_free(&info);
     if (rc != MPI_SUCCESS) {
         snprintf(why, len, "MPI_Win_allocate_shared failed");
@@ -155,8 +161,8 @@ dc_shm *dc_shm_open(MPI_Comm comm, int want, size_t cell_bytes, int cells, size_
         int unit = 0;
         char *theirs = NULL;
         PMPI_Win_shared_query(sh->win, r, &bytes, &unit, &theirs);
-        sh->out[r] = (dc_chan *)(theirs + (size_t)(rank < r ? rank : rank - 1) * chan);  /* in r's part */
-        sh->in[r] = (dc_chan *)(part + (size_t)(r < rank ? r : r - 1) * chan);
+        sh->out[r] = (dc_chan *)(on_line(theirs) + (size_t)(rank < r ? rank : rank - 1) * chan);  /* in r's part */
+        sh->in[r] = (dc_chan *)(on_line(part) + (size_t)(r < rank ? r : r - 1) * chan);
         atomic_init(&sh->in[r]->tail, 0);
         for (int k = 0; k < cells; k++) atomic_init(cell_of(sh->in[r], sh, (unsigned long long)k), 0);
     }
@@ -212,7 +218,7 @@ static int plan_step(dc_step *st) {
     for (size_t i = 0; i < st->nsend; i++) cap += st->send[i].direct ? st->send[i].nsrc : 0;
     for (size_t i = 0; i < st->nrecv; i++) cap += st->recv[i].ndst;
     for (size_t i = 0; i < st->nlocal; i++) cap += st->local[i].op == DC_COPY ? st->local[i].ndst : 0;
-    span *v = malloc((cap ? cap : 1) * sizeof *v);
+    span *v = dc_malloc((cap ? cap : 1) * sizeof *v);
     if (!v) return -1;
     for (size_t i = 0; i < st->nsend; i++)
         if (st->send[i].direct) add_runs(v, &n, st->send[i].src, st->send[i].nsrc, 0);
@@ -242,12 +248,20 @@ static int plan_step(dc_step *st) {
 
 const char *dc_shm_attach(dc_shm *sh, dc_plan *plan, int rank) {
     if ((size_t)plan->extent > sh->cell_bytes) return "a datatype wider than a cell";
+    size_t most = 0;  /* messages in a step */
     for (size_t t = 0; t < plan->nsteps; t++) {
         const dc_step *st = &plan->steps[t];
+        most = st->nsend + st->nrecv > most ? st->nsend + st->nrecv : most;
         for (size_t i = 0; i < st->nsend + st->nrecv; i++) {
             const dc_msg *m = i < st->nsend ? &st->send[i] : &st->recv[i - st->nsend];
             if (m->peer == rank || m->peer < 0 || m->peer >= sh->size) return "a message to its own rank";
         }
+    }
+    if (most > sh->nprog) {  /* a step's progress records, made here: a run allocates nothing */
+        dc_progress *v = dc_realloc(sh->prog, most * sizeof *v);
+        if (!v) return "out of memory";
+        sh->prog = v;
+        sh->nprog = most;
     }
     for (size_t t = 0; t < plan->nsteps; t++)
         if (plan_step(&plan->steps[t]) != 0) return "out of memory";
@@ -333,14 +347,8 @@ static int drain(dc_shm *sh, const dc_plan *plan, const dc_step *st, const dc_ms
 }
 
 int dc_shm_step(dc_shm *sh, const dc_plan *plan, const dc_step *st, char *const base[3], dc_reduce_fn fn) {
-    const size_t n = st->nsend + st->nrecv;
+    const size_t n = st->nsend + st->nrecv;  /* at most sh->nprog (dc_shm_attach) */
     if (n == 0) return MPI_SUCCESS;
-    if (n > sh->nprog) {
-        dc_progress *v = realloc(sh->prog, n * sizeof *v);
-        if (!v) return MPI_ERR_NO_MEM;
-        sh->prog = v;
-        sh->nprog = n;
-    }
     memset(sh->prog, 0, n * sizeof *sh->prog);
     size_t left = 0;
     for (size_t i = 0; i < n; i++) left += (i < st->nsend ? st->send[i].len : st->recv[i - st->nsend].len) > 0;

@@ -10,7 +10,13 @@
  *
  * State: one configuration, read once (pthread_once) and never written again; everything per communicator lives in
  * an attribute of that communicator (MPI_Comm_create_keyval): a private duplicate for our messages, and the plans
- * compiled for each (program, count, datatype) it ran, most recently used first.
+ * compiled for each (program, count, datatype) it ran, most recently used first (dc_plans.c).
+ *
+ * Failing safe (docs/runtime.md, "Failing safe"): whether a call is served depends on its arguments and on the
+ * table and programs, which MPI and the first call's check make the same on every rank, and on whether this rank
+ * could build its plan, which is its own: a call that builds a plan agrees with the other ranks on it before its
+ * first message (dc_cache_plan), and a communicator's first call agrees on its state, so every rank serves a call or
+ * every rank falls through. After that nothing is allocated; an MPI error is returned with no request left in flight.
  *
  * ABI: the library is compiled with the mpi.h of the MPI it was built for and records that MPI's library version
  * string (dc_build.h); at first use it compares it with MPI_Get_library_version of the MPI it runs on and refuses
@@ -27,7 +33,7 @@
 #include "dc_internal.h"
 
 #define DC_EXPORT __attribute__((visibility("default")))
-#define MAX_PLANS 8
+#define MAX_PLANS 8           /* plans kept per communicator */
 
 typedef struct {
     int enabled;              /* 0: every call falls through, for `reason` */
@@ -49,26 +55,25 @@ typedef struct {
     MPI_Comm comm;            /* our private duplicate of the user's communicator */
     int rank, size, usable;
     char reason[300];
-    dc_plan *plans;           /* most recently used first, at most MAX_PLANS */
+    dc_cache plans;           /* most recently used first, at most MAX_PLANS */
     dc_shm *shm;              /* the shared-memory channels of its ranks (dc_shm.c), NULL: MPI point-to-point */
     char shm_why[200];        /* why there are none */
 } comm_state;
 
-static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
-    (void)comm;
-    (void)keyval;
-    (void)extra;
-    comm_state *s = value;
-    while (s->plans) {
-        dc_plan *next = s->plans->next;
-        dc_plan_free(s->plans);
-        s->plans = next;
-    }
+static void free_state(comm_state *s) {
+    dc_cache_clear(&s->plans);
     dc_shm_close(s->shm);  /* collective, as the deletion of the attribute is */
     int finalized = 0;
     PMPI_Finalized(&finalized);
     if (s->comm != MPI_COMM_NULL && !finalized) PMPI_Comm_free(&s->comm);
     free(s);
+}
+
+static int delete_state(MPI_Comm comm, int keyval, void *value, void *extra) {
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    free_state(value);
     return MPI_SUCCESS;
 }
 
@@ -134,37 +139,57 @@ static void init_config(void) {
     atomic_store(&config_done, 1);
 }
 
-/* The state of comm, made on its first served call (collective: every rank makes the same decision to get here).
- * The ranks agree that each loaded the same programs for this size, else the communicator falls through. */
-static comm_state *state_of(MPI_Comm comm, int size) {
+/* The state of comm, made on its first call that a table entry covers (collective: the ranks made the same decision
+ * to get here when they read the same table, which this checks). The ranks agree, in one small reduction on comm,
+ * that each could set its state up and loaded the same table entries and programs for this size: when one could not
+ * (memory), no rank keeps a state and the call falls through everywhere (the next call tries again); when they
+ * differ, the communicator falls through for good. NULL with *rc = MPI_SUCCESS: this call falls through (*why); an
+ * MPI error in *rc otherwise. */
+static comm_state *state_of(MPI_Comm comm, int size, int *rc, const char **why) {
     comm_state *s = NULL;
     int found = 0;
+    *rc = MPI_SUCCESS;
     if (PMPI_Comm_get_attr(comm, config.keyval, &s, &found) == MPI_SUCCESS && found) return s;
-    s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    s->comm = MPI_COMM_NULL;
-    s->size = size;
-    PMPI_Comm_rank(comm, &s->rank);
-    uint64_t h = 1469598103934665603ull;
+    s = dc_calloc(1, sizeof *s);
+    MPI_Comm dup = MPI_COMM_NULL;
+    int duped = PMPI_Comm_dup(comm, &dup) == MPI_SUCCESS;
+    uint64_t h = 1469598103934665603ull;  /* FNV-1a over this size's entries: ranges and programs */
     for (size_t i = 0; i < config.nentries; i++) {
         const dc_entry *e = &config.entries[i];
         if (e->ranks != size) continue;
-        h = (h ^ (e->program ? e->program->checksum : 0)) * 1099511628211ull;
+        uint64_t words[4] = {e->collective, 0, 0, e->program ? e->program->checksum : 0};
+        memcpy(&words[1], &e->min_bytes, sizeof e->min_bytes);
+        memcpy(&words[2], &e->max_bytes, sizeof e->max_bytes);
+        for (int k = 0; k < 4; k++) h = (h ^ words[k]) * 1099511628211ull;
     }
-    unsigned long long mine[2] = {h, ~h}, all[2] = {0, 0};
-    if (PMPI_Comm_dup(comm, &s->comm) != MPI_SUCCESS ||
-        PMPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, s->comm) != MPI_SUCCESS) {
-        snprintf(s->reason, sizeof s->reason, "cannot set up a private communicator");
-    } else if (all[0] != mine[0] || all[1] != mine[1]) {
-        snprintf(s->reason, sizeof s->reason, "the ranks did not load the same programs for %d ranks "
-                 "(DIRECTCOLL_SCHEDULES or a program file differs between them)", size);
+    const int ready = s && duped;
+    unsigned long long mine[3] = {h, ~h, ready ? 0 : 1}, all[3] = {0, 0, 0};
+    if ((*rc = PMPI_Allreduce(mine, all, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm)) != MPI_SUCCESS || all[2]) {
+        if (dup != MPI_COMM_NULL) PMPI_Comm_free(&dup);
+        free(s);
+        *why = *rc != MPI_SUCCESS ? "the ranks could not agree on the communicator's state"
+               : !ready           ? "this rank could not set up the communicator's state (out of memory)"
+                                  : "another rank could not set up the communicator's state (out of memory)";
+        return NULL;
+    }
+    s->comm = dup;
+    s->size = size;
+    s->plans.max = MAX_PLANS;
+    PMPI_Comm_rank(comm, &s->rank);
+    if (all[0] != mine[0] || all[1] != mine[1]) {
+        snprintf(s->reason, sizeof s->reason, "the ranks did not load the same table entries and programs for %d "
+                 "ranks (DIRECTCOLL_SCHEDULES or a program file differs between them)", size);
     } else {
         s->usable = 1;
         /* the channels, collectively at the same point (every rank here decided alike); NULL: point-to-point */
         s->shm = dc_shm_open(s->comm, config.transport, config.shm_cell_bytes, config.shm_cells >= 1 ?
                              config.shm_cells : 1, DC_SHM_BUDGET, s->shm_why, sizeof s->shm_why);
     }
-    PMPI_Comm_set_attr(comm, config.keyval, s);
+    if ((*rc = PMPI_Comm_set_attr(comm, config.keyval, s)) != MPI_SUCCESS) {
+        free_state(s);
+        *why = "cannot keep the communicator's state";
+        return NULL;
+    }
     return s;
 }
 
@@ -191,213 +216,6 @@ static const dc_entry *select_rooted(uint32_t collective, int size, double bytes
     return select_entry(collective, size, bytes);
 }
 
-/* the plan of program p for (count, datatype), built on first use and cached, most recently used first */
-static dc_plan *plan_of(comm_state *s, const dc_program *p, int64_t count, MPI_Datatype datatype, MPI_Aint extent,
-                        int from_send, char *err, size_t errlen) {
-    dc_plan **link = &s->plans;
-    size_t depth = 0;
-    for (dc_plan *q = s->plans; q; link = &q->next, q = q->next, depth++) {
-        if (q->program == p && q->count == count && q->datatype == datatype && q->from_send == from_send) {
-            *link = q->next;  /* move it to the front */
-            q->next = s->plans;
-            s->plans = q;
-            return q;
-        }
-    }
-    dc_plan *plan = dc_plan_build(p, s->rank, count, datatype, extent, from_send, err, errlen);
-    if (!plan) return NULL;
-    if (s->shm) plan->shm_why = dc_shm_attach(s->shm, plan, s->rank);
-    plan->next = s->plans;
-    s->plans = plan;
-    if (depth + 1 > MAX_PLANS) {  /* drop the least recently used */
-        dc_plan *q = s->plans;
-        while (q->next && q->next->next) q = q->next;
-        dc_plan_free(q->next);
-        q->next = NULL;
-    }
-    return plan;
-}
-
-static void gather(char *to, const dc_seg *runs, size_t n, char *const base[3], MPI_Aint extent) {
-    for (size_t i = 0; i < n; i++) {
-        memcpy(to, base[runs[i].region] + runs[i].off * extent, (size_t)(runs[i].len * extent));
-        to += runs[i].len * extent;
-    }
-}
-
-/* Apply len elements at from to the runs, starting `skip` elements into them: copy, or reduce (op= where recvbuf
- * holds the cell; sendbuf (op) from on a run marked init, whose cells recvbuf does not hold yet). */
-static void scatter(const char *from, const dc_seg *runs, size_t n, int64_t skip, int64_t len, char *const base[3],
-                    MPI_Aint extent, int op, dc_reduce_fn fn) {
-    for (size_t i = 0; i < n && len > 0; i++) {
-        if (skip >= runs[i].len) {
-            skip -= runs[i].len;
-            continue;
-        }
-        int64_t k = runs[i].len - skip < len ? runs[i].len - skip : len, at = runs[i].off + skip;
-        char *to = base[runs[i].region] + at * extent;
-        if (op == DC_COPY) memcpy(to, from, (size_t)(k * extent));
-        else fn(to, runs[i].init ? base[2] + at * extent : to, from, (size_t)k);
-        from += k * extent;
-        len -= k;
-        skip = 0;
-    }
-}
-
-/* Apply a staged received message at from to its destination runs: in order, or slice by slice when its pieces
- * overlap at the sender (each piece from its offset in the message, dc_slice). */
-static void apply_recv(const char *from, const dc_msg *m, char *const base[3], MPI_Aint extent, int op,
-                       dc_reduce_fn fn) {
-    if (m->nslice == 0) {
-        scatter(from, m->dst, m->ndst, 0, m->len, base, extent, op, fn);
-        return;
-    }
-    for (size_t k = 0, skip = 0; k < m->nslice; skip += (size_t)m->slice[k].len, k++)
-        scatter(from + m->slice[k].at * extent, m->dst, m->ndst, (int64_t)skip, m->slice[k].len, base, extent, op, fn);
-}
-
-/* Post segment g of message m (a receive, or a send when sending) from / into its place, or into buf when not
- * NULL (a window slot). */
-static int post(const dc_msg *m, int g, int sending, char *const base[3], char *stage, char *buf, MPI_Datatype datatype,
-                MPI_Aint extent, int tag, MPI_Comm comm, MPI_Request *req) {
-    const int64_t first = (int64_t)g * m->seglen;
-    int n = (int)(m->len - first < m->seglen ? m->len - first : m->seglen);
-    MPI_Datatype type = datatype;
-    if (buf) {
-    } else if (!m->direct) {
-        buf = stage + (m->stage + first) * extent;
-    } else if (m->segtype) {
-        buf = base[m->region];
-        n = 1;
-        type = m->segtype[g];
-    } else if (m->type != MPI_DATATYPE_NULL) {
-        buf = base[m->region];
-        n = 1;
-        type = m->type;
-    } else {
-        buf = base[m->region] + (m->off + first) * extent;
-    }
-    return sending ? PMPI_Isend(buf, n, type, m->peer, tag, comm, req)
-                   : PMPI_Irecv(buf, n, type, m->peer, tag, comm, req);
-}
-
-/* copy runs of the user's vector from sendbuf (base[2]) to buf (base[0]) */
-static void from_sendbuf(const dc_seg *runs, size_t n, char *const base[3], MPI_Aint extent) {
-    for (size_t i = 0; i < n; i++)
-        memcpy(base[0] + runs[i].off * extent, base[2] + runs[i].off * extent, (size_t)(runs[i].len * extent));
-}
-
-static int wait_for(const dc_hooks *hooks, size_t t, int n, MPI_Request *reqs) {
-    if (n == 0) return MPI_SUCCESS;
-    return hooks && hooks->wait ? hooks->wait(hooks->ctx, t, n, reqs) : PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-}
-
-/* The next segment of a step's reduced receives after cursor (*msg, *seg), in message order: its message, and its
- * index in *g. */
-static const dc_msg *next_reduced(const dc_step *st, size_t *msg, int *seg, int *g) {
-    while (st->recv[*msg].op != DC_REDUCE || *seg >= st->recv[*msg].nseg) {
-        (*msg)++;
-        *seg = 0;
-    }
-    *g = (*seg)++;
-    return &st->recv[*msg];
-}
-
-/* A pipelined step's reduced receives: their segments in message order, DC_WINDOW in flight, each received into a
- * window slot and reduced into place as soon as it arrives (while it is in cache and the next ones travel). */
-static int reduce_pipelined(const dc_plan *plan, const dc_step *st, size_t t, char *const base[3], int tag,
-                            MPI_Comm comm, dc_reduce_fn fn, const dc_hooks *hooks, MPI_Request *win) {
-    const MPI_Aint x = plan->extent;
-    int64_t slot = 0;  /* elements per window slot: the longest segment */
-    size_t total = 0, pmsg = 0, dmsg = 0;
-    int pseg = 0, dseg = 0, g = 0, rc = MPI_SUCCESS;
-    for (size_t i = 0; i < st->nrecv; i++) {
-        if (st->recv[i].op != DC_REDUCE) continue;
-        total += (size_t)st->recv[i].nseg;
-        slot = st->recv[i].seglen > slot ? st->recv[i].seglen : slot;
-    }
-    char *slots = plan->stage + plan->window * x;
-    for (size_t k = 0, next = 0; k < total; k++) {
-        for (; next < total && next < k + DC_WINDOW && rc == MPI_SUCCESS; next++) {  /* keep the window full */
-            const dc_msg *m = next_reduced(st, &pmsg, &pseg, &g);
-            rc = post(m, g, 0, base, NULL, slots + (int64_t)(next % DC_WINDOW) * slot * x, plan->datatype, x, tag,
-                      comm, &win[next % DC_WINDOW]);
-        }
-        if (rc == MPI_SUCCESS) rc = wait_for(hooks, t, 1, &win[k % DC_WINDOW]);
-        if (rc != MPI_SUCCESS) return rc;
-        const dc_msg *m = next_reduced(st, &dmsg, &dseg, &g);
-        const int64_t first = (int64_t)g * m->seglen;
-        scatter(slots + (int64_t)(k % DC_WINDOW) * slot * x, m->dst, m->ndst, first,
-                m->len - first < m->seglen ? m->len - first : m->seglen, base, x, DC_REDUCE, fn);
-    }
-    return rc;
-}
-
-/* Step t's messages over MPI point-to-point: post the receives and the sends (every message in its segments), wait;
- * a pipelined step reduces its received segments as they arrive. */
-static int mpi_step(MPI_Comm comm, const dc_plan *plan, const dc_step *st, size_t t, char *const base[3],
-                    dc_reduce_fn fn, const dc_hooks *hooks) {
-    const MPI_Aint x = plan->extent;
-    int nreq = 0, rc = MPI_SUCCESS, tag = (int)(t & 0x7fff);
-    for (size_t i = 0; i < st->nrecv && rc == MPI_SUCCESS; i++) {
-        if (st->pipelined && st->recv[i].op == DC_REDUCE) continue;
-        for (int g = 0; g < st->recv[i].nseg && rc == MPI_SUCCESS; g++)
-            rc = post(&st->recv[i], g, 0, base, plan->stage, NULL, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
-    }
-    for (size_t i = 0; i < st->nsend && rc == MPI_SUCCESS; i++)
-        for (int g = 0; g < st->send[i].nseg && rc == MPI_SUCCESS; g++)
-            rc = post(&st->send[i], g, 1, base, plan->stage, NULL, plan->datatype, x, tag, comm, &plan->reqs[nreq++]);
-    from_sendbuf(st->init, st->ninit, base, x);  /* cells no copy or reduction of the step writes first */
-    if (rc == MPI_SUCCESS && st->pipelined)
-        rc = reduce_pipelined(plan, st, t, base, tag, comm, fn, hooks, plan->reqs + nreq);
-    if (rc == MPI_SUCCESS) rc = wait_for(hooks, t, nreq, plan->reqs);
-    return rc;
-}
-
-/* Run a plan on buf (the user's vector, count elements; with from_send, recvbuf, and sendbuf holds the input):
- * per step, pack what is staged, move the step's messages, then apply copies and then reductions (the IR's
- * bulk-synchronous semantics). Messages move over MPI point-to-point (mpi_step) or, for a plan attached to a
- * communicator's shared-memory channels, through them (dc_shm_step; the C engine's plans never are, so its hooks
- * keep their waits). Reductions a step applies as they arrive (a pipelined step; over shared memory, every step
- * whose reduced cells are neither sent in place nor copied into) come before the copies: no cell is both
- * (dc_plan_build, dc_shm_attach). hooks (NULL: none) see every step and replace PMPI_Waitall (dc_entry.c). */
-int dc_execute(MPI_Comm comm, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn,
-               const dc_hooks *hooks) {
-    char *const base[3] = {buf, plan->scratch, (char *)(uintptr_t)sendbuf};  /* region 2 is only read */
-    const MPI_Aint x = plan->extent;
-    for (size_t t = 0; t < plan->nsteps; t++) {
-        const dc_step *st = &plan->steps[t];
-        for (size_t i = 0; i < st->nsend; i++)
-            if (!st->send[i].direct) gather(plan->stage + st->send[i].stage * x, st->send[i].src, st->send[i].nsrc,
-                                            base, x);
-        for (size_t i = 0; i < st->nlocal; i++)
-            gather(plan->stage + st->local[i].stage * x, st->local[i].src, st->local[i].nsrc, base, x);
-        if (hooks && hooks->step) hooks->step(hooks->ctx, t);
-        int rc;
-        if (plan->shm) {
-            from_sendbuf(st->init, st->ninit, base, x);  /* cells no copy or reduction of the step writes first */
-            rc = dc_shm_step(plan->shm, plan, st, base, fn);
-        } else {
-            rc = mpi_step(comm, plan, st, t, base, fn, hooks);
-        }
-        if (rc != MPI_SUCCESS) return rc;
-        const int reduced = plan->shm ? st->shm_reduce : st->pipelined;  /* its reductions are applied already */
-        for (int op = DC_COPY; op <= DC_REDUCE; op++) {  /* copies land before reductions */
-            for (size_t i = 0; i < st->nrecv; i++) {
-                const dc_msg *m = &st->recv[i];
-                if (!m->direct && m->op == op && !(reduced && op == DC_REDUCE))
-                    apply_recv(plan->stage + m->stage * x, m, base, x, op, fn);
-            }
-            for (size_t i = 0; i < st->nlocal; i++) {
-                const dc_msg *m = &st->local[i];
-                if (m->op == op) scatter(plan->stage + m->stage * x, m->dst, m->ndst, 0, m->len, base, x, op, fn);
-            }
-        }
-    }
-    from_sendbuf(plan->final, plan->nfinal, base, x);
-    return MPI_SUCCESS;
-}
-
 static int execute(const comm_state *s, const dc_plan *plan, char *buf, const void *sendbuf, dc_reduce_fn fn) {
     return dc_execute(s->comm, plan, buf, sendbuf, fn, NULL);
 }
@@ -414,6 +232,8 @@ typedef struct {
     const dc_entry *entry;
     comm_state *state;
     dc_plan *plan;
+    int rc;                   /* an MPI error while deciding (the ranks' agreement failed): returned, not fallen
+                                 through, since the ranks may have decided differently */
 } call;
 
 static void log_call(const call *c) {
@@ -425,7 +245,9 @@ static void log_call(const call *c) {
     if (c->root >= 0) snprintf(root, sizeof root, ", root=%d", c->root);
     snprintf(what, sizeof what, "%s(count=%d, %s%s%s%s) on %d ranks, %lld bytes", c->coll, c->count, tname,
              c->opname ? ", " : "", c->opname ? c->opname : "", root, c->size, c->bytes);
-    if (c->why)
+    if (c->rc != MPI_SUCCESS)
+        fprintf(stderr, "directcoll: rank %d: %s: MPI error %d: %s\n", c->rank, what, c->rc, c->why);
+    else if (c->why)
         fprintf(stderr, "directcoll: rank %d: %s: fell through: %s\n", c->rank, what, c->why);
     else if (c->plan->shm)
         fprintf(stderr, "directcoll: rank %d: %s: served by %s over shm (%s)\n", c->rank, what,
@@ -460,17 +282,22 @@ static void begin(call *c, const char *coll, MPI_Comm comm, int count, MPI_Datat
     PMPI_Type_get_extent(datatype, &lb, &c->extent);
 }
 
-/* Finish the decision for a vector of `total` elements (bytes: the whole vector): entry, state and plan. */
+/* Finish the decision for a vector of `total` elements (bytes: the whole vector): entry, state and plan. A table
+ * entry's program that did not load on this rank is caught by the state's check (its checksum differs), so the
+ * state comes first: every rank that reads the same table gets there in the same calls. */
 static void choose(call *c, uint32_t collective, MPI_Comm comm, int64_t total, long long bytes, int from_send) {
     c->bytes = bytes;
     if (c->why) return;
     c->entry = c->root >= 0 ? select_rooted(collective, c->size, (double)bytes, c->root)
                             : select_entry(collective, c->size, (double)bytes);
+    const char *why = NULL;
     if (c->entry == NULL) {
         const char *name = dc_collective_name(collective);
         snprintf(c->buf, sizeof c->buf, "no table entry covers a%s %s on %d ranks of %lld bytes",
                  name[0] == 'a' ? "n" : "", name, c->size, bytes);
         c->why = c->buf;
+    } else if ((c->state = state_of(comm, c->size, &c->rc, &why)) == NULL || !c->state->usable) {
+        c->why = c->state ? c->state->reason : why;
     } else if (!c->entry->program) {
         c->why = c->entry->error;
     } else if (c->root >= 0 && (uint32_t)c->root != c->entry->program->root) {
@@ -478,10 +305,9 @@ static void choose(call *c, uint32_t collective, MPI_Comm comm, int64_t total, l
                  "not %d", dc_collective_name(collective), c->size, bytes, c->entry->path, c->entry->program->root,
                  c->root);
         c->why = c->buf;
-    } else if ((c->state = state_of(comm, c->size)) == NULL || !c->state->usable) {
-        c->why = c->state ? c->state->reason : "out of memory";
-    } else if ((c->plan = plan_of(c->state, c->entry->program, total, c->datatype, c->extent, from_send, c->buf,
-                                  sizeof c->buf)) == NULL) {
+    } else if ((c->plan = dc_cache_plan(&c->state->plans, c->state->comm, c->entry->program, c->state->rank, total,
+                                        c->datatype, c->extent, from_send, c->state->shm, NULL, &c->rc, c->buf,
+                                        sizeof c->buf)) == NULL) {
         c->why = c->buf;
     }
 }
@@ -496,6 +322,7 @@ DC_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     const int from_send = sendbuf != MPI_IN_PLACE;  /* read sendbuf until recvbuf is written: no up-front copy */
     choose(&c, DC_ALLREDUCE, comm, count, c.bytes, from_send);
     log_call(&c);
+    if (c.rc != MPI_SUCCESS) return c.rc;
     if (c.why) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     return execute(c.state, c.plan, recvbuf, from_send ? sendbuf : NULL, fn);
 }
@@ -514,6 +341,7 @@ DC_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
     const int from_send = sendbuf != MPI_IN_PLACE;  /* reads sendbuf until the work copy is written: no copy */
     choose(&c, DC_REDUCE_SCATTER, comm, total, c.bytes * c.size, from_send);
     log_call(&c);
+    if (c.rc != MPI_SUCCESS) return c.rc;
     if (c.why) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
     char *work = from_send ? c.plan->work : recvbuf;
     int rc = execute(c.state, c.plan, work, from_send ? sendbuf : NULL, fn);
@@ -544,6 +372,7 @@ DC_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
     int64_t total = (int64_t)recvcount * c.size;
     choose(&c, DC_ALLGATHER, comm, total, c.bytes * c.size, 0);
     log_call(&c);
+    if (c.rc != MPI_SUCCESS) return c.rc;
     if (c.why) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     if (sendbuf != MPI_IN_PLACE && recvcount > 0)
         memcpy((char *)recvbuf + (size_t)c.rank * (size_t)recvcount * (size_t)c.extent, sendbuf,
@@ -562,6 +391,7 @@ DC_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
     int64_t total = (int64_t)recvcount * c.size;
     choose(&c, DC_ALLTOALL, comm, total, c.bytes * c.size, 0);
     log_call(&c);
+    if (c.rc != MPI_SUCCESS) return c.rc;
     if (c.why) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     const void *from = sendbuf;
     if (sendbuf == MPI_IN_PLACE) {
@@ -582,6 +412,7 @@ DC_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     else if (!c.why && (root < 0 || root >= c.size)) c.why = "a root outside the communicator";
     choose(&c, DC_BROADCAST, comm, count, c.bytes, 0);
     log_call(&c);
+    if (c.rc != MPI_SUCCESS) return c.rc;
     if (c.why) return PMPI_Bcast(buffer, count, datatype, root, comm);
     return execute(c.state, c.plan, buffer, NULL, NULL);
 }
@@ -603,6 +434,7 @@ DC_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     const int from_send = sendbuf != MPI_IN_PLACE;
     choose(&c, DC_REDUCE_TO_ROOT, comm, count, c.bytes, from_send);
     log_call(&c);
+    if (c.rc != MPI_SUCCESS) return c.rc;
     if (c.why) return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     return execute(c.state, c.plan, at_root ? recvbuf : c.plan->work, from_send ? sendbuf : NULL, fn);
 }
@@ -627,11 +459,11 @@ DC_EXPORT int directcoll_element_offsets(const char *path, int64_t count, const 
     dc_program *p = dc_program_load(path, err, sizeof err);
     if (!p) return -1;
     int64_t *bounds = malloc(((size_t)p->nblocks + p->nscratch + 1) * sizeof *bounds);
-    if (!bounds) {
+    if (!bounds || dc_boundaries(p, count, bounds) != 0) {
+        free(bounds);
         dc_program_free(p);
         return -1;
     }
-    dc_boundaries(p, count, bounds);
     for (int64_t i = 0; i < n; i++) out[i] = dc_element(p, bounds, xs[i]);
     free(bounds);
     dc_program_free(p);

@@ -32,7 +32,7 @@ from directcoll import children
 from directcoll.errors import DirectcollError, ScheduleError, UnsupportedShapeError
 from directcoll.inputs import read_text
 from directcoll.resources import cached_build
-from directcoll.runtime.native import find_mpicc, library_path, mpi_identity, write_program
+from directcoll.runtime.native import find_mpicc, launch_env, library_path, mpi_identity, write_program
 from directcoll.schedule.ir import Collective
 
 #: the collectives libdirectcoll serves (the tuning table's collective names)
@@ -280,7 +280,8 @@ def bench_path(mpicc: list[str] | None = None) -> Path:
 
 
 def find_mpiexec(mpicc: list[str] | None = None) -> str:
-    """``mpiexec`` beside the MPI compiler wrapper (the same MPI), else on ``PATH``.
+    """The launcher of the MPI the bench is built for (:func:`directcoll.runtime.native.find_mpiexec`:
+    ``$DIRECTCOLL_MPIEXEC``, else beside the MPI compiler wrapper, else on ``PATH``).
 
     Returns:
         Its path.
@@ -288,16 +289,11 @@ def find_mpiexec(mpicc: list[str] | None = None) -> str:
     Raises:
         MissingDependencyError: none found.
 
-    Source: docs/runtime.md, "Tuning and benchmarks".
+    Source: docs/runtime.md, "Tuning and benchmarks", "Open MPI".
     """
-    from directcoll.errors import MissingDependencyError
-    from directcoll.runtime.native import INSTALL_HINT
+    from directcoll.runtime.native import find_mpiexec as launcher
 
-    mpicc = mpicc or find_mpicc()
-    exe = shutil.which("mpiexec", path=os.path.dirname(mpicc[0])) or shutil.which("mpiexec")
-    if not exe:
-        raise MissingDependencyError(f"no mpiexec beside {mpicc[0]} or on PATH; {INSTALL_HINT}")
-    return exe
+    return launcher(mpicc)
 
 
 def parse_bench(text: str) -> dict[int, tuple[float, float | None]]:
@@ -405,10 +401,12 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
     if coll in ROOTED and not 0 <= (root or 0) < int(ranks):
         raise DirectcollError(f"--root {root}: the root must be one of the ranks 0..{int(ranks) - 1}")
     mpicc = find_mpicc()
-    cmd = [find_mpiexec(mpicc), "-n", str(int(ranks)), str(bench_path(mpicc)),
+    mpiexec = find_mpiexec(mpicc)
+    cmd = [mpiexec, "-n", str(int(ranks)), str(bench_path(mpicc)),
            coll + (f":{root or 0}" if coll in ROOTED else ""), impl, repr(float(round_seconds)),
            *[str(int(s)) for s in sizes]]
     env = {k: v for k, v in os.environ.items() if k not in ("DIRECTCOLL_SCHEDULES", "DIRECTCOLL_DEBUG")}
+    env.update(launch_env(mpiexec))  # Open MPI: oversubscription, and root where it runs as root
     if table is not None and impl != "native":
         check_table(table, collective=coll, ranks=int(ranks), root=(root or 0) if coll in ROOTED else None)
     if table is not None:
@@ -449,7 +447,7 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
     times: dict[str, list[float]] = {"mpi": [math.inf] * len(sizes)}
     programs: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="directcoll-tune-") as tmp:
-        candidates = []
+        names = []  # the candidates' programs, each once
         for c in candidates(topology, coll, root, algorithms):
             try:
                 sched = _build(topology, coll, c)
@@ -459,11 +457,11 @@ def measured_table(topology, output, *, collective: str = "allreduce", sizes=Non
             except (ScheduleError, UnsupportedShapeError):
                 continue
             if name not in times:
-                candidates.append(name)
+                names.append(name)
                 times[name] = [math.inf] * len(sizes)
-        for i, name in enumerate(candidates):
+        for i, name in enumerate(names):
             if progress:
-                progress(i, len(candidates), name)
+                progress(i, len(names), name)
             table = Path(tmp) / "one.json"
             table.write_text(json.dumps([{"collective": coll, "ranks": n, "program": name}]))
             per = n if coll in ("allgather", "alltoall") else 1  # the bench takes OSU's sizes: per rank there

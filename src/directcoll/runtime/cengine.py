@@ -229,9 +229,11 @@ def run(collective: Collective, comm, send: np.ndarray, recv: np.ndarray | None,
 
     Raises:
         DirectcollError: what :func:`~directcoll.runtime.executor.validate` raises (before any message); the
-            library cannot be loaded; an MPI error in a step.
+            library cannot be loaded; a rank could not build its plan (raised on every rank, before any message);
+            an MPI error in a step.
         DeadlineError: a step did not complete within ``timeout`` seconds (names the rank, the step and the peers
-            it waited on; their requests are cancelled).
+            it waited on; their requests are cancelled), or the setup before the first message did not (a call that
+            builds a plan: the ranks agree that each built it, docs/runtime.md "Failing safe").
 
     Source: docs/runtime.md, "The C engine"; MPI 4.1 standard, Ch. 6.
     """
@@ -253,8 +255,9 @@ def run(collective: Collective, comm, send: np.ndarray, recv: np.ndarray | None,
         float(timeout or 0.0), None if words is None else ctypes.addressof(words), failure, err, len(err))
     if rc == _RUN_DEADLINE:
         peers = list(failure[2:2 + failure[1]])
-        if failure[0] < 0:  # the first call on comm: the duplicate of the communicator every rank makes
-            raise executor.DeadlineError(rank, "the C engine's first call on this communicator (MPI_Comm_idup)",
+        if failure[0] < 0:  # before the first message: the duplicate of the communicator, or the ranks' agreement
+            raise executor.DeadlineError(rank, "the C engine's setup before the first message (the communicator's "
+                                         "MPI_Comm_idup, or the ranks' agreement on their plans)",
                                          float(timeout or 0.0), peers)
         raise executor.deadline_error(rank, failure[0], float(timeout or 0.0), peers)
     if rc != _RUN_OK:

@@ -25,10 +25,12 @@ interface) and Sec. 9.1.1 (MPI_Get_library_version).
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
 import struct
+import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -48,8 +50,8 @@ FORMAT_VERSION = 2
 COLLECTIVE_CODES = {Collective.ALLREDUCE: 0, Collective.REDUCE_SCATTER: 1, Collective.ALLGATHER: 2,
                     Collective.ALLTOALL: 3, Collective.BROADCAST: 4, Collective.REDUCE: 5}
 #: the library's sources, in the package directcoll.native
-SOURCES = ("directcoll.c", "dc_program.c", "dc_alltoall.c", "dc_ivset.c", "dc_reduce.c", "dc_table.c",
-           "dc_entry.c", "dc_shm.c", "dc_internal.h")
+SOURCES = ("directcoll.c", "dc_entry.c", "dc_exec.c", "dc_plans.c", "dc_program.c", "dc_coord.c", "dc_alltoall.c",
+           "dc_ivset.c", "dc_reduce.c", "dc_table.c", "dc_shm.c", "dc_alloc.c", "dc_internal.h")
 #: flags of every build (warnings are errors; no FMA contraction, so rounding matches numpy's)
 CFLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", "-fvisibility=hidden",
           "-ffp-contract=off")
@@ -138,7 +140,95 @@ def mpi_identity(mpicc: list[str] | None = None) -> tuple[str, str]:
         _run([*mpicc, "-o", str(out), str(tmp / "probe.c")], "building the MPI version probe")
 
     probe = cached_build("mpi-probe", _PROBE + show.encode(), build)
-    return show.strip(), _run([str(probe)], "the MPI version probe")
+    # Open MPI counts the string's terminating NUL in its length (the probe writes it); C compares up to it
+    return show.strip(), _run([str(probe)], "the MPI version probe").rstrip("\0")
+
+
+def mpi_family(version: str) -> str:
+    """The family of the MPI library whose ``MPI_Get_library_version`` string is ``version``: ``"Open MPI"``,
+    ``"MPICH"`` (MPICH and the MPIs built on it that say so: Intel MPI, MVAPICH, Cray MPICH) or ``"other"``.
+
+    Returns:
+        One of those three str.
+
+    Raises:
+        Nothing: it reads the string only.
+
+    Source: the version strings of Open MPI 4.1 ("Open MPI v4.1.4, package: ...") and MPICH ("MPICH Version: ...").
+
+    >>> mpi_family("Open MPI v4.1.4, package: Debian OpenMPI"), mpi_family("MPICH Version:      4.3.0")
+    ('Open MPI', 'MPICH')
+    """
+    first = version.splitlines()[0] if version else ""
+    if "Open MPI" in first:
+        return "Open MPI"
+    if any(name in first for name in ("MPICH", "MVAPICH", "Intel(R) MPI")):
+        return "MPICH"
+    return "other"
+
+
+def find_mpiexec(mpicc: list[str] | None = None) -> str:
+    """The launcher of the MPI that ``mpicc`` builds for: ``$DIRECTCOLL_MPIEXEC`` when set; else, beside the
+    wrapper, the ``mpiexec`` with the wrapper's suffix (Debian's ``mpicc.openmpi`` goes with ``mpiexec.openmpi``,
+    ``mpicc.mpich`` with ``mpiexec.mpich``), else its ``mpiexec``; else ``mpiexec`` on ``PATH``.
+
+    Returns:
+        The launcher's path.
+
+    Raises:
+        MissingDependencyError: none found, or ``$DIRECTCOLL_MPIEXEC`` names no executable.
+
+    Source: docs/runtime.md, "Open MPI".
+    """
+    if os.environ.get("DIRECTCOLL_MPIEXEC"):
+        exe = shutil.which(os.environ["DIRECTCOLL_MPIEXEC"])
+        if not exe:
+            raise MissingDependencyError(f"DIRECTCOLL_MPIEXEC={os.environ['DIRECTCOLL_MPIEXEC']!r} is not an "
+                                         "executable")
+        return exe
+    mpicc = mpicc or find_mpicc()
+    folder, name = os.path.split(mpicc[0])
+    suffix = name[len("mpicc"):] if name.startswith("mpicc") else ""
+    for candidate in ([f"mpiexec{suffix}"] if suffix else []) + ["mpiexec"]:
+        if exe := shutil.which(candidate, path=folder):
+            return exe
+    exe = shutil.which("mpiexec")
+    if not exe:
+        raise MissingDependencyError(f"no mpiexec beside {mpicc[0]} or on PATH; {INSTALL_HINT}")
+    return exe
+
+
+@functools.lru_cache(maxsize=8)
+def _launcher_is_open_mpi(mpiexec: str) -> bool:
+    try:
+        done = children.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    text = done.stdout + done.stderr
+    return "Open MPI" in text or "OpenRTE" in text
+
+
+def launch_env(mpiexec: str) -> dict[str, str]:
+    """What ``mpiexec`` needs in its environment to start ranks on this machine as MPICH's launcher does: for Open
+    MPI's (``mpiexec --version`` names Open MPI or OpenRTE), ``OMPI_MCA_rmaps_base_oversubscribe=1`` (more ranks than
+    cores, which MPICH allows) and, when running as root, ``OMPI_ALLOW_RUN_AS_ROOT=1`` and
+    ``OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` (Open MPI refuses root without them); nothing for other launchers.
+
+    Returns:
+        A dict of environment variables to add.
+
+    Raises:
+        Nothing: a launcher that does not run (``--version``) is taken for not Open MPI's.
+
+    Source: Open MPI 4.1's mpirun(1) (``--oversubscribe``, ``--allow-run-as-root`` and their environment forms);
+    docs/runtime.md, "Open MPI".
+    """
+    if not _launcher_is_open_mpi(mpiexec):
+        return {}
+    env = {"OMPI_MCA_rmaps_base_oversubscribe": "1"}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
 
 
 def _c_string(text: str) -> str:
