@@ -353,12 +353,7 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     sizes = np.array([m.size for m in measurements])
 
     def model(x, rows=None, use=keys) -> np.ndarray:
-        per_impl = _with_values(base, use, x, profiles)
-        out = np.full(len(measurements), np.nan)
-        for pattern, idx, group_sizes, impl in groups:
-            if rows is None or rows[idx].any():
-                out[idx] = simulate(pattern, topo, per_impl[impl], routing).time(group_sizes)
-        return out
+        return model_for(_with_values(base, use, x, profiles), groups, topo, routing, len(measurements), rows)
 
     x, res, stalled = _solve(lambda v: model(v) / seconds - 1.0, keys, _starting_point(keys, seconds, sizes))
     warnings = [f"least squares stopped before converging from every start ({res.message}); the values may not be "
@@ -395,12 +390,14 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
                        topo.spec, routing, source, uncertainty, cv)
 
 
-def model_for(per_impl: dict, groups, topo: Topology, routing: str, count: int) -> np.ndarray:
-    """float64 (M,): the step model's time of every measurement with the parameters of its implementation, s.
+def model_for(per_impl: dict, groups, topo: Topology, routing: str, count: int, rows=None) -> np.ndarray:
+    """float64 (M,): the step model's time of every measurement with the parameters of its implementation, s
+    (with ``rows``, a bool (M,) mask, only the groups with a row there; NaN elsewhere).
     Raises: as :func:`directcoll.simulate.step.simulate`. Source: docs/simulation.md, "Calibration"."""
-    out = np.empty(count)
+    out = np.full(count, np.nan)
     for pattern, idx, group_sizes, impl in groups:
-        out[idx] = simulate(pattern, topo, per_impl[impl], routing).time(group_sizes)
+        if rows is None or rows[idx].any():
+            out[idx] = simulate(pattern, topo, per_impl[impl], routing).time(group_sizes)
     return out
 
 
