@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "directcoll"
 #: the layers, bottom first: a module may import its own layer and those before it (docs/architecture.md)
 LAYERS = (("errors", "__init__", "children"), "catalog", "units", "resources", "inputs", "lp", "topology", "schedule",
           ("cost", "verify"), "algorithms", "synthesis", "registry", ("simulate", "export"), ("lang", "plugins"),
-          "runtime", "reports", "api", "sweep", ("cli", "__main__"))
+          "runtime", "testbed", "reports", "api", "sweep", ("cli", "__main__"))
 
 
 def _modules() -> dict[str, Path]:
@@ -148,3 +148,44 @@ def test_the_family_checks_see_the_families():
     assert {"directcoll.algorithms.swing", "directcoll.synthesis.bfb", "directcoll.algorithms.ring"} <= units
     assert _unit("directcoll.algorithms.swing.pattern") == "directcoll.algorithms.swing"
     assert _unit("directcoll.registry") is None and _unit("directcoll.algorithms") is None
+
+
+#: the CLI modules that are not a command group: the shared helpers, the assembly and the console script
+CLI_SHARED = {"directcoll.cli.options", "directcoll.cli.output"}
+CLI_FRAME = {"directcoll.cli", "directcoll.cli.main", "directcoll.cli.entry"}
+
+
+def _cli_command_modules() -> set[str]:
+    return {m for m in MODULES if m.startswith("directcoll.cli.")} - CLI_SHARED - CLI_FRAME
+
+
+def test_the_cli_is_one_module_per_command_group():
+    """Every module of cli/ but the shared helpers (options, output) and the frame (main, entry) is a command group:
+    it defines ``register(sub)``, main.COMMANDS lists it, and it adds at least one command; main.py defines no
+    command of its own; and no two groups add the same command."""
+    import argparse
+
+    from directcoll.cli import main
+
+    listed = {m.__name__ for m in main.COMMANDS}
+    assert listed == _cli_command_modules(), (f"cli modules not in main.COMMANDS: {_cli_command_modules() - listed}; "
+                                              f"listed but not command modules: {listed - _cli_command_modules()}")
+    tree = ast.parse(MODULES["directcoll.cli.main"].read_text())
+    own = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("cmd_")]
+    assert not own, f"cli/main.py only assembles the commands; it defines {own}"
+    seen: dict[str, str] = {}
+    for group in main.COMMANDS:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        group.register(sub)
+        assert sub.choices, f"{group.__name__}.register adds no command"
+        for name in sub.choices:
+            assert name not in seen, f"`directcoll {name}` is added by {seen[name]} and {group.__name__}"
+            seen[name] = group.__name__
+
+
+def test_cli_commands_share_helpers_only_through_options_and_output():
+    """A command group imports, of cli/, only options and output: never another command group or main."""
+    crossing = [f"{m} imports {t}" for m in sorted(_cli_command_modules()) for t, _ in IMPORTS[m]
+                if t.startswith("directcoll.cli") and t not in CLI_SHARED]
+    assert not crossing, crossing

@@ -10,16 +10,55 @@ scipy.optimize.least_squares' trust region reflective method, on relative residu
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from directcoll.cli.options import check_output, network_spec
+from directcoll.cli.options import (
+    SPEC_HELP,
+    USE_SPEC,
+    Deprecated,
+    add_network_options,
+    add_output_options,
+    check_output,
+    count,
+    network_spec,
+)
 from directcoll.cli.output import print_json, print_table
 from directcoll.errors import DirectcollError
 
-#: the base-value options of _add_network_options and the parameter each sets
+#: the base-value options of add_network_options and the parameter each sets
 _OVERRIDES = {"alpha": "--alpha", "per_hop_latency": "--per-hop-latency", "link_bandwidth": "--link-bandwidth",
               "gamma": "--gamma"}
+
+
+def register(sub) -> None:
+    """Register ``directcoll calibrate`` on the subparsers ``sub``. Raises: nothing (builds
+    parsers). Source: docs/architecture.md, "Command line"."""
+    cal = sub.add_parser("calibrate", help="fit network parameters to measured collective timings (CSV or OSU)",
+                         description="Fit the step model's alpha, link bandwidth, per-hop latency and gamma (or the "
+                                     "--fit subset, which may add each implementation's software terms) by least "
+                                     "squares on relative residuals to measured times, and leave each algorithm out "
+                                     "once to predict it: a CSV of algorithm,ranks,bytes,seconds (+ collective, "
+                                     "variant, ports, segment, implementation) or the output of an "
+                                     "OSU benchmark (osu_allreduce, osu_allgather, osu_reduce_scatter, "
+                                     "osu_alltoall). All measurements must be on the topology's ranks: pass one "
+                                     "file per topology. -o writes a file for --params FILE.json.")
+    cal.add_argument("measurements", help="CSV or OSU output file")
+    cal.add_argument("spec", nargs="?", help=f"{SPEC_HELP}: the network the measurements ran on (required)")
+    cal.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
+    cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, per_hop_latency, gamma "
+                                   "(the network's; default all four) and call_overhead, port_overhead, "
+                                   "message_overhead, bandwidth_efficiency (each implementation's)")
+    cal.add_argument("--format", choices=["csv", "osu"], help="input format (default: detected, OSU output starts "
+                                                              "with '#')")
+    cal.add_argument("--ranks", type=count(1), help="OSU only (required there): the number of ranks it ran on")
+    cal.add_argument("--algorithm", help="OSU only: NAME[:VARIANT] of ours standing for the MPI library's "
+                                         "algorithm (default rabenseifner)")
+    add_network_options(cal)
+    cal.add_argument("-o", "--output", help="write the fitted parameters to this JSON file (for --params FILE)")
+    add_output_options(cal)
+    cal.set_defaults(func=cmd_calibrate)
 
 
 def cmd_calibrate(args) -> int:

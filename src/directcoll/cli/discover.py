@@ -27,7 +27,7 @@ PRESET_FIELDS = {"link_bandwidth": "link_bandwidth_Bps", "link_latency": "link_l
                  "gamma": "gamma_s_per_byte", "host_injection": "host_injection_Bps"}
 
 
-def add_discovery_commands(sub) -> None:
+def register(sub) -> None:
     """Register ``presets`` and ``help specs`` on the subcommand parsers ``sub`` of
     :func:`directcoll.cli.main.build_parser`.
 

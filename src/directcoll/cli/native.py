@@ -16,9 +16,8 @@ from directcoll.cli.options import check_output
 from directcoll.cli.output import print_json
 
 
-def add_native_parser(sub, add_budget) -> None:
-    """Register ``directcoll native lib`` and ``directcoll native compile`` on the subparsers ``sub``;
-    ``add_budget(parser)`` adds the global ``--memory-budget`` to each.
+def register(sub) -> None:
+    """Register ``directcoll native lib`` and ``directcoll native compile`` on the subparsers ``sub``.
 
     Returns:
         None.
@@ -46,8 +45,6 @@ def add_native_parser(sub, add_budget) -> None:
     comp.add_argument("-o", "--output", required=True, help="program file to write, e.g. swing8.dcp")
     comp.add_argument("--json", action="store_true", help="machine-readable output")
     comp.set_defaults(func=cmd_native_compile)
-    for p in (lib, comp):
-        add_budget(p)
 
 
 def cmd_native_lib(args) -> int:

@@ -1,7 +1,9 @@
-"""Argument types and checks of the command line: counts with a minimum, times with units, writable outputs,
-and the shared grammar of every command (docs/architecture.md, "Command line"): ``--json`` / ``--csv`` mutually
-exclusive (:func:`add_output_options`), one ``--sizes`` list syntax (:func:`read_sizes`), old spellings kept one release
-with a note on stderr (:class:`Deprecated`).
+"""What the commands share (docs/architecture.md, "Command line": commands share helpers through this module and
+:mod:`directcoll.cli.output`, never through each other): argument types and checks (counts with a minimum, times
+with units, writable outputs), the option groups several commands take (network parameters, build options, the
+testbed's links, the global memory budget and solver log) with their defaults and meaning, and the grammar of
+every command: ``--json`` / ``--csv`` mutually exclusive (:func:`add_output_options`), one ``--sizes`` list syntax
+(:func:`read_sizes`), old spellings kept one release with a note on stderr (:class:`Deprecated`).
 
 Every bad value ends in one line: argparse types raise :class:`argparse.ArgumentTypeError` (reported by
 :class:`Parser` as ``directcoll COMMAND: error: argument --ports: ...``), the checks run inside a command raise
@@ -488,3 +490,281 @@ def algorithm_list(text: str, collective: str, example: str = "swing,ring") -> l
                                   f"{', '.join(alg.collectives)}")
         out.append((alg.name, variant or None))
     return out
+
+#: the network of commands that take one and were given none
+DEFAULT_TOPOLOGY = "torus:8x8"
+#: the algorithm ``cost`` builds when given no file and no --algorithm
+DEFAULT_ALGORITHM = "swing"
+#: the collectives a command can build, time or run
+COLLECTIVES = ["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"]
+#: the one meaning of --link-bandwidth in every command
+LINK_BANDWIDTH_HELP = "override: link bandwidth with its unit, e.g. 400Gbps or 50GB/s (a bare number is refused)"
+#: the one meaning of --variant in every command
+VARIANT_HELP = "algorithm variant, e.g. latency or bandwidth (see `directcoll algorithms`)"
+#: the one meaning of the positional network of commands that take one
+SPEC_HELP = ("the network: a topology spec such as torus:8x8, file:PATH, or a system preset such as trn1 (see "
+             "`directcoll help specs`)")
+
+
+def add_build_options(p: argparse.ArgumentParser) -> None:
+    """Add the options that shape a schedule to ``p``: ``--collective``, ``--root``, ``--chunks``, ``--variant``
+    and ``--ports`` (``schedule`` and ``cost``; :func:`build_options` checks them against the algorithm).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+
+    Raises:
+        Nothing: adds arguments.
+
+    Source: docs/algorithms.md (each algorithm's options); MPI 4.1 standard, Ch. 6 (the collectives).
+    """
+    p.add_argument("--collective", default="allreduce",
+                   choices=COLLECTIVES,
+                   help="collective to build (default: allreduce)")
+    p.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")
+    p.add_argument("--chunks", type=count(1), help="pipelined algorithms (chain, double-binary-tree): chunks, >= 1 "
+                                                   "(default: the algorithm's); bfb: cut every shard into P equal "
+                                                   "chunks, loads rounded to whole chunks (Zhao et al. App. E.2), "
+                                                   "T_B reported")
+    p.add_argument("--variant", help=VARIANT_HELP)
+    p.add_argument("--ports", type=count(1), help="concurrent collectives / ports to use, >= 1 (default: the "
+                                                  "algorithm's)")
+
+
+def add_network_options(p: argparse.ArgumentParser) -> None:
+    """Add the network's parameter options to ``p``: ``--params`` (a preset or a calibrated file),
+    ``--implementation``, ``--routing`` and the overrides ``--alpha`` (s), ``--per-hop-latency`` (s),
+    ``--link-bandwidth`` (with its unit), ``--link-latency`` (s), ``--gamma`` (s/B), ``--forwarding``,
+    ``--packet-size`` (B) and ``--packet-header`` (B); :func:`resolve_network` reads them.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser (``compare``, ``simulate``, ``calibrate``).
+
+    Raises:
+        Nothing: adds arguments.
+
+    Source: docs/simulation.md (the parameters and their sources); docs/architecture.md, "Command line".
+    """
+    p.add_argument("--params", help="system preset for link and latency parameters (default swing-sst; "
+                                    "see directcoll.catalog.presets), or a FILE.json written by `directcoll "
+                                    "calibrate -o`")
+    p.add_argument("--implementation", help=IMPLEMENTATION_HELP)
+    p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
+                   help="adaptive: split over all minimal paths (default); dor: dimension order")
+    p.add_argument("--alpha", type=duration, help="override: per-message overhead, a time >= 0 such as 1us or "
+                                                  "400ns (a bare number is seconds)")
+    p.add_argument("--per-hop-latency", type=duration, help="override: per-hop latency, e.g. 300ns (a bare number "
+                                                            "is seconds)")
+    p.add_argument("--link-bandwidth", type=bandwidth, help=LINK_BANDWIDTH_HELP)
+    p.add_argument("--link-latency", type=duration, help="override: link latency, e.g. 100ns (a bare number is "
+                                                         "seconds)")
+    p.add_argument("--gamma", type=per_byte, help="override: reduction cost per byte, e.g. 0.2ns or 0.2ns/B (a "
+                                                  "bare number is seconds per byte)")
+    p.add_argument("--forwarding", choices=["cut-through", "store-and-forward"],
+                   help="a router passes a packet on once its header (cut-through, default) or all of it "
+                        "(store-and-forward) has arrived")
+    p.add_argument("--packet-size", type=size_option("--packet-size"),
+                   help="override: payload bytes per packet, e.g. 4KiB (default 4096)")
+    p.add_argument("--packet-header", type=count(0), help="override: header bytes per packet (default 0; the "
+                                                          "packet model carries at least ns-3's 2)")
+
+
+def resolve_network(spec: str | None, params_name: str | None, args):
+    """The topology, network parameters and notes of a command's network options
+    (:func:`directcoll.simulate.resolve_network` with the overrides of :func:`add_network_options`, then
+    ``--implementation``).
+
+    Parameters
+    ----------
+    spec : str or None
+        The network (a spec, ``file:PATH`` or a preset); None: :data:`DEFAULT_TOPOLOGY`.
+    params_name : str or None
+        ``--params``: a preset name or a calibrated FILE.json; None: the network's own or swing-sst.
+    args : argparse.Namespace
+        The parsed options (the overrides in seconds, bytes/s and bytes).
+
+    Returns:
+        (Topology, NetworkParams, notes): notes are lines for the report's footer.
+
+    Raises:
+        SpecError, TopologyError: a bad network. DirectcollError: a bad preset, file or implementation name.
+
+    Source: docs/simulation.md, "Hosts and implementations"; docs/architecture.md, "Command line".
+    """
+    from directcoll.simulate import resolve_network as resolve
+
+    topology, params, notes = resolve(
+        spec or DEFAULT_TOPOLOGY, params_name, alpha=args.alpha, per_hop_latency=args.per_hop_latency,
+        link_bandwidth=args.link_bandwidth, link_latency=args.link_latency, gamma=args.gamma,
+        forwarding=args.forwarding, packet_size=args.packet_size, packet_header=args.packet_header)
+    params = params.use(getattr(args, "implementation", None))
+    if not params.implementation.neutral:
+        notes.append(f"implementation {params.implementation.name}: {_terms(params.implementation)}")
+    return topology, params, notes
+
+
+def _terms(impl) -> str:
+    """An implementation's non-neutral terms, for a report's footer."""
+    from directcoll.units import format_time
+
+    out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}" for k in ("call_overhead", "port_overhead",
+                                                                                "message_overhead") if getattr(impl, k)]
+    if impl.eager_threshold is not None:
+        out.append(f"eager up to {impl.eager_threshold:g} B")
+    if impl.bandwidth_efficiency != 1.0:
+        out.append(f"bandwidth efficiency {impl.bandwidth_efficiency:.3g}")
+    if impl.gamma is not None:
+        out.append(f"gamma {impl.gamma * 1e9:.3g} ns/B")
+    out.append("one thread per port" if impl.threads is None else f"{impl.threads} thread(s)")
+    return ", ".join(out)
+
+
+def rooted_option(collective: str, root: int | None) -> int | None:
+    """``--root`` checked against ``--collective``: the root for broadcast and reduce (None: the default, 0).
+
+    Raises:
+        DirectcollError: ``--root`` with another collective.
+
+    Source: MPI 4.1 standard, Ch. 6 (the root of MPI_Bcast and MPI_Reduce).
+
+    >>> rooted_option("broadcast", 2), rooted_option("allreduce", None)
+    (2, None)
+    """
+    if root is not None and collective not in ("broadcast", "reduce"):
+        raise DirectcollError(f"--root {root}: only broadcast and reduce have a root; --collective is {collective}")
+    return root
+
+
+def build_options(args) -> dict:
+    """``--root``, ``--chunks``, ``--host-bandwidth`` (mcf) and ``--time-limit`` (ilp-disjoint) as build options of
+    ``args.algorithm`` (those it takes; absent ones left out).
+
+    Raises:
+        DirectcollError: ``--root`` with a collective other than broadcast and reduce, ``--chunks`` for an
+            algorithm that does not pipeline (naming those that do), ``--host-bandwidth`` or ``--time-limit`` for
+            another algorithm than mcf or ilp-disjoint.
+        UnsupportedShapeError: an unknown algorithm.
+
+    Source: docs/algorithms.md (each algorithm's options).
+    """
+    import inspect
+
+    from directcoll.registry import ALGORITHMS, get
+
+    options = {}
+    root = rooted_option(args.collective, getattr(args, "root", None))
+    if root is not None:
+        options["root"] = root
+    if getattr(args, "chunks", None) is not None:
+        takes = [a.name for a in ALGORITHMS.values() if "chunks" in inspect.signature(a.build).parameters]
+        if get(args.algorithm or DEFAULT_ALGORITHM).name not in takes:
+            raise DirectcollError(f"--chunks applies to {', '.join(takes)}; not to {args.algorithm}")
+        options["chunks"] = args.chunks
+    for flag, key, algorithm in (("--host-bandwidth", "host_bandwidth", "mcf"),
+                                 ("--time-limit", "time_limit", "ilp-disjoint")):
+        if getattr(args, key, None) is not None:
+            if get(args.algorithm or DEFAULT_ALGORITHM).name != algorithm:
+                raise DirectcollError(f"{flag} applies to {algorithm} only; not to {args.algorithm}")
+            options[key] = getattr(args, key)
+    return options
+
+
+def bfb_options(args, spec: str, command: str) -> tuple:
+    """(the network to build on, bfb options): the one size of ``--sizes`` as bfb's ``size`` (Zhao et al. App.
+    E.3; ``--chunks``, App. E.2, is a build option of :func:`build_options`); a note on stderr when links differ in
+    latency and no size is given. Other algorithms get the spec unchanged and no options.
+
+    Raises:
+        DirectcollError: more than one size in ``--sizes``. SpecError, UnsupportedShapeError: a bad spec or
+            algorithm.
+
+    Source: Zhao et al. (NSDI'25) App. E.3 (LP (14) weighs every link's latency at the size M).
+    """
+    from directcoll.registry import get
+
+    if get(args.algorithm or DEFAULT_ALGORITHM).name != "bfb":
+        return spec, {}
+    import numpy as np
+
+    from directcoll.topology import parse
+
+    topology = parse(spec)
+    options = {}
+    if args.sizes is not None:
+        options["size"] = one_size(args.sizes, f"{command} bfb --sizes")
+    elif topology.num_links and np.ptp(topology.link_latency) > 0:
+        print(f"directcoll: note: the links of {topology.spec} differ in latency; without --sizes M, BFB balances "
+              "bandwidth only (LP (14) of Zhao et al. App. E.3 needs the size M)", file=sys.stderr)
+    return topology, options
+
+
+MEMORY_BUDGET_HELP = ("memory a request may plan to use, e.g. 8GiB (default: $DIRECTCOLL_MEMORY_BUDGET, else half "
+                      "the available memory); requests estimated above it are refused before they start. Goes "
+                      "before or after the command")
+
+
+def add_memory_budget(p: argparse.ArgumentParser) -> None:
+    """Add ``--memory-budget SIZE`` (bytes, with a unit) to ``p``, absent from the namespace unless given, so that
+    it can go before or after the command.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The top-level parser or a command's.
+
+    Raises:
+        Nothing: adds an argument.
+
+    Source: docs/architecture.md, "Engines, runtimes and scale" (resources: estimates refused over the budget).
+    """
+    p.add_argument("--memory-budget", metavar="SIZE", type=size_option("--memory-budget"), default=argparse.SUPPRESS,
+                   help=MEMORY_BUDGET_HELP)
+
+
+SOLVER_LOG_HELP = ("show HiGHS's own log on standard error for LP solves longer than 2 s: auto (default: when "
+                   "standard error is a terminal; $DIRECTCOLL_SOLVER_LOG), on or off. Goes before or after the "
+                   "command")
+
+
+def add_solver_log(p: argparse.ArgumentParser) -> None:
+    """Add ``--solver-log {auto,on,off}`` to ``p``, absent from the namespace unless given.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The top-level parser or a command's.
+
+    Raises:
+        Nothing: adds an argument.
+
+    Source: docs/architecture.md, "Command line" (progress on stderr); HiGHS's log.
+    """
+    p.add_argument("--solver-log", choices=["auto", "on", "off"], default=argparse.SUPPRESS, help=SOLVER_LOG_HELP)
+
+
+def add_testbed_options(p: argparse.ArgumentParser, scope: str = "") -> None:
+    """Add the emulated links' options to ``p``: ``--link-rate`` (the fastest link's rate, with its unit; bytes/s
+    once parsed), ``--link-delay`` (seconds added per link) and ``--queue`` (bytes per link end).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser (``testbed up``, ``testbed exec``, ``run``).
+    scope : str
+        Prefix of every help text (e.g. "--engine testbed: ").
+
+    Raises:
+        Nothing: adds arguments.
+
+    Source: docs/testbed.md, "Choosing rates"; tc-tbf(8), tc-netem(8).
+    """
+    p.add_argument("--link-rate", type=bandwidth, help=f"{scope}rate of the fastest link with its unit, e.g. "
+                                                       "50Mbps (default 20Mbps; other links keep their ratio to it)")
+    p.add_argument("--link-delay", type=duration, help=f"{scope}delay added on every link, e.g. 50us (default none; "
+                                                       "needs the kernel's sch_netem)")
+    p.add_argument("--queue", type=size_option("--queue"), help=f"{scope}queue of every link end, e.g. 64KiB "
+                                                                 "(default 64KiB, at least 3000 B)")

@@ -35,7 +35,7 @@ from directcoll.errors import DirectcollError
 DEFAULT_SIZE = "1MiB"
 
 
-def add_show_commands(sub) -> None:
+def register(sub) -> None:
     """Register ``show`` and ``draw`` on the subcommand parsers ``sub`` of :func:`directcoll.cli.main.build_parser`.
 
     Raises:

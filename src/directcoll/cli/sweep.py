@@ -16,7 +16,7 @@ from directcoll.cli.options import check_output, count
 from directcoll.cli.output import Heartbeat, print_json
 
 
-def add_sweep_parser(sub) -> None:
+def register(sub) -> None:
     """Register ``directcoll sweep`` on the subparsers ``sub``.
 
     Returns:

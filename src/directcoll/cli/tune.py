@@ -21,7 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from directcoll.cli.options import IMPLEMENTATION_HELP, SIZES_FORMS, add_output_options, check_output, count, read_sizes
+from directcoll.cli.options import (
+    IMPLEMENTATION_HELP,
+    SIZES_FORMS,
+    SPEC_HELP,
+    add_output_options,
+    check_output,
+    count,
+    read_sizes,
+)
 from directcoll.cli.output import oversubscription, print_json
 
 #: the sizes ``tune`` and ``bench`` use by default: 8 B to 128 MiB, every factor of 8
@@ -29,9 +37,8 @@ DEFAULT_TUNE_SIZES = "8B,64B,512B,4KiB,32KiB,256KiB,2MiB,16MiB,128MiB"
 SERVED = ["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"]
 
 
-def add_tune_parsers(sub, spec_help: str) -> None:
-    """Register ``directcoll tune`` and ``directcoll bench`` on the subparsers ``sub`` (``spec_help``: the help
-    of the network positional shared by every command).
+def register(sub) -> None:
+    """Register ``directcoll tune`` and ``directcoll bench`` on the subparsers ``sub``.
 
     Returns:
         None.
@@ -51,7 +58,7 @@ def add_tune_parsers(sub, spec_help: str) -> None:
                                       "winner compiled as a program file next to it. A winner at a size covers the "
                                       "bytes from the geometric midpoint with the size below to the one with the "
                                       "size above (docs/runtime.md, \"Tuning and benchmarks\").")
-    tune.add_argument("spec", help=spec_help + "; its compute nodes are the ranks")
+    tune.add_argument("spec", help=SPEC_HELP + "; its compute nodes are the ranks")
     tune.add_argument("--ranks", type=count(1), help="the number of ranks, checked against the network's")
     tune.add_argument("--collective", default="allreduce", choices=SERVED, help="collective (default allreduce)")
     tune.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank the programs are compiled "
@@ -81,7 +88,7 @@ def add_tune_parsers(sub, spec_help: str) -> None:
                                        "this machine in the same run. Prints OSU output: `directcoll calibrate "
                                        "FILE SPEC --format osu --ranks N` reads its Avg Latency column (the MPI "
                                        "library's; with --impl ours, ours).")
-    bench.add_argument("spec", nargs="?", help=spec_help + "; without --table, its model table is benchmarked")
+    bench.add_argument("spec", nargs="?", help=SPEC_HELP + "; without --table, its model table is benchmarked")
     bench.add_argument("--ranks", type=count(1), help="ranks to run (default: the network's)")
     bench.add_argument("--collective", default="allreduce", choices=SERVED, help="collective (default allreduce)")
     bench.add_argument("--root", type=count(0), help="broadcast and reduce: the root rank, >= 0 (default 0)")

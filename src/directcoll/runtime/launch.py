@@ -35,6 +35,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 from directcoll.errors import DirectcollError
 from directcoll.runtime import MPI_EXTRA
@@ -429,3 +430,26 @@ class _Tree:
             if not left or time.monotonic() > end:
                 return left
             time.sleep(0.01)
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores since boot, from the first line of /proc/stat; the busy share
+    between two readings says whether a run was CPU-bound.
+
+    Returns:
+        (busy, total): total counts every state, busy all but idle and iowait.
+
+    Raises:
+        Nothing: (0, 0) where /proc/stat cannot be read.
+
+    Source: proc(5) (/proc/stat: user nice system idle iowait irq softirq steal).
+
+    >>> busy, total = cpu_ticks()
+    >>> 0 <= busy <= total
+    True
+    """
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return 0, 0
+    return sum(fields) - fields[3] - fields[4], sum(fields)

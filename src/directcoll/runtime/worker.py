@@ -52,24 +52,36 @@ def _buffers(collective: str, count: int, n: int, rank: int):
     return x, np.empty(out), np.empty(out)
 
 
-def _time(comm, fn, repeat: int, timeout: float, progress: Progress, what: str, phase: str, nsteps: int = 0) -> float:
-    """Seconds per call of ``fn`` (the slowest rank's mean over ``repeat`` calls after a warm-up)."""
+def _time(comm, fn, repeat: int, timeout: float, progress: Progress, what: str, phase: str,
+          nsteps: int = 0) -> tuple[float, list[float], float | None]:
+    """Seconds per call of ``fn`` (the slowest rank's mean over ``repeat`` calls after a warm-up), the slowest
+    rank's seconds of every repetition, and the busy share of this machine's cores during the calls (rank 0's
+    reading of /proc/stat: every rank of a local or testbed run shares them)."""
     from mpi4py import MPI
 
     from directcoll.runtime import mpi as run
+    from directcoll.runtime.launch import cpu_ticks
 
     progress.set(WAITING, what, phase, nsteps=nsteps, rep=0, reps=repeat)
     fn()  # warm-up: compiles programs, touches buffers
     progress.set(WAITING, "the barrier before timing", phase)
     run.barrier(comm, timeout=timeout, what=f"the barrier before timing {phase}")
     progress.set(WAITING, what, phase, nsteps=nsteps, rep=1, reps=repeat)
+    busy0, total0 = cpu_ticks()
     t0 = MPI.Wtime()
+    marks = [t0]
     for i in range(repeat):
         progress.repetition(i + 1)
         fn()
-    elapsed = (MPI.Wtime() - t0) / repeat
+        marks.append(MPI.Wtime())
+    busy1, total1 = cpu_ticks()
+    elapsed = (marks[-1] - t0) / repeat
     progress.set(WAITING, "the reduction of the times", phase)
-    return run.reduce_value(comm, elapsed, MPI.MAX, timeout=timeout, what=f"the reduction of the times of {phase}")
+    mean = run.reduce_value(comm, elapsed, MPI.MAX, timeout=timeout, what=f"the reduction of the times of {phase}")
+    each = [run.reduce_value(comm, b - a, MPI.MAX, timeout=timeout, what=f"the reduction of the times of {phase}")
+            for a, b in zip(marks, marks[1:], strict=False)]
+    ticks = total1 - total0  # /proc/stat counts 100 ticks per second and core: fewer than 20 tell nothing
+    return mean, each, (busy1 - busy0) / ticks if ticks >= 20 else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -192,8 +204,9 @@ def _work(args, comm, progress: Progress) -> None:
             send, ours, native = _buffers(args.collective, count, n, rank)
             fn = run.EXECUTORS[args.collective]
             kwargs = {"schedule": schedule, "timeout": timeout, "progress": progress, "engine": args.engine}
-            t = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(comm, send, ours, **kwargs),
-                      args.repeat, timeout, progress, "step", phase, schedule.num_steps)
+            t, each, busy = _time(comm, lambda fn=fn, kwargs=kwargs, send=send, ours=ours: fn(comm, send, ours,
+                                                                                               **kwargs),
+                                  args.repeat, timeout, progress, "step", phase, schedule.num_steps)
             mpi_name = f"MPI {run.NATIVE[args.collective]}"
             progress.set(WAITING, mpi_name, f"checking {phase} against it")
             run.native(comm, args.collective, send, native, timeout=timeout, root=schedule.root)
@@ -206,7 +219,7 @@ def _work(args, comm, progress: Progress) -> None:
                                        what=f"the reduction of the checks of {phase}")
             row = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"), "size": size,
                    "bytes": count * 8, "time_s": t, "goodput_Bps": count * 8 / t, "correct": correct,
-                   "engine": args.engine}
+                   "engine": args.engine, "times_s": each, "cpu_busy": busy}
             if args.native:
                 if size not in native_cache:
                     native_cache[size] = _time(
@@ -214,7 +227,7 @@ def _work(args, comm, progress: Progress) -> None:
                                                                                    timeout=timeout, root=r),
                         args.repeat, timeout, progress, mpi_name,
                         f"native {args.collective} of {format_size(count * 8)}")
-                row["native_time_s"] = native_cache[size]
+                row["native_time_s"], row["native_times_s"], row["native_cpu_busy"] = native_cache[size]
             results.append(row)
     if rank == 0:
         progress.set(BUSY, "the writing of the results", args.json_out)

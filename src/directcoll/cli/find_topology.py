@@ -12,8 +12,45 @@ SystemExit: 2
 
 from __future__ import annotations
 
-from directcoll.cli.options import check_output, read_sizes
+from directcoll.cli.options import (
+    SIZES_FORMS,
+    add_deprecated_size,
+    add_output_options,
+    bandwidth,
+    check_output,
+    count,
+    duration,
+    read_sizes,
+)
 from directcoll.cli.output import Heartbeat, ProgressBar, print_json, table_console
+
+
+def register(sub) -> None:
+    """Register ``directcoll find-topology`` on the subparsers ``sub``. Raises: nothing (builds
+    parsers). Source: docs/architecture.md, "Command line"."""
+    fnd = sub.add_parser("find-topology", help="Pareto frontier of direct-connect topologies for N nodes, degree d",
+                         description="Search base topologies x expansions (line graph, degree, Cartesian power and "
+                                     "product, bidirectional) with the theorems' predicted T_L and T_B (Zhao et al. "
+                                     "Sec. 5.4), keep the Pareto frontier and name the best one for the workload.")
+    fnd.add_argument("--nodes", type=count(2), required=True, help="number of nodes N, 2 to 2^20")
+    fnd.add_argument("--degree", type=count(1), required=True, help="links out of every node, d >= 1")
+    fnd.add_argument("--alpha", type=duration, default="10us", help="per-step latency α, a time such as 10us or "
+                                                                    "400ns (default 10us, the paper's Table 4)")
+    fnd.add_argument("--bandwidth", type=bandwidth, default="100Gbps",
+                     help="node bandwidth B = d x link bandwidth, e.g. 100Gbps or 12.5GB/s (default 100Gbps)")
+    fnd.add_argument("--sizes", default="1MiB",
+                     help=f"allreduce sizes M, {SIZES_FORMS} (default 1MiB, as Table 4); the best topology minimises "
+                          "the summed time")
+    add_deprecated_size(fnd)
+    fnd.add_argument("--bidirectional", action="store_true", help="only topologies whose links come in pairs")
+    fnd.add_argument("--alltoall", action="store_true", help="also the all-to-all MCF value of every frontier "
+                                                             "entry (LP (3), reduced by the automorphism group; "
+                                                             "certified bounds within 1%% where still too large)")
+    fnd.add_argument("--collective", default="allreduce", choices=["allreduce", "reduce_scatter", "allgather"],
+                     help="collective of the schedule written by -o (default allreduce)")
+    fnd.add_argument("-o", "--output", help="write the best topology's schedule to this file (.json or .npz)")
+    add_output_options(fnd)
+    fnd.set_defaults(func=cmd_find_topology)
 
 
 def cmd_find_topology(args) -> int:
