@@ -151,6 +151,23 @@ def test_run_on_the_testbed_is_correct_and_leaves_nothing(state):
 
 
 @pytest.mark.testbed
+@pytest.mark.native
+@needs_root
+def test_bench_on_the_testbed_prints_both_times(state):
+    """`directcoll bench torus:2x2 --engine testbed`: the OSU-format run of MPI's allreduce and ours (the model's
+    table, through LD_PRELOAD) on the emulated links, both timed; nothing left behind."""
+    before = set(_ours("dctb-"))
+    done = subprocess.run([*CLI, "bench", "torus:2x2", "--engine", "testbed", "--sizes", "8B,64KiB", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout)["rows"]
+    assert [r["bytes"] for r in rows] == [8, 65536] and all(r["mpi_s"] > 0 and r["directcoll_s"] > 0 for r in rows)
+    # 64 KiB through 20 Mb/s links: at least the time one node's 4 links take to carry it once
+    assert rows[1]["mpi_s"] > 65536 / (4 * 20e6 / 8)
+    assert set(_ours("dctb-")) <= before and not list(state.glob("*.json"))
+
+
+@pytest.mark.testbed
 @needs_root
 def test_a_launcher_killed_with_sigkill_is_cleaned_by_down_stale(state):
     """SIGKILL the `testbed exec` process while its ranks run: its namespaces and ranks survive it, `testbed

@@ -172,12 +172,12 @@ def cmd_run(args) -> int:
                               f"install MPI ({MPI_EXTRA}) or pass --mpiexec")
     if testbed:
         from directcoll.testbed.netns import require_hydra, require_privileges
-        from directcoll.testbed.plan import DEFAULT_LINK_RATE, DEFAULT_QUEUE, plan
+        from directcoll.testbed.plan import DEFAULT_LINK_RATE, DEFAULT_QUEUE, plan, run_name
 
         require_privileges()
         require_hydra(launcher)
         layout = plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                      queue=args.queue or DEFAULT_QUEUE, prefix=_run_name())
+                      queue=args.queue or DEFAULT_QUEUE, prefix=run_name())
     engine = _run_engine("c" if testbed else args.engine)
     crowded = None if args.hostfile else oversubscription(ranks)
     if crowded:
@@ -253,16 +253,6 @@ def cmd_run(args) -> int:
             console.print(f"[dim]skipped {row['algorithm']} {row['variant'] or ''} at {format_size(row['size'])}: "
                           f"{row['skipped']}[/dim]")
     return 0 if all(r.get("correct", True) for r in data["results"]) else 1
-
-
-def _run_name() -> str:
-    """A fresh testbed name for one run: the prefix, this process's id and the time."""
-    import os
-    import time
-
-    from directcoll.testbed.plan import PREFIX
-
-    return f"{PREFIX}{os.getpid()}-{int(time.time() * 1000) % 100000}"
 
 
 def _run_engine(asked: str | None) -> str:

@@ -14,7 +14,6 @@ Source: docs/testbed.md; docs/architecture.md, "Command line".
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
@@ -68,12 +67,6 @@ def _plan(args, name: str):
                 queue=args.queue or DEFAULT_QUEUE, prefix=name)
 
 
-def _name() -> str:
-    from directcoll.testbed.plan import PREFIX
-
-    return f"{PREFIX}{os.getpid()}-{int(time.time() * 1000) % 100000}"
-
-
 def cmd_testbed_up(args) -> int:
     """``directcoll testbed up SPEC``: build SPEC's testbed and leave it up; its name is printed
     (:class:`directcoll.testbed.netns.Testbed` with no owner: ``down --stale`` leaves it alone).
@@ -92,9 +85,9 @@ def cmd_testbed_up(args) -> int:
     Source: docs/testbed.md, "What it builds".
     """
     from directcoll.testbed.netns import Testbed
-    from directcoll.testbed.plan import DEFAULT_LINK_RATE
+    from directcoll.testbed.plan import DEFAULT_LINK_RATE, run_name
 
-    layout = _plan(args, _name())
+    layout = _plan(args, run_name())
     Testbed(layout, owner=None).up()
     info = {"name": layout.prefix, "spec": layout.spec, "namespaces": layout.namespaces,
             "addresses": layout.addresses, "links": len(layout.pairs),
@@ -128,6 +121,7 @@ def cmd_testbed_exec(args) -> int:
     import subprocess
 
     from directcoll.testbed.netns import Testbed, require_hydra, require_privileges
+    from directcoll.testbed.plan import run_name
 
     # argparse keeps everything after SPEC: options, then `--`, then the command (a leading `--` it drops itself)
     cut = args.argv.index("--") if "--" in args.argv else 0
@@ -142,7 +136,7 @@ def cmd_testbed_exec(args) -> int:
     require_privileges()
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     require_hydra(launcher)
-    with Testbed(_plan(args, _name())) as bed:
+    with Testbed(_plan(args, run_name())) as bed:
         print(f"directcoll: testbed {bed.plan.prefix} up: {bed.plan.num_compute} ranks on {bed.plan.spec}",
               file=sys.stderr)
         t0 = time.monotonic()

@@ -26,6 +26,7 @@ from directcoll.cli.options import (
     SIZES_FORMS,
     SPEC_HELP,
     add_output_options,
+    add_testbed_options,
     check_output,
     count,
     read_sizes,
@@ -96,6 +97,11 @@ def register(sub) -> None:
                                        "(default 8B,1MiB,64MiB)")
     bench.add_argument("--table", help="the tuning table to run ours from (default: `tune SPEC`'s, in a temporary "
                                        "folder)")
+    bench.add_argument("--engine", choices=["local", "testbed"], default="local",
+                       help="local (default): the ranks on this machine, sharing its memory; testbed: one rank per "
+                            "node of SPEC in an emulated network on this machine, MPI over TCP through shaped links "
+                            "(needs root, docs/testbed.md)")
+    add_testbed_options(bench, "--engine testbed: ")
     bench.add_argument("--impl", default="both", choices=["both", "native", "ours"],
                        help="both (default): the MPI library's and ours, alternating; native or ours alone")
     bench.add_argument("--round-seconds", type=float, default=0.2, help="seconds per timed round (default 0.2)")
@@ -195,8 +201,13 @@ def cmd_bench(args) -> int:
         if table is None and topology is not None and args.impl != "native":
             table = str(Path(tmp) / "tuning.json")
             model_table(topology, table, collective=args.collective, sizes=sizes, ranks=ranks, root=args.root)
-        text = run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
-                         round_seconds=args.round_seconds)
+        if args.engine == "testbed":
+            text = _bench_on_testbed(args, topology, ranks, sizes, table)
+        else:
+            if any(getattr(args, k) is not None for k in ("link_rate", "link_delay", "queue")):
+                raise DirectcollError("--link-rate, --link-delay and --queue shape the links of --engine testbed")
+            text = run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
+                             round_seconds=args.round_seconds)
     if args.output:
         Path(args.output).write_text(text)
     if args.json:
@@ -212,3 +223,22 @@ def cmd_bench(args) -> int:
         sys.stdout.write(text)
     return 0
 
+
+def _bench_on_testbed(args, topology, ranks: int, sizes, table) -> str:
+    """``bench --engine testbed``: the same run, one rank per compute node of SPEC's emulated testbed."""
+    from directcoll.errors import DirectcollError
+    from directcoll.reports.tuning import run_bench
+    from directcoll.runtime.native import find_mpicc, find_mpiexec
+    from directcoll.testbed.netns import Testbed, require_hydra, require_privileges
+    from directcoll.testbed.plan import DEFAULT_LINK_RATE, DEFAULT_QUEUE, plan, run_name
+
+    if topology is None or ranks != topology.num_compute:
+        raise DirectcollError("--engine testbed runs one rank per compute node of SPEC: give SPEC and no other "
+                              "--ranks")
+    require_privileges()
+    require_hydra([find_mpiexec(find_mpicc())])
+    layout = plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
+                  queue=args.queue or DEFAULT_QUEUE, prefix=run_name())
+    with Testbed(layout) as bed:
+        return run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
+                         round_seconds=args.round_seconds, launch=bed.mpiexec)

@@ -378,10 +378,13 @@ def check_table(path, *, collective: str | None = None, ranks: int | None = None
 
 
 def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "both", table=None,
-              round_seconds: float = ROUND_SECONDS, timeout: float = 1800.0, root: int | None = None) -> str:
+              round_seconds: float = ROUND_SECONDS, timeout: float = 1800.0, root: int | None = None,
+              launch=None) -> str:
     """Run ``directcoll_bench`` on ``ranks`` ranks of this machine (``mpiexec -n``) at ``sizes`` (bytes, as OSU
     prints them), under ``LD_PRELOAD`` of libdirectcoll with the tuning table ``table`` when given. ``root``:
-    broadcast and reduce (default 0).
+    broadcast and reduce (default 0). ``launch(mpiexec, argv)``: the command line that starts ``argv`` on the
+    ranks instead of ``mpiexec -n ranks argv`` (the emulated testbed's, :meth:`directcoll.testbed.netns.Testbed.
+    mpiexec`).
 
     Returns:
         Its output in the OSU micro-benchmarks' format (with ``impl="both"``: the MPI library's "Avg Latency(us)"
@@ -402,9 +405,9 @@ def run_bench(ranks: int, sizes, *, collective: str = "allreduce", impl: str = "
         raise DirectcollError(f"--root {root}: the root must be one of the ranks 0..{int(ranks) - 1}")
     mpicc = find_mpicc()
     mpiexec = find_mpiexec(mpicc)
-    cmd = [mpiexec, "-n", str(int(ranks)), str(bench_path(mpicc)),
-           coll + (f":{root or 0}" if coll in ROOTED else ""), impl, repr(float(round_seconds)),
-           *[str(int(s)) for s in sizes]]
+    argv = [str(bench_path(mpicc)), coll + (f":{root or 0}" if coll in ROOTED else ""), impl,
+            repr(float(round_seconds)), *[str(int(s)) for s in sizes]]
+    cmd = launch([mpiexec], argv) if launch else [mpiexec, "-n", str(int(ranks)), *argv]
     env = {k: v for k, v in os.environ.items() if k not in ("DIRECTCOLL_SCHEDULES", "DIRECTCOLL_DEBUG")}
     env.update(launch_env(mpiexec))  # Open MPI: oversubscription, and root where it runs as root
     if table is not None and impl != "native":

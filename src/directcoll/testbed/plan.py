@@ -34,6 +34,8 @@ Source: docs/testbed.md; Linux ip-netns(8), veth(4), tc-netem(8), ip-route(8) (E
 from __future__ import annotations
 
 import math
+import os
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,6 +104,23 @@ class Plan:
     pairs: list[Pair]
     queue: int
     routes: list[dict[int, list[tuple[int, str]]]] = field(repr=False)
+
+
+def run_name() -> str:
+    """A fresh testbed name: :data:`PREFIX`, this process's id and the time in ms modulo 10^5.
+
+    Returns:
+        The name, e.g. ``dctb-4242-31415``.
+
+    Raises:
+        Nothing: reads the process id and the clock.
+
+    Source: docs/testbed.md, "Removal" (names carry the run).
+
+    >>> run_name().startswith(PREFIX)
+    True
+    """
+    return f"{PREFIX}{os.getpid()}-{int(time.time() * 1000) % 100000}"
 
 
 def address(node: int) -> str:
