@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchcli  # noqa: E402
 
-ESTIMATE = "about 15 minutes (4 topologies x 4 sizes x 5 to 7 schedules, 5 repetitions each, at 10 Mb/s)"
+ESTIMATE = "about 7 minutes on 2 cores (4 topologies x 4 sizes x 4 to 6 schedules, 5 repetitions, 10 Mb/s)"
 #: the emulated links: 8 nodes of degree 3 or 4 on 2 cores stay link-bound at this rate (docs/testbed.md)
 RATE = "10Mbps"
 RATE_BPS = 10e6 / 8
@@ -46,6 +46,8 @@ RUNS = {"hypercube:3": FIG13, "twistedhypercube:3": FIG13, "genkautz:3:8": FIG13
                       "recursive-doubling:bandwidth", "ring", "bucket"]}
 #: (d): the schedules calibrate sees; every other one is predicted
 FITTED = ("ring", "recursive-doubling:latency")
+#: (d): what calibrate fits: its default, the network's alpha, link bandwidth, per-hop latency and gamma
+FIT = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
 #: (d): two picks whose testbed times are within this fraction are a tie
 TIE = 0.05
 CPU_BOUND = 0.9
@@ -65,7 +67,11 @@ def run(spec: str, algorithms: list[str]) -> dict:
 
 
 def label(row: dict) -> str:
-    return row["algorithm"] + (f":{row['variant']}" if row.get("variant") else "")
+    """The row's schedule as the experiments name it: NAME:VARIANT where they give a variant, else NAME (the run
+    records every variant, the default one too)."""
+    full = row["algorithm"] + (f":{row['variant']}" if row.get("variant") else "")
+    named = {n for names in RUNS.values() for n in names}
+    return full if full in named or row["algorithm"] not in named else row["algorithm"]
 
 
 def split(name: str) -> tuple[str, str | None]:
@@ -173,7 +179,7 @@ def part_d(data: dict) -> dict:
     from directcoll.topology import parse
 
     print(f"\n### (d) The model against the testbed: calibrated on {' and '.join(FITTED)}, the rest predicted\n")
-    summary = {}
+    summary, fits = {}, {}
     print("| topology | engine | median error | max error | same winner (tie within 5 %) |")
     print("|---|---|---|---|---|")
     for spec, payload in data.items():
@@ -181,7 +187,7 @@ def part_d(data: dict) -> dict:
         t = parse(spec)
         meas = [Measurement(*split(label(r)), "allreduce", payload["ranks"], float(r["bytes"]), r["time_s"])
                 for r in rows if label(r) in FITTED]
-        cal = calibrate(meas, t, cross_validate=False)
+        cal = calibrate(meas, t, fit=FIT, cross_validate=False)
         params = cal.params
         schedules = {n: build(split(n)[0], t, "allreduce", variant=split(n)[1])
                      for n in dict.fromkeys(label(r) for r in rows)}
@@ -202,8 +208,21 @@ def part_d(data: dict) -> dict:
             summary[(spec, engine)] = {"median": float(np.median(errors)), "max": float(np.max(errors)),
                                        "same_winner": same / len(SIZES)}
             print(f"| {spec} | {engine} | {np.median(errors):.1%} | {np.max(errors):.1%} | {same}/{len(SIZES)} |")
-        print(f"|  | fitted: {', '.join(f'{k} {v:.4g}' for k, v in cal.fitted.items())} | | | |")
+        fits[spec] = cal.fitted
+    print()
+    for spec, fitted in fits.items():
+        print(f"- {spec} fitted: " + ", ".join(_value(k, v) for k, v in fitted.items()))
     return {f"{k[0]} {k[1]}": v for k, v in summary.items()}
+
+
+def _value(key: str, value: float) -> str:
+    """A fitted value with its unit."""
+    name = key.split("@")[0]
+    if name == "link_bandwidth":
+        return f"{key} {value * 8 / 1e6:.2f} Mb/s"
+    if name == "gamma":
+        return f"{key} {value * 1e9:.3g} ns/B"
+    return f"{key} {value * 1e6:.3g} us"
 
 
 def _predict(engine: str, schedule, topology, size: float, params) -> float:
