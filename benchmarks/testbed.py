@@ -16,7 +16,7 @@
 Run-to-run spread: the coefficient of variation of a row's repetitions (run --json's times_s), and whether the
 cores were the bottleneck while timing (cpu_busy above 90 %). Needs root (namespaces) and MPICH's mpiexec.
 
-Run: sudo python3 benchmarks/testbed.py [--out DIR] [--reuse] [--parts a,b,c,d]
+Run: sudo python3 benchmarks/testbed.py [--out DIR] [--reuse] [--parts a,b,c,d] [--routing single|adaptive]
 """
 
 from __future__ import annotations
@@ -53,9 +53,10 @@ TIE = 0.05
 CPU_BOUND = 0.9
 
 
-def run(spec: str, algorithms: list[str]) -> dict:
-    """`directcoll run SPEC --engine testbed --json` of ``algorithms`` at :data:`SIZES`."""
+def run(spec: str, algorithms: list[str], routing: str) -> dict:
+    """`directcoll run SPEC --engine testbed --routing ROUTING --json` of ``algorithms`` at :data:`SIZES`."""
     cmd = [sys.executable, "-m", "directcoll", "run", spec, "--engine", "testbed", "--link-rate", RATE,
+           "--routing", routing,
            "--algorithms", ",".join(algorithms), "--sizes", ",".join(map(str, SIZES)), "--repeat", str(REPEAT),
            "--timeout", "120", "--json"]
     t0 = time.monotonic()
@@ -172,14 +173,14 @@ def part_c(data: dict) -> None:
               + f" | {native * 1e3:.2f} ms | {min(at, key=at.get)} |")
 
 
-def part_d(data: dict) -> dict:
+def part_d(data: dict, routing: str) -> dict:
     from directcoll.registry import build
     from directcoll.simulate.calibrate import calibrate
     from directcoll.simulate.measurements import Measurement
     from directcoll.topology import parse
 
     print(f"\n### (d) The model against the testbed: calibrated on {' and '.join(FITTED)}, the rest predicted\n")
-    summary, fits = {}, {}
+    summary, fits, per_size = {}, {}, {}
     print("| topology | engine | median error | max error | same winner (tie within 5 %) |")
     print("|---|---|---|---|---|")
     for spec, payload in data.items():
@@ -187,18 +188,21 @@ def part_d(data: dict) -> dict:
         t = parse(spec)
         meas = [Measurement(*split(label(r)), "allreduce", payload["ranks"], float(r["bytes"]), r["time_s"])
                 for r in rows if label(r) in FITTED]
-        cal = calibrate(meas, t, fit=FIT, cross_validate=False)
+        cal = calibrate(meas, t, fit=FIT, routing=routing, cross_validate=False)
         params = cal.params
         schedules = {n: build(split(n)[0], t, "allreduce", variant=split(n)[1])
                      for n in dict.fromkeys(label(r) for r in rows)}
         for engine in ("step", "flow", "packet"):
             try:
-                pred = {(label(r), r["size"]): _predict(engine, schedules[label(r)], t, float(r["bytes"]), params)
-                        for r in rows}
+                pred = {(label(r), r["size"]): _predict(engine, schedules[label(r)], t, float(r["bytes"]), params,
+                                                        routing) for r in rows}
             except Exception as exc:  # the packet engine without ns-3: say so, keep the others
                 print(f"| {spec} | {engine} | not run: {str(exc).splitlines()[0][:60]} | | |")
                 continue
             errors = [abs(pred[(label(r), r["size"])] / r["time_s"] - 1) for r in rows if label(r) not in FITTED]
+            for r in rows:
+                if label(r) not in FITTED and engine == "step":
+                    per_size.setdefault(r["size"], []).append(abs(pred[(label(r), r["size"])] / r["time_s"] - 1))
             same = 0
             for size in SIZES:
                 at = {label(r): r["time_s"] for r in rows if r["size"] == size}
@@ -209,6 +213,9 @@ def part_d(data: dict) -> dict:
                                        "same_winner": same / len(SIZES)}
             print(f"| {spec} | {engine} | {np.median(errors):.1%} | {np.max(errors):.1%} | {same}/{len(SIZES)} |")
         fits[spec] = cal.fitted
+    print("\nStep model, every topology, by size: " + "; ".join(
+        f"{size // 1024} KiB median {np.median(e):.1%}, {sum(x > 0.2 for x in e)} of {len(e)} above 20 %"
+        for size, e in sorted(per_size.items())))
     print()
     for spec, fitted in fits.items():
         print(f"- {spec} fitted: " + ", ".join(_value(k, v) for k, v in fitted.items()))
@@ -225,16 +232,16 @@ def _value(key: str, value: float) -> str:
     return f"{key} {value * 1e6:.3g} us"
 
 
-def _predict(engine: str, schedule, topology, size: float, params) -> float:
+def _predict(engine: str, schedule, topology, size: float, params, routing: str) -> float:
     from directcoll.simulate import simulate
     from directcoll.simulate.flow import simulate_flow
     from directcoll.simulate.packet import simulate_packet
 
     if engine == "step":
-        return float(simulate(schedule, topology, params).time(size))
+        return float(simulate(schedule, topology, params, routing).time(size))
     if engine == "flow":
-        return float(simulate_flow(schedule, topology, size, params).time_s)
-    return float(simulate_packet(schedule, topology, size, params).time_s)
+        return float(simulate_flow(schedule, topology, size, params, routing).time_s)
+    return float(simulate_packet(schedule, topology, size, params, routing).time_s)
 
 
 def part_spread(data: dict) -> None:
@@ -254,15 +261,20 @@ def main() -> None:
     ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--reuse", action="store_true", help="analyse the runs saved in --out instead of running")
     ap.add_argument("--parts", default="a,b,c,d", help="comma list of a, b, c, d")
+    ap.add_argument("--routing", default="single", choices=["single", "adaptive"],
+                    help="the testbed's routes and the models' routing in (d): single (default, one minimal path "
+                         "per destination on both) or adaptive (ECMP per flow on the testbed, an even split over "
+                         "every minimal path in the models)")
     args = ap.parse_args()
     out = benchcli.begin(args, ESTIMATE, "testbed")
-    saved = out / "testbed_runs.json"
+    saved = out / f"testbed_runs_{args.routing}.json"
     if args.reuse:
         data = json.loads(saved.read_text())
     else:
-        data = {spec: run(spec, algorithms) for spec, algorithms in RUNS.items()}
+        data = {spec: run(spec, algorithms, args.routing) for spec, algorithms in RUNS.items()}
         saved.write_text(json.dumps(data))
-    print(f"## Testbed experiments, {time.strftime('%Y-%m-%d')} (links at {RATE}, {REPEAT} repetitions)")
+    print(f"## Testbed experiments, {time.strftime('%Y-%m-%d')} (links at {RATE}, {args.routing} routing, {REPEAT} "
+          "repetitions)")
     parts = set(args.parts.split(","))
     result = {}
     if "a" in parts:
@@ -272,9 +284,9 @@ def main() -> None:
     if "c" in parts:
         part_c(data)
     if "d" in parts:
-        result["model"] = part_d(data)
+        result["model"] = part_d(data, args.routing)
     part_spread(data)
-    (out / "testbed_summary.json").write_text(json.dumps(result, indent=1))
+    (out / f"testbed_summary_{args.routing}.json").write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from directcoll.errors import DirectcollError
@@ -41,6 +42,28 @@ def test_routes_are_the_minimal_paths(spec):
                 continue
             want = sorted((w, dev) for (v, dev), w in out.items() if v == u and dist[w, d] == dist[u, d] - 1)
             assert sorted(p.routes[u][d]) == want and want, (spec, u, d)
+
+
+@pytest.mark.parametrize("spec", ["ring:6", "torus:2x4", "torus:3x3", "hypercube:3", "genkautz:3:8",
+                                  "twistedhypercube:3"])
+def test_single_routing_is_the_models_single_route(spec):
+    """The testbed's `single` routes and the models' `single_route` choose the same next node at every hop, the
+    path is minimal, and parallel links to that node share the transfer evenly."""
+    from directcoll.topology.routing import single_route
+
+    t = parse(spec)
+    p = plan(t, link_rate=1e6, routing="single")
+    dist = bfs_distances(t)
+    for u in range(t.num_nodes):
+        for d in range(t.num_nodes):
+            if u == d:
+                continue
+            links, share = single_route(t, u, d)
+            nodes = [u, *t.link_dst[links][np.r_[np.diff(t.link_dst[links]) != 0, True]]]
+            assert len(nodes) - 1 == dist[u, d]  # minimal
+            assert [w for w, _ in p.routes[u][d]] == [nodes[1]]
+            first = links[t.link_dst[links] == nodes[1]]
+            assert share[: len(first)].sum() == pytest.approx(1.0)
 
 
 def test_links_pair_the_two_directions_and_bundle_parallel_links():
@@ -74,6 +97,8 @@ def test_the_plan_refuses_what_it_cannot_build():
         plan(parse("ring:4"), link_rate=0.0)
     with pytest.raises(DirectcollError, match="link delay"):
         plan(parse("ring:4"), link_delay=-1e-6)
+    with pytest.raises(DirectcollError, match="adaptive .* or single"):
+        plan(parse("torus:4x4"), routing="dor")
     assert address(0) == "10.0.0.1" and len({address(k) for k in range(MAX_NODES)}) == MAX_NODES
 
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from directcoll.errors import DirectcollError
+from directcoll.topology.routing import ROUTINGS
 from directcoll.units import parse_bandwidth, parse_duration, parse_size, parse_sizes
 
 
@@ -497,6 +498,9 @@ DEFAULT_TOPOLOGY = "torus:8x8"
 DEFAULT_ALGORITHM = "swing"
 #: the collectives a command can build, time or run
 COLLECTIVES = ["allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"]
+#: the one meaning of --routing in every command
+ROUTING_HELP = ("adaptive: split over all minimal paths (default); dor: dimension order; single: one minimal path "
+                "per destination (the lowest-numbered link), as IP routes")
 #: the one meaning of --link-bandwidth in every command
 LINK_BANDWIDTH_HELP = "override: link bandwidth with its unit, e.g. 400Gbps or 50GB/s (a bare number is refused)"
 #: the one meaning of --variant in every command
@@ -553,8 +557,7 @@ def add_network_options(p: argparse.ArgumentParser) -> None:
                                     "see directcoll.catalog.presets), or a FILE.json written by `directcoll "
                                     "calibrate -o`")
     p.add_argument("--implementation", help=IMPLEMENTATION_HELP)
-    p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
-                   help="adaptive: split over all minimal paths (default); dor: dimension order")
+    p.add_argument("--routing", default="adaptive", choices=ROUTINGS, help=ROUTING_HELP)
     p.add_argument("--alpha", type=duration, help="override: per-message overhead, a time >= 0 such as 1us or "
                                                   "400ns (a bare number is seconds)")
     p.add_argument("--per-hop-latency", type=duration, help="override: per-hop latency, e.g. 300ns (a bare number "
@@ -748,7 +751,8 @@ def add_solver_log(p: argparse.ArgumentParser) -> None:
 
 def add_testbed_options(p: argparse.ArgumentParser, scope: str = "") -> None:
     """Add the emulated links' options to ``p``: ``--link-rate`` (the fastest link's rate, with its unit; bytes/s
-    once parsed), ``--link-delay`` (seconds added per link) and ``--queue`` (bytes per link end).
+    once parsed), ``--link-delay`` (seconds added per link), ``--queue`` (bytes per link end) and ``--routing``
+    (adaptive or single).
 
     Parameters
     ----------
@@ -768,3 +772,22 @@ def add_testbed_options(p: argparse.ArgumentParser, scope: str = "") -> None:
                                                        "needs the kernel's sch_netem)")
     p.add_argument("--queue", type=size_option("--queue"), help=f"{scope}queue of every link end, e.g. 64KiB "
                                                                  "(default 64KiB, at least 3000 B)")
+    p.add_argument("--routing", choices=["adaptive", "single"],
+                   help=f"{scope}adaptive (default): ECMP over every minimal path, one path per flow by hash; "
+                        "single: one minimal path per destination, the models' --routing single")
+
+
+def refuse_testbed_options(args) -> None:
+    """Refuse the options of :func:`add_testbed_options` on a run that is not on the testbed.
+
+    Raises:
+        DirectcollError: one of them given.
+
+    Source: docs/testbed.md; docs/architecture.md, "Quality bar" (nothing silently ignored).
+    """
+    given = [f"--{k.replace('_', '-')}" for k in ("link_rate", "link_delay", "queue", "routing")
+             if getattr(args, k, None) is not None]
+    if given:
+        one = len(given) == 1
+        raise DirectcollError(f"{', '.join(given)} {'shapes' if one else 'shape'} the emulated network of --engine "
+                              f"testbed; add it or drop {'it' if one else 'them'}")

@@ -32,6 +32,7 @@ from directcoll.cli.options import (
     network_spec,
     preset_spec,
     read_sizes,
+    refuse_testbed_options,
     rooted_option,
 )
 from directcoll.cli.output import Heartbeat, gbps, oversubscription, print_json, table_console
@@ -118,8 +119,8 @@ def cmd_run(args) -> int:
     if getattr(args, "engine", "python") == "smpi":  # simulated ranks
         return _run_smpi(args)
     testbed = getattr(args, "engine", None) == "testbed"
-    if not testbed and any(getattr(args, k, None) is not None for k in ("link_rate", "link_delay", "queue")):
-        raise DirectcollError("--link-rate, --link-delay and --queue shape the emulated links of --engine testbed")
+    if not testbed:
+        refuse_testbed_options(args)
     if testbed and (args.hostfile or args.ranks is not None and args.ranks < 1):
         raise DirectcollError("--engine testbed runs every rank on this machine, one per node of SPEC; drop "
                               "--hostfile" if args.hostfile else f"--ranks {args.ranks}: give at least 1 rank")
@@ -177,7 +178,7 @@ def cmd_run(args) -> int:
         require_privileges()
         require_hydra(launcher)
         layout = plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                      queue=args.queue or DEFAULT_QUEUE, prefix=run_name())
+                      queue=args.queue or DEFAULT_QUEUE, prefix=run_name(), routing=args.routing or "adaptive")
     engine = _run_engine("c" if testbed else args.engine)
     crowded = None if args.hostfile else oversubscription(ranks)
     if crowded:

@@ -20,6 +20,8 @@ import csv
 import sys
 
 from directcoll.cli.options import (
+    ROUTING_HELP,
+    ROUTINGS,
     TOPOLOGY_OVERRIDE_HELP,
     add_deprecated_size,
     add_output_options,
@@ -82,8 +84,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", help=f"vector size the bytes are counted for, one size such as 64MiB "
                                                f"(default {DEFAULT_SIZE}; all-to-all: one rank's send buffer)")
     add_deprecated_size(p)
-    p.add_argument("--routing", default="adaptive", choices=["adaptive", "dor"],
-                   help="adaptive: split over all minimal paths (default); dor: dimension order")
+    p.add_argument("--routing", default="adaptive", choices=ROUTINGS, help=ROUTING_HELP)
 
 
 def _load(args):

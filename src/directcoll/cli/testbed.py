@@ -64,7 +64,7 @@ def _plan(args, name: str):
 
     topology = parse(preset_spec(network_spec(args)))
     return plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                queue=args.queue or DEFAULT_QUEUE, prefix=name)
+                queue=args.queue or DEFAULT_QUEUE, prefix=name, routing=args.routing or "adaptive")
 
 
 def cmd_testbed_up(args) -> int:

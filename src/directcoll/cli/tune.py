@@ -30,6 +30,7 @@ from directcoll.cli.options import (
     check_output,
     count,
     read_sizes,
+    refuse_testbed_options,
 )
 from directcoll.cli.output import oversubscription, print_json
 
@@ -204,8 +205,7 @@ def cmd_bench(args) -> int:
         if args.engine == "testbed":
             text = _bench_on_testbed(args, topology, ranks, sizes, table)
         else:
-            if any(getattr(args, k) is not None for k in ("link_rate", "link_delay", "queue")):
-                raise DirectcollError("--link-rate, --link-delay and --queue shape the links of --engine testbed")
+            refuse_testbed_options(args)
             text = run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
                              round_seconds=args.round_seconds)
     if args.output:
@@ -238,7 +238,7 @@ def _bench_on_testbed(args, topology, ranks: int, sizes, table) -> str:
     require_privileges()
     require_hydra([find_mpiexec(find_mpicc())])
     layout = plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                  queue=args.queue or DEFAULT_QUEUE, prefix=run_name())
+                  queue=args.queue or DEFAULT_QUEUE, prefix=run_name(), routing=args.routing or "adaptive")
     with Testbed(layout) as bed:
         return run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
                          round_seconds=args.round_seconds, launch=bed.mpiexec)

@@ -137,7 +137,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             the packet model).
         params: network parameters (default: :func:`~directcoll.simulate.params.default_params`, the Swing paper's
             SST setup, as ``directcoll compare`` uses; a network file's own per-link values are kept).
-        routing: "adaptive" or "dor".
+        routing: "adaptive", "dor" or "single".
         model: "step" (closed-form sweep), "flow" (max-min fair, per size; slower) or "packet" (ns-3, per size;
             slowest, refused over :data:`~directcoll.simulate.packet.MAX_PACKET_HOPS` per size).
         contenders: :class:`~directcoll.reports.contenders.Contender` records (or registry names, or tuples

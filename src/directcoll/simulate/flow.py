@@ -434,7 +434,7 @@ def simulate_flow(schedule_or_pattern: Schedule | StepPattern, topology: Topolog
         size_bytes: the vector size, bytes (>= 0).
         params: alpha, per-hop latency, gamma, host injection, forwarding, link overrides (default: zero
             overheads, the topology's own links).
-        routing: "adaptive" (default: split evenly over all minimal paths) or "dor"; explicit routes in the
+        routing: "adaptive" (default: split evenly over all minimal paths), "dor" or "single"; explicit routes in the
             schedule take precedence, as in the step model.
 
     Returns:

@@ -269,8 +269,8 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
         topology: the network (bandwidths in bytes/s, latencies in s, unless ``params`` overrides them).
         size_bytes: the vector size, bytes (>= 0).
         params: per-hop latency (router delay), alpha, gamma, link overrides and ``packet_size``.
-        routing: "adaptive" (minimal, by output-queue occupancy, per packet at every router) or "dor" (a source
-            route per transfer); explicit routes in the schedule take precedence.
+        routing: "adaptive" (minimal, by output-queue occupancy, per packet at every router), "dor" or "single"
+            (a source route per transfer); explicit routes in the schedule take precedence.
 
     Returns:
         :class:`PacketResult`.

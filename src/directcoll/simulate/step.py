@@ -397,7 +397,7 @@ def simulate(schedule: Schedule | StepPattern, topology: Topology, params: Netwo
         topology: the network.
         params: alpha, per-hop latency, gamma, host injection, forwarding, link overrides (default: zero
             overheads, the topology's own links).
-        routing: "adaptive" (default) or "dor".
+        routing: "adaptive" (default), "dor" or "single" (:data:`directcoll.topology.routing.ROUTINGS`).
         progress: optional callable(done, total) called after each distinct step.
 
     Returns:

@@ -221,7 +221,7 @@ KEYS: dict[str, dict[str, tuple]] = {
         "topology": (_network, ..., _AXIS), "collective": (
             _choice("allreduce", "reduce_scatter", "allgather", "alltoall"), "allreduce", _AXIS),
         "model": (_choice("step", "flow", "packet"), "step", _AXIS),
-        "routing": (_choice("adaptive", "dor"), "adaptive", _AXIS),
+        "routing": (_choice("adaptive", "dor", "single"), "adaptive", _AXIS),
         "params": (_string, None, _AXIS),
         "alpha": (_duration, None, _AXIS), "per_hop_latency": (_duration, None, _AXIS),
         "link_bandwidth": (_bandwidth, None, _AXIS), "link_latency": (_duration, None, _AXIS),

@@ -20,7 +20,8 @@ The plan is pure computation (no privileges, nothing created); :mod:`directcoll.
   own path adds (tens of µs per hop), so they are not emulated.
 * **Routes.** Node u reaches node d through every link (u, w) with dist(w, d) = dist(u, d) - 1 (all minimal
   paths, as the step model's adaptive routing); several such links become one ECMP route, spread per flow by the
-  kernel's layer-4 hash (``fib_multipath_hash_policy`` 1).
+  kernel's layer-4 hash (``fib_multipath_hash_policy`` 1). With ``routing="single"`` only the first of them (by
+  link number) is kept: one path per destination, the models' ``single`` routing.
 
 Source: docs/testbed.md; Linux ip-netns(8), veth(4), tc-netem(8), ip-route(8) (ECMP ``nexthop``); Zhao et al.
 (NSDI'25) Sec. 8.1 (their testbed: servers joined by point-to-point links through a patch panel).
@@ -147,7 +148,7 @@ def address(node: int) -> str:
 
 
 def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | None = None,
-         queue: int = DEFAULT_QUEUE, prefix: str = PREFIX + "0") -> Plan:
+         queue: int = DEFAULT_QUEUE, prefix: str = PREFIX + "0", routing: str = "adaptive") -> Plan:
     """Plan the emulated testbed of ``topology``.
 
     Parameters
@@ -163,12 +164,16 @@ def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | 
     prefix : str
         Start of every namespace's name (``PREFIX`` and a run id); interfaces are named ``l<pair>a`` /
         ``l<pair>b`` inside the namespaces.
+    routing : str
+        ``adaptive``: every minimal path, ECMP per flow; ``single``: one next node per destination, the one the
+        node's lowest-numbered link on a minimal path leads to (the models' ``single`` routing,
+        :func:`directcoll.topology.routing.single_route`).
 
     Returns:
         The :class:`Plan`.
 
     Raises:
-        DirectcollError: more than :data:`MAX_NODES` nodes, a rate, delay or queue out of range.
+        DirectcollError: more than :data:`MAX_NODES` nodes, a rate, delay or queue out of range, another routing.
         ResourceError: the all-pairs distances over the memory budget.
 
     Source: docs/testbed.md ("Rates", "Routes"); Linux ip-route(8) (multipath routes).
@@ -186,6 +191,9 @@ def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | 
         raise DirectcollError(f"link rate must be a positive bandwidth, got {link_rate!r} bytes/s")
     if link_delay is not None and not (math.isfinite(link_delay) and 0 <= link_delay <= 10.0):
         raise DirectcollError(f"link delay must lie in [0, 10] s, got {link_delay!r}")
+    if routing not in ("adaptive", "single"):
+        raise DirectcollError(f"the testbed routes adaptive (ECMP over every minimal path) or single (one minimal "
+                              f"path per destination), not {routing!r}")
     if not (isinstance(queue, int | np.integer) and BURST <= queue <= 2**30):
         raise DirectcollError(f"queue must lie in [{BURST}, 2^30] bytes (two frames at least), got {queue!r}")
     bw = np.asarray(topology.link_bandwidth, dtype=float)
@@ -210,12 +218,19 @@ def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | 
             out_links[p.a].append((p.b, p.a_name))
         if p.ba:
             out_links[p.b].append((p.a, p.b_name))
+    device = {(p.a, p.b): p.a_name for p in pairs if p.ab} | {(p.b, p.a): p.b_name for p in pairs if p.ba}
     dist = bfs_distances(topology)  # [u, v]: hops from u to v
     routes: list[dict[int, list[tuple[int, str]]]] = []
     for u in range(n):
         table = {}
+        mine = np.flatnonzero(topology.link_src == u)  # u's links, lowest number first
         for d in range(n):
-            if d != u and dist[u, d] > 0:
+            if d == u or dist[u, d] <= 0:
+                continue
+            if routing == "single":  # the next node of u's lowest-numbered link on a minimal path
+                w = int(next(topology.link_dst[e] for e in mine if dist[topology.link_dst[e], d] == dist[u, d] - 1))
+                table[d] = [(w, device[(u, w)])]
+            else:
                 table[d] = [(w, dev) for w, dev in out_links[u] if dist[w, d] == dist[u, d] - 1]
         routes.append(table)
     return Plan(topology.spec, prefix, topology.num_compute, [f"{prefix}-n{k}" for k in range(n)],

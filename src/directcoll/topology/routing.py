@@ -47,7 +47,7 @@ from directcoll.topology.paths import bfs_distances, check_bfs_work, path_counts
 from directcoll.topology.symmetry import board_shifts
 
 #: Routing modes a transfer without an explicit route can be routed by.
-ROUTINGS = ("adaptive", "dor")
+ROUTINGS = ("adaptive", "dor", "single")
 
 
 def minimal_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,6 +162,46 @@ def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarra
     return links, np.ones(len(links))
 
 
+def single_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
+    """One minimal path (``single``): at every node the next node is the one its lowest-numbered link on a minimal
+    path to ``dst`` leads to, and the transfer is split evenly over the parallel links to that node. The choice
+    depends on the node and the destination only, as an IP routing table's (the emulated testbed routes so), and
+    on Cayley topologies it is the same at every node (the lowest port), so routes translate.
+
+    Returns:
+        (links, share): int64 link ids in path order (parallel links together), float64 shares (1 / the number of
+        parallel links). Empty arrays when src == dst.
+
+    Raises:
+        TopologyError: a node out of range or dst unreachable from src.
+
+    Source: docs/topology.md, "Metrics and routing"; docs/testbed.md, "What it builds" (destination-based routes,
+    one path per flow).
+
+    >>> from directcoll.topology import parse
+    >>> [a.tolist() for a in single_route(parse("ring:4"), 0, 2)]
+    [[0, 2], [1.0, 1.0]]
+    >>> [a.tolist() for a in single_route(parse("torus:2x2"), 0, 1)]  # two parallel links to the neighbour
+    [[2, 3], [0.5, 0.5]]
+    """
+    for node in (src, dst):
+        if not 0 <= node < topo.num_nodes:
+            raise TopologyError(f"{topo.spec}: node {node} outside 0..{topo.num_nodes - 1}")
+    dt = bfs_distances(topo, [dst], reverse=True)[0]
+    if dt[src] < 0:
+        raise TopologyError(f"{topo.spec}: node {dst} is unreachable from node {src}")
+    links, share, u = [], [], src
+    while u != dst:
+        out = np.flatnonzero(topo.link_src == u)
+        on = out[dt[topo.link_dst[out]] == dt[u] - 1]
+        w = topo.link_dst[on[0]]
+        parallel = on[topo.link_dst[on] == w]
+        links += parallel.tolist()
+        share += [1.0 / len(parallel)] * len(parallel)
+        u = int(w)
+    return np.array(links, dtype=np.int64), np.array(share)
+
+
 @lru_cache(maxsize=8)
 def _origin(topo: Topology):
     """Cayley topologies: (distances from node 0, shortest-path counts from node 0, coordinates of every node),
@@ -200,6 +240,8 @@ def _cayley_minimal_route(topo: Topology, dst: int) -> tuple[np.ndarray, np.ndar
 def _route_cached(topo: Topology, src: int, dst: int, routing: str) -> tuple[np.ndarray, np.ndarray]:
     if routing == "dor":
         return dor_route(topo, src, dst)
+    if routing == "single":
+        return single_route(topo, src, dst)
     if src == 0 and dst != 0 and topo.is_cayley and 0 <= dst < topo.num_nodes:
         fast = _cayley_minimal_route(topo, dst)
         if fast is not None:
@@ -214,7 +256,8 @@ def _check_routing(routing: str) -> None:
 
 def route_pattern(topo: Topology, src: int, dst: int, routing: str = "adaptive") -> tuple[np.ndarray, np.ndarray]:
     """(links, shares) of a transfer src -> dst under ``routing`` ("adaptive": even split over all minimal
-    paths; "dor": dimension order), cached. Cayley topologies cache one pattern per offset from node 0.
+    paths; "dor": dimension order; "single": one minimal path, :func:`single_route`), cached. Cayley topologies
+    cache one pattern per offset from node 0.
 
     Raises:
         TopologyError: an unknown routing name; as :func:`minimal_route` and :func:`dor_route`.
@@ -393,7 +436,7 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
     Args:
         topo: the network.
         src, dst: int (T,) node ids; src != dst (local copies use no link: callers leave them out).
-        routing: ``adaptive`` or ``dor`` (:data:`ROUTINGS`), for transfers without an explicit route.
+        routing: ``adaptive``, ``dor`` or ``single`` (:data:`ROUTINGS`), for transfers without an explicit route.
         routes: optional explicit routes (offsets (T + 1,), links (R,)): transfer i uses
             ``links[offsets[i]:offsets[i + 1]]``, share 1 each; every transfer must have one.
 
@@ -446,7 +489,7 @@ def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", r
         topo: the network (a Topology; with ``routes`` only, any link graph with ``num_links``).
         src, dst: int (T,) node ids; transfers with src == dst carry nothing.
         amount: float (T,) or a scalar (bytes, or any unit: the result is in the same unit).
-        routing: ``adaptive`` (default) or ``dor``, for the transfers without an explicit route.
+        routing: ``adaptive`` (default), ``dor`` or ``single``, for the transfers without an explicit route.
         routes: optional explicit routes (offsets (T + 1,), links (R,)): a transfer with a non-empty route puts
             its whole amount on each of its links; one with an empty route is routed by ``routing`` (the IR's
             "empty = route it yourself").
