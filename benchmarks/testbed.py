@@ -257,10 +257,43 @@ def part_spread(data: dict) -> None:
           + (": " + ", ".join(f"{s} {n} {z // 1024} KiB" for s, n, z, _, _ in busy) if busy else ""))
 
 
+#: the queue sweep: schedules whose flows converge on links (recursive doubling's partners two hops apart) and
+#: two that keep to neighbours, at the largest size
+QUEUES = ["64KiB", "256KiB", "1MiB", "4MiB"]
+QUEUE_SPEC = "torus:2x4"
+QUEUE_ALGORITHMS = ["recursive-doubling:latency", "rabenseifner", "ring", "swing:bandwidth"]
+
+
+def run_queues(routing: str) -> dict:
+    """`directcoll run torus:2x4 --engine testbed --queue Q` at 1 MiB for every queue of :data:`QUEUES`."""
+    out = {}
+    for q in QUEUES:
+        cmd = [sys.executable, "-m", "directcoll", "run", QUEUE_SPEC, "--engine", "testbed", "--link-rate", RATE,
+               "--routing", routing, "--queue", q, "--algorithms", ",".join(QUEUE_ALGORITHMS), "--sizes", "1MiB",
+               "--repeat", str(REPEAT), "--timeout", "120", "--no-compare-native", "--json"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd[2:])} failed: {done.stderr.strip()[-2000:]}")
+        out[q] = json.loads(done.stdout)
+        print(f"  queue {q}: done", file=sys.stderr, flush=True)
+    return out
+
+
+def part_q(queues: dict) -> None:
+    print(f"\n### Queues: {QUEUE_SPEC} at 1 MiB, mean time and spread (coefficient of variation) per queue\n")
+    print("| queue | " + " | ".join(QUEUE_ALGORITHMS) + " |")
+    print("|---|" + "---|" * len(QUEUE_ALGORITHMS))
+    for q, payload in queues.items():
+        at = {label(r): r for r in rows_of(payload)}
+        print(f"| {q} | " + " | ".join(f"{at[a]['time_s'] * 1e3:.0f} ms ({spread(at[a]['times_s']):.1%})"
+                                       if a in at else "-" for a in QUEUE_ALGORITHMS) + " |")
+
+
 def main() -> None:
     ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--reuse", action="store_true", help="analyse the runs saved in --out instead of running")
-    ap.add_argument("--parts", default="a,b,c,d", help="comma list of a, b, c, d")
+    ap.add_argument("--parts", default="a,b,c,d", help="comma list of a, b, c, d and q (the queue sweep: its own "
+                                                       "runs, about 4 minutes)")
     ap.add_argument("--routing", default="single", choices=["single", "adaptive"],
                     help="the testbed's routes and the models' routing in (d): single (default, one minimal path "
                          "per destination on both) or adaptive (ECMP per flow on the testbed, an even split over "
@@ -268,14 +301,18 @@ def main() -> None:
     args = ap.parse_args()
     out = benchcli.begin(args, ESTIMATE, "testbed")
     saved = out / f"testbed_runs_{args.routing}.json"
+    parts = set(args.parts.split(","))
     if args.reuse:
         data = json.loads(saved.read_text())
     else:
-        data = {spec: run(spec, algorithms, args.routing) for spec, algorithms in RUNS.items()}
+        data = {spec: run(spec, algorithms, args.routing) for spec, algorithms in RUNS.items()} if parts - {"q"} \
+            else json.loads(saved.read_text()) if saved.exists() else {}
+        if "q" in parts:
+            data["queues"] = run_queues(args.routing)
         saved.write_text(json.dumps(data))
+    queues = data.pop("queues", None)
     print(f"## Testbed experiments, {time.strftime('%Y-%m-%d')} (links at {RATE}, {args.routing} routing, {REPEAT} "
           "repetitions)")
-    parts = set(args.parts.split(","))
     result = {}
     if "a" in parts:
         part_a(data)
@@ -285,7 +322,10 @@ def main() -> None:
         part_c(data)
     if "d" in parts:
         result["model"] = part_d(data, args.routing)
-    part_spread(data)
+    if "q" in parts and queues:
+        part_q(queues)
+    if data:
+        part_spread(data)
     (out / f"testbed_summary_{args.routing}.json").write_text(json.dumps(result, indent=1))
 
 
