@@ -56,7 +56,7 @@ CPU_BOUND = 0.9
 def run(spec: str, algorithms: list[str], routing: str) -> dict:
     """`directcoll run SPEC --engine testbed --routing ROUTING --json` of ``algorithms`` at :data:`SIZES`."""
     cmd = [sys.executable, "-m", "directcoll", "run", spec, "--engine", "testbed", "--link-rate", RATE,
-           "--routing", routing,
+           "--routing", routing, *(["--queue", QUEUE] if QUEUE else []),
            "--algorithms", ",".join(algorithms), "--sizes", ",".join(map(str, SIZES)), "--repeat", str(REPEAT),
            "--timeout", "120", "--json"]
     t0 = time.monotonic()
@@ -257,6 +257,8 @@ def part_spread(data: dict) -> None:
           + (": " + ", ".join(f"{s} {n} {z // 1024} KiB" for s, n, z, _, _ in busy) if busy else ""))
 
 
+#: --queue of the runs (a-d); None: the testbed's default
+QUEUE = None
 #: the queue sweep: schedules whose flows converge on links (recursive doubling's partners two hops apart) and
 #: two that keep to neighbours, at the largest size
 QUEUES = ["64KiB", "256KiB", "1MiB", "4MiB"]
@@ -298,9 +300,12 @@ def main() -> None:
                     help="the testbed's routes and the models' routing in (d): single (default, one minimal path "
                          "per destination on both) or adaptive (ECMP per flow on the testbed, an even split over "
                          "every minimal path in the models)")
+    ap.add_argument("--queue", help="--queue of the runs of (a)-(d), e.g. 64KiB (default: the testbed's)")
     args = ap.parse_args()
+    global QUEUE
+    QUEUE = args.queue
     out = benchcli.begin(args, ESTIMATE, "testbed")
-    saved = out / f"testbed_runs_{args.routing}.json"
+    saved = out / f"testbed_runs_{args.routing}{'_' + args.queue if args.queue else ''}.json"
     parts = set(args.parts.split(","))
     if args.reuse:
         data = json.loads(saved.read_text())
@@ -311,8 +316,8 @@ def main() -> None:
             data["queues"] = run_queues(args.routing)
         saved.write_text(json.dumps(data))
     queues = data.pop("queues", None)
-    print(f"## Testbed experiments, {time.strftime('%Y-%m-%d')} (links at {RATE}, {args.routing} routing, {REPEAT} "
-          "repetitions)")
+    print(f"## Testbed experiments, {time.strftime('%Y-%m-%d')} (links at {RATE}, {args.routing} routing, queues "
+          f"{args.queue or 'the default'}, {REPEAT} repetitions)")
     result = {}
     if "a" in parts:
         part_a(data)

@@ -223,7 +223,7 @@ def test_a_launcher_killed_with_sigkill_is_cleaned_by_down_stale(state):
         assert down.returncode == 0, down.stderr
         assert sorted(json.loads(down.stdout)["removed"][name]) == sorted(found[0]["namespaces"])
         assert not _ours(name) and not list(state.glob("*.json"))
-        left = subprocess.run(["pgrep", "-f", "^sleep 120$"], capture_output=True, text=True).stdout.split()
+        left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid) == b"sleep\x00120\x00"]
         assert not left, f"ranks left running: {left}"
     finally:
         if proc.poll() is None:
@@ -236,6 +236,13 @@ def test_a_launcher_killed_with_sigkill_is_cleaned_by_down_stale(state):
                 from directcoll.testbed.netns import down as remove
 
                 remove(s["file"])
+
+
+def _cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_down_never_removes_a_namespace_it_did_not_create(tmp_path, monkeypatch):

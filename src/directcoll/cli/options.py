@@ -771,7 +771,7 @@ def add_testbed_options(p: argparse.ArgumentParser, scope: str = "") -> None:
     p.add_argument("--link-delay", type=duration, help=f"{scope}delay added on every link, e.g. 50us (default none; "
                                                        "needs the kernel's sch_netem)")
     p.add_argument("--queue", type=size_option("--queue"), help=f"{scope}queue of every link end, e.g. 64KiB "
-                                                                 "(default 64KiB, at least 3000 B)")
+                                                                 "(default 256KiB, at least 3000 B)")
     p.add_argument("--routing", choices=["adaptive", "single"],
                    help=f"{scope}adaptive (default): ECMP over every minimal path, one path per flow by hash; "
                         "single: one minimal path per destination, the models' --routing single")

@@ -250,7 +250,11 @@ class Testbed:
 
     def __enter__(self) -> Testbed:
         self._previous_term = signal.signal(signal.SIGTERM, _terminate)  # SIGTERM unwinds like Ctrl-C
-        return self.up()
+        try:
+            return self.up()
+        except BaseException:
+            signal.signal(signal.SIGTERM, self._previous_term or signal.SIG_DFL)
+            raise
 
     def __exit__(self, *exc) -> None:
         try:

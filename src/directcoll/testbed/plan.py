@@ -54,8 +54,9 @@ BURST = 2 * MTU
 #: the rate of the fastest link when none is given: 20 Mb/s in bytes/s; 2 cores carry torus:2x2 at this rate with
 #: time to spare, and are the bottleneck at 50 Mb/s (docs/testbed.md, "Choosing rates")
 DEFAULT_LINK_RATE = 20e6 / 8
-#: the queue of a link end when none is given (bytes): 64 KiB, 26 ms at 20 Mb/s, above TCP's initial window
-DEFAULT_QUEUE = 64 * 1024
+#: the queue of a link end when none is given (bytes): 256 KiB, 105 ms at 20 Mb/s; the queue sweep on torus:2x4
+#: (docs/testbed.md, "Queues") found the smallest run-to-run spread there, and TCP losses at 64 KiB
+DEFAULT_QUEUE = 256 * 1024
 #: names of namespaces start with this, then a run id: what `testbed down --stale` may remove
 PREFIX = "dctb-"
 
