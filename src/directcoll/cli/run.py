@@ -35,7 +35,7 @@ from directcoll.cli.options import (
     refuse_testbed_options,
     rooted_option,
 )
-from directcoll.cli.output import Heartbeat, gbps, oversubscription, print_json, table_console
+from directcoll.cli.output import SHORT_FAMILY, Heartbeat, gbps, oversubscription, print_json, table_console
 from directcoll.errors import DirectcollError
 
 #: the network ``directcoll run`` builds its schedules for unless given SPEC
@@ -239,7 +239,7 @@ def cmd_run(args) -> int:
         if row.get("bytes", row["size"]) != row["size"]:
             size += "*"
             rounded.setdefault(f"{format_size(row['size'])} ran as {size[:-1]}", None)
-        table.add_row(f"{row['algorithm']} {variant}", size,
+        table.add_row(f"{SHORT_FAMILY.get(row['algorithm'], row['algorithm'])} {variant}", size,
                       format_time(row["time_s"]), gbps(row["goodput_Bps"]),
                       "yes" if row["correct"] else "[red]NO[/red]", format_time(native) if native else "-",
                       f"{row['time_s'] / native:.2f}x{'*' if crowded else ''}" if native else "-")
