@@ -21,6 +21,7 @@ Run: sudo python3 benchmarks/testbed.py [--out DIR] [--reuse] [--parts a,b,c,d] 
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import subprocess
@@ -33,6 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchcli  # noqa: E402
+
+from directcoll.runtime.launch import CPU_BOUND  # noqa: E402
 
 ESTIMATE = "about 7 minutes on 2 cores (4 topologies x 4 sizes x 4 to 6 schedules, 5 repetitions, 10 Mb/s)"
 #: the emulated links: 8 nodes of degree 3 or 4 on 2 cores stay link-bound at this rate (docs/testbed.md)
@@ -50,7 +53,6 @@ FITTED = ("ring", "recursive-doubling:latency")
 FIT = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
 #: (d): two picks whose testbed times are within this fraction are a tie
 TIE = 0.05
-CPU_BOUND = 0.9
 
 
 def run(spec: str, algorithms: list[str], routing: str) -> dict:
@@ -85,6 +87,7 @@ def rows_of(data: dict) -> list[dict]:
     return [r for r in data["results"] if "skipped" not in r]
 
 
+@functools.cache
 def cost_terms(spec: str, name: str) -> tuple[int, float]:
     """(steps x, bandwidth factor y in M/B with B the node bandwidth) of a schedule, from the cost model."""
     from directcoll.cost import analyze
@@ -97,6 +100,7 @@ def cost_terms(spec: str, name: str) -> tuple[int, float]:
     return int(report.to_dict()["t_l_steps"]), float(report.to_dict()["t_b_m_over_b"])
 
 
+@functools.cache
 def node_degree(spec: str) -> float:
     from directcoll.topology import parse
 

@@ -777,6 +777,24 @@ def add_testbed_options(p: argparse.ArgumentParser, scope: str = "") -> None:
                         "single: one minimal path per destination, the models' --routing single")
 
 
+def testbed_plan(args, topology):
+    """The testbed of ``topology`` with the options of :func:`add_testbed_options` (unset ones: the testbed's
+    defaults), under a fresh run name.
+
+    Returns:
+        A :class:`~directcoll.testbed.plan.Plan`.
+
+    Raises:
+        DirectcollError: as :func:`directcoll.testbed.plan.plan`.
+
+    Source: docs/testbed.md, "What it builds".
+    """
+    from directcoll.testbed.plan import plan, run_name
+
+    return plan(topology, link_rate=args.link_rate, link_delay=args.link_delay, queue=args.queue,
+                routing=args.routing, prefix=run_name())
+
+
 def refuse_testbed_options(args) -> None:
     """Refuse the options of :func:`add_testbed_options` on a run that is not on the testbed.
 

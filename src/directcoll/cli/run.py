@@ -34,6 +34,7 @@ from directcoll.cli.options import (
     read_sizes,
     refuse_testbed_options,
     rooted_option,
+    testbed_plan,
 )
 from directcoll.cli.output import SHORT_FAMILY, Heartbeat, gbps, oversubscription, print_json, table_console
 from directcoll.errors import DirectcollError
@@ -45,8 +46,6 @@ DEFAULT_RUN_ALLTOALL = "direct"
 DEFAULT_RUN_ROOTED = "binomial,swing-tree:latency,swing-tree:bandwidth,chain"
 #: wall-clock seconds one smpirun (one algorithm, every size) may take
 SMPI_WALL_LIMIT = 1800.0
-#: busy share of the cores above which a testbed run is reported as CPU-bound (docs/testbed.md, "Choosing rates")
-CPU_BOUND = 0.9
 
 
 def register(sub) -> None:
@@ -133,7 +132,7 @@ def cmd_run(args) -> int:
 
     from directcoll.resources import check_memory
     from directcoll.runtime import MPI_EXTRA, require_mpi
-    from directcoll.runtime.launch import RANK_PROCESS_BYTES, run_job
+    from directcoll.runtime.launch import CPU_BOUND, RANK_PROCESS_BYTES, run_job
     from directcoll.topology import parse
     from directcoll.units import format_size, format_time
 
@@ -173,12 +172,10 @@ def cmd_run(args) -> int:
                               f"install MPI ({MPI_EXTRA}) or pass --mpiexec")
     if testbed:
         from directcoll.testbed.netns import require_hydra, require_privileges
-        from directcoll.testbed.plan import DEFAULT_LINK_RATE, DEFAULT_QUEUE, plan, run_name
 
         require_privileges()
         require_hydra(launcher)
-        layout = plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                      queue=args.queue or DEFAULT_QUEUE, prefix=run_name(), routing=args.routing or "adaptive")
+        layout = testbed_plan(args, topology)
     engine = _run_engine("c" if testbed else args.engine)
     crowded = None if args.hostfile else oversubscription(ranks)
     if crowded:
@@ -205,7 +202,7 @@ def cmd_run(args) -> int:
     if crowded:
         data["oversubscribed"] = crowded
     if testbed:
-        data["testbed"] = {"link_rate_Bps": args.link_rate or DEFAULT_LINK_RATE,
+        data["testbed"] = {"link_rate_Bps": layout.link_rate,
                            "link_delay_s": args.link_delay or 0.0, "queue_bytes": layout.queue}
         busy = {(r["algorithm"], r["size"]): max(r.get("cpu_busy") or 0, r.get("native_cpu_busy") or 0)
                 for r in data["results"]}

@@ -17,7 +17,7 @@ import argparse
 import sys
 import time
 
-from directcoll.cli.options import SPEC_HELP, add_testbed_options, network_spec, preset_spec
+from directcoll.cli.options import SPEC_HELP, add_testbed_options, network_spec, preset_spec, testbed_plan
 from directcoll.cli.output import print_json
 from directcoll.errors import DirectcollError
 
@@ -58,15 +58,6 @@ def register(sub) -> None:
     dn.set_defaults(func=cmd_testbed_down)
 
 
-def _plan(args, name: str):
-    from directcoll.testbed.plan import DEFAULT_LINK_RATE, DEFAULT_QUEUE, plan
-    from directcoll.topology import parse
-
-    topology = parse(preset_spec(network_spec(args)))
-    return plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                queue=args.queue or DEFAULT_QUEUE, prefix=name, routing=args.routing or "adaptive")
-
-
 def cmd_testbed_up(args) -> int:
     """``directcoll testbed up SPEC``: build SPEC's testbed and leave it up; its name is printed
     (:class:`directcoll.testbed.netns.Testbed` with no owner: ``down --stale`` leaves it alone).
@@ -85,13 +76,13 @@ def cmd_testbed_up(args) -> int:
     Source: docs/testbed.md, "What it builds".
     """
     from directcoll.testbed.netns import Testbed
-    from directcoll.testbed.plan import DEFAULT_LINK_RATE, run_name
+    from directcoll.topology import parse
 
-    layout = _plan(args, run_name())
+    layout = testbed_plan(args, parse(preset_spec(network_spec(args))))
     Testbed(layout, owner=None).up()
     info = {"name": layout.prefix, "spec": layout.spec, "namespaces": layout.namespaces,
             "addresses": layout.addresses, "links": len(layout.pairs),
-            "link_rate_Bps": args.link_rate or DEFAULT_LINK_RATE, "queue_bytes": layout.queue}
+            "link_rate_Bps": layout.link_rate, "queue_bytes": layout.queue}
     if args.json:
         print_json(info)
     else:
@@ -121,7 +112,7 @@ def cmd_testbed_exec(args) -> int:
     import subprocess
 
     from directcoll.testbed.netns import Testbed, require_hydra, require_privileges
-    from directcoll.testbed.plan import run_name
+    from directcoll.topology import parse
 
     # argparse keeps everything after SPEC: options, then `--`, then the command (a leading `--` it drops itself)
     cut = args.argv.index("--") if "--" in args.argv else 0
@@ -136,7 +127,7 @@ def cmd_testbed_exec(args) -> int:
     require_privileges()
     launcher = args.mpiexec.split() if args.mpiexec else [shutil.which("mpiexec") or "mpiexec"]
     require_hydra(launcher)
-    with Testbed(_plan(args, run_name())) as bed:
+    with Testbed(testbed_plan(args, parse(preset_spec(network_spec(args))))) as bed:
         print(f"directcoll: testbed {bed.plan.prefix} up: {bed.plan.num_compute} ranks on {bed.plan.spec}",
               file=sys.stderr)
         t0 = time.monotonic()

@@ -31,6 +31,7 @@ from directcoll.cli.options import (
     count,
     read_sizes,
     refuse_testbed_options,
+    testbed_plan,
 )
 from directcoll.cli.output import oversubscription, print_json
 
@@ -230,15 +231,12 @@ def _bench_on_testbed(args, topology, ranks: int, sizes, table) -> str:
     from directcoll.reports.tuning import run_bench
     from directcoll.runtime.native import find_mpicc, find_mpiexec
     from directcoll.testbed.netns import Testbed, require_hydra, require_privileges
-    from directcoll.testbed.plan import DEFAULT_LINK_RATE, DEFAULT_QUEUE, plan, run_name
 
     if topology is None or ranks != topology.num_compute:
         raise DirectcollError("--engine testbed runs one rank per compute node of SPEC: give SPEC and no other "
                               "--ranks")
     require_privileges()
     require_hydra([find_mpiexec(find_mpicc())])
-    layout = plan(topology, link_rate=args.link_rate or DEFAULT_LINK_RATE, link_delay=args.link_delay,
-                  queue=args.queue or DEFAULT_QUEUE, prefix=run_name(), routing=args.routing or "adaptive")
-    with Testbed(layout) as bed:
+    with Testbed(testbed_plan(args, topology)) as bed:
         return run_bench(ranks, sizes, collective=args.collective, impl=args.impl, table=table, root=args.root,
                          round_seconds=args.round_seconds, launch=bed.mpiexec)

@@ -51,6 +51,9 @@ STARTUP_S = 60.0
 SETTLE_S = 0.5
 #: how often the launcher looks at the job
 POLL_S = 0.02
+#: busy share of the cores above which a timed call is reported as CPU-bound (:func:`cpu_ticks`; docs/testbed.md,
+#: "Choosing rates")
+CPU_BOUND = 0.9
 #: how often it looks for the job's processes in /proc (the process tree changes only at start)
 SCAN_S = 0.25
 

@@ -20,6 +20,7 @@ SystemExit: 2
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -79,7 +80,7 @@ def _time(comm, fn, repeat: int, timeout: float, progress: Progress, what: str, 
     progress.set(WAITING, "the reduction of the times", phase)
     mean = run.reduce_value(comm, elapsed, MPI.MAX, timeout=timeout, what=f"the reduction of the times of {phase}")
     each = [run.reduce_value(comm, b - a, MPI.MAX, timeout=timeout, what=f"the reduction of the times of {phase}")
-            for a, b in zip(marks, marks[1:], strict=False)]
+            for a, b in itertools.pairwise(marks)]
     ticks = total1 - total0  # /proc/stat counts 100 ticks per second and core: fewer than 20 tell nothing
     return mean, each, (busy1 - busy0) / ticks if ticks >= 20 else None
 

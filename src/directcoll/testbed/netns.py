@@ -318,7 +318,7 @@ def states() -> list[dict]:
         try:
             state = json.loads(path.read_text())
             pid, start = state.get("pid"), state.get("start")
-            state["stale"] = pid is not None and (_start_time(pid) is None or _start_time(pid) != start)
+            state["stale"] = pid is not None and _start_time(pid) != start  # gone, a zombie (None) or reused
         except (OSError, ValueError, TypeError):
             state = {"name": path.stem, "namespaces": [], "stale": True}
         out.append({**state, "file": str(path)})

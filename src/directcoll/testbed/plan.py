@@ -43,6 +43,7 @@ import numpy as np
 
 from directcoll.errors import DirectcollError
 from directcoll.topology.paths import bfs_distances
+from directcoll.topology.routing import route_pattern
 
 #: the most nodes a testbed builds: every node is a namespace and every compute node a rank process (about 80 MiB
 #: each, directcoll.runtime.launch.RANK_PROCESS_BYTES), on a machine whose cores also carry every packet
@@ -89,8 +90,8 @@ class Pair:
 @dataclass(frozen=True)
 class Plan:
     """The testbed of one topology: namespaces (``namespaces[node]``), addresses, veth pairs, the queue of every
-    link end (bytes), and routes: ``routes[node]`` maps a destination node to the (next node, interface) of every
-    minimal path's first link.
+    link end (bytes), the fastest link's rate (bytes/s), and routes: ``routes[node]`` maps a destination node to the
+    (next node, interface) of every minimal path's first link.
 
     Raises:
         Nothing: a record; :func:`plan` builds it.
@@ -105,6 +106,7 @@ class Plan:
     addresses: list[str]
     pairs: list[Pair]
     queue: int
+    link_rate: float
     routes: list[dict[int, list[tuple[int, str]]]] = field(repr=False)
 
 
@@ -148,25 +150,26 @@ def address(node: int) -> str:
     return f"10.{(k >> 16) & 255}.{(k >> 8) & 255}.{k & 255}"
 
 
-def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | None = None,
-         queue: int = DEFAULT_QUEUE, prefix: str = PREFIX + "0", routing: str = "adaptive") -> Plan:
+def plan(topology, *, link_rate: float | None = None, link_delay: float | None = None, queue: int | None = None,
+         prefix: str = PREFIX + "0", routing: str | None = None) -> Plan:
     """Plan the emulated testbed of ``topology``.
 
     Parameters
     ----------
     topology : Topology
         The network; every node (switches too) becomes a namespace, every compute node a rank.
-    link_rate : float
-        Rate of the topology's fastest link, bytes/s (> 0); the others keep their ratio to it.
+    link_rate : float or None
+        Rate of the topology's fastest link, bytes/s (> 0); the others keep their ratio to it. None:
+        :data:`DEFAULT_LINK_RATE`.
     link_delay : float or None
         One-way delay added on every link, seconds (>= 0); None or 0: none.
-    queue : int
-        Queue of every link end, bytes (>= the token bucket's :data:`BURST`).
+    queue : int or None
+        Queue of every link end, bytes (>= the token bucket's :data:`BURST`). None: :data:`DEFAULT_QUEUE`.
     prefix : str
         Start of every namespace's name (``PREFIX`` and a run id); interfaces are named ``l<pair>a`` /
         ``l<pair>b`` inside the namespaces.
-    routing : str
-        ``adaptive``: every minimal path, ECMP per flow; ``single``: one next node per destination, the one the
+    routing : str or None
+        ``adaptive`` (None): every minimal path, ECMP per flow; ``single``: one next node per destination, the one the
         node's lowest-numbered link on a minimal path leads to (the models' ``single`` routing,
         :func:`directcoll.topology.routing.single_route`).
 
@@ -184,6 +187,9 @@ def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | 
     >>> p.routes[0][2]  # two minimal paths from 0 to 2: through 1 and through 3
     [(1, 'l0a'), (3, 'l1a')]
     """
+    link_rate = DEFAULT_LINK_RATE if link_rate is None else link_rate
+    queue = DEFAULT_QUEUE if queue is None else queue
+    routing = routing or "adaptive"
     n = topology.num_nodes
     if n > MAX_NODES:
         raise DirectcollError(f"{topology.spec} has {n} nodes; the testbed emulates at most {MAX_NODES} on one "
@@ -213,26 +219,19 @@ def plan(topology, *, link_rate: float = DEFAULT_LINK_RATE, link_delay: float | 
         rate = float(bw[links].sum() * scale)
         pairs.append(Pair(u, v, f"l{i}a", f"l{i}b", tuple(links), tuple(back), rate,
                           float(bw[back].sum() * scale) if back else rate, delay, delay if back else 0.0))
-    out_links: list[list[tuple[int, str]]] = [[] for _ in range(n)]  # (next node, interface) of each link out
-    for p in pairs:
-        if p.ab:
-            out_links[p.a].append((p.b, p.a_name))
-        if p.ba:
-            out_links[p.b].append((p.a, p.b_name))
     device = {(p.a, p.b): p.a_name for p in pairs if p.ab} | {(p.b, p.a): p.b_name for p in pairs if p.ba}
     dist = bfs_distances(topology)  # [u, v]: hops from u to v
     routes: list[dict[int, list[tuple[int, str]]]] = []
     for u in range(n):
         table = {}
-        mine = np.flatnonzero(topology.link_src == u)  # u's links, lowest number first
         for d in range(n):
             if d == u or dist[u, d] <= 0:
                 continue
-            if routing == "single":  # the next node of u's lowest-numbered link on a minimal path
-                w = int(next(topology.link_dst[e] for e in mine if dist[topology.link_dst[e], d] == dist[u, d] - 1))
+            if routing == "single":  # the models' single route: its first link's next node
+                w = int(topology.link_dst[route_pattern(topology, u, d, "single")[0][0]])
                 table[d] = [(w, device[(u, w)])]
             else:
-                table[d] = [(w, dev) for w, dev in out_links[u] if dist[w, d] == dist[u, d] - 1]
+                table[d] = [(w, dev) for (x, w), dev in device.items() if x == u and dist[w, d] == dist[u, d] - 1]
         routes.append(table)
     return Plan(topology.spec, prefix, topology.num_compute, [f"{prefix}-n{k}" for k in range(n)],
-                [address(k) for k in range(n)], pairs, int(queue), routes)
+                [address(k) for k in range(n)], pairs, int(queue), float(link_rate), routes)
