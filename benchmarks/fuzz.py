@@ -3,9 +3,9 @@
 
 Run: python3 benchmarks/fuzz.py [--cases 10000] [--seed 0] [--budget 256MiB] [--case-seconds 20] [--json FILE]
 
-Cases run in a worker process under an address-space limit of the memory budget plus the worker's own
-footprint, so a case that allocates past the budget fails (MemoryError, or the worker dies) instead of
-swapping; a case still running after --case-seconds is a hang; a worker that dies is restarted after the case
+Cases run in a worker process under an address-space limit, set before each case, of the worker's footprint
+then plus twice the memory budget (or a command line's own larger --memory-budget, up to 2 GiB), so a case that allocates
+past its budget fails (MemoryError, or the worker dies) instead of swapping; a case still running after --case-seconds is a hang; a worker that dies is restarted after the case
 it died on. Prints a Markdown table for docs/benchmarks.md.
 """
 
@@ -43,11 +43,14 @@ def _worker(kind, seed, start, stop, budget, case_seconds, conn) -> None:
 
     signal.signal(signal.SIGALRM, hang)
     context = make_context(tempfile.mkdtemp(prefix="fuzz-"))
-    limit = _vm_bytes() + 2 * parse_size(budget)  # the worker's own mappings, then the budget with headroom
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
     for i in range(start, stop):
         case = make_case(kind, random.Random(seed * 1_000_003 + i), context)
-        conn.send(("start", i))
+        # the mappings the worker holds before the case (modules, bounded caches), then the case's budget (a
+        # command line's own --memory-budget where it names a larger one) with headroom
+        limit = _vm_bytes() + 2 * max(parse_size(budget), _budget_in(case))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        conn.send(("start", i, repr(case)[:300]))
         signal.alarm(case_seconds)
         try:
             with memory_budget_override(budget):
@@ -60,6 +63,23 @@ def _worker(kind, seed, start, stop, budget, case_seconds, conn) -> None:
     conn.send(("end",))
 
 
+def _budget_in(case) -> int:
+    """The largest valid ``--memory-budget`` of a command line, at most 2 GiB (0 for other cases)."""
+    from directcoll.errors import DirectcollError
+    from directcoll.units import parse_size
+
+    if not isinstance(case, list):
+        return 0
+    sizes = [0]
+    for flag, value in zip(case, case[1:]):
+        if flag == "--memory-budget":
+            try:
+                sizes.append(parse_size(value))
+            except DirectcollError:
+                pass
+    return min(max(sizes), 2**31)
+
+
 def _vm_bytes() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -69,7 +89,7 @@ def _vm_bytes() -> int:
 
 
 def run_kind(kind: str, cases: int, seed: int, budget: str, case_seconds: int):
-    counts, examples = collections.Counter(), {}
+    counts, examples = collections.Counter(), collections.defaultdict(list)
     ctx = mp.get_context("spawn")
     i = 0
     while i < cases:
@@ -77,7 +97,7 @@ def run_kind(kind: str, cases: int, seed: int, budget: str, case_seconds: int):
         proc = ctx.Process(target=_worker, args=(kind, seed, i, cases, budget, case_seconds, child))
         proc.start()
         child.close()
-        current = i
+        current, shown = i, ""
         while True:
             try:
                 msg = parent.recv()
@@ -85,22 +105,22 @@ def run_kind(kind: str, cases: int, seed: int, budget: str, case_seconds: int):
                 proc.join()
                 outcome = f"died:{-proc.exitcode if proc.exitcode and proc.exitcode < 0 else proc.exitcode}"
                 counts[outcome] += 1
-                examples.setdefault(outcome, f"case {current}")
+                examples[outcome].append(f"case {current}: {shown}")
                 i = current + 1
                 break
             if msg[0] == "start":
-                current = msg[1]
+                current, shown = msg[1], msg[2]
             elif msg[0] == "done":
                 counts[msg[2]] += 1
                 if msg[3]:
-                    examples.setdefault(msg[2], msg[3])
+                    examples[msg[2]].append(f"case {msg[1]}: {msg[3]}")
                 i = msg[1] + 1
             else:
                 proc.join()
                 i = cases
                 break
         print(f"  {kind}: {i}/{cases}", file=sys.stderr)
-    return counts, examples
+    return counts, dict(examples)
 
 
 def main() -> int:
@@ -133,8 +153,8 @@ def main() -> int:
         print(f"| {kind} | {r['cases']} | {c.get('ok', 0)} | {c.get('refused', 0)} | {other} | {c.get('silent', 0)} | "
               f"{c.get('hang', 0)} | {died} |")
     for kind, r in results.items():
-        for outcome, example in r["examples"].items():
-            print(f"- {kind} {outcome}: {example}")
+        for outcome, cases in r["examples"].items():  # the JSON has every one
+            print(f"- {kind} {outcome} ({len(cases)}): {cases[0]}")
     if args.json:
         Path(args.json).write_text(json.dumps({"seed": args.seed, "budget": args.budget, "seconds": seconds,
                                                "results": results}, indent=1))

@@ -413,3 +413,14 @@ def test_punctured_is_a_leaf_of_the_expansions():
         build("expansion", spec)
     assert expanded_schedule(spec, "allreduce").meta["algorithm"] == "bfb"
     assert verify(expanded_schedule(f"line({spec})", "allgather")).ok
+
+
+def test_links_of_their_own_are_a_base_of_the_expansions():
+    """links(...) sets bandwidths or latencies that the expansion theorems do not assume: its schedule is built
+    as a whole (BFB), never by an expansion of its argument, and a spec with it inside an expansion still works."""
+    spec = "links(line(complete:4),bandwidth=100Gbps)"
+    with pytest.raises(UnsupportedShapeError, match="plain BFB"):
+        build("expansion", parse(spec), "allreduce")
+    assert verify(build("bfb", parse(spec), "allreduce")).ok
+    inner = parse("line(links(complete:4,bandwidth=100Gbps))")
+    assert verify(build("expansion", inner, "allreduce")).ok

@@ -187,6 +187,7 @@ CASES = {
     "idna graphml": lambda tmp: ["topology", "describe", f"file:{_graphml(tmp, 'idna')}"],
     "corrupted npz": lambda tmp: ["cost", _corrupted_npz(tmp)],
     "huge nscratch, verify": lambda tmp: ["verify", _schedule(tmp, nscratch=10**12)],
+    "nscratch 10^7, verify": lambda tmp: ["verify", _schedule(tmp, nscratch=10**7)],
     "nscratch 10^7, export": lambda tmp: ["export", _schedule(tmp, nscratch=10**7), "-o", "x.xml",
                                           "--memory-budget", "256MiB"],
     "degree 99999": lambda tmp: ["find-topology", "--nodes", "8", "--degree", "99999"],

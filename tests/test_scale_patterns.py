@@ -190,3 +190,24 @@ def test_compare_row_is_the_same_with_and_without_the_pattern_builder(spec, name
     # order; BFB's in the translation layout, timed from one route per offset): a few ulps
     np.testing.assert_allclose(a.times, b.times, rtol=1e-13, atol=0)
     assert not np.array_equal(a.times, np.zeros_like(a.times))
+
+
+@pytest.mark.parametrize("spec", ["genkautz:3:200", "line^2(linegraph_petersen)", "mesh:8x8"])
+def test_bfb_without_translation_is_estimated_per_pair_of_ranks(spec):
+    """Where no translation gives every node's plan, BFB plans every node (N x N distances and pieces): the
+    estimate bounds what tracemalloc sees while building, and grows as N^2, so a large non-Cayley network is
+    refused (a comparison skips it) before its plans fill the memory."""
+    import tracemalloc
+
+    t = parse(spec)
+    tracemalloc.start()
+    try:
+        registry.build_pattern("bfb", t, "allreduce")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    n = t.num_compute
+    assert registry.estimate_bytes("bfb", t, pattern=True) == \
+        n * n * registry.BFB_BYTES_PER_PAIR + n * registry.BFB_BYTES_PER_RANK >= peak
+    torus = parse("torus:16x16")  # translation: one node plans, O(N D) transfers
+    assert registry.estimate_bytes("bfb", torus, pattern=True) < 256 * 256 * registry.BFB_BYTES_PER_PAIR

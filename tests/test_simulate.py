@@ -449,3 +449,27 @@ def test_alltoall_sizes_are_per_rank_send_buffers():
     size = 4 * 2**20
     time = simulate(schedule, topo, NetworkParams(link_latency=0.0)).time([size])[0]
     assert time == pytest.approx(size / n / topo.link_bandwidth[0], rel=1e-6)
+
+
+def test_routed_steps_are_kept_within_a_share_of_the_memory_budget():
+    """The step model keeps routed steps for reuse, the oldest dropped first once they hold a quarter of the
+    memory budget (a count bound alone let a comparison on degree(ring:14,22) keep 1.2 GB), and a cached step
+    times exactly as a freshly routed one."""
+    from directcoll.resources import memory_budget_override
+    from directcoll.simulate import step
+
+    t = parse("degree(ring:6,4)")
+    pattern = build_pattern("ring", t, "allreduce")
+    step._ROUTED.clear()
+    fresh = simulate(pattern, t, SWING_SST).time([1024, 2**20])
+    whole = sum(n for _, n in step._ROUTED.values())
+    assert whole > 0
+    step._ROUTED.clear()
+    budget = int(whole / step.ROUTED_CACHE_SHARE / 2)  # room for about half of the steps
+    with memory_budget_override(budget):
+        again = simulate(pattern, t, SWING_SST).time([1024, 2**20])
+        kept = sum(n for _, n in step._ROUTED.values())
+        assert 0 < kept <= step.ROUTED_CACHE_SHARE * budget < whole
+        assert np.array_equal(simulate(pattern, t, SWING_SST).time([1024, 2**20]), again)
+    assert np.array_equal(again, fresh)
+    step._ROUTED.clear()

@@ -476,3 +476,22 @@ def test_coords_of_a_multidimensional_array_are_right_past_8192_nodes():
     assert (t.coords(nodes[:, None])[:, 0] == t.coords(nodes)).all()
     tails = np.array([1, 552, 24])
     assert (t.offset(tails[None, :], nodes[:, None])[8193] == t.offset(tails, 8193)).all()
+
+
+def test_a_rustworkx_panic_in_all_pairs_distances_is_a_resource_error(monkeypatch):
+    """rustworkx panics (pyo3's PanicException, a BaseException) when its thread pool cannot start, e.g. under
+    an address-space limit: that is one of our errors, not a traceback."""
+    from directcoll.errors import ResourceError
+    from directcoll.topology import paths
+
+    panic = type("PanicException", (BaseException,), {})
+
+    def fail(*_, **__):
+        raise panic("The global thread pool has not been initialized.: ThreadPoolBuildError")
+
+    monkeypatch.setattr(paths.rx, "digraph_distance_matrix", fail)
+    with pytest.raises(ResourceError, match="rustworkx could not start its threads"):
+        paths.bfs_distances(parse("ring:6"))
+    monkeypatch.setattr(paths.rx, "digraph_distance_matrix", lambda *_, **__: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):  # anything else passes through
+        paths.bfs_distances(parse("ring:6"))

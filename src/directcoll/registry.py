@@ -461,6 +461,13 @@ BYTES_PER_PAIR = 128
 QUADRATIC = {"swing": ("bandwidth", None, "libswing"), "generalized": None}
 #: bytes per pair of ranks of an expanded schedule: 322 measured with tracemalloc on degree(line(torus:4x4),8)
 EXPANSION_BYTES_PER_PAIR = 320
+#: bytes per pair of ranks, and per rank, of BFB where no translation gives every node's plan (non-Cayley
+#: topologies, links that differ by node): every node plans every source's block over the N x N hop distances,
+#: and holds its plan's arrays and LPs. tracemalloc's peaks: 34-116 B per pair at N = 200-900 (genkautz:3:800,
+#: line^2(linegraph_petersen), jellyfish:300:4, mesh:30x30), and on meshes, whose diameter grows with N, up to
+#: 48-110 KB per rank (mesh:12x12..30x30)
+BFB_BYTES_PER_PAIR = 128
+BFB_BYTES_PER_RANK = 64 * 1024
 #: bytes per (rank, block) of a scatter-allgather broadcast (the allgather cut at block ends): 67 measured with
 #: tracemalloc on swing-tree bandwidth, torus:32x32 (4,096 blocks)
 SCATTER_ALLGATHER_BYTES_PER_BLOCK = 72
@@ -519,6 +526,8 @@ def estimate_bytes(name: str, topology: Topology, collective="allreduce", varian
         nbytes = max(nbytes, n * n * BYTES_PER_PAIR)
     if alg.name == "expansion":  # expanded trees carry a piece per pair of ranks, at every N
         nbytes = max(nbytes, n * n * EXPANSION_BYTES_PER_PAIR)
+    if alg.name in ("bfb", "bfb-tree") and not bfb.translation_invariant(topology):  # a plan per node
+        nbytes = max(nbytes, n * n * BFB_BYTES_PER_PAIR + n * BFB_BYTES_PER_RANK)
     if alg.name in ("swing-tree", "bfb-tree") and variant == "bandwidth":  # scatter-allgather: a piece per block
         trees = float(ports or (topology.out_degree.max() if alg.name == "swing-tree" else 1))  # and rank
         nbytes = max(nbytes, n * n * trees * SCATTER_ALLGATHER_BYTES_PER_BLOCK)

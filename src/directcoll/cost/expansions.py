@@ -27,9 +27,10 @@ from directcoll.topology.metrics import distance_stats
 from directcoll.topology.model import Topology
 from directcoll.topology.spec import build_tree
 
-#: spec nodes whose schedule is built as a whole (their cost is a base cost): base families, and punctured
-#: topologies (failures break the symmetry every expansion theorem needs)
-LEAVES = ("family", "punctured")
+#: spec nodes whose schedule is built as a whole (their cost is a base cost): base families, punctured
+#: topologies (failures break the symmetry every expansion theorem needs) and links(...) (links of their own
+#: bandwidth or latency: the theorems assume every link alike)
+LEAVES = ("family", "punctured", "links")
 
 
 class Prediction(NamedTuple):

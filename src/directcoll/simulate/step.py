@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from directcoll.resources import memory_budget
 from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
@@ -336,8 +337,11 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
 
 
 #: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the
-#: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values)
+#: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values). At
+#: most ROUTED_CACHE steps and ROUTED_CACHE_SHARE of the memory budget (a step of adaptive routes on a dense
+#: network holds megabytes: 224 steps of degree(ring:14,22) held 1.2 GB), the oldest dropped first.
 ROUTED_CACHE = 256
+ROUTED_CACHE_SHARE = 0.25
 _ROUTED: dict = {}
 
 
@@ -352,15 +356,27 @@ def _routed(topology: Topology, src, dst, size, reduce, bw, lat, routing: str, r
            size.tobytes(), reduce.tobytes(), None if routes is None else (routes[0].tobytes(), routes[1].tobytes()))
     hit = _ROUTED.get(key)
     if hit is not None:
-        return hit
+        return hit[0]
     uniform = _uniform(topology, src, dst, size, reduce, bw, lat, routing) if routes is None and every_net else None
     if uniform is None:
         entries = route_entries(topology, src, dst, routing, routes)
         uniform = (src, dst, size, reduce, entries, entries.loads(size, topology.num_links))
-    if len(_ROUTED) >= ROUTED_CACHE:
-        _ROUTED.clear()
-    _ROUTED[key] = uniform
+    _remember(key, uniform)
     return uniform
+
+
+def _remember(key, routed) -> None:
+    """Keep ``routed`` in :data:`_ROUTED` within its count and byte bounds, dropping the oldest steps."""
+    src, dst, size, reduce, entries, loads = routed
+    arrays = (src, dst, size, reduce, entries.transfer, entries.link, entries.share, loads)
+    nbytes = sum(a.nbytes for a in arrays) + sum(len(k) for k in key if isinstance(k, bytes))
+    limit = ROUTED_CACHE_SHARE * memory_budget()
+    if nbytes > limit:
+        return
+    total = nbytes + sum(n for _, n in _ROUTED.values())
+    while _ROUTED and (len(_ROUTED) >= ROUTED_CACHE or total > limit):
+        total -= _ROUTED.pop(next(iter(_ROUTED)))[1]
+    _ROUTED[key] = (routed, nbytes)
 
 
 def _uniform(topology: Topology, src, dst, size, reduce, bw, lat, routing: str):

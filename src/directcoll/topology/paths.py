@@ -32,7 +32,7 @@ import rustworkx as rx
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from directcoll.errors import TopologyError, UnsupportedShapeError
+from directcoll.errors import ResourceError, TopologyError, UnsupportedShapeError
 from directcoll.resources import check_memory, check_work
 
 #: Bytes per (source, node) entry of :func:`bfs_distances` from given sources (scipy's float64 result, the -1
@@ -185,7 +185,15 @@ def bfs_distances(graph: LinkGraph, sources=None, *, reverse: bool = False) -> n
         dg = rx.PyDiGraph()
         dg.add_nodes_from(range(v))
         dg.add_edges_from_no_data(list(zip(src.tolist(), dst.tolist(), strict=True)))
-        return rx.digraph_distance_matrix(dg, null_value=-1.0).astype(np.int64).reshape(v, v)
+        try:
+            d = rx.digraph_distance_matrix(dg, null_value=-1.0)
+        except BaseException as e:  # rustworkx panics (a BaseException) when its thread pool cannot start
+            if type(e).__name__ != "PanicException":
+                raise
+            raise ResourceError(f"the all-pairs hop distances of {_spec(graph)}: rustworkx could not start its "
+                                f"threads ({str(e).split(':')[0]}); raise the process's memory or thread "
+                                "limits") from None
+        return d.astype(np.int64).reshape(v, v)
     sources = np.atleast_1d(np.asarray(sources, dtype=np.int64))
     check_memory(f"hop distances from {len(sources):,} sources to the {v:,} nodes of {_spec(graph)}",
                  BYTES_PER_DISTANCE * float(len(sources)) * float(v))

@@ -187,8 +187,8 @@ def verify(schedule: Schedule, *, seed: int = 0, chunk_elements: int = 1 << 22,
     max_seg = total * s.denominator if s.piece_shift is not None else total + 2 * s.num_pieces
     what = f"verify {s.algorithm} {s.collective.value} on {n} ranks ({max_seg:,} segments)"
     check_memory(what, 8.0 * (max_seg + 1) * 4)  # bounds, block of each bound, searchsorted results
-    if s.piece_shift is not None:
-        _check_state(what, n, max_seg)
+    # every block of the work buffer is at least one segment: refuse before building them
+    _check_state(what, n, max_seg if s.piece_shift is not None else total)
     seg = _Segments(s)
     nseg = seg.count
     _check_state(f"verify {s.algorithm} {s.collective.value} on {n} ranks ({nseg:,} segments)", n, nseg)
