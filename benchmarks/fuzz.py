@@ -3,10 +3,11 @@
 
 Run: python3 benchmarks/fuzz.py [--cases 10000] [--seed 0] [--budget 256MiB] [--case-seconds 20] [--json FILE]
 
-Cases run in a worker process under an address-space limit, set before each case, of the worker's footprint
-then plus twice the memory budget (or a command line's own larger --memory-budget, up to 2 GiB), so a case that allocates
-past its budget fails (MemoryError, or the worker dies) instead of swapping; a case still running after --case-seconds is a hang; a worker that dies is restarted after the case
-it died on. Prints a Markdown table for docs/benchmarks.md.
+Cases run in a worker process under an address-space limit, set before each case, of the worker's
+footprint then plus twice the memory budget (or a command line's own larger --memory-budget, up to 2 GiB),
+so a case that allocates past its budget fails (MemoryError, or the worker dies) instead of swapping; a case
+still running after --case-seconds is a hang; a worker that dies is restarted after the case it died on.
+Prints a Markdown table for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _budget_in(case) -> int:
     if not isinstance(case, list):
         return 0
     sizes = [0]
-    for flag, value in zip(case, case[1:]):
+    for flag, value in zip(case, case[1:], strict=False):
         if flag == "--memory-budget":
             try:
                 sizes.append(parse_size(value))
