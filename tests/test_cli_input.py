@@ -230,3 +230,12 @@ def test_the_bracket_reports_that_it_did_not_converge():
 def _errors(stderr: str) -> list[str]:
     """stderr's lines less the progress lines a loaded machine may print before the error (Heartbeat's)."""
     return [line for line in stderr.strip().splitlines() if not re.match(r"directcoll: .+ \.\.\. \d+ s", line)]
+
+
+def test_flow_control_options_need_the_packet_model_and_a_buffer(capsys):
+    from directcoll.cli.main import main
+
+    assert main(["compare", "ring:4", "--buffer", "8KiB", "--sizes", "1KiB"]) == 2
+    assert "flow control is simulated by the packet model" in capsys.readouterr().err
+    assert main(["compare", "ring:4", "--model", "packet", "--vc-scheme", "hops", "--sizes", "1KiB"]) == 2
+    assert "--vc-scheme needs --buffer" in capsys.readouterr().err

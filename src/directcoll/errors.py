@@ -171,6 +171,20 @@ class ResourceError(DirectcollError):
     """
 
 
+class DeadlockError(DirectcollError, RuntimeError):
+    """A simulated network with finite buffers deadlocked: packets wait for one another's buffers in a cycle (the
+    message names the cycle's links and virtual channels).
+
+    Raises:
+        Nothing: an exception class; raised by :func:`directcoll.simulate.packet.simulate_packet`.
+
+    Source: docs/simulation.md, "The packet engine" (flow control); Dally & Towles (2004), Ch. 14.
+
+    >>> issubclass(DeadlockError, DirectcollError)
+    True
+    """
+
+
 class MissingDependencyError(DirectcollError, ImportError):
     """An optional dependency of the feature used is not installed; the message names the extra that installs it
     (``pip install 'directcoll[mpi]'``, ``'directcoll[torch]'``).

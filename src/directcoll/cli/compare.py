@@ -24,10 +24,12 @@ from directcoll.cli.options import (
     SIZES_FORMS,
     SPEC_HELP,
     VARIANT_HELP,
+    add_flow_control_options,
     add_network_options,
     add_output_options,
     check_output,
     count,
+    flow_control,
     fraction,
     read_sizes,
     resolve_network,
@@ -79,6 +81,7 @@ def register(sub) -> None:
     cmp.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="step: congestion-aware step model (default); flow: max-min fair flows, slower; packet: "
                           "ns-3 packet-level engine, slowest (needs libns3-dev)")
+    add_flow_control_options(cmp)
     cmp.add_argument("--plot", help="write the goodput / gain figure to this file (.png, .pdf or .svg)")
     cmp.add_argument("--format", choices=["png", "pdf", "svg"], help="format of --plot (default: from its suffix; "
                                                                      "a suffix naming another format is refused)")
@@ -131,6 +134,7 @@ def cmd_compare(args) -> int:
     check_output(args.plot, "--plot")
     plot_format = _plot_format(args.plot, args.format)
     output_format = _output_format(args.output)
+    flow = flow_control(args)
     topology, params, notes = resolve_network(args.spec, args.params, args)
     sizes = read_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
     contenders, skipped = default_policy(topology, args.collective, cutoffs=args.cutoffs)
@@ -147,7 +151,7 @@ def cmd_compare(args) -> int:
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
                       progress=tick or noop, why=args.why,
-                      ports=args.ports, tie_tolerance=args.tie_tolerance)
+                      ports=args.ports, tie_tolerance=args.tie_tolerance, flow=flow)
     cmp.skipped[:0] = skipped  # the policy's cutoffs first, then what refused to run
     if args.plot:
         from directcoll.reports.plot import plot_comparison
@@ -270,8 +274,8 @@ def print_comparison(cmp, notes, why: bool = False, wide: bool = False) -> None:
         """detail 2: named headings and variant marks; 1: letters as headings; 0: no variant marks either; -1:
         and one space between columns; -2: and no time column (the winner's goodput is in its cell)."""
         short = VARIANT_MARKS
-        table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.model} model, "
-                            f"{cmp.routing} routing)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+        table = Table(title=f"{cmp.collective} on {cmp.topology}, goodput in Gb/s ({cmp.conditions()})",
+                      title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                       collapse_padding=detail < 0)
         table.add_column("size", justify="right")
         for fam in fams:

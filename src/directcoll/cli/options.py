@@ -809,3 +809,61 @@ def refuse_testbed_options(args) -> None:
         one = len(given) == 1
         raise DirectcollError(f"{', '.join(given)} {'shapes' if one else 'shape'} the emulated network of --engine "
                               f"testbed; add it or drop {'it' if one else 'them'}")
+
+
+#: the options of :func:`add_flow_control_options`, as argparse dests
+FLOW_CONTROL_OPTIONS = ("buffer", "virtual_channels", "vc_scheme", "credit_delay")
+
+
+def add_flow_control_options(p) -> None:
+    """The packet model's flow control (:class:`~directcoll.simulate.packet.FlowControl`) on parser ``p``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        A command with ``--model`` (simulate, compare).
+
+    Raises:
+        Nothing: adds arguments.
+
+    Source: docs/simulation.md, "Packet engine" (flow control).
+    """
+    g = p.add_argument_group("flow control (--model packet)")
+    g.add_argument("--buffer", type=size_option("--buffer"),
+                   help="input buffer per link and virtual channel, e.g. 32KiB: credit-based flow control "
+                        "(default: unbounded queues, no flow control)")
+    g.add_argument("--virtual-channels", type=count(1, 64), help="virtual channels per link (default 1; 2 for "
+                                                                 "--vc-scheme dateline)")
+    g.add_argument("--vc-scheme", choices=["none", "hops", "dateline"],
+                   help="a hop's virtual channel: none, hops (the hop's index: deadlock-free with as many "
+                        "channels as the diameter), dateline (tori with --routing dor)")
+    g.add_argument("--credit-delay", type=duration, help="a credit's trip back beyond the link latency, e.g. "
+                                                         "50ns (default 0)")
+
+
+def flow_control(args):
+    """The :class:`~directcoll.simulate.packet.FlowControl` of :func:`add_flow_control_options`, or None when
+    none of them is given; refused in one line with a model other than packet.
+
+    Returns:
+        A FlowControl or None.
+
+    Raises:
+        DirectcollError: an option given without ``--model packet``, or without ``--buffer``; or as FlowControl.
+
+    Source: docs/simulation.md, "Packet engine" (flow control).
+    """
+    given = [f"--{k.replace('_', '-')}" for k in FLOW_CONTROL_OPTIONS if getattr(args, k, None) is not None]
+    if not given:
+        return None
+    if getattr(args, "model", None) != "packet":
+        raise DirectcollError(f"{', '.join(given)}: flow control is simulated by the packet model; add --model "
+                              "packet or drop them")
+    if args.buffer is None:
+        raise DirectcollError(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --buffer: without a "
+                              "buffer size there is no flow control")
+    from directcoll.simulate.packet import FlowControl
+
+    channels = args.virtual_channels or (2 if args.vc_scheme == "dateline" else 1)
+    return FlowControl(buffer_bytes=int(args.buffer), virtual_channels=channels, scheme=args.vc_scheme or "none",
+                       credit_delay=args.credit_delay or 0.0)

@@ -17,8 +17,10 @@ import sys
 from directcoll.cli.options import (
     TOPOLOGY_OVERRIDE_HELP,
     add_deprecated_size,
+    add_flow_control_options,
     add_network_options,
     add_output_options,
+    flow_control,
     read_sizes,
     resolve_network,
 )
@@ -37,6 +39,7 @@ def register(sub) -> None:
     add_network_options(sim)
     sim.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="simulation model: step (default), flow, or packet (ns-3; needs libns3-dev)")
+    add_flow_control_options(sim)
     add_output_options(sim, csv="CSV rows, one per step (the step model's busiest link, or the flow and packet "
                                 "models' step end times)")
     sim.set_defaults(func=cmd_simulate)
@@ -86,6 +89,7 @@ def cmd_simulate(args) -> int:
         raise DirectcollError("simulate needs the vector size: give --sizes SIZE, e.g. --sizes 64MiB, or a list "
                               "such as 1KiB,1MiB or 32B..1GiB")
     sizes = [int(v) for v in read_sizes(args.sizes)]
+    args.flow = flow_control(args)
     schedule = load(args.file)
     spec = args.topology or schedule.meta.get("topology")
     if not spec:
@@ -131,7 +135,7 @@ def _simulate_one(schedule, topology, params, args, size: int, sim) -> dict:
     elif args.model == "packet":
         from directcoll.simulate.packet import simulate_packet
 
-        res = simulate_packet(schedule, topology, size, params, args.routing)
+        res = simulate_packet(schedule, topology, size, params, args.routing, flow=args.flow)
         out = {"time_s": res.time_s, "model": "packet", "size": size, "packets": res.packets,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)],
                "rank_step_end_s": res.rank_step_end.tolist(), "link_bytes": res.link_bytes.tolist(),

@@ -38,12 +38,13 @@ Kolmakov & Zhang Sec. 10.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
-from directcoll.errors import DirectcollError, ResourceError, UnsupportedShapeError
+from directcoll.errors import DeadlockError, DirectcollError, ResourceError, UnsupportedShapeError
 from directcoll.registry import build_pattern
 from directcoll.reports.comparison import ALLTOALL_GOODPUT, WHY_CSV, Comparison, Entry
 from directcoll.reports.contenders import (
@@ -110,7 +111,7 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
 
 
 def _time(pattern, topology: Topology, sizes: np.ndarray, params: NetworkParams, routing: str, model: str,
-          why: bool):
+          why: bool, flow=None):
     """(the step model's simulation or None, times per size) of one contender's pattern under ``model``."""
     sim = simulate(pattern, topology, params, routing) if model == "step" or why else None
     if model == "step":
@@ -121,13 +122,14 @@ def _time(pattern, topology: Topology, sizes: np.ndarray, params: NetworkParams,
         return sim, flow_times(pattern, topology, sizes, params, routing)
     from directcoll.simulate.packet import packet_times
 
-    return sim, packet_times(pattern, topology, sizes, params, routing)
+    return sim, packet_times(pattern, topology, sizes, params, routing, flow=flow)
 
 
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,
             routing: str = "adaptive", model: str = "step", contenders=None,
             progress: Callable[..., None] = _progress_noop, bound: bool = True, why: bool = False,
-            ports: int | None = None, cutoffs: bool = True, tie_tolerance: float = TIE_TOLERANCE) -> Comparison:
+            ports: int | None = None, cutoffs: bool = True, tie_tolerance: float = TIE_TOLERANCE,
+            flow=None) -> Comparison:
     """Time every contender that serves ``topology`` at every size.
 
     Args:
@@ -154,6 +156,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             as kind ``ports``. None: each algorithm's default.
         cutoffs: apply the default policy's size cutoffs (listed as skipped); False runs those contenders too.
         tie_tolerance: fraction within which contenders tie (:data:`TIE_TOLERANCE`), >= 0.
+        flow: the packet model's flow control (:class:`~directcoll.simulate.packet.FlowControl`); a contender
+            that deadlocks under it is skipped as kind ``deadlock``, naming the cycle.
 
     Returns:
         A :class:`Comparison`. Every contender that does not run is in ``skipped`` with its kind and reason: a
@@ -207,7 +211,10 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
                 skipped.append(Skipped(c, "ports", f"{c.algorithm} takes no port count (it uses the links its "
                                                    f"construction chooses), so it cannot be restricted to {ports}"))
                 continue
-            sim, times = _time(pattern, topology, sizes, params, routing, model, why)
+            sim, times = _time(pattern, topology, sizes, params, routing, model, why, flow)
+        except DeadlockError as exc:  # its traffic locks the buffers: the others may not
+            skipped.append(Skipped(c, "deadlock", str(exc)))
+            continue
         except ResourceError as exc:  # its schedule or its routes: the others may still fit
             skipped.append(Skipped(c, "memory", str(exc)))
             continue
@@ -244,4 +251,5 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             else:
                 mcf_times = sizes / p / mcf["pair_rate_Bps"]
     return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak),
-                      reference=reference, bound=mcf, bound_times=mcf_times, tie_tolerance=float(tie_tolerance))
+                      reference=reference, bound=mcf, bound_times=mcf_times, tie_tolerance=float(tie_tolerance),
+                      flow=None if flow is None else dataclasses.asdict(flow))

@@ -67,6 +67,7 @@ class Comparison:
         skipped: the :class:`~directcoll.reports.contenders.Skipped` contenders (shape not served, over the
             memory budget, a cutoff, a port count), each with its reason.
         tie_tolerance: fraction within which two times are a tie (:data:`TIE_TOLERANCE`).
+        flow: the packet model's flow control as a dict, or None (unbounded queues).
         peak_goodput: bytes/s (half the injection bandwidth for allreduce).
         reference: the family whose gain is reported; bound, bound_times: all-to-all's MCF bound (s per size).
 
@@ -102,6 +103,24 @@ class Comparison:
     #: all-to-all: the bound's time per size, s (an ideal schedule's bandwidth time; no latency)
     bound_times: np.ndarray | None = None
     tie_tolerance: float = TIE_TOLERANCE
+    #: the packet model's flow control (buffer_bytes, virtual_channels, scheme, credit_delay); None: unbounded
+    flow: dict | None = None
+
+    def conditions(self) -> str:
+        """"packet model, dor routing" and, with flow control, its buffers and channels: what the times assume.
+        Raises: Nothing. Source: docs/compare.md.
+
+        >>> import numpy as np
+        >>> Comparison("ring:4", "allreduce", NetworkParams(), "dor", "packet", np.array([8.0]), [],
+        ...            flow={"buffer_bytes": 8192, "virtual_channels": 2, "scheme": "dateline"}).conditions()
+        'packet model, dor routing, 8192 B buffers x 2 virtual channels (dateline)'
+        """
+        text = f"{self.model} model, {self.routing} routing"
+        if self.flow:
+            f = self.flow
+            text += (f", {f['buffer_bytes']} B buffers x {f['virtual_channels']} virtual channel"
+                     f"{'s' if f['virtual_channels'] > 1 else ''} ({f['scheme']})")
+        return text
 
     def goodput(self, times: np.ndarray) -> np.ndarray:
         """Bytes per second: size / time (all-to-all: size is each rank's send buffer).
@@ -354,7 +373,7 @@ class Comparison:
             "topology": self.topology, "collective": self.collective, "model": self.model, "routing": self.routing,
             "params": self.params.to_dict(), "sizes": [int(s) for s in self.sizes],
             "peak_goodput_Bps": self.peak_goodput, "gain_family": family if gain is not None else None,
-            "tie_tolerance": self.tie_tolerance,
+            "tie_tolerance": self.tie_tolerance, "flow_control": self.flow,
             "results": [{"algorithm": e.algorithm, "variant": e.variant, "ports": e.ports, "family": e.family,
                          "size": int(s), "time_s": float(t), "goodput_Bps": float(s / t),
                          **(e.why.at(s) if e.why else {})}

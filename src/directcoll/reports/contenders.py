@@ -4,7 +4,8 @@ policy (the rules are in :mod:`directcoll.reports.compare`'s docstring).
 A :class:`Contender` is one timed line (family, registry algorithm, variant, ports, build options). A default
 contender that does not run is never dropped silently: it becomes a :class:`Skipped` record with its kind
 (:data:`SKIP_KINDS`: a shape the algorithm does not serve, over the memory budget, a size cutoff of this policy, a
-port count it cannot be restricted to) and a reason, which every output of ``compare`` lists.
+port count it cannot be restricted to, a deadlock under the packet model's flow control) and a reason, which every
+output of ``compare`` lists.
 
 Source: Swing (De Sensi et al., NSDI'24) Sec. 5 (the grid families); Zhao et al. (NSDI'25) Sec. 8.2-8.3 (the
 direct-connect comparison); Basu et al. (HPDC'24) Sec. 5.2 (all-to-all baselines); Kolmakov & Zhang Sec. 10.
@@ -112,7 +113,7 @@ class Contender:
 #: why a contender did not run: ``shape`` (the algorithm does not serve this topology or collective), ``memory``
 #: (its schedule would not fit the memory budget), ``cutoff`` (this policy leaves it out at this size; lifted by
 #: ``cutoffs=False`` / ``compare --no-cutoffs``), ``ports`` (it cannot be restricted to the ports asked for)
-SKIP_KINDS = ("shape", "memory", "cutoff", "ports")
+SKIP_KINDS = ("shape", "memory", "cutoff", "ports", "deadlock")
 
 
 @dataclass(frozen=True)

@@ -310,7 +310,7 @@ def caption(cmp: Comparison, width: int = 96) -> str:
     """
     ties = [(s, t) for s, t in zip(cmp.sizes, cmp.ties(), strict=True) if len(t) > 1]
     tol = f"{cmp.tie_tolerance * 100:.2g} %"
-    model = (f"{cmp.model.capitalize()} model, {cmp.routing} routing, parameters {cmp.params.name} "
+    model = (f"{cmp.conditions().capitalize()}, parameters {cmp.params.name} "
              f"({_parameters(cmp.params)}). ")
     if ties:
         where = "; ".join(f"{format_size(s)}: {' = '.join(t)}" for s, t in ties[:4])

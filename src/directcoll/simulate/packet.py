@@ -19,6 +19,8 @@ Packets carry ``packet_size`` payload bytes and ``packet_header`` header bytes
 device adds a 2-byte PPP header to every packet, so a smaller ``packet_header`` is carried as 2 (the result's
 ``header_bytes`` says what was used). Both ``forwarding`` modes are simulated (cut-through by handing a packet to
 the next router once its header has arrived). ``host_injection`` is refused: the engine has no NIC model yet.
+Queues are unbounded unless :class:`FlowControl` gives finite input buffers per virtual channel with credits;
+then a cycle of full buffers is a :class:`~directcoll.errors.DeadlockError` naming it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from directcoll import children
-from directcoll.errors import DirectcollError, MissingDependencyError, ResourceError, TopologyError
+from directcoll.errors import DeadlockError, DirectcollError, MissingDependencyError, ResourceError, TopologyError
 from directcoll.resources import cached_build
 from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
@@ -50,6 +52,8 @@ HEADER_BYTES = 2
 MAX_PACKET_HOPS = 2e7
 #: the ns-3 modules the driver links (pkg-config names of Debian's libns3-dev)
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
+#: virtual channel schemes of :class:`FlowControl`
+VC_SCHEMES = ("none", "hops", "dateline")
 INSTALL_HINT = ("the packet engine needs ns-3: install Debian's libns3-dev and libgsl-dev "
                 "(apt-get install libns3-dev libgsl-dev pkg-config g++), see the README")
 
@@ -86,6 +90,91 @@ class PacketResult:
     def step_end(self) -> np.ndarray:
         """float64 (S,): when the last rank finished each step, s. Raises: Nothing. Source: docs/simulation.md."""
         return self.rank_step_end.max(axis=0) if self.rank_step_end.size else np.zeros(0)
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """Credit-based flow control of the packet engine: finite input buffers per virtual channel.
+
+    Every directed link feeds an input buffer of ``buffer_bytes`` per virtual channel at its far end; its sender
+    spends credits (bytes) to send and gets them back when the packet leaves that buffer, after the link's latency
+    plus ``credit_delay`` (the credit's trip back). ``buffer_bytes=None`` is the engine without flow control
+    (unbounded queues, nothing ever waits for a buffer).
+
+    Attributes:
+        buffer_bytes: bytes per input buffer and virtual channel (at least one packet with its header), or None.
+        virtual_channels: virtual channels per link (>= 1; "dateline" needs 2).
+        scheme: how a hop picks its channel. "none": channel 0. "hops": the hop's index, capped at the last
+            channel (deadlock-free with as many channels as the longest route has hops: a packet only waits for a
+            higher channel). "dateline": on a torus, per dimension, channel 0 until the packet crosses the
+            dimension's wrap-around link and channel 1 from it on (deadlock-free for dimension-order routes,
+            Dally and Seitz 1987).
+        credit_delay: seconds a credit takes beyond the link's latency (a router's credit pipeline), >= 0.
+
+    Raises:
+        DirectcollError: a value outside these ranges (on construction).
+
+    Source: docs/simulation.md, "The packet engine" (flow control); Dally & Towles, *Principles and Practices of
+    Interconnection Networks* (2004), Ch. 13 (credit-based flow control) and Ch. 14 (deadlock, datelines).
+
+    >>> FlowControl(buffer_bytes=8192, virtual_channels=2, scheme="dateline").scheme
+    'dateline'
+    """
+
+    buffer_bytes: int | None = None
+    virtual_channels: int = 1
+    scheme: str = "none"
+    credit_delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.buffer_bytes is not None and (not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1):
+            raise DirectcollError(f"flow control: buffer_bytes must be a whole number of bytes >= 1 or None, got "
+                                  f"{self.buffer_bytes!r}")
+        if not isinstance(self.virtual_channels, int) or not 1 <= self.virtual_channels <= 64:
+            raise DirectcollError(f"flow control: virtual_channels must be 1..64, got {self.virtual_channels!r}")
+        if self.scheme not in VC_SCHEMES:
+            raise DirectcollError(f"flow control: unknown scheme {self.scheme!r}; accepted: {', '.join(VC_SCHEMES)}")
+        if self.scheme == "dateline" and self.virtual_channels < 2:
+            raise DirectcollError("flow control: the dateline scheme needs 2 virtual channels")
+        if not (np.isfinite(self.credit_delay) and self.credit_delay >= 0):
+            raise DirectcollError(f"flow control: credit_delay must be a time >= 0 s, got {self.credit_delay!r}")
+
+
+def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """(dimension (L,), wraps (L,)) of every link of a torus-like topology: the coordinate its port moves along
+    and whether it steps over the edge of that coordinate (the dateline link); (-1, False) where the topology has
+    no coordinates (not a Cayley topology laid out node by node) or a port moves along several.
+
+    Raises:
+        Nothing: reads the topology's layout.
+
+    Source: Dally & Towles (2004), Sec. 14.2 (datelines on tori).
+
+    >>> from directcoll.topology import parse
+    >>> dim, wraps = link_dimensions(parse("ring:4"))
+    >>> dim.tolist(), np.flatnonzero(wraps).tolist()  # 3 -> 0 and 0 -> 3 wrap around
+    ([0, 0, 0, 0, 0, 0, 0, 0], [1, 6])
+    """
+    n_links = topology.num_links
+    dim, wraps = np.full(n_links, -1, dtype=np.int64), np.zeros(n_links, dtype=bool)
+    offsets = topology.port_offsets
+    if not topology.is_cayley or offsets is None or topology.shape is None:
+        return dim, wraps
+    k, v = len(offsets), topology.num_nodes
+    if n_links != v * k or not np.array_equal(topology.link_src, np.repeat(np.arange(v), k)):
+        return dim, wraps
+    offsets = np.asarray(offsets)
+    moving = offsets != 0
+    single = moving.sum(axis=1) == 1
+    port_dim = np.where(single, moving.argmax(axis=1), -1)
+    port = np.arange(n_links) % k
+    dim = port_dim[port]
+    at = topology.coords(topology.link_src)
+    d = np.maximum(dim, 0)
+    step = at[np.arange(n_links), d] + offsets[port, d]
+    side = np.asarray(topology.shape)[d]
+    wraps = (dim >= 0) & ((step < 0) | (step >= side))
+    return dim, wraps
 
 
 # -- the driver -----------------------------------------------------------------------------------------------------
@@ -151,6 +240,19 @@ def _check_params(params: NetworkParams) -> None:
                               "give parameters without host_injection")
 
 
+def _check_flow(flow: FlowControl, params: NetworkParams, topology: Topology, routing: str, dims) -> None:
+    if flow.buffer_bytes is not None and flow.buffer_bytes < params.packet_size + header_bytes(params):
+        raise DirectcollError(f"flow control: a buffer of {flow.buffer_bytes} bytes cannot hold one packet of "
+                              f"{params.packet_size} + {header_bytes(params)} header bytes")
+    if flow.scheme == "dateline":
+        if (dims < 0).all():
+            raise TopologyError(f"the dateline scheme needs a torus's dimensions; {topology.spec} has none "
+                                "(use scheme 'hops')")
+        if routing != "dor":
+            raise TopologyError("dateline virtual channels keep dimension-order routes deadlock-free; use "
+                                "--routing dor, or scheme 'hops' with as many channels as the diameter")
+
+
 def _ordered_routes(topology: Topology, src: np.ndarray, dst: np.ndarray, routing: str,
                     routes) -> tuple[np.ndarray, np.ndarray]:
     """(offsets (T + 1,), links) of every transfer's source route in path order; routes of length 0 for adaptive
@@ -173,19 +275,23 @@ def _ordered_routes(topology: Topology, src: np.ndarray, dst: np.ndarray, routin
 
 def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: float,
           params: NetworkParams | None = None, routing: str = "adaptive", *,
-          max_packet_hops: float = MAX_PACKET_HOPS) -> tuple[str, int]:
+          max_packet_hops: float = MAX_PACKET_HOPS, flow: FlowControl | None = None) -> tuple[str, int]:
     """The driver's input for one collective of ``size_bytes`` bytes: (text, packet-hops estimate).
 
     Every transfer carries ``round(size * size_bytes)`` bytes (size: its fraction of the vector), in
-    ``ceil(bytes / packet_size)`` packets (one empty packet for 0 bytes). The format: ``directcoll-packet 1``;
-    ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s)``; ``params packet_size
-    per_hop(s) alpha(s) gamma(s/byte) header_bytes cut_through(0/1)``; ``transfers T S`` then T lines
-    ``step src dst bytes reduce k link_1 .. link_k`` (k = 0: adaptive routing).
+    ``ceil(bytes / packet_size)`` packets (one empty packet for 0 bytes). The format: ``directcoll-packet 2``;
+    ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s) dimension wraps(0/1)``
+    (:func:`link_dimensions`); ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes
+    cut_through(0/1) threads``; ``flow buffer_bytes(0: none) virtual_channels scheme credit_delay(s)``
+    (:class:`FlowControl`); ``transfers T S`` then T lines ``step src dst bytes reduce k link_1 .. link_k``
+    (k = 0: adaptive routing).
 
     Raises:
         TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do or one that splits
-            a transfer over several paths.
-        DirectcollError: a negative or non-finite size, or parameters with host_injection.
+            a transfer over several paths; the dateline scheme on a topology without torus dimensions or with
+            routes other than dimension order.
+        DirectcollError: a negative or non-finite size, parameters with host_injection, or a buffer smaller than
+            one packet with its header.
         ResourceError: more than ``max_packet_hops`` packet-hops (default :data:`MAX_PACKET_HOPS`).
 
     Source: docs/simulation.md, "The packet engine".
@@ -194,10 +300,13 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     >>> from directcoll.registry import build
     >>> text, work = lower(build("ring", "ring:4"), parse("ring:4"), 1024, NetworkParams(packet_size=256))
     >>> text.splitlines()[0], work
-    ('directcoll-packet 1', 48)
+    ('directcoll-packet 2', 48)
     """
     pattern, params = prepare(schedule, topology, params, routing)
     _check_params(params)
+    flow = flow if flow is not None else FlowControl()
+    dims, wraps = link_dimensions(topology)
+    _check_flow(flow, params, topology, routing, dims)
     size = float(size_bytes)
     if not np.isfinite(size) or size < 0:
         raise DirectcollError(f"packet engine: vector size must be a finite number of bytes >= 0, got {size_bytes!r}")
@@ -219,15 +328,17 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
             offsets, links = np.concatenate([[0], np.cumsum(counts)]), ln
         nbytes = np.rint(pattern.size[sl] * size).astype(np.int64)
         per_step.append((src, dst, nbytes, pattern.reduce[sl], offsets, links))
-    lines = [f"directcoll-packet 1\nnodes {topology.num_nodes} {topology.num_compute}\nlinks {topology.num_links}"]
-    lines += [f"{s} {d} {b!r} {t!r}" for s, d, b, t in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
-                                                             bw.astype(float).tolist(), lat.astype(float).tolist(),
-                                                             strict=True)]
+    lines = [f"directcoll-packet 2\nnodes {topology.num_nodes} {topology.num_compute}\nlinks {topology.num_links}"]
+    lines += [f"{s} {d} {b!r} {t!r} {m} {int(w)}"
+              for s, d, b, t, m, w in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
+                                          bw.astype(float).tolist(), lat.astype(float).tolist(), dims.tolist(),
+                                          wraps.tolist(), strict=True)]
     impl = params.implementation
     gamma = params.gamma if impl.gamma is None else impl.gamma
     lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {gamma!r} "
                  f"{header_bytes(params)} {int(params.forwarding == 'cut-through')} "
                  f"{impl.reduction_threads(ports_of(pattern))}")
+    lines.append(f"flow {flow.buffer_bytes or 0} {flow.virtual_channels} {flow.scheme} {flow.credit_delay!r}")
     body, work = [], 0
     hops = _hop_counts(topology, routing, per_step)
     for t, k in enumerate(pattern.sequence.tolist()):
@@ -261,7 +372,7 @@ def _hop_counts(topology: Topology, routing: str, per_step) -> list[np.ndarray]:
 # -- running --------------------------------------------------------------------------------------------------------
 def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_bytes: float,
                     params: NetworkParams | None = None, routing: str = "adaptive", *,
-                    max_packet_hops: float = MAX_PACKET_HOPS) -> PacketResult:
+                    max_packet_hops: float = MAX_PACKET_HOPS, flow: FlowControl | None = None) -> PacketResult:
     """Simulate one collective of ``size_bytes`` bytes packet by packet on ns-3 (see the module docstring).
 
     Args:
@@ -271,12 +382,14 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
         params: per-hop latency (router delay), alpha, gamma, link overrides and ``packet_size``.
         routing: "adaptive" (minimal, by output-queue occupancy, per packet at every router), "dor" or "single"
             (a source route per transfer); explicit routes in the schedule take precedence.
+        flow: finite buffers and virtual channels (:class:`FlowControl`); default: none, unbounded queues.
 
     Returns:
         :class:`PacketResult`.
 
     Raises:
         MissingDependencyError: ns-3 or a compiler is not installed.
+        DeadlockError: with ``flow``, packets wait on each other's buffers in a cycle (the message names it).
         TopologyError, DirectcollError, ResourceError: as :func:`lower`; DirectcollError also when the driver
             fails (its message) or drops a packet, or for an implementation with a message overhead, an eager
             threshold or a bandwidth efficiency (not modelled by this engine).
@@ -288,14 +401,17 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
     if impl.message_overhead or impl.eager_threshold is not None or impl.bandwidth_efficiency != 1.0:
         raise DirectcollError(f"the packet engine does not model implementation {impl.name!r}'s message overhead, "
                               "eager threshold or bandwidth efficiency; time it with the step or flow model")
-    text, _ = lower(schedule, topology, size_bytes, params, routing, max_packet_hops=max_packet_hops)
+    text, _ = lower(schedule, topology, size_bytes, params, routing, max_packet_hops=max_packet_hops, flow=flow)
     exe = driver()
     with tempfile.TemporaryDirectory(prefix="directcoll-packet-") as tmp:
         inp, outp = Path(tmp) / "in.txt", Path(tmp) / "out.txt"
         inp.write_text(text)
         run = children.run([str(exe), str(inp), str(outp)], capture_output=True, text=True)
         if run.returncode != 0:
-            raise DirectcollError(f"packet engine failed: {run.stderr.strip() or f'exit {run.returncode}'}")
+            message = run.stderr.strip() or f"exit {run.returncode}"
+            if "deadlock: " in message:
+                raise DeadlockError(f"packet engine on {topology.spec}: {message.split('deadlock: ', 1)[1]}")
+            raise DirectcollError(f"packet engine failed: {message}")
         result = _parse(outp.read_text(), topology, params)
     return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule)))  # the call's own costs
 
@@ -324,7 +440,7 @@ def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult
 
 
 def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, params: NetworkParams | None = None,
-                 routing: str = "adaptive", progress=None) -> np.ndarray:
+                 routing: str = "adaptive", progress=None, flow: FlowControl | None = None) -> np.ndarray:
     """Packet-level completion time (s) for every vector size in ``sizes`` (bytes); same shape as ``sizes``.
 
     One ns-3 simulation per size (:func:`simulate_packet`); ``progress(done, total)`` after each.
@@ -337,7 +453,7 @@ def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, pa
     flat = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
     out = np.empty(len(flat))
     for i, size in enumerate(flat):
-        out[i] = simulate_packet(schedule, topology, size, params, routing).time_s
+        out[i] = simulate_packet(schedule, topology, size, params, routing, flow=flow).time_s
         if progress is not None:
             progress(i + 1, len(flat))
     return out.reshape(np.shape(sizes)) if np.ndim(sizes) else out.reshape(())

@@ -22,14 +22,26 @@
 //   the link stays busy for the whole packet, and the destination still waits for the last bit).
 // - Routing: adaptive (at each router, the minimal next hop whose output queue holds the fewest bytes; ties in
 //   round-robin order) or a source route per transfer (dimension order, or the schedule's explicit route).
+// - Flow control (with a buffer size; without one, queues are unbounded as above): every directed link feeds an
+//   input buffer of `buffer` bytes per virtual channel at its far end, and its sender holds a credit counter of
+//   those bytes. A packet leaves a router (or the source's NIC) onto link l on virtual channel v only when l's
+//   credits for v cover its wire bytes; it waits in FIFO order behind the packets for (l, v) otherwise, holding
+//   the buffer it arrived in. Leaving, it frees that buffer: the credit travels back to the upstream sender in the
+//   link's latency plus `credit_delay`. A destination takes a packet at once (ejection is not a bottleneck) and
+//   returns its credit the same way. The virtual channel of each hop: "none" (one channel), "hops" (the hop's
+//   index, capped at the last channel: deadlock-free with as many channels as the longest route has hops, as a
+//   channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
+//   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new
+//   dimension: deadlock-free for dimension-order routes). When the simulation runs out of events with packets
+//   still waiting, the buffers that wait on each other are reported as a cycle.
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
 //   last packet has left on the first link, and as its destination when the last packet has arrived and, for a
 //   reduction, `gamma * B` of the rank's reduction threads has run (its reductions share the implementation's
 //   threads, each on the first one free).
 //
-// Input (whitespace-separated, see packet.py): a header line, the nodes, the links, the parameters, then the
-// transfers, each with its step, endpoints, bytes, reduce flag and source route (0 links: route adaptively).
+// Input (whitespace-separated, see packet.py): a header line, the nodes, the links (with each link's torus
+// dimension and whether it wraps around), the parameters, the flow control, then the transfers, each with its step, endpoints, bytes, reduce flag and source route (0 links: route adaptively).
 // Output: the completion time, per rank and step the time the rank finished the step, per link the bytes sent.
 
 #include "ns3/core-module.h"
@@ -43,6 +55,7 @@
 #include <cstdint>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -61,23 +74,33 @@ class TransferTag : public Tag {
   public:
     uint32_t transfer = 0;
     uint32_t hop = 0;
+    uint32_t link = UINT32_MAX;  // the link the packet arrived on (UINT32_MAX: still at its source)
+    uint32_t vc = 0;             // and its virtual channel there
 
     static TypeId GetTypeId() {
         static TypeId tid = TypeId("directcoll::TransferTag").SetParent<Tag>().AddConstructor<TransferTag>();
         return tid;
     }
     TypeId GetInstanceTypeId() const override { return GetTypeId(); }
-    uint32_t GetSerializedSize() const override { return 8; }
+    uint32_t GetSerializedSize() const override { return 16; }
     void Serialize(TagBuffer buf) const override {
         buf.WriteU32(transfer);
         buf.WriteU32(hop);
+        buf.WriteU32(link);
+        buf.WriteU32(vc);
     }
     void Deserialize(TagBuffer buf) override {
         transfer = buf.ReadU32();
         hop = buf.ReadU32();
+        link = buf.ReadU32();
+        vc = buf.ReadU32();
     }
-    void Print(std::ostream& os) const override { os << "transfer=" << transfer << " hop=" << hop; }
+    void Print(std::ostream& os) const override {
+        os << "transfer=" << transfer << " hop=" << hop << " link=" << link << " vc=" << vc;
+    }
 };
+
+enum class VcScheme { kNone, kHops, kDateline };
 
 struct Transfer {
     uint32_t step = 0, src = 0, dst = 0;
@@ -98,6 +121,8 @@ class Engine {
         for (uint32_t r = 0; r < n_compute_; ++r) Advance(r);
         Simulator::Run();
         Simulator::Destroy();
+        if (std::any_of(waiting_.begin(), waiting_.end(), [](const auto& q) { return !q.empty(); }))
+            throw std::runtime_error(Deadlock());
     }
 
     void Write(std::ostream& out) const {
@@ -134,7 +159,7 @@ class Engine {
 
     void Read(std::istream& in) {
         Expect(in, "directcoll-packet");
-        if (Next<int>(in, "format version") != 1) throw std::runtime_error("unsupported input format version");
+        if (Next<int>(in, "format version") != 2) throw std::runtime_error("unsupported input format version");
         Expect(in, "nodes");
         n_nodes_ = Next<uint32_t>(in, "node count");
         n_compute_ = Next<uint32_t>(in, "compute node count");
@@ -144,11 +169,15 @@ class Engine {
         link_dst_.resize(n_links);
         link_bw_.resize(n_links);
         link_lat_.resize(n_links);
+        link_dim_.resize(n_links);
+        link_wraps_.resize(n_links);
         for (uint32_t l = 0; l < n_links; ++l) {
             link_src_[l] = Next<uint32_t>(in, "link source");
             link_dst_[l] = Next<uint32_t>(in, "link destination");
             link_bw_[l] = Next<double>(in, "link bandwidth");
             link_lat_[l] = Next<double>(in, "link latency");
+            link_dim_[l] = Next<int>(in, "link dimension");
+            link_wraps_[l] = Next<int>(in, "link wrap-around flag") != 0;
             if (link_src_[l] >= n_nodes_ || link_dst_[l] >= n_nodes_ || !(link_bw_[l] > 0) || link_lat_[l] < 0)
                 throw std::runtime_error("bad link " + std::to_string(l));
         }
@@ -163,6 +192,18 @@ class Engine {
         if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2 || threads_ < 1)
             throw std::runtime_error("bad params");
         reducers_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
+        Expect(in, "flow");
+        buffer_ = Next<uint64_t>(in, "buffer bytes");
+        vcs_ = Next<uint32_t>(in, "virtual channels");
+        const auto scheme = Next<std::string>(in, "virtual channel scheme");
+        credit_delay_ = Next<double>(in, "credit delay");
+        if (scheme == "none") vc_scheme_ = VcScheme::kNone;
+        else if (scheme == "hops") vc_scheme_ = VcScheme::kHops;
+        else if (scheme == "dateline") vc_scheme_ = VcScheme::kDateline;
+        else throw std::runtime_error("unknown virtual channel scheme " + scheme);
+        if (vcs_ < 1 || (vc_scheme_ == VcScheme::kDateline && vcs_ < 2) || credit_delay_ < 0 ||
+            (buffer_ > 0 && buffer_ < packet_size_ + header_))
+            throw std::runtime_error("bad flow control");
         Expect(in, "transfers");
         const auto n_transfers = Next<uint32_t>(in, "transfer count");
         steps_ = Next<uint32_t>(in, "step count");
@@ -240,6 +281,9 @@ class Engine {
         }
         rr_.assign(n_nodes_, 0);
         reserved_.assign(link_src_.size(), 0);
+        waiting_bytes_.assign(link_src_.size(), 0);
+        credits_.assign(link_src_.size() * vcs_, buffer_);
+        waiting_.assign(link_src_.size() * vcs_, {});
         active_.assign(n_nodes_, {});
         if (std::any_of(transfers_.begin(), transfers_.end(), [](const Transfer& t) { return t.route.empty(); }))
             Distances();
@@ -332,6 +376,7 @@ class Engine {
         p->RemovePacketTag(tag);
         Transfer& tr = transfers_[tag.transfer];
         if (node == tr.dst) {
+            ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);  // ejected at once
             if (--tr.left_to_arrive == 0) {
                 const double now = Simulator::Now().GetSeconds();
                 const double done = tr.reduce ? Reduce(tr.dst, gamma_ * static_cast<double>(tr.bytes), now) : now;
@@ -344,7 +389,21 @@ class Engine {
         // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
         const uint32_t l = NextLink(node, tr, tag.hop);
         reserved_[l] += p->GetSize() + 2;
-        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, p);
+        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+    }
+
+    // the virtual channel of the hop onto link l of a packet whose tag says where it was (see the header comment)
+    uint32_t NextVc(const TransferTag& tag, uint32_t l) const {
+        switch (vc_scheme_) {
+            case VcScheme::kHops:
+                return std::min(tag.hop, vcs_ - 1);
+            case VcScheme::kDateline: {
+                const bool same_dim = tag.link != UINT32_MAX && link_dim_[tag.link] == link_dim_[l];
+                return (same_dim ? tag.vc : 0u) | (link_wraps_[l] ? 1u : 0u);
+            }
+            default:
+                return 0;
+        }
     }
 
     void Sent(uint32_t link, Ptr<const Packet> packet) {
@@ -391,7 +450,7 @@ class Engine {
         return 2 * (packet_size_ + header_) + static_cast<uint64_t>(std::ceil(per_hop_ * link_bw_[l]));
     }
 
-    uint64_t Load(uint32_t l) const { return tx_[l]->GetQueue()->GetNBytes() + reserved_[l]; }
+    uint64_t Load(uint32_t l) const { return tx_[l]->GetQueue()->GetNBytes() + reserved_[l] + waiting_bytes_[l]; }
 
     // the port transfer i's next packet may take now, or UINT32_MAX when every port it may use is full
     uint32_t SourcePort(uint32_t node, const Transfer& tr) {
@@ -435,12 +494,99 @@ class Engine {
         tag.transfer = i;
         p->AddPacketTag(tag);
         reserved_[l] += p->GetSize() + 2;
-        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, p);
+        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
     }
 
-    void Enqueue(uint32_t l, Ptr<Packet> p) {
-        reserved_[l] -= p->GetSize() + 2;
+    // a packet out of the router's pipeline, bound for link l on channel vc: onto the link, or behind the packets
+    // waiting for that channel's credits
+    void Enqueue(uint32_t l, uint32_t vc, Ptr<Packet> p) {
+        const uint64_t size = p->GetSize() + 2;
+        reserved_[l] -= size;
+        if (buffer_ == 0) return Transmit(l, vc, p);
+        waiting_[l * vcs_ + vc].push_back(p);
+        waiting_bytes_[l] += size;
+        Drain(l, vc);
+    }
+
+    // send the packets waiting for (l, vc) that its credits cover, in order
+    void Drain(uint32_t l, uint32_t vc) {
+        auto& queue = waiting_[l * vcs_ + vc];
+        uint64_t& credits = credits_[l * vcs_ + vc];
+        while (!queue.empty() && credits >= queue.front()->GetSize() + 2) {
+            Ptr<Packet> p = queue.front();
+            queue.pop_front();
+            const uint64_t size = p->GetSize() + 2;
+            credits -= size;
+            waiting_bytes_[l] -= size;
+            Transmit(l, vc, p);
+        }
+    }
+
+    // onto link l's output queue: the buffer the packet leaves is freed (its credit goes upstream)
+    void Transmit(uint32_t l, uint32_t vc, Ptr<Packet> p) {
+        TransferTag tag;
+        p->RemovePacketTag(tag);
+        ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);
+        tag.link = l;
+        tag.vc = vc;
+        p->AddPacketTag(tag);
         if (!tx_[l]->Send(p, tx_[l]->GetBroadcast(), 0x0800)) Dropped(p);
+    }
+
+    void ReturnCredit(uint32_t l, uint32_t vc, uint64_t size) {
+        if (buffer_ == 0 || l == UINT32_MAX) return;
+        Simulator::Schedule(Seconds(link_lat_[l] + credit_delay_), &Engine::Credit, this, l, vc, size);
+    }
+
+    void Credit(uint32_t l, uint32_t vc, uint64_t size) {
+        ++events_;
+        credits_[l * vcs_ + vc] += size;
+        Drain(l, vc);
+        if (!active_[link_src_[l]].empty()) Pump(link_src_[l]);
+    }
+
+    // One line naming a cycle of full buffers: each waiting packet holds the buffer (link, channel) it arrived in
+    // and waits for the one it is bound for; a cycle of such waits never clears.
+    std::string Deadlock() const {
+        const size_t n = waiting_.size();
+        std::vector<std::vector<size_t>> waits(n);  // channel held -> channels its packets wait for
+        for (size_t c = 0; c < n; ++c)
+            for (const auto& p : waiting_[c]) {
+                TransferTag tag;
+                p->PeekPacketTag(tag);
+                if (tag.link != UINT32_MAX) waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(c);
+            }
+        std::vector<int> state(n, 0);  // 0 unseen, 1 on the path, 2 done
+        std::vector<size_t> path;
+        std::vector<size_t> cycle;
+        std::function<bool(size_t)> visit = [&](size_t c) {
+            state[c] = 1;
+            path.push_back(c);
+            for (size_t d : waits[c]) {
+                if (state[d] == 1) {
+                    cycle.assign(std::find(path.begin(), path.end(), d), path.end());
+                    return true;
+                }
+                if (state[d] == 0 && visit(d)) return true;
+            }
+            path.pop_back();
+            state[c] = 2;
+            return false;
+        };
+        for (size_t c = 0; c < n && cycle.empty(); ++c)
+            if (state[c] == 0 && !waits[c].empty()) visit(c);
+        size_t packets = 0;
+        for (const auto& q : waiting_) packets += q.size();
+        std::string text = "deadlock: " + std::to_string(packets) + " packets wait for credits that never return";
+        if (cycle.empty()) return text + " (no cycle of buffers found)";
+        text += "; a cycle of full buffers (link src->dst, virtual channel):";
+        cycle.push_back(cycle.front());
+        for (size_t k = 0; k < cycle.size(); ++k) {
+            const size_t l = cycle[k] / vcs_;
+            text += (k ? " -> " : " ") + std::to_string(link_src_[l]) + "->" + std::to_string(link_dst_[l]) +
+                    " vc " + std::to_string(cycle[k] % vcs_);
+        }
+        return text;
     }
 
     // rank `rank` finished one of its transfers of step `step`
@@ -477,6 +623,15 @@ class Engine {
     uint32_t n_nodes_ = 0, n_compute_ = 0, steps_ = 0;
     std::vector<uint32_t> link_src_, link_dst_;
     std::vector<double> link_bw_, link_lat_;
+    std::vector<int> link_dim_;
+    std::vector<bool> link_wraps_;
+    uint64_t buffer_ = 0;  // bytes per input buffer and virtual channel; 0: unbounded, no flow control
+    uint32_t vcs_ = 1;
+    VcScheme vc_scheme_ = VcScheme::kNone;
+    double credit_delay_ = 0;
+    std::vector<uint64_t> credits_;               // per link and channel: bytes free in the far end's buffer
+    std::vector<std::deque<Ptr<Packet>>> waiting_;  // per link and channel: packets waiting for its credits
+    std::vector<uint64_t> waiting_bytes_;         // per link: their wire bytes
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;

@@ -1,0 +1,153 @@
+"""The packet engine's flow control: credits against the credit loop's closed form, datelines and hop-count
+virtual channels against deadlock, and a deadlock reported in one line naming its cycle."""
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+from directcoll.cli.main import main
+from directcoll.errors import DeadlockError, DirectcollError, TopologyError
+from directcoll.registry import build
+from directcoll.schedule.pattern import from_steps
+from directcoll.simulate import NetworkParams
+from directcoll.simulate.packet import HEADER_BYTES, FlowControl, available, link_dimensions, simulate_packet
+from directcoll.topology import bfs_distances, parse
+
+pytestmark = [pytest.mark.packet,
+              pytest.mark.skipif(not available(), reason="ns-3 is not installed (apt-get install libns3-dev "
+                                                         "libgsl-dev pkg-config; see the README)")]
+
+P = 1000                                   # payload bytes per packet
+LAT = 5e-6                                 # link latency, s
+PARAMS = NetworkParams(link_bandwidth=1e9, link_latency=LAT, packet_size=P, forwarding="store-and-forward")
+WIRE = (P + HEADER_BYTES) / 1e9            # one packet's serialisation, s
+
+
+def pattern(nranks, steps):
+    """Pattern from distinct steps given as (src, dst, size), each step once."""
+    return from_steps(nranks, "allreduce", [(*st, False) for st in steps], list(range(len(steps))))
+
+
+def credit_loop(n: int, k: int, credit_delay: float = 0.0) -> float:
+    """n packets over one link whose far end buffers k of them: packet j may start once the link is free and the
+    credit of packet j - k is back (that packet arrived, a latency after it was serialised, and its credit took a
+    latency and the credit delay back); the last arrival ends it."""
+    start, end = np.zeros(n), np.zeros(n)
+    for j in range(n):
+        credit = end[j - k] + 2 * LAT + credit_delay if j >= k else 0.0
+        start[j] = max(credit, end[j - 1] if j else 0.0)
+        end[j] = start[j] + WIRE
+    return end[-1] + LAT
+
+
+@pytest.mark.parametrize("k, credit_delay", [(1, 0.0), (3, 0.0), (3, 2e-6), (20, 0.0)])
+def test_one_flow_is_paced_by_its_credit_loop(k, credit_delay):
+    n = 60
+    flow = FlowControl(buffer_bytes=k * (P + HEADER_BYTES), credit_delay=credit_delay)
+    r = simulate_packet(pattern(8, [([0], [1], [1.0])]), parse("ring:8:uni"), n * P, PARAMS, flow=flow)
+    assert r.time_s == pytest.approx(credit_loop(n, k, credit_delay), rel=1e-9)
+    if k * WIRE < WIRE + 2 * LAT + credit_delay:      # a credit-bound loop: k packets per round trip
+        assert r.time_s > 1.5 * (n * WIRE + LAT)
+
+
+def test_two_flows_share_a_credit_bound_link_at_its_loop_rate():
+    """0 -> 2 and 1 -> 2 both cross 1 -> 2, whose far end buffers k packets: together they move k packets per
+    round trip of its credits, each flow half of that."""
+    n, k = 200, 2
+    flow = FlowControl(buffer_bytes=k * (P + HEADER_BYTES))
+    r = simulate_packet(pattern(4, [([0, 1], [2, 2], [1.0, 1.0])]), parse("ring:4:uni"), n * P, PARAMS, flow=flow)
+    loop = WIRE + 2 * LAT
+    assert r.time_s == pytest.approx(2 * n * loop / k, rel=0.02)
+    unbounded = simulate_packet(pattern(4, [([0, 1], [2, 2], [1.0, 1.0])]), parse("ring:4:uni"), n * P, PARAMS)
+    assert unbounded.time_s == pytest.approx(2 * n * WIRE, rel=0.02)   # the link's rate, without flow control
+
+
+def test_buffers_that_never_fill_change_nothing():
+    t = parse("torus:4x4")
+    ring = build("ring", t, "allreduce")
+    plain = simulate_packet(ring, t, 2**20, PARAMS)
+    deep = simulate_packet(ring, t, 2**20, PARAMS, flow=FlowControl(buffer_bytes=2**30))
+    assert deep.time_s == plain.time_s and np.array_equal(deep.link_bytes, plain.link_bytes)
+
+
+SHIFT_TWO = pattern(4, [([0, 1, 2, 3], [2, 3, 0, 1], [1.0] * 4)])   # every rank two hops ahead on ring:4:uni
+
+
+def test_a_ring_with_one_channel_deadlocks_and_says_where_in_one_line():
+    flow = FlowControl(buffer_bytes=P + HEADER_BYTES)
+    with pytest.raises(DeadlockError) as err:
+        simulate_packet(SHIFT_TWO, parse("ring:4:uni"), 20 * P, PARAMS, "dor", flow=flow)
+    message = str(err.value)
+    assert "\n" not in message and "cycle of full buffers" in message
+    for link in ("0->1 vc 0", "1->2 vc 0", "2->3 vc 0", "3->0 vc 0"):
+        assert link in message
+
+
+def test_datelines_make_the_same_ring_and_a_torus_deadlock_free():
+    flow = FlowControl(buffer_bytes=P + HEADER_BYTES, virtual_channels=2, scheme="dateline")
+    r = simulate_packet(SHIFT_TWO, parse("ring:4:uni"), 20 * P, PARAMS, "dor", flow=flow)
+    assert r.time_s > 0 and r.packets == 80
+    t = parse("torus:4x4")
+    shift = pattern(16, [(list(range(16)), [(r + 6) % 16 for r in range(16)], [1.0] * 16)])
+    with pytest.raises(DeadlockError, match="cycle of full buffers"):   # one channel: a column's ring locks
+        simulate_packet(shift, t, 50 * P, PARAMS, "dor", flow=FlowControl(buffer_bytes=P + HEADER_BYTES))
+    tight = simulate_packet(shift, t, 50 * P, PARAMS, "dor", flow=flow)
+    free = simulate_packet(shift, t, 50 * P, PARAMS, "dor")
+    assert tight.time_s > free.time_s                    # one packet of buffer: credit-bound, but it ends
+
+
+def test_hop_count_channels_keep_an_arbitrary_graph_deadlock_free():
+    """On a graph without dimensions, channel = hop index: with as many channels as the diameter, a packet only
+    ever waits for a higher channel, so any minimal routing (adaptive here) ends."""
+    t = parse("genkautz:3:10")
+    n = t.num_compute
+    diameter = int(bfs_distances(t).max())
+    alltoall = pattern(n, [([s for s in range(n) for d in range(n) if d != s],
+                            [d for s in range(n) for d in range(n) if d != s], [1.0] * (n * (n - 1)))])
+    flow = FlowControl(buffer_bytes=P + HEADER_BYTES, virtual_channels=diameter, scheme="hops")
+    r = simulate_packet(alltoall, t, 8 * P, PARAMS, flow=flow)
+    assert r.time_s > simulate_packet(alltoall, t, 8 * P, PARAMS).time_s
+
+
+def test_flow_control_is_checked_before_it_runs():
+    with pytest.raises(DirectcollError, match="cannot hold one packet"):
+        simulate_packet(SHIFT_TWO, parse("ring:4:uni"), P, PARAMS, flow=FlowControl(buffer_bytes=P))
+    with pytest.raises(TopologyError, match="dimension-order"):
+        simulate_packet(SHIFT_TWO, parse("ring:4:uni"), P, PARAMS, "adaptive",
+                        flow=FlowControl(buffer_bytes=2 * P, virtual_channels=2, scheme="dateline"))
+    with pytest.raises(TopologyError, match="torus's dimensions"):
+        simulate_packet(pattern(10, [([0], [1], [1.0])]), parse("genkautz:3:10"), P, PARAMS, "dor",
+                        flow=FlowControl(buffer_bytes=2 * P, virtual_channels=2, scheme="dateline"))
+    for bad in ({"buffer_bytes": 0}, {"virtual_channels": 0}, {"scheme": "duato"},
+                {"scheme": "dateline", "virtual_channels": 1}, {"credit_delay": -1.0}):
+        with pytest.raises(DirectcollError, match="flow control"):
+            FlowControl(**bad)
+
+
+def test_link_dimensions_mark_each_torus_dimension_and_its_wrap_around_links():
+    t = parse("torus:4x3")
+    dim, wraps = link_dimensions(t)
+    src, dst = t.coords(t.link_src), t.coords(t.link_dst)
+    moved = (src != dst).argmax(axis=1)
+    assert np.array_equal(dim, moved)
+    far = np.abs(src - dst).max(axis=1) > 1                 # sides of 3 and 4: a wrap jumps across the side
+    assert np.array_equal(wraps, far) and wraps.sum() == 2 * 3 + 2 * 4
+    assert (link_dimensions(parse("genkautz:3:10"))[0] == -1).all()
+
+
+def test_compare_skips_and_names_a_contender_that_deadlocks_and_says_what_it_assumed():
+    common = ["compare", "ring:8:uni", "--model", "packet", "--sizes", "64KiB", "--routing", "dor",
+              "--buffer", str(P + HEADER_BYTES), "--packet-size", str(P), "--json"]
+    for extra, locked in (([], True), (["--vc-scheme", "dateline"], False)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(common + extra) == 0
+        doc = json.loads(out.getvalue())
+        deadlocked = [k for k in doc["skipped"] if k["kind"] == "deadlock"]
+        assert bool(deadlocked) == locked
+        assert all("cycle of full buffers" in k["reason"] for k in deadlocked)
+        assert doc["flow_control"]["buffer_bytes"] == P + HEADER_BYTES
+        assert doc["flow_control"]["virtual_channels"] == (1 if locked else 2)
