@@ -129,10 +129,13 @@ def test_flow_control_is_checked_before_it_runs():
 
 def test_link_dimensions_mark_each_torus_dimension_and_its_wrap_around_links():
     t = parse("torus:4x3")
-    dim, wraps = link_dimensions(t)
+    dim, wraps, way = link_dimensions(t)
     src, dst = t.coords(t.link_src), t.coords(t.link_dst)
     moved = (src != dst).argmax(axis=1)
     assert np.array_equal(dim, moved)
+    rows = np.arange(t.num_links)
+    side = np.asarray(t.shape)[dim]
+    assert np.array_equal((src[rows, dim] + way) % side, dst[rows, dim]) and set(way.tolist()) == {-1, 1}
     far = np.abs(src - dst).max(axis=1) > 1                 # sides of 3 and 4: a wrap jumps across the side
     assert np.array_equal(wraps, far) and wraps.sum() == 2 * 3 + 2 * 4
     assert (link_dimensions(parse("genkautz:3:10"))[0] == -1).all()
@@ -151,3 +154,25 @@ def test_compare_skips_and_names_a_contender_that_deadlocks_and_says_what_it_ass
         assert all("cycle of full buffers" in k["reason"] for k in deadlocked)
         assert doc["flow_control"]["buffer_bytes"] == P + HEADER_BYTES
         assert doc["flow_control"]["virtual_channels"] == (1 if locked else 2)
+
+
+def test_duato_escape_channels_keep_adaptive_routing_on_a_torus_deadlock_free():
+    """Adaptive minimal routing with one channel and one packet of buffer locks a torus; with Duato's protocol
+    (adaptive channels 2.., escape channels 0-1 dimension-order with datelines) the same traffic ends, and an
+    all-to-all too; the escape is there but adaptive hops carry most packets."""
+    t = parse("torus:4x4")
+    shift = pattern(16, [(list(range(16)), [(r + 5) % 16 for r in range(16)], [1.0] * 16)])
+    one = FlowControl(buffer_bytes=P + HEADER_BYTES)
+    with pytest.raises(DeadlockError, match="cycle of full buffers"):
+        simulate_packet(shift, t, 50 * P, PARAMS, flow=one)
+    duato = FlowControl(buffer_bytes=P + HEADER_BYTES, virtual_channels=3, scheme="duato")
+    assert simulate_packet(shift, t, 50 * P, PARAMS, flow=duato).packets == 16 * 50
+    n = 16
+    alltoall = pattern(n, [([s for s in range(n) for d in range(n) if d != s],
+                            [d for s in range(n) for d in range(n) if d != s], [1.0] * (n * (n - 1)))])
+    r = simulate_packet(alltoall, t, 4 * P, PARAMS, flow=duato)
+    assert r.time_s >= simulate_packet(alltoall, t, 4 * P, PARAMS).time_s
+    with pytest.raises(TopologyError, match="adaptive"):
+        simulate_packet(shift, t, P, PARAMS, "dor", flow=duato)
+    with pytest.raises(DirectcollError, match="3 virtual channels"):
+        FlowControl(buffer_bytes=2 * P, virtual_channels=2, scheme="duato")

@@ -833,10 +833,11 @@ def add_flow_control_options(p) -> None:
                    help="input buffer per link and virtual channel, e.g. 32KiB: credit-based flow control "
                         "(default: unbounded queues, no flow control)")
     g.add_argument("--virtual-channels", type=count(1, 64), help="virtual channels per link (default 1; 2 for "
-                                                                 "--vc-scheme dateline)")
-    g.add_argument("--vc-scheme", choices=["none", "hops", "dateline"],
+                                                                 "--vc-scheme dateline, 3 for duato)")
+    g.add_argument("--vc-scheme", choices=["none", "hops", "dateline", "duato"],
                    help="a hop's virtual channel: none, hops (the hop's index: deadlock-free with as many "
-                        "channels as the diameter), dateline (tori with --routing dor)")
+                        "channels as the diameter), dateline (tori with --routing dor), duato (tori with "
+                        "adaptive routing: 2 escape channels, the rest adaptive)")
     g.add_argument("--credit-delay", type=duration, help="a credit's trip back beyond the link latency, e.g. "
                                                          "50ns (default 0)")
 
@@ -864,6 +865,6 @@ def flow_control(args):
                               "buffer size there is no flow control")
     from directcoll.simulate.packet import FlowControl
 
-    channels = args.virtual_channels or (2 if args.vc_scheme == "dateline" else 1)
+    channels = args.virtual_channels or {"dateline": 2, "duato": 3}.get(args.vc_scheme, 1)
     return FlowControl(buffer_bytes=int(args.buffer), virtual_channels=channels, scheme=args.vc_scheme or "none",
                        credit_delay=args.credit_delay or 0.0)

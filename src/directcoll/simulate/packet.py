@@ -53,7 +53,7 @@ MAX_PACKET_HOPS = 2e7
 #: the ns-3 modules the driver links (pkg-config names of Debian's libns3-dev)
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
 #: virtual channel schemes of :class:`FlowControl`
-VC_SCHEMES = ("none", "hops", "dateline")
+VC_SCHEMES = ("none", "hops", "dateline", "duato")
 INSTALL_HINT = ("the packet engine needs ns-3: install Debian's libns3-dev and libgsl-dev "
                 "(apt-get install libns3-dev libgsl-dev pkg-config g++), see the README")
 
@@ -108,7 +108,10 @@ class FlowControl:
             channel (deadlock-free with as many channels as the longest route has hops: a packet only waits for a
             higher channel). "dateline": on a torus, per dimension, channel 0 until the packet crosses the
             dimension's wrap-around link and channel 1 from it on (deadlock-free for dimension-order routes,
-            Dally and Seitz 1987).
+            Dally and Seitz 1987). "duato": on a torus with adaptive routing, channels 2 and up carry minimal
+            adaptive hops and channels 0 and 1 are the escape, dimension-order with the dateline: a packet that
+            finds no adaptive channel's credits free waits for its dimension-order hop's escape channel
+            (deadlock-free by Duato's theorem, 1993; needs 3 channels or more).
         credit_delay: seconds a credit takes beyond the link's latency (a router's credit pipeline), >= 0.
 
     Raises:
@@ -136,14 +139,18 @@ class FlowControl:
             raise DirectcollError(f"flow control: unknown scheme {self.scheme!r}; accepted: {', '.join(VC_SCHEMES)}")
         if self.scheme == "dateline" and self.virtual_channels < 2:
             raise DirectcollError("flow control: the dateline scheme needs 2 virtual channels")
+        if self.scheme == "duato" and self.virtual_channels < 3:
+            raise DirectcollError("flow control: the duato scheme needs 3 virtual channels or more (2 escape, "
+                                  "the rest adaptive)")
         if not (np.isfinite(self.credit_delay) and self.credit_delay >= 0):
             raise DirectcollError(f"flow control: credit_delay must be a time >= 0 s, got {self.credit_delay!r}")
 
 
-def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
-    """(dimension (L,), wraps (L,)) of every link of a torus-like topology: the coordinate its port moves along
-    and whether it steps over the edge of that coordinate (the dateline link); (-1, False) where the topology has
-    no coordinates (not a Cayley topology laid out node by node) or a port moves along several.
+def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dimension (L,), wraps (L,), direction (L,)) of every link of a torus-like topology: the coordinate its port
+    moves along, whether it steps over the edge of that coordinate (the dateline link) and which way (+1, -1);
+    (-1, False, 0) where the topology has no row-major coordinates (not a Cayley topology laid out node by node)
+    or a port moves along several or by more than one.
 
     Raises:
         Nothing: reads the topology's layout.
@@ -151,21 +158,23 @@ def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     Source: Dally & Towles (2004), Sec. 14.2 (datelines on tori).
 
     >>> from directcoll.topology import parse
-    >>> dim, wraps = link_dimensions(parse("ring:4"))
-    >>> dim.tolist(), np.flatnonzero(wraps).tolist()  # 3 -> 0 and 0 -> 3 wrap around
-    ([0, 0, 0, 0, 0, 0, 0, 0], [1, 6])
+    >>> dim, wraps, way = link_dimensions(parse("ring:4"))
+    >>> dim.tolist(), np.flatnonzero(wraps).tolist(), way[:2].tolist()  # 3 -> 0 and 0 -> 3 wrap around
+    ([0, 0, 0, 0, 0, 0, 0, 0], [1, 6], [1, -1])
     """
     n_links = topology.num_links
-    dim, wraps = np.full(n_links, -1, dtype=np.int64), np.zeros(n_links, dtype=bool)
+    none = np.full(n_links, -1, dtype=np.int64), np.zeros(n_links, dtype=bool), np.zeros(n_links, dtype=np.int64)
     offsets = topology.port_offsets
     if not topology.is_cayley or offsets is None or topology.shape is None:
-        return dim, wraps
+        return none
     k, v = len(offsets), topology.num_nodes
-    if n_links != v * k or not np.array_equal(topology.link_src, np.repeat(np.arange(v), k)):
-        return dim, wraps
+    if n_links != v * k or not np.array_equal(topology.link_src, np.repeat(np.arange(v), k)) or \
+            not np.array_equal(topology.coords(np.arange(v)), np.stack(np.unravel_index(np.arange(v),
+                                                                                          topology.shape), axis=1)):
+        return none
     offsets = np.asarray(offsets)
     moving = offsets != 0
-    single = moving.sum(axis=1) == 1
+    single = (moving.sum(axis=1) == 1) & (np.abs(offsets).max(axis=1) == 1)
     port_dim = np.where(single, moving.argmax(axis=1), -1)
     port = np.arange(n_links) % k
     dim = port_dim[port]
@@ -174,7 +183,7 @@ def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     step = at[np.arange(n_links), d] + offsets[port, d]
     side = np.asarray(topology.shape)[d]
     wraps = (dim >= 0) & ((step < 0) | (step >= side))
-    return dim, wraps
+    return dim, wraps, np.where(dim >= 0, offsets[port, d], 0)
 
 
 # -- the driver -----------------------------------------------------------------------------------------------------
@@ -244,13 +253,17 @@ def _check_flow(flow: FlowControl, params: NetworkParams, topology: Topology, ro
     if flow.buffer_bytes is not None and flow.buffer_bytes < params.packet_size + header_bytes(params):
         raise DirectcollError(f"flow control: a buffer of {flow.buffer_bytes} bytes cannot hold one packet of "
                               f"{params.packet_size} + {header_bytes(params)} header bytes")
-    if flow.scheme == "dateline":
-        if (dims < 0).all():
-            raise TopologyError(f"the dateline scheme needs a torus's dimensions; {topology.spec} has none "
+    if flow.scheme in ("dateline", "duato"):
+        if (dims < 0).any():
+            raise TopologyError(f"the {flow.scheme} scheme needs a torus's dimensions; {topology.spec} has none "
                                 "(use scheme 'hops')")
-        if routing != "dor":
+        if flow.scheme == "dateline" and routing != "dor":
             raise TopologyError("dateline virtual channels keep dimension-order routes deadlock-free; use "
-                                "--routing dor, or scheme 'hops' with as many channels as the diameter")
+                                "--routing dor, scheme 'duato' for adaptive routes on a torus, or scheme 'hops' "
+                                "with as many channels as the diameter")
+        if flow.scheme == "duato" and routing != "adaptive":
+            raise TopologyError("the duato scheme is for adaptive routing (its escape channels are dimension-order "
+                                "with datelines); with --routing dor use scheme 'dateline'")
 
 
 def _ordered_routes(topology: Topology, src: np.ndarray, dst: np.ndarray, routing: str,
@@ -280,8 +293,9 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
 
     Every transfer carries ``round(size * size_bytes)`` bytes (size: its fraction of the vector), in
     ``ceil(bytes / packet_size)`` packets (one empty packet for 0 bytes). The format: ``directcoll-packet 2``;
-    ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s) dimension wraps(0/1)``
-    (:func:`link_dimensions`); ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes
+    ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s) dimension wraps(0/1)
+    direction(+1/-1/0)`` (:func:`link_dimensions`); ``shape D side_1 .. side_D`` (D = 0 without coordinates);
+    ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes
     cut_through(0/1) threads``; ``flow buffer_bytes(0: none) virtual_channels scheme credit_delay(s)``
     (:class:`FlowControl`); ``transfers T S`` then T lines ``step src dst bytes reduce k link_1 .. link_k``
     (k = 0: adaptive routing).
@@ -305,7 +319,7 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     pattern, params = prepare(schedule, topology, params, routing)
     _check_params(params)
     flow = flow if flow is not None else FlowControl()
-    dims, wraps = link_dimensions(topology)
+    dims, wraps, ways = link_dimensions(topology)
     _check_flow(flow, params, topology, routing, dims)
     size = float(size_bytes)
     if not np.isfinite(size) or size < 0:
@@ -329,10 +343,12 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
         nbytes = np.rint(pattern.size[sl] * size).astype(np.int64)
         per_step.append((src, dst, nbytes, pattern.reduce[sl], offsets, links))
     lines = [f"directcoll-packet 2\nnodes {topology.num_nodes} {topology.num_compute}\nlinks {topology.num_links}"]
-    lines += [f"{s} {d} {b!r} {t!r} {m} {int(w)}"
-              for s, d, b, t, m, w in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
-                                          bw.astype(float).tolist(), lat.astype(float).tolist(), dims.tolist(),
-                                          wraps.tolist(), strict=True)]
+    lines += [f"{s} {d} {b!r} {t!r} {m} {int(w)} {y}"
+              for s, d, b, t, m, w, y in zip(topology.link_src.tolist(), topology.link_dst.tolist(),
+                                             bw.astype(float).tolist(), lat.astype(float).tolist(), dims.tolist(),
+                                             wraps.tolist(), ways.tolist(), strict=True)]
+    shape = [int(x) for x in topology.shape] if (dims >= 0).any() else []
+    lines.append(" ".join(map(str, ["shape", len(shape), *shape])))
     impl = params.implementation
     gamma = params.gamma if impl.gamma is None else impl.gamma
     lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {gamma!r} "

@@ -32,8 +32,11 @@
 //   index, capped at the last channel: deadlock-free with as many channels as the longest route has hops, as a
 //   channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
 //   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new
-//   dimension: deadlock-free for dimension-order routes). When the simulation runs out of events with packets
-//   still waiting, the buffers that wait on each other are reported as a cycle.
+//   dimension: deadlock-free for dimension-order routes) or "duato" (minimal adaptive routing on channels 2 and
+//   up, with channels 0 and 1 as the escape: when no minimal next hop has an adaptive channel's credits free as
+//   the packet leaves the router's pipeline, it waits for its dimension-order next hop on the dateline channel,
+//   Duato's protocol). When the simulation runs out of events with packets still waiting, the buffers that wait on
+//   each other are reported as a cycle.
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
 //   last packet has left on the first link, and as its destination when the last packet has arrived and, for a
@@ -56,6 +59,8 @@
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <tuple>
+#include <utility>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -76,31 +81,35 @@ class TransferTag : public Tag {
     uint32_t hop = 0;
     uint32_t link = UINT32_MAX;  // the link the packet arrived on (UINT32_MAX: still at its source)
     uint32_t vc = 0;             // and its virtual channel there
+    uint32_t crossed = 0;        // 1: it crossed its current dimension's wrap-around link (the dateline)
 
     static TypeId GetTypeId() {
         static TypeId tid = TypeId("directcoll::TransferTag").SetParent<Tag>().AddConstructor<TransferTag>();
         return tid;
     }
     TypeId GetInstanceTypeId() const override { return GetTypeId(); }
-    uint32_t GetSerializedSize() const override { return 16; }
+    uint32_t GetSerializedSize() const override { return 20; }
     void Serialize(TagBuffer buf) const override {
         buf.WriteU32(transfer);
         buf.WriteU32(hop);
         buf.WriteU32(link);
         buf.WriteU32(vc);
+        buf.WriteU32(crossed);
     }
     void Deserialize(TagBuffer buf) override {
         transfer = buf.ReadU32();
         hop = buf.ReadU32();
         link = buf.ReadU32();
         vc = buf.ReadU32();
+        crossed = buf.ReadU32();
     }
     void Print(std::ostream& os) const override {
         os << "transfer=" << transfer << " hop=" << hop << " link=" << link << " vc=" << vc;
     }
 };
 
-enum class VcScheme { kNone, kHops, kDateline };
+enum class VcScheme { kNone, kHops, kDateline, kDuato };
+constexpr uint32_t kChoose = UINT32_MAX;  // a virtual channel chosen when the packet leaves the router (Duato)
 
 struct Transfer {
     uint32_t step = 0, src = 0, dst = 0;
@@ -171,6 +180,7 @@ class Engine {
         link_lat_.resize(n_links);
         link_dim_.resize(n_links);
         link_wraps_.resize(n_links);
+        link_dir_.resize(n_links);
         for (uint32_t l = 0; l < n_links; ++l) {
             link_src_[l] = Next<uint32_t>(in, "link source");
             link_dst_[l] = Next<uint32_t>(in, "link destination");
@@ -178,9 +188,13 @@ class Engine {
             link_lat_[l] = Next<double>(in, "link latency");
             link_dim_[l] = Next<int>(in, "link dimension");
             link_wraps_[l] = Next<int>(in, "link wrap-around flag") != 0;
+            link_dir_[l] = Next<int>(in, "link direction");
             if (link_src_[l] >= n_nodes_ || link_dst_[l] >= n_nodes_ || !(link_bw_[l] > 0) || link_lat_[l] < 0)
                 throw std::runtime_error("bad link " + std::to_string(l));
         }
+        Expect(in, "shape");
+        shape_.resize(Next<uint32_t>(in, "dimensions"));
+        for (auto& side : shape_) side = Next<uint32_t>(in, "side");
         Expect(in, "params");
         packet_size_ = Next<uint64_t>(in, "packet size");
         per_hop_ = Next<double>(in, "per-hop latency");
@@ -200,8 +214,10 @@ class Engine {
         if (scheme == "none") vc_scheme_ = VcScheme::kNone;
         else if (scheme == "hops") vc_scheme_ = VcScheme::kHops;
         else if (scheme == "dateline") vc_scheme_ = VcScheme::kDateline;
+        else if (scheme == "duato") vc_scheme_ = VcScheme::kDuato;
         else throw std::runtime_error("unknown virtual channel scheme " + scheme);
-        if (vcs_ < 1 || (vc_scheme_ == VcScheme::kDateline && vcs_ < 2) || credit_delay_ < 0 ||
+        if (vcs_ < 1 || (vc_scheme_ == VcScheme::kDateline && vcs_ < 2) ||
+            (vc_scheme_ == VcScheme::kDuato && (vcs_ < 3 || shape_.empty())) || credit_delay_ < 0 ||
             (buffer_ > 0 && buffer_ < packet_size_ + header_))
             throw std::runtime_error("bad flow control");
         Expect(in, "transfers");
@@ -397,13 +413,69 @@ class Engine {
         switch (vc_scheme_) {
             case VcScheme::kHops:
                 return std::min(tag.hop, vcs_ - 1);
-            case VcScheme::kDateline: {
-                const bool same_dim = tag.link != UINT32_MAX && link_dim_[tag.link] == link_dim_[l];
-                return (same_dim ? tag.vc : 0u) | (link_wraps_[l] ? 1u : 0u);
-            }
+            case VcScheme::kDateline:
+                return Crossed(tag, l);
+            case VcScheme::kDuato:
+                return kChoose;
             default:
                 return 0;
         }
+    }
+
+    // whether a packet on link l has crossed the dateline of l's dimension (on l or before it in that dimension)
+    uint32_t Crossed(const TransferTag& tag, uint32_t l) const {
+        const bool same_dim = tag.link != UINT32_MAX && link_dim_[tag.link] == link_dim_[l];
+        return (same_dim && tag.crossed) || link_wraps_[l] ? 1u : 0u;
+    }
+
+    // the dimension-order next hop from `node` towards `dst` (row-major coordinates over shape_): the first
+    // dimension in which they differ, the shorter way round (ties and one-way rings: the way that exists)
+    uint32_t DorLink(uint32_t node, uint32_t dst) const {
+        uint32_t u = node, d = dst;
+        for (size_t i = shape_.size(); i-- > 0;) {  // the last dimension varies fastest
+            const uint32_t side = shape_[i], cu = u % side, cd = d % side;
+            u /= side;
+            d /= side;
+            if (cu == cd) continue;
+            const uint32_t ahead = (cd + side - cu) % side;
+            const int want = ahead <= side - ahead ? 1 : -1;
+            uint32_t other = UINT32_MAX;
+            for (uint32_t l : out_links_[node]) {
+                if (link_dim_[l] != static_cast<int>(i)) continue;
+                if (link_dir_[l] == want) return l;
+                other = l;
+            }
+            if (other != UINT32_MAX) return other;
+            break;
+        }
+        throw std::runtime_error("no dimension-order next hop from node " + std::to_string(node) + " to " +
+                                 std::to_string(dst));
+    }
+
+    // Duato's choice as a packet leaves the router: the least loaded minimal next hop with an adaptive channel
+    // whose credits cover it (the channel with the most credits), else its dimension-order hop's escape channel
+    std::pair<uint32_t, uint32_t> DuatoChoice(uint32_t node, Ptr<Packet> p) {
+        TransferTag tag;
+        p->PeekPacketTag(tag);
+        const Transfer& tr = transfers_[tag.transfer];
+        const uint64_t size = p->GetSize() + 2;
+        const uint32_t* dist = &dist_[static_cast<size_t>(tr.dst) * n_nodes_];
+        uint32_t best_l = UINT32_MAX, best_vc = 0;
+        uint64_t best_load = UINT64_MAX, best_credits = 0;
+        for (uint32_t l : out_links_[node]) {
+            if (dist[link_dst_[l]] + 1 != dist[node]) continue;
+            for (uint32_t vc = 2; vc < vcs_; ++vc) {
+                const uint64_t credits = credits_[l * vcs_ + vc];
+                if (credits < size) continue;
+                const uint64_t load = Load(l);
+                if (load < best_load || (load == best_load && credits > best_credits)) {
+                    best_l = l, best_vc = vc, best_load = load, best_credits = credits;
+                }
+            }
+        }
+        if (best_l != UINT32_MAX) return {best_l, best_vc};
+        const uint32_t l = DorLink(node, tr.dst);
+        return {l, Crossed(tag, l)};
     }
 
     void Sent(uint32_t link, Ptr<const Packet> packet) {
@@ -502,6 +574,7 @@ class Engine {
     void Enqueue(uint32_t l, uint32_t vc, Ptr<Packet> p) {
         const uint64_t size = p->GetSize() + 2;
         reserved_[l] -= size;
+        if (vc == kChoose) std::tie(l, vc) = DuatoChoice(link_src_[l], p);
         if (buffer_ == 0) return Transmit(l, vc, p);
         waiting_[l * vcs_ + vc].push_back(p);
         waiting_bytes_[l] += size;
@@ -527,6 +600,7 @@ class Engine {
         TransferTag tag;
         p->RemovePacketTag(tag);
         ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);
+        tag.crossed = Crossed(tag, l);
         tag.link = l;
         tag.vc = vc;
         p->AddPacketTag(tag);
@@ -625,6 +699,8 @@ class Engine {
     std::vector<double> link_bw_, link_lat_;
     std::vector<int> link_dim_;
     std::vector<bool> link_wraps_;
+    std::vector<int> link_dir_;     // +1 / -1: the way a torus link moves along its dimension; 0: not a torus
+    std::vector<uint32_t> shape_;   // the torus's sides (row-major node ids); empty: no coordinates
     uint64_t buffer_ = 0;  // bytes per input buffer and virtual channel; 0: unbounded, no flow control
     uint32_t vcs_ = 1;
     VcScheme vc_scheme_ = VcScheme::kNone;
