@@ -176,3 +176,42 @@ def test_duato_escape_channels_keep_adaptive_routing_on_a_torus_deadlock_free():
         simulate_packet(shift, t, P, PARAMS, "dor", flow=duato)
     with pytest.raises(DirectcollError, match="3 virtual channels"):
         FlowControl(buffer_bytes=2 * P, virtual_channels=2, scheme="duato")
+
+
+HOP = 300e-9
+RING8 = parse("ring:8")
+
+
+@pytest.mark.parametrize("hops", [1, 3])
+def test_a_rendezvous_adds_one_round_trip_of_two_header_messages(hops):
+    """Above the eager threshold a request and a reply (header bytes only, each a message: alpha) cross the
+    network before the data: one round trip, 2 (alpha + hops (latency + per hop + header / bandwidth)), more (on a
+    one-way ring the reply would go the long way round: ring:8 has both ways)."""
+    from directcoll.simulate.implementation import Implementation
+
+    params = PARAMS.with_(alpha=1e-6, per_hop_latency=HOP, packet_header=16)
+    one = pattern(8, [([0], [hops], [1.0])])
+    eager = simulate_packet(one, RING8, 64 * P, params).time_s
+    rdv = params.with_(implementation=Implementation("rdv", eager_threshold=4096))
+    assert simulate_packet(one, RING8, 4096, rdv).time_s == \
+        simulate_packet(one, RING8, 4096, params).time_s            # at the threshold: eager
+    extra = simulate_packet(one, RING8, 64 * P, rdv).time_s - eager
+    assert extra == pytest.approx(2 * (1e-6 + hops * (LAT + HOP + 16 / 1e9)), rel=1e-9)
+
+
+def test_message_overhead_is_posted_on_the_ranks_threads_as_in_the_models():
+    """LogGP's o: both ranks post every message on their first free thread; a bidirectional ring posts two
+    messages per rank and step, one after the other on one thread, in parallel on one per port: the packet
+    engine adds what the step model adds."""
+    from directcoll.registry import build_pattern
+    from directcoll.simulate import simulate
+    from directcoll.simulate.implementation import Implementation
+
+    topo = parse("ring:8")
+    ring = build_pattern("ring", topo, "allreduce", variant="bidirectional")
+    base = NetworkParams(alpha=1e-6, link_bandwidth=10e9, packet_header=2)
+    bare = simulate_packet(ring, topo, 8.0, base).time_s
+    for threads in (1, None):
+        params = base.with_(implementation=Implementation("x", message_overhead=1e-6, threads=threads))
+        added_model = float(simulate(ring, topo, params).time(8.0) - simulate(ring, topo, base).time(8.0))
+        assert simulate_packet(ring, topo, 8.0, params).time_s - bare == pytest.approx(added_model, rel=0.02)

@@ -295,10 +295,10 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     ``ceil(bytes / packet_size)`` packets (one empty packet for 0 bytes). The format: ``directcoll-packet 2``;
     ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s) dimension wraps(0/1)
     direction(+1/-1/0)`` (:func:`link_dimensions`); ``shape D side_1 .. side_D`` (D = 0 without coordinates);
-    ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes
-    cut_through(0/1) threads``; ``flow buffer_bytes(0: none) virtual_channels scheme credit_delay(s)``
-    (:class:`FlowControl`); ``transfers T S`` then T lines ``step src dst bytes reduce k link_1 .. link_k``
-    (k = 0: adaptive routing).
+    ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes cut_through(0/1) threads
+    eager_threshold(bytes; -1: none) message_overhead(s)``; ``flow buffer_bytes(0: none) virtual_channels scheme
+    credit_delay(s)`` (:class:`FlowControl`); ``transfers T S`` then T lines ``step src dst bytes reduce k
+    link_1 .. link_k`` (k = 0: adaptive routing).
 
     Raises:
         TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do or one that splits
@@ -351,9 +351,10 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     lines.append(" ".join(map(str, ["shape", len(shape), *shape])))
     impl = params.implementation
     gamma = params.gamma if impl.gamma is None else impl.gamma
+    eager = -1.0 if impl.eager_threshold is None else float(impl.eager_threshold)
     lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {gamma!r} "
                  f"{header_bytes(params)} {int(params.forwarding == 'cut-through')} "
-                 f"{impl.reduction_threads(ports_of(pattern))}")
+                 f"{impl.reduction_threads(ports_of(pattern))} {eager!r} {float(impl.message_overhead)!r}")
     lines.append(f"flow {flow.buffer_bytes or 0} {flow.virtual_channels} {flow.scheme} {flow.credit_delay!r}")
     body, work = [], 0
     hops = _hop_counts(topology, routing, per_step)
@@ -407,16 +408,17 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
         MissingDependencyError: ns-3 or a compiler is not installed.
         DeadlockError: with ``flow``, packets wait on each other's buffers in a cycle (the message names it).
         TopologyError, DirectcollError, ResourceError: as :func:`lower`; DirectcollError also when the driver
-            fails (its message) or drops a packet, or for an implementation with a message overhead, an eager
-            threshold or a bandwidth efficiency (not modelled by this engine).
+            fails (its message) or drops a packet, or for an implementation with a bandwidth efficiency below 1
+            (this engine carries headers itself).
 
     Source: docs/simulation.md, "The packet engine"; ns-3.37's point-to-point model.
     """
     params = params if params is not None else NetworkParams()
     impl = params.implementation
-    if impl.message_overhead or impl.eager_threshold is not None or impl.bandwidth_efficiency != 1.0:
-        raise DirectcollError(f"the packet engine does not model implementation {impl.name!r}'s message overhead, "
-                              "eager threshold or bandwidth efficiency; time it with the step or flow model")
+    if impl.bandwidth_efficiency != 1.0:
+        raise DirectcollError(f"the packet engine does not model implementation {impl.name!r}'s bandwidth "
+                              "efficiency (it carries the packets' headers itself); time it with the step or flow "
+                              "model")
     text, _ = lower(schedule, topology, size_bytes, params, routing, max_packet_hops=max_packet_hops, flow=flow)
     exe = driver()
     with tempfile.TemporaryDirectory(prefix="directcoll-packet-") as tmp:

@@ -12,7 +12,15 @@
 //   node and a receiving device on its far end, with the link's bandwidth and latency. Devices add ns-3's 2-byte
 //   PPP header to every packet. Queues are deep enough that nothing is dropped (HPC fabrics are lossless by flow
 //   control; here by buffers), and the run fails if a packet is dropped anyway.
-// - A transfer of B bytes starts `alpha` after it may start and leaves as ceil(B / packet_size) packets (one empty
+// - Posting and protocols: when a transfer may start, its sender posts the send and its receiver the receive,
+//   `message_overhead` (LogGP's o) each on the rank's first free thread (the implementation's threads; sends and
+//   receives posted apart, as the models count the larger of a rank's sends and receives of a step); `alpha`
+//   after both are posted it leaves: as data, or, above the eager threshold, as a rendezvous request (header bytes
+//   only) to the receiver, which answers with a reply the same size, alpha after the request arrived; the data
+//   leaves alpha after the reply arrived (each message of the handshake a message, as in the models). Both
+//   travel through the network like data (minimal adaptive routes; dimension order where the data has source
+//   routes on a torus), so the handshake costs a round trip and meets the traffic on its way.
+// - A transfer of B bytes leaves as ceil(B / packet_size) packets (one empty
 //   packet for B = 0; a source interleaves its active transfers packet by packet, see Pump), each carrying `header` bytes besides its payload (at least the 2 of ns-3's PPP header, which
 //   counts towards them). Each packet pays `per_hop` at every router that forwards it (the source's included, the
 //   destination's not), then waits in the chosen output queue and is serialised onto the link.
@@ -82,19 +90,21 @@ class TransferTag : public Tag {
     uint32_t link = UINT32_MAX;  // the link the packet arrived on (UINT32_MAX: still at its source)
     uint32_t vc = 0;             // and its virtual channel there
     uint32_t crossed = 0;        // 1: it crossed its current dimension's wrap-around link (the dateline)
+    uint32_t kind = 0;           // kData, or a rendezvous's kRequest (to the destination) or kReply (back)
 
     static TypeId GetTypeId() {
         static TypeId tid = TypeId("directcoll::TransferTag").SetParent<Tag>().AddConstructor<TransferTag>();
         return tid;
     }
     TypeId GetInstanceTypeId() const override { return GetTypeId(); }
-    uint32_t GetSerializedSize() const override { return 20; }
+    uint32_t GetSerializedSize() const override { return 24; }
     void Serialize(TagBuffer buf) const override {
         buf.WriteU32(transfer);
         buf.WriteU32(hop);
         buf.WriteU32(link);
         buf.WriteU32(vc);
         buf.WriteU32(crossed);
+        buf.WriteU32(kind);
     }
     void Deserialize(TagBuffer buf) override {
         transfer = buf.ReadU32();
@@ -102,6 +112,7 @@ class TransferTag : public Tag {
         link = buf.ReadU32();
         vc = buf.ReadU32();
         crossed = buf.ReadU32();
+        kind = buf.ReadU32();
     }
     void Print(std::ostream& os) const override {
         os << "transfer=" << transfer << " hop=" << hop << " link=" << link << " vc=" << vc;
@@ -109,7 +120,8 @@ class TransferTag : public Tag {
 };
 
 enum class VcScheme { kNone, kHops, kDateline, kDuato };
-constexpr uint32_t kChoose = UINT32_MAX;  // a virtual channel chosen when the packet leaves the router (Duato)
+constexpr uint32_t kChoose = UINT32_MAX;
+constexpr uint32_t kData = 0, kRequest = 1, kReply = 2;  // a virtual channel chosen when the packet leaves the router (Duato)
 
 struct Transfer {
     uint32_t step = 0, src = 0, dst = 0;
@@ -203,9 +215,14 @@ class Engine {
         header_ = Next<uint64_t>(in, "header bytes");
         cut_through_ = Next<int>(in, "cut-through flag") != 0;
         threads_ = Next<uint32_t>(in, "reduction threads");
-        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2 || threads_ < 1)
+        eager_ = Next<double>(in, "eager threshold");
+        overhead_ = Next<double>(in, "message overhead");
+        if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2 || threads_ < 1 ||
+            overhead_ < 0)
             throw std::runtime_error("bad params");
         reducers_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
+        send_posts_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
+        recv_posts_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
         Expect(in, "flow");
         buffer_ = Next<uint64_t>(in, "buffer bytes");
         vcs_ = Next<uint32_t>(in, "virtual channels");
@@ -301,7 +318,8 @@ class Engine {
         credits_.assign(link_src_.size() * vcs_, buffer_);
         waiting_.assign(link_src_.size() * vcs_, {});
         active_.assign(n_nodes_, {});
-        if (std::any_of(transfers_.begin(), transfers_.end(), [](const Transfer& t) { return t.route.empty(); }))
+        if (eager_ >= 0 ||  // rendezvous messages route adaptively
+            std::any_of(transfers_.begin(), transfers_.end(), [](const Transfer& t) { return t.route.empty(); }))
             Distances();
     }
 
@@ -382,7 +400,7 @@ class Engine {
     void Received(uint32_t node, Ptr<const Packet> packet) {
         TransferTag tag;
         packet->PeekPacketTag(tag);
-        if (cut_through_ && node != transfers_[tag.transfer].dst) return;  // passed on when its header arrived
+        if (cut_through_ && node != Target(tag)) return;  // passed on when its header arrived
         Arrived(node, packet->Copy());
     }
 
@@ -391,8 +409,15 @@ class Engine {
         TransferTag tag;
         p->RemovePacketTag(tag);
         Transfer& tr = transfers_[tag.transfer];
-        if (node == tr.dst) {
+        if (node == Target(tag)) {
             ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);  // ejected at once
+            if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
+                if (tag.kind == kRequest)
+                    Simulator::Schedule(Seconds(alpha_), &Engine::Control, this, tag.transfer, kReply);
+                else
+                    Simulator::Schedule(Seconds(alpha_), &Engine::Inject, this, tag.transfer);
+                return;
+            }
             if (--tr.left_to_arrive == 0) {
                 const double now = Simulator::Now().GetSeconds();
                 const double done = tr.reduce ? Reduce(tr.dst, gamma_ * static_cast<double>(tr.bytes), now) : now;
@@ -403,7 +428,34 @@ class Engine {
         ++tag.hop;
         p->AddPacketTag(tag);
         // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
-        const uint32_t l = NextLink(node, tr, tag.hop);
+        const uint32_t l = tag.kind == kData ? NextLink(node, tr, tag.hop) : ControlLink(node, tag);
+        reserved_[l] += p->GetSize() + 2;
+        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+    }
+
+    uint32_t Target(const TransferTag& tag) const {
+        const Transfer& tr = transfers_[tag.transfer];
+        return tag.kind == kReply ? tr.src : tr.dst;
+    }
+
+    // a rendezvous message's next hop: dimension order where the data follows source routes on a torus (so the
+    // dateline keeps it deadlock-free), else minimal adaptive
+    uint32_t ControlLink(uint32_t node, const TransferTag& tag) {
+        if (!transfers_[tag.transfer].route.empty() && !shape_.empty()) return DorLink(node, Target(tag));
+        const uint32_t l = LeastLoaded(node, Target(tag), false);
+        if (l == UINT32_MAX) throw std::runtime_error("no minimal next hop from node " + std::to_string(node));
+        return l;
+    }
+
+    // a rendezvous message (header bytes only) of transfer i from the rank that sends it, at once
+    void Control(uint32_t i, uint32_t kind) {
+        const Transfer& tr = transfers_[i];
+        Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(header_ - 2));
+        TransferTag tag;
+        tag.transfer = i;
+        tag.kind = kind;
+        p->AddPacketTag(tag);
+        const uint32_t l = ControlLink(kind == kRequest ? tr.src : tr.dst, tag);
         reserved_[l] += p->GetSize() + 2;
         Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
     }
@@ -428,16 +480,21 @@ class Engine {
         return (same_dim && tag.crossed) || link_wraps_[l] ? 1u : 0u;
     }
 
-    // the dimension-order next hop from `node` towards `dst` (row-major coordinates over shape_): the first
-    // dimension in which they differ, the shorter way round (ties and one-way rings: the way that exists)
+    // the dimension-order next hop from `node` towards `dst` (row-major coordinates over shape_), as the
+    // models' dor routes: the first dimension in which they differ, dimension 0 first, the shorter way round
+    // (ties "+"; one-way rings: the way that exists)
     uint32_t DorLink(uint32_t node, uint32_t dst) const {
-        uint32_t u = node, d = dst;
-        for (size_t i = shape_.size(); i-- > 0;) {  // the last dimension varies fastest
-            const uint32_t side = shape_[i], cu = u % side, cd = d % side;
-            u /= side;
-            d /= side;
-            if (cu == cd) continue;
-            const uint32_t ahead = (cd + side - cu) % side;
+        std::vector<uint32_t> cu(shape_.size()), cd(shape_.size());
+        for (size_t i = shape_.size(), u = node, d = dst; i-- > 0;) {  // the last dimension varies fastest
+            cu[i] = static_cast<uint32_t>(u % shape_[i]);
+            cd[i] = static_cast<uint32_t>(d % shape_[i]);
+            u /= shape_[i];
+            d /= shape_[i];
+        }
+        for (size_t i = 0; i < shape_.size(); ++i) {
+            const uint32_t side = shape_[i];
+            if (cu[i] == cd[i]) continue;
+            const uint32_t ahead = (cd[i] + side - cu[i]) % side;
             const int want = ahead <= side - ahead ? 1 : -1;
             uint32_t other = UINT32_MAX;
             for (uint32_t l : out_links_[node]) {
@@ -457,9 +514,9 @@ class Engine {
     std::pair<uint32_t, uint32_t> DuatoChoice(uint32_t node, Ptr<Packet> p) {
         TransferTag tag;
         p->PeekPacketTag(tag);
-        const Transfer& tr = transfers_[tag.transfer];
+        const uint32_t target = Target(tag);
         const uint64_t size = p->GetSize() + 2;
-        const uint32_t* dist = &dist_[static_cast<size_t>(tr.dst) * n_nodes_];
+        const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
         uint32_t best_l = UINT32_MAX, best_vc = 0;
         uint64_t best_load = UINT64_MAX, best_credits = 0;
         for (uint32_t l : out_links_[node]) {
@@ -474,7 +531,7 @@ class Engine {
             }
         }
         if (best_l != UINT32_MAX) return {best_l, best_vc};
-        const uint32_t l = DorLink(node, tr.dst);
+        const uint32_t l = DorLink(node, target);
         return {l, Crossed(tag, l)};
     }
 
@@ -483,7 +540,7 @@ class Engine {
         TransferTag tag;
         if (!packet->PeekPacketTag(tag)) return;
         Transfer& tr = transfers_[tag.transfer];
-        if (tag.hop == 0 && --tr.left_to_send == 0) Done(tr.src, tr.step);
+        if (tag.hop == 0 && tag.kind == kData && --tr.left_to_send == 0) Done(tr.src, tr.step);
         if (!active_[link_src_[link]].empty()) Pump(link_src_[link]);
     }
 
@@ -501,7 +558,23 @@ class Engine {
             return;
         }
         tr.left_to_send = tr.left_to_arrive = tr.packets;
-        Simulator::Schedule(Seconds(alpha_), &Engine::Inject, this, i);
+        // both ranks post the message (LogGP's o, on their first free thread), then it leaves alpha later: as
+        // data, or above the eager threshold as a rendezvous request whose reply clears the data
+        const double now = Simulator::Now().GetSeconds();
+        const double posted = std::max(Post(send_posts_, tr.src, now), Post(recv_posts_, tr.dst, now));
+        const bool rendezvous = eager_ >= 0 && static_cast<double>(tr.bytes) > eager_;
+        if (rendezvous) Simulator::Schedule(Seconds(posted - now + alpha_), &Engine::Control, this, i, kRequest);
+        else Simulator::Schedule(Seconds(posted - now + alpha_), &Engine::Inject, this, i);
+    }
+
+    // a message's posting (`overhead_` s) on the rank's first free thread from `ready` on; returns its end. Sends
+    // and receives are posted apart, as the models count them (the larger of a rank's sends and receives).
+    double Post(std::vector<double>& posters, uint32_t rank, double ready) {
+        if (overhead_ == 0) return ready;
+        double* first = &posters[static_cast<size_t>(rank) * threads_];
+        double* thread = std::min_element(first, first + threads_);
+        *thread = std::max(*thread, ready) + overhead_;
+        return *thread;
     }
 
     // A source interleaves its active transfers packet by packet, round-robin, as a NIC arbitrates between its
@@ -713,6 +786,9 @@ class Engine {
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
     uint32_t threads_ = 1;
     std::vector<double> reducers_;  // per rank and thread: when the thread is free
+    std::vector<double> send_posts_, recv_posts_;  // per rank and thread: when it is done posting sends, receives
+    double eager_ = -1;             // bytes above which a message takes a rendezvous; < 0: every message eager
+    double overhead_ = 0;           // s of a thread per message posted (LogGP's o)
     std::vector<Transfer> transfers_;
     std::vector<std::vector<uint32_t>> by_rank_step_;
     std::vector<uint32_t> pending_, cur_;
