@@ -141,8 +141,6 @@ def test_packet_times_sweeps_sizes():
 def test_refusals():
     topo = parse("ring:4")
     schedule = build("ring", topo)
-    with pytest.raises(DirectcollError, match="host-injection"):
-        lower(schedule, topo, 1024, NetworkParams(host_injection=1e9))
     with pytest.raises(ResourceError, match="packet-hops"):
         lower(schedule, topo, 2**40, NetworkParams())
     with pytest.raises(DirectcollError, match="finite"):

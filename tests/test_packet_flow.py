@@ -215,3 +215,24 @@ def test_message_overhead_is_posted_on_the_ranks_threads_as_in_the_models():
         params = base.with_(implementation=Implementation("x", message_overhead=1e-6, threads=threads))
         added_model = float(simulate(ring, topo, params).time(8.0) - simulate(ring, topo, base).time(8.0))
         assert simulate_packet(ring, topo, 8.0, params).time_s - bare == pytest.approx(added_model, rel=0.02)
+
+
+def test_a_nic_slower_than_the_link_paces_a_message_into_and_out_of_the_network():
+    """host_injection is the rank's NIC: n packets pass it one after the other at its rate, then the router,
+    the link and the far end's NIC: alpha + n p_nic + per hop + p_link + latency + p_nic, exactly."""
+    inj, n = 0.25e9, 40
+    params = PARAMS.with_(alpha=1e-6, per_hop_latency=HOP, host_injection=inj)
+    r = simulate_packet(pattern(8, [([0], [1], [1.0])]), RING8, n * P, params)
+    p_nic = (P + HEADER_BYTES) / inj
+    assert r.time_s == pytest.approx(1e-6 + n * p_nic + HOP + WIRE + LAT + p_nic, rel=1e-9)
+
+
+def test_two_senders_share_the_receivers_nic():
+    """Ranks 7 and 1 send to 0 over different links: 0's NIC takes their packets one after the other, so
+    together they take twice one message's time at the NIC's rate (the links are four times faster)."""
+    inj, n = 0.25e9, 100
+    params = PARAMS.with_(host_injection=inj)
+    both = simulate_packet(pattern(8, [([7, 1], [0, 0], [1.0, 1.0])]), RING8, n * P, params).time_s
+    one = simulate_packet(pattern(8, [([7], [0], [1.0])]), RING8, n * P, params).time_s
+    p_nic = (P + HEADER_BYTES) / inj
+    assert both == pytest.approx(2 * n * p_nic, rel=0.02) and one == pytest.approx(n * p_nic, rel=0.03)

@@ -18,7 +18,8 @@ Packets carry ``packet_size`` payload bytes and ``packet_header`` header bytes
 (:class:`~directcoll.simulate.params.NetworkParams`), at least :data:`HEADER_BYTES`: ns-3's point-to-point
 device adds a 2-byte PPP header to every packet, so a smaller ``packet_header`` is carried as 2 (the result's
 ``header_bytes`` says what was used). Both ``forwarding`` modes are simulated (cut-through by handing a packet to
-the next router once its header has arrived). ``host_injection`` is refused: the engine has no NIC model yet.
+the next router once its header has arrived). ``host_injection`` is a rank's NIC: packets pass it one after
+another at that rate, into the network and out of it.
 Queues are unbounded unless :class:`FlowControl` gives finite input buffers per virtual channel with credits;
 then a cycle of full buffers is a :class:`~directcoll.errors.DeadlockError` naming it.
 """
@@ -243,12 +244,6 @@ def header_bytes(params: NetworkParams) -> int:
     return max(HEADER_BYTES, params.packet_header)
 
 
-def _check_params(params: NetworkParams) -> None:
-    if params.host_injection is not None:
-        raise DirectcollError("the packet engine has no host-injection limit (no NIC model); "
-                              "give parameters without host_injection")
-
-
 def _check_flow(flow: FlowControl, params: NetworkParams, topology: Topology, routing: str, dims) -> None:
     if flow.buffer_bytes is not None and flow.buffer_bytes < params.packet_size + header_bytes(params):
         raise DirectcollError(f"flow control: a buffer of {flow.buffer_bytes} bytes cannot hold one packet of "
@@ -296,15 +291,15 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s) dimension wraps(0/1)
     direction(+1/-1/0)`` (:func:`link_dimensions`); ``shape D side_1 .. side_D`` (D = 0 without coordinates);
     ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes cut_through(0/1) threads
-    eager_threshold(bytes; -1: none) message_overhead(s)``; ``flow buffer_bytes(0: none) virtual_channels scheme
-    credit_delay(s)`` (:class:`FlowControl`); ``transfers T S`` then T lines ``step src dst bytes reduce k
-    link_1 .. link_k`` (k = 0: adaptive routing).
+    eager_threshold(bytes; -1: none) message_overhead(s) host_injection(bytes/s; 0: none)``; ``flow
+    buffer_bytes(0: none) virtual_channels scheme credit_delay(s)`` (:class:`FlowControl`); ``transfers T S``
+    then T lines ``step src dst bytes reduce k link_1 .. link_k`` (k = 0: adaptive routing).
 
     Raises:
         TopologyError: rank count mismatch, unknown routing, a routing the topology cannot do or one that splits
             a transfer over several paths; the dateline scheme on a topology without torus dimensions or with
             routes other than dimension order.
-        DirectcollError: a negative or non-finite size, parameters with host_injection, or a buffer smaller than
+        DirectcollError: a negative or non-finite size, or a buffer smaller than
             one packet with its header.
         ResourceError: more than ``max_packet_hops`` packet-hops (default :data:`MAX_PACKET_HOPS`).
 
@@ -317,7 +312,6 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     ('directcoll-packet 2', 48)
     """
     pattern, params = prepare(schedule, topology, params, routing)
-    _check_params(params)
     flow = flow if flow is not None else FlowControl()
     dims, wraps, ways = link_dimensions(topology)
     _check_flow(flow, params, topology, routing, dims)
@@ -354,7 +348,8 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     eager = -1.0 if impl.eager_threshold is None else float(impl.eager_threshold)
     lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {gamma!r} "
                  f"{header_bytes(params)} {int(params.forwarding == 'cut-through')} "
-                 f"{impl.reduction_threads(ports_of(pattern))} {eager!r} {float(impl.message_overhead)!r}")
+                 f"{impl.reduction_threads(ports_of(pattern))} {eager!r} {float(impl.message_overhead)!r} "
+                 f"{float(params.host_injection or 0.0)!r}")
     lines.append(f"flow {flow.buffer_bytes or 0} {flow.virtual_channels} {flow.scheme} {flow.credit_delay!r}")
     body, work = [], 0
     hops = _hop_counts(topology, routing, per_step)

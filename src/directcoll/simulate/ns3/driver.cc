@@ -217,11 +217,14 @@ class Engine {
         threads_ = Next<uint32_t>(in, "reduction threads");
         eager_ = Next<double>(in, "eager threshold");
         overhead_ = Next<double>(in, "message overhead");
+        injection_ = Next<double>(in, "host injection bandwidth");
         if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2 || threads_ < 1 ||
-            overhead_ < 0)
+            overhead_ < 0 || injection_ < 0)
             throw std::runtime_error("bad params");
         reducers_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
         send_posts_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
+        nic_out_.assign(n_nodes_, 0.0);
+        nic_in_.assign(n_nodes_, 0.0);
         recv_posts_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
         Expect(in, "flow");
         buffer_ = Next<uint64_t>(in, "buffer bytes");
@@ -389,7 +392,7 @@ class Engine {
     // cut-through: the next router has the header `latency + header / bandwidth` after the first bit left
     void TxBegin(uint32_t link, Ptr<const Packet> packet) {
         TransferTag tag;
-        if (!packet->PeekPacketTag(tag) || link_dst_[link] == transfers_[tag.transfer].dst) return;
+        if (!packet->PeekPacketTag(tag) || link_dst_[link] == Target(tag)) return;
         Ptr<Packet> p = packet->Copy();
         PppHeader ppp;
         p->RemoveHeader(ppp);
@@ -407,30 +410,44 @@ class Engine {
     void Arrived(uint32_t node, Ptr<Packet> p) {
         ++events_;
         TransferTag tag;
-        p->RemovePacketTag(tag);
-        Transfer& tr = transfers_[tag.transfer];
-        if (node == Target(tag)) {
-            ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);  // ejected at once
-            if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
-                if (tag.kind == kRequest)
-                    Simulator::Schedule(Seconds(alpha_), &Engine::Control, this, tag.transfer, kReply);
-                else
-                    Simulator::Schedule(Seconds(alpha_), &Engine::Inject, this, tag.transfer);
-                return;
-            }
-            if (--tr.left_to_arrive == 0) {
-                const double now = Simulator::Now().GetSeconds();
-                const double done = tr.reduce ? Reduce(tr.dst, gamma_ * static_cast<double>(tr.bytes), now) : now;
-                Simulator::Schedule(Seconds(done - now), &Engine::Done, this, tr.dst, tr.step);
-            }
+        p->PeekPacketTag(tag);
+        if (node == Target(tag)) {  // through the NIC at the host's rate, one packet after the other
+            if (injection_ == 0) return Eject(node, p);
+            const double now = Simulator::Now().GetSeconds();
+            double& free = nic_in_[node];
+            free = std::max(free, now) + static_cast<double>(p->GetSize() + 2) / injection_;
+            Simulator::Schedule(Seconds(free - now), &Engine::Eject, this, node, p);
             return;
         }
+        p->RemovePacketTag(tag);
+        Transfer& tr = transfers_[tag.transfer];
         ++tag.hop;
         p->AddPacketTag(tag);
         // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
         const uint32_t l = tag.kind == kData ? NextLink(node, tr, tag.hop) : ControlLink(node, tag);
         reserved_[l] += p->GetSize() + 2;
         Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+    }
+
+    // a packet taken by its target's NIC: its buffer's credit goes back; a handshake message answered, or data
+    // counted
+    void Eject(uint32_t node, Ptr<Packet> p) {
+        TransferTag tag;
+        p->RemovePacketTag(tag);
+        Transfer& tr = transfers_[tag.transfer];
+        ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);
+        if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
+            if (tag.kind == kRequest)
+                Simulator::Schedule(Seconds(alpha_), &Engine::Control, this, tag.transfer, kReply);
+            else
+                Simulator::Schedule(Seconds(alpha_), &Engine::Inject, this, tag.transfer);
+            return;
+        }
+        if (--tr.left_to_arrive == 0) {
+            const double now = Simulator::Now().GetSeconds();
+            const double done = tr.reduce ? Reduce(node, gamma_ * static_cast<double>(tr.bytes), now) : now;
+            Simulator::Schedule(Seconds(done - now), &Engine::Done, this, node, tr.step);
+        }
     }
 
     uint32_t Target(const TransferTag& tag) const {
@@ -455,9 +472,10 @@ class Engine {
         tag.transfer = i;
         tag.kind = kind;
         p->AddPacketTag(tag);
-        const uint32_t l = ControlLink(kind == kRequest ? tr.src : tr.dst, tag);
+        const uint32_t from = kind == kRequest ? tr.src : tr.dst;
+        const uint32_t l = ControlLink(from, tag);
         reserved_[l] += p->GetSize() + 2;
-        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+        Simulator::Schedule(Seconds(Injected(from, p) + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
     }
 
     // the virtual channel of the hop onto link l of a packet whose tag says where it was (see the header comment)
@@ -639,7 +657,17 @@ class Engine {
         tag.transfer = i;
         p->AddPacketTag(tag);
         reserved_[l] += p->GetSize() + 2;
-        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+        Simulator::Schedule(Seconds(Injected(tr.src, p) + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+    }
+
+    // seconds from now until packet p has passed the NIC of `node` into its router (at the host's rate, after
+    // the packets before it; 0 without a host limit)
+    double Injected(uint32_t node, Ptr<Packet> p) {
+        if (injection_ == 0) return 0;
+        const double now = Simulator::Now().GetSeconds();
+        double& free = nic_out_[node];
+        free = std::max(free, now) + static_cast<double>(p->GetSize() + 2) / injection_;
+        return free - now;
     }
 
     // a packet out of the router's pipeline, bound for link l on channel vc: onto the link, or behind the packets
@@ -789,6 +817,8 @@ class Engine {
     std::vector<double> send_posts_, recv_posts_;  // per rank and thread: when it is done posting sends, receives
     double eager_ = -1;             // bytes above which a message takes a rendezvous; < 0: every message eager
     double overhead_ = 0;           // s of a thread per message posted (LogGP's o)
+    double injection_ = 0;          // bytes/s through a rank's NIC, each way; 0: no limit beyond the links
+    std::vector<double> nic_out_, nic_in_;  // per node: when its NIC is done injecting, ejecting
     std::vector<Transfer> transfers_;
     std::vector<std::vector<uint32_t>> by_rank_step_;
     std::vector<uint32_t> pending_, cur_;
