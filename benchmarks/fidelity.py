@@ -1,6 +1,7 @@
 """Fidelity: the step and flow models against the ns-3 packet engine (docs/fidelity.md).
 
 Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [--max-packet-hops 2e6] [--quick]
+     [--buffer-bdp K]
      (writes DIR/fidelity.csv and DIR/fidelity.png, DIR defaulting to benchmarks/out/; the files docs/fidelity.md
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
      python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
@@ -10,9 +11,12 @@ For every topology of the validation matrix, every default contender of ``direct
 all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
 step model, the flow model and the packet engine, all with the same parameters: the Swing paper's SST setup
 (400 Gb/s links, 100 ns, 300 ns per hop), 4 KiB packets with the engine's 2-byte header, cut-through. A packet
-simulation estimated above ``--max-packet-hops`` is skipped (recorded, not guessed). Writes one CSV row per cell
-and prints, per model, the distribution of |model/packet - 1| over sizes >= 4 KiB and the (topology, collective,
-size) cells where the model's winner differs from the packet engine's.
+simulation estimated above ``--max-packet-hops`` is skipped (recorded, not guessed). With ``--buffer-bdp K``
+the engine runs with credit-based flow control: input buffers of K bandwidth-delay products per virtual channel
+(``bandwidth_delay_bytes``) under the deadlock-free scheme with the fewest channels (``deadlock_free``: Duato's
+on tori, hop-count channels elsewhere); without it, queues are unbounded. A deadlock would be a skipped cell.
+Writes one CSV row per cell and prints, per model, the distribution of |model/packet - 1| over sizes >= 4 KiB and
+the (topology, collective, size) cells where the model's winner differs from the packet engine's.
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ from pathlib import Path
 import benchcli
 import numpy as np
 
-from directcoll.errors import DirectcollError, ResourceError
+from directcoll.errors import DeadlockError, DirectcollError, ResourceError
 from directcoll.registry import build_pattern
 from directcoll.reports.contenders import default_contenders
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.flow import flow_times
-from directcoll.simulate.packet import simulate_packet
+from directcoll.simulate.packet import bandwidth_delay_bytes, deadlock_free, simulate_packet
 from directcoll.topology import parse
 
 ESTIMATE = "about 6 minutes on 2 cores (378 s on 2026-11-26; --quick about 3 minutes)"
@@ -57,9 +61,10 @@ def jobs(quick: bool) -> list[tuple]:
     return out
 
 
-def run_job(job: tuple, max_hops: float) -> list[dict]:
+def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None) -> list[dict]:
     spec, collective, family, name, variant, options = job
     topo = parse(spec)
+
     try:
         pattern = build_pattern(name, topo, collective, variant=variant, **options)
     except DirectcollError as exc:
@@ -71,6 +76,8 @@ def run_job(job: tuple, max_hops: float) -> list[dict]:
     elif "chunks" in options:
         label = f"P={options['chunks']}"
     sizes = np.array(SIZES, dtype=float)
+    control = None if buffer_bdp is None else deadlock_free(
+        topo, "adaptive", int(np.ceil(buffer_bdp * bandwidth_delay_bytes(topo, PARAMS))), schedule=pattern)
     step = simulate(pattern, topo, PARAMS).time(sizes)
     flow = flow_times(pattern, topo, sizes, PARAMS)
     rows = []
@@ -79,9 +86,12 @@ def run_job(job: tuple, max_hops: float) -> list[dict]:
                "size": size, "step_s": float(t_step), "flow_s": float(t_flow), "packet_s": "", "skipped": ""}
         t0 = time.perf_counter()
         try:
-            row["packet_s"] = simulate_packet(pattern, topo, size, PARAMS, max_packet_hops=max_hops).time_s
+            row["packet_s"] = simulate_packet(pattern, topo, size, PARAMS, max_packet_hops=max_hops,
+                                              flow=control).time_s
         except ResourceError:
             row["skipped"] = f"packet: over {max_hops:.0e} packet-hops"
+        except DeadlockError as exc:
+            row["skipped"] = f"packet: {exc}"
         row["packet_wall_s"] = round(time.perf_counter() - t0, 3)
         rows.append(row)
     return rows
@@ -186,6 +196,8 @@ def main() -> None:
     ap.add_argument("--max-packet-hops", type=float, default=2e6)
     ap.add_argument("--quick", action="store_true", help="four small topologies (a few minutes)")
     ap.add_argument("--from-csv", type=Path, help="summarize this stored fidelity.csv instead of simulating")
+    ap.add_argument("--buffer-bdp", type=float, help="flow control: input buffers of this many bandwidth-delay "
+                                                     "products per virtual channel (default: unbounded queues)")
     args = ap.parse_args()
     benchcli.begin(args, ESTIMATE, "fidelity")
     if args.from_csv:
@@ -195,20 +207,23 @@ def main() -> None:
     t0 = time.perf_counter()
     rows: list[dict] = []
     with ProcessPoolExecutor(args.workers) as pool:
-        for i, result in enumerate(pool.map(run_job, todo, [args.max_packet_hops] * len(todo))):
+        for i, result in enumerate(pool.map(run_job, todo, [args.max_packet_hops] * len(todo),
+                                            [args.buffer_bdp] * len(todo))):
             rows += result
             print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    csv_path = args.out / "fidelity.csv"
+    suffix = "" if args.buffer_bdp is None else f"-bdp{args.buffer_bdp:g}"
+    csv_path = args.out / f"fidelity{suffix}.csv"
     keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
             "packet_wall_s", "skipped"]
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    figure(rows, args.figure or args.out / "fidelity.png")
+    figure(rows, args.figure or args.out / f"fidelity{suffix}.png")
+    buffers = "unbounded queues" if args.buffer_bdp is None else f"buffers of {args.buffer_bdp:g} BDP"
     print_summary(rows, f"{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
-                        f"{time.perf_counter() - t0:.0f} s")
+                        f"{buffers}, {time.perf_counter() - t0:.0f} s")
 
 
 def _read(path: Path) -> list[dict]:

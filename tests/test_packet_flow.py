@@ -236,3 +236,20 @@ def test_two_senders_share_the_receivers_nic():
     one = simulate_packet(pattern(8, [([7], [0], [1.0])]), RING8, n * P, params).time_s
     p_nic = (P + HEADER_BYTES) / inj
     assert both == pytest.approx(2 * n * p_nic, rel=0.02) and one == pytest.approx(n * p_nic, rel=0.03)
+
+
+def test_deadlock_free_picks_a_scheme_the_routes_allow():
+    from directcoll.registry import build_pattern
+    from directcoll.simulate.packet import bandwidth_delay_bytes, deadlock_free
+
+    t = parse("torus:4x4")
+    assert bandwidth_delay_bytes(t, PARAMS) == int(np.ceil(1e9 * (WIRE + 2 * LAT)))
+    assert (deadlock_free(t, "adaptive", 4096).scheme, deadlock_free(t, "dor", 4096).scheme) == ("duato", "dateline")
+    genkautz = parse("genkautz:3:10")
+    assert deadlock_free(genkautz, "adaptive", 4096).virtual_channels == int(bfs_distances(genkautz).max())
+    ewsp = build_pattern("ewsp", t, "alltoall")                      # explicit routes: hop-count channels
+    control = deadlock_free(t, "adaptive", 4 * P, schedule=ewsp)
+    assert control.scheme == "hops" and control.virtual_channels == int(np.diff(ewsp.route_offsets).max())
+    assert simulate_packet(ewsp, t, 64 * P, PARAMS, flow=control).time_s > 0
+    with pytest.raises(TopologyError, match="explicit routes"):
+        simulate_packet(ewsp, t, 64 * P, PARAMS, flow=deadlock_free(t, "adaptive", 4 * P))

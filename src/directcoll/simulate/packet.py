@@ -39,7 +39,7 @@ from directcoll import children
 from directcoll.errors import DeadlockError, DirectcollError, MissingDependencyError, ResourceError, TopologyError
 from directcoll.resources import cached_build
 from directcoll.schedule.ir import Schedule
-from directcoll.schedule.pattern import StepPattern
+from directcoll.schedule.pattern import StepPattern, pattern_of
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
 from directcoll.simulate.step import ports_of
@@ -187,6 +187,76 @@ def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndar
     return dim, wraps, np.where(dim >= 0, offsets[port, d], 0)
 
 
+def bandwidth_delay_bytes(topology: Topology, params: NetworkParams, credit_delay: float = 0.0) -> int:
+    """Bytes a link's input buffer needs so that credits never stall one flow: the largest over the links of
+    bandwidth x (a packet's serialisation + the router's per-hop latency + 2 x the link's latency + the credit
+    delay), the credit loop of :class:`FlowControl`; at least one packet with its header.
+
+    Returns:
+        Bytes, an int.
+
+    Raises:
+        Nothing: arithmetic on the links.
+
+    Source: docs/simulation.md, "Packet engine" (flow control); Dally & Towles (2004), Sec. 13.3 (a buffer of
+    one credit round trip keeps a link busy).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.simulate.params import SWING_SST
+    >>> bandwidth_delay_bytes(parse("torus:4x4"), SWING_SST)  # 50 GB/s x (4098 B / 50 GB/s + 300 ns + 2 x 100 ns)
+    29098
+    """
+    bw, lat = link_values(topology, params)
+    packet = params.packet_size + header_bytes(params)
+    loop = packet / bw + params.per_hop_latency + 2 * lat + credit_delay
+    return max(packet, int(np.ceil((bw * loop).max())))
+
+
+def deadlock_free(topology: Topology, routing: str, buffer_bytes: int, credit_delay: float = 0.0,
+                  schedule: Schedule | StepPattern | None = None) -> FlowControl:
+    """The flow control with the fewest virtual channels whose scheme is deadlock-free for ``routing`` on
+    ``topology``: "dateline" (2 channels) for dimension-order routes on a torus, "duato" (3) for adaptive routes
+    on a torus, "hops" with as many channels as the diameter elsewhere (minimal routes of any kind), and "hops"
+    with as many channels as its longest route has hops for a ``schedule`` with explicit routes.
+
+    Returns:
+        A :class:`FlowControl` with ``buffer_bytes`` per buffer and channel.
+
+    Raises:
+        DirectcollError: a diameter over 64 hops (more channels than the engine takes).
+
+    Source: docs/simulation.md, "Packet engine" (flow control); Dally & Seitz (1987); Duato (1993).
+
+    >>> from directcoll.topology import parse
+    >>> deadlock_free(parse("torus:4x4"), "adaptive", 8192).scheme, deadlock_free(parse("hypercube:3"), "adaptive",
+    ...                                                                         8192).virtual_channels
+    ('duato', 3)
+    """
+    dims = link_dimensions(topology)[0]
+    longest = _longest_route(schedule)
+    if longest is not None:
+        scheme, channels = "hops", max(1, longest)
+    elif (dims >= 0).all() and routing in ("adaptive", "dor"):
+        scheme, channels = ("duato", 3) if routing == "adaptive" else ("dateline", 2)
+    else:
+        scheme, channels = "hops", max(1, int(bfs_distances(topology).max()))
+    if channels > 64:
+        raise DirectcollError(f"{topology.spec}: routes of {channels} hops need more virtual channels than the "
+                              "packet engine takes (64)")
+    return FlowControl(buffer_bytes=int(buffer_bytes), virtual_channels=channels, scheme=scheme,
+                       credit_delay=credit_delay)
+
+
+def _longest_route(schedule) -> int | None:
+    """The most links an explicit route of ``schedule`` takes, or None without explicit routes."""
+    if schedule is None:
+        return None
+    pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
+    if pattern.route_offsets is None:
+        return None
+    return int(np.diff(pattern.route_offsets).max(initial=0))
+
+
 # -- the driver -----------------------------------------------------------------------------------------------------
 def _ns3_flags() -> list[str]:
     if shutil.which("pkg-config") is None or shutil.which("g++") is None:
@@ -244,11 +314,15 @@ def header_bytes(params: NetworkParams) -> int:
     return max(HEADER_BYTES, params.packet_header)
 
 
-def _check_flow(flow: FlowControl, params: NetworkParams, topology: Topology, routing: str, dims) -> None:
+def _check_flow(flow: FlowControl, params: NetworkParams, topology: Topology, routing: str, dims,
+                explicit: bool) -> None:
     if flow.buffer_bytes is not None and flow.buffer_bytes < params.packet_size + header_bytes(params):
         raise DirectcollError(f"flow control: a buffer of {flow.buffer_bytes} bytes cannot hold one packet of "
                               f"{params.packet_size} + {header_bytes(params)} header bytes")
     if flow.scheme in ("dateline", "duato"):
+        if explicit:
+            raise TopologyError(f"the {flow.scheme} scheme needs the engine's own routes; this schedule brings "
+                                "explicit routes: use scheme 'hops' with as many channels as its longest route")
         if (dims < 0).any():
             raise TopologyError(f"the {flow.scheme} scheme needs a torus's dimensions; {topology.spec} has none "
                                 "(use scheme 'hops')")
@@ -314,7 +388,7 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     pattern, params = prepare(schedule, topology, params, routing)
     flow = flow if flow is not None else FlowControl()
     dims, wraps, ways = link_dimensions(topology)
-    _check_flow(flow, params, topology, routing, dims)
+    _check_flow(flow, params, topology, routing, dims, _longest_route(pattern) is not None)
     size = float(size_bytes)
     if not np.isfinite(size) or size < 0:
         raise DirectcollError(f"packet engine: vector size must be a finite number of bytes >= 0, got {size_bytes!r}")

@@ -533,6 +533,8 @@ class Engine {
         TransferTag tag;
         p->PeekPacketTag(tag);
         const uint32_t target = Target(tag);
+        if (dist_.empty() || !transfers_[tag.transfer].route.empty())
+            throw std::runtime_error("the duato scheme needs adaptive routes");
         const uint64_t size = p->GetSize() + 2;
         const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
         uint32_t best_l = UINT32_MAX, best_vc = 0;
