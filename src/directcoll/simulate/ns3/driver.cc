@@ -20,10 +20,13 @@
 //   leaves alpha after the reply arrived (each message of the handshake a message, as in the models). Both
 //   travel through the network like data (minimal adaptive routes; dimension order where the data has source
 //   routes on a torus), so the handshake costs a round trip and meets the traffic on its way.
-// - A transfer of B bytes leaves as ceil(B / packet_size) packets (one empty
-//   packet for B = 0; a source interleaves its active transfers packet by packet, see Pump), each carrying `header` bytes besides its payload (at least the 2 of ns-3's PPP header, which
-//   counts towards them). Each packet pays `per_hop` at every router that forwards it (the source's included, the
-//   destination's not), then waits in the chosen output queue and is serialised onto the link.
+// - A transfer of B bytes leaves as ceil(B / packet_size) packets (one empty packet for B = 0; a source
+//   interleaves its active transfers packet by packet, see Pump), each carrying `header` bytes besides its payload
+//   (at least the 2 of ns-3's PPP header, which counts towards them). Each packet pays `per_hop` at every router
+//   that forwards it (the source's included, the destination's not), then waits in the chosen output queue and is
+//   serialised onto the link.
+// - NIC (with a host injection bandwidth): a rank's packets pass its NIC one after the other at that rate, into
+//   its router and, arriving, out of the network (a packet holds its input buffer until the NIC has taken it).
 // - Forwarding: store-and-forward (ns-3's own: a router has the whole packet before passing it on) or cut-through
 //   (a router passes a packet on once its header has arrived, `header / bandwidth` after its first bit: emulated
 //   by handing the packet to the next router when the transmission begins, at that time plus the link's latency;
@@ -35,7 +38,7 @@
 //   those bytes. A packet leaves a router (or the source's NIC) onto link l on virtual channel v only when l's
 //   credits for v cover its wire bytes; it waits in FIFO order behind the packets for (l, v) otherwise, holding
 //   the buffer it arrived in. Leaving, it frees that buffer: the credit travels back to the upstream sender in the
-//   link's latency plus `credit_delay`. A destination takes a packet at once (ejection is not a bottleneck) and
+//   link's latency plus `credit_delay`. A destination takes a packet at once, or through its NIC (below), and
 //   returns its credit the same way. The virtual channel of each hop: "none" (one channel), "hops" (the hop's
 //   index, capped at the last channel: deadlock-free with as many channels as the longest route has hops, as a
 //   channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
@@ -52,7 +55,8 @@
 //   threads, each on the first one free).
 //
 // Input (whitespace-separated, see packet.py): a header line, the nodes, the links (with each link's torus
-// dimension and whether it wraps around), the parameters, the flow control, then the transfers, each with its step, endpoints, bytes, reduce flag and source route (0 links: route adaptively).
+// dimension, whether it wraps around and its direction), the torus's shape, the parameters, the flow control,
+// then the transfers, each with its step, endpoints, bytes, reduce flag and source route (0 links: adaptive).
 // Output: the completion time, per rank and step the time the rank finished the step, per link the bytes sent.
 
 #include "ns3/core-module.h"
@@ -120,8 +124,8 @@ class TransferTag : public Tag {
 };
 
 enum class VcScheme { kNone, kHops, kDateline, kDuato };
-constexpr uint32_t kChoose = UINT32_MAX;
-constexpr uint32_t kData = 0, kRequest = 1, kReply = 2;  // a virtual channel chosen when the packet leaves the router (Duato)
+constexpr uint32_t kChoose = UINT32_MAX;  // a virtual channel chosen when the packet leaves the router (Duato)
+constexpr uint32_t kData = 0, kRequest = 1, kReply = 2;  // what a packet carries: data, or a rendezvous message
 
 struct Transfer {
     uint32_t step = 0, src = 0, dst = 0;
