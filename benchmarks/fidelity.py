@@ -34,7 +34,7 @@ import numpy as np
 
 from directcoll.errors import DeadlockError, DirectcollError, ResourceError
 from directcoll.registry import build_pattern
-from directcoll.reports.contenders import default_contenders
+from directcoll.reports.contenders import TIE_TOLERANCE, default_contenders
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.flow import flow_times
 from directcoll.simulate.packet import bandwidth_delay_bytes, deadlock_free, simulate_packet
@@ -124,10 +124,25 @@ def summarize(rows: list[dict]) -> dict:
                 agree += 0
         big = sum(1 for k, c in cells.items() if len(c) >= 2 and k[2] >= 4096)
         agree_big = big - len(differ)
+        # ties the model calls (several schedules within compare's tolerance of its fastest) that ns-3 separates
+        # (their packet times spread by more than the same tolerance)
+        called, separated = 0, []
+        for key, cell in cells.items():
+            if key[2] < 4096:
+                continue
+            fastest = min(r[f"{model}_s"] for r in cell)
+            tied = [r for r in cell if r[f"{model}_s"] <= fastest * (1 + TIE_TOLERANCE)]
+            if len(tied) < 2:
+                continue
+            called += 1
+            spread = max(r["packet_s"] for r in tied) / min(r["packet_s"] for r in tied) - 1
+            if spread > TIE_TOLERANCE:
+                separated.append((*key, len(tied), spread))
         out[model] = {"cells": len(err), "median_abs_err": float(np.median(np.abs(err))) if len(err) else None,
                       "p90_abs_err": float(np.quantile(np.abs(err), 0.9)) if len(err) else None,
                       "max_abs_err": float(np.abs(err).max()) if len(err) else None,
-                      "winner_cells": big, "winner_agree": agree_big, "winner_differs": differ}
+                      "winner_cells": big, "winner_agree": agree_big, "winner_differs": differ,
+                      "ties_called": called, "ties_separated": separated}
     return out
 
 
@@ -249,6 +264,9 @@ def print_summary(rows: list[dict], heading: str) -> None:
         for d in s["winner_differs"]:
             print(f"   differs: {d[0]} {d[1]} {d[2]} B: model picks {d[3]}, packet {d[4]} "
                   f"(model's pick {100 * d[5]:.1f} % slower in ns-3)")
+        print(f"   ties the model calls (within {100 * TIE_TOLERANCE:g} %): {s['ties_called']} cells; ns-3 separates "
+              f"{len(s['ties_separated'])} of them" + "".join(f"; {d[0]} {d[1]} {d[2]} B ({d[3]} tied, ns-3 spread "
+                                                                 f"{100 * d[4]:.1f} %)" for d in s["ties_separated"]))
     worst = sorted((r for r in rows if r.get("packet_s") not in ("", None) and r["size"] >= 4096),
                    key=lambda r: -abs(r["step_s"] / r["packet_s"] - 1))[:8]
     print("largest step-model errors (sizes >= 4 KiB):")
