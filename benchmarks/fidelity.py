@@ -174,7 +174,7 @@ def tie_coverage(rows: list[dict], tolerances=TOLERANCES) -> dict:
     return out
 
 
-def figure(rows: list[dict], path: Path) -> None:
+def figure(rows: list[dict], path: Path, buffers: str = "unbounded queues") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,7 +199,8 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("time ratio")
     axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle("Model fidelity against ns-3 (swing-sst parameters, 4 KiB packets, cut-through)", fontsize=10)
+    fig.suptitle(f"Model fidelity against ns-3 (swing-sst parameters, 4 KiB packets, cut-through, {buffers})",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
 
@@ -214,9 +215,14 @@ def main() -> None:
     ap.add_argument("--buffer-bdp", type=float, help="flow control: input buffers of this many bandwidth-delay "
                                                      "products per virtual channel (default: unbounded queues)")
     args = ap.parse_args()
-    benchcli.begin(args, ESTIMATE, "fidelity")
+    suffix = "" if args.buffer_bdp is None else f"-bdp{args.buffer_bdp:g}"
+    benchcli.begin(args, ESTIMATE, f"fidelity{suffix}")
+    buffers = "unbounded queues" if args.buffer_bdp is None else f"buffers of {args.buffer_bdp:g} BDP"
     if args.from_csv:
-        print_summary(_read(args.from_csv), f"{args.from_csv} (stored run)")
+        rows = _read(args.from_csv)
+        print_summary(rows, f"{args.from_csv} (stored run)")
+        if args.figure:  # redrawn from the stored run (--buffer-bdp names its buffers in the title)
+            figure(rows, args.figure, buffers)
         return
     todo = jobs(args.quick)
     t0 = time.perf_counter()
@@ -227,7 +233,6 @@ def main() -> None:
             rows += result
             print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    suffix = "" if args.buffer_bdp is None else f"-bdp{args.buffer_bdp:g}"
     csv_path = args.out / f"fidelity{suffix}.csv"
     keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
             "packet_wall_s", "skipped"]
@@ -235,8 +240,7 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
-    figure(rows, args.figure or args.out / f"fidelity{suffix}.png")
-    buffers = "unbounded queues" if args.buffer_bdp is None else f"buffers of {args.buffer_bdp:g} BDP"
+    figure(rows, args.figure or args.out / f"fidelity{suffix}.png", buffers)
     print_summary(rows, f"{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
                         f"{buffers}, {time.perf_counter() - t0:.0f} s")
 
