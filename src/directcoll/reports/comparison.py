@@ -65,7 +65,7 @@ class Comparison:
         params: the :class:`~directcoll.simulate.params.NetworkParams` used.
         sizes: float64 (S,), vector sizes in bytes; entries: the timed :class:`Entry` objects.
         skipped: the :class:`~directcoll.reports.contenders.Skipped` contenders (shape not served, over the
-            memory budget, a cutoff, a port count), each with its reason.
+            memory budget, a cutoff, a port count, a deadlock), each with its reason.
         tie_tolerance: fraction within which two times are a tie (:data:`TIE_TOLERANCE`).
         flow: the packet model's flow control as a dict, or None (unbounded queues).
         peak_goodput: bytes/s (half the injection bandwidth for allreduce).

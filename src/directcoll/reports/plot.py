@@ -310,7 +310,8 @@ def caption(cmp: Comparison, width: int = 96) -> str:
     """
     ties = [(s, t) for s, t in zip(cmp.sizes, cmp.ties(), strict=True) if len(t) > 1]
     tol = f"{cmp.tie_tolerance * 100:.2g} %"
-    model = (f"{cmp.conditions().capitalize()}, parameters {cmp.params.name} "
+    conditions = cmp.conditions()
+    model = (f"{conditions[0].upper()}{conditions[1:]}, parameters {cmp.params.name} "
              f"({_parameters(cmp.params)}). ")
     if ties:
         where = "; ".join(f"{format_size(s)}: {' = '.join(t)}" for s, t in ties[:4])
