@@ -418,9 +418,8 @@ class Engine {
         if (node == Target(tag)) {  // through the NIC at the host's rate, one packet after the other
             if (injection_ == 0) return Eject(node, p);
             const double now = Simulator::Now().GetSeconds();
-            double& free = nic_in_[node];
-            free = std::max(free, now) + static_cast<double>(p->GetSize() + 2) / injection_;
-            Simulator::Schedule(Seconds(free - now), &Engine::Eject, this, node, p);
+            const double taken = Occupy(nic_in_[node], now, static_cast<double>(Wire(p)) / injection_);
+            Simulator::Schedule(Seconds(taken - now), &Engine::Eject, this, node, p);
             return;
         }
         p->RemovePacketTag(tag);
@@ -429,7 +428,7 @@ class Engine {
         p->AddPacketTag(tag);
         // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
         const uint32_t l = tag.kind == kData ? NextLink(node, tr, tag.hop) : ControlLink(node, tag);
-        reserved_[l] += p->GetSize() + 2;
+        reserved_[l] += Wire(p);
         Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
     }
 
@@ -439,7 +438,7 @@ class Engine {
         TransferTag tag;
         p->RemovePacketTag(tag);
         Transfer& tr = transfers_[tag.transfer];
-        ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);
+        ReturnCredit(tag.link, tag.vc, Wire(p));
         if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
             if (tag.kind == kRequest)
                 Simulator::Schedule(Seconds(alpha_), &Engine::Control, this, tag.transfer, kReply);
@@ -453,6 +452,9 @@ class Engine {
             Simulator::Schedule(Seconds(done - now), &Engine::Done, this, node, tr.step);
         }
     }
+
+    // a packet's bytes on the wire: ns-3's device adds its 2-byte PPP header
+    static uint64_t Wire(Ptr<const Packet> p) { return p->GetSize() + 2; }
 
     uint32_t Target(const TransferTag& tag) const {
         const Transfer& tr = transfers_[tag.transfer];
@@ -475,11 +477,8 @@ class Engine {
         TransferTag tag;
         tag.transfer = i;
         tag.kind = kind;
-        p->AddPacketTag(tag);
         const uint32_t from = kind == kRequest ? tr.src : tr.dst;
-        const uint32_t l = ControlLink(from, tag);
-        reserved_[l] += p->GetSize() + 2;
-        Simulator::Schedule(Seconds(Injected(from, p) + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+        Launch(from, ControlLink(from, tag), tag, p);
     }
 
     // the virtual channel of the hop onto link l of a packet whose tag says where it was (see the header comment)
@@ -539,7 +538,7 @@ class Engine {
         const uint32_t target = Target(tag);
         if (dist_.empty() || !transfers_[tag.transfer].route.empty())
             throw std::runtime_error("the duato scheme needs adaptive routes");
-        const uint64_t size = p->GetSize() + 2;
+        const uint64_t size = Wire(p);
         const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
         uint32_t best_l = UINT32_MAX, best_vc = 0;
         uint64_t best_load = UINT64_MAX, best_credits = 0;
@@ -594,11 +593,7 @@ class Engine {
     // a message's posting (`overhead_` s) on the rank's first free thread from `ready` on; returns its end. Sends
     // and receives are posted apart, as the models count them (the larger of a rank's sends and receives).
     double Post(std::vector<double>& posters, uint32_t rank, double ready) {
-        if (overhead_ == 0) return ready;
-        double* first = &posters[static_cast<size_t>(rank) * threads_];
-        double* thread = std::min_element(first, first + threads_);
-        *thread = std::max(*thread, ready) + overhead_;
-        return *thread;
+        return overhead_ == 0 ? ready : OnFirstFreeThread(posters, rank, ready, overhead_);
     }
 
     // A source interleaves its active transfers packet by packet, round-robin, as a NIC arbitrates between its
@@ -661,9 +656,14 @@ class Engine {
         Ptr<Packet> p = Create<Packet>(static_cast<uint32_t>(payload + header_ - 2));
         TransferTag tag;
         tag.transfer = i;
+        Launch(tr.src, l, tag, p);
+    }
+
+    // a new packet from `node`'s NIC onto link l: through the NIC, then the router's pipeline
+    void Launch(uint32_t node, uint32_t l, const TransferTag& tag, Ptr<Packet> p) {
         p->AddPacketTag(tag);
-        reserved_[l] += p->GetSize() + 2;
-        Simulator::Schedule(Seconds(Injected(tr.src, p) + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+        reserved_[l] += Wire(p);
+        Simulator::Schedule(Seconds(Injected(node, p) + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
     }
 
     // seconds from now until packet p has passed the NIC of `node` into its router (at the host's rate, after
@@ -671,15 +671,13 @@ class Engine {
     double Injected(uint32_t node, Ptr<Packet> p) {
         if (injection_ == 0) return 0;
         const double now = Simulator::Now().GetSeconds();
-        double& free = nic_out_[node];
-        free = std::max(free, now) + static_cast<double>(p->GetSize() + 2) / injection_;
-        return free - now;
+        return Occupy(nic_out_[node], now, static_cast<double>(Wire(p)) / injection_) - now;
     }
 
     // a packet out of the router's pipeline, bound for link l on channel vc: onto the link, or behind the packets
     // waiting for that channel's credits
     void Enqueue(uint32_t l, uint32_t vc, Ptr<Packet> p) {
-        const uint64_t size = p->GetSize() + 2;
+        const uint64_t size = Wire(p);
         reserved_[l] -= size;
         if (vc == kChoose) std::tie(l, vc) = DuatoChoice(link_src_[l], p);
         if (buffer_ == 0) return Transmit(l, vc, p);
@@ -692,10 +690,10 @@ class Engine {
     void Drain(uint32_t l, uint32_t vc) {
         auto& queue = waiting_[l * vcs_ + vc];
         uint64_t& credits = credits_[l * vcs_ + vc];
-        while (!queue.empty() && credits >= queue.front()->GetSize() + 2) {
+        while (!queue.empty() && credits >= Wire(queue.front())) {
             Ptr<Packet> p = queue.front();
             queue.pop_front();
-            const uint64_t size = p->GetSize() + 2;
+            const uint64_t size = Wire(p);
             credits -= size;
             waiting_bytes_[l] -= size;
             Transmit(l, vc, p);
@@ -706,7 +704,7 @@ class Engine {
     void Transmit(uint32_t l, uint32_t vc, Ptr<Packet> p) {
         TransferTag tag;
         p->RemovePacketTag(tag);
-        ReturnCredit(tag.link, tag.vc, p->GetSize() + 2);
+        ReturnCredit(tag.link, tag.vc, Wire(p));
         tag.crossed = Crossed(tag, l);
         tag.link = l;
         tag.vc = vc;
@@ -773,11 +771,19 @@ class Engine {
     // rank `rank` finished one of its transfers of step `step`
     // a reduction of `work` seconds that can start at `ready` runs on the rank's first free thread (the
     // implementation's threads: its reductions of a step share them); returns when it ends
-    double Reduce(uint32_t rank, double work, double ready) {
-        double* first = &reducers_[static_cast<size_t>(rank) * threads_];
-        double* thread = std::min_element(first, first + threads_);
-        *thread = std::max(*thread, ready) + work;
-        return *thread;
+    double Reduce(uint32_t rank, double work, double ready) { return OnFirstFreeThread(reducers_, rank, ready, work); }
+
+    // `work` seconds on the first free of `rank`'s threads (`threads`: when each is free) from `ready` on; returns
+    // when it ends
+    double OnFirstFreeThread(std::vector<double>& threads, uint32_t rank, double ready, double work) const {
+        double* first = &threads[static_cast<size_t>(rank) * threads_];
+        return Occupy(*std::min_element(first, first + threads_), ready, work);
+    }
+
+    // one resource used in turn (a thread, a NIC): free at `free`, busy `work` s from `ready` on; returns the end
+    static double Occupy(double& free, double ready, double work) {
+        free = std::max(free, ready) + work;
+        return free;
     }
 
     void Done(uint32_t rank, uint32_t step) {
