@@ -12,11 +12,12 @@ the error of those predictions and the winner, measured and predicted, at every 
 
 Left out, with the reason printed: Fujitsu's default (its algorithm is not known), its algorithms without a
 schedule here (trix3, trix6, rdbc, nonoverlapping, basic_linear) or whose segment size is not recorded
-(segmented_ring), ``bw_cont`` (the schedule of ``bw``, another memory layout), uTofu segments other than 1 MiB
+(segmented_ring), ``bw`` (each block of a step sent as its own message; ``bw_cont``, one contiguous message per step
+and port, is the schedule's message structure), uTofu segments other than 1 MiB
 (the model has no segments; 1 MiB is the one every run has), and port counts a schedule cannot serve on the run's
 torus (more than 2D).
 
-Run: python3 benchmarks/real_machines.py [--out DIR] [--runs RUN,...] [--json FILE]
+Run: python3 benchmarks/real_machines.py [--out DIR] [--runs RUN,...] [--json FILE] [--figure PNG]
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ ESTIMATE = "a few minutes (one fit per variant and run)"
 SCORED = 64 * 1024
 #: variant -> (algorithm[:variant], implementation); None: left out (the reason)
 FUJITSU = {"fjmpi_ring": "ring:unidirectional", "fjmpi_recursive_doubling": "recursive-doubling:latency"}
-SWING = {"lat": "swing:latency", "bw": "swing:bandwidth", "lat_utofu": "swing:latency",
+SWING = {"lat": "swing:latency", "bw_cont": "swing:bandwidth", "lat_utofu": "swing:latency",
          "bw_utofu": "swing:bandwidth", "lat_recdoub_utofu": "recursive-doubling:latency",
          "bw_recdoub_utofu": "recursive-doubling:bandwidth"}
 SEGMENT = 1 << 20
@@ -62,8 +63,8 @@ def mapped(row: dict) -> tuple[str, str] | str:
     if v.startswith("fjmpi_"):
         return f"{v}: no schedule of this algorithm here" + (" (segment size not recorded)" if "segmented" in v
                                                               else "")
-    if v == "bw_cont":
-        return "bw_cont: the schedule of bw with another memory layout"
+    if v == "bw":
+        return "bw: sends each block of a step as its own message (the schedule's messages are bw_cont's)"
     if v in SWING:
         if v.endswith("_utofu") and row["segment_size"] and int(row["segment_size"]) != SEGMENT:
             return f"{v}: segment {row['segment_size']} B (the 1 MiB rows are used)"
@@ -71,12 +72,14 @@ def mapped(row: dict) -> tuple[str, str] | str:
     return f"{v}: unknown variant"
 
 
-def run_csv(rows: list[dict], topology) -> tuple[str, list[str]]:
-    """The calibrate CSV of one run's rows, and the reasons rows were left out (counted)."""
+def run_csv(rows: list[dict], topology) -> tuple[str, list[str], list[tuple[float, float]]]:
+    """The calibrate CSV of one run's rows, the reasons rows were left out (counted), and each CSV row's 10th and
+    90th percentile times (s)."""
     from directcoll.registry import build_pattern
 
     out = ["algorithm,ranks,bytes,seconds,ports,implementation"]
     skipped: dict[str, int] = {}
+    spread = []
     servable: dict[tuple, bool] = {}
     for row in rows:
         m = mapped(row)
@@ -98,11 +101,15 @@ def run_csv(rows: list[dict], topology) -> tuple[str, list[str]]:
             skipped[[k for k in skipped if k.startswith(f"{algorithm} P={ports}:")][0]] += 1
             continue
         out.append(f"{algorithm},{row['nodes']},{row['bytes']},{float(row['median_us']) * 1e-6!r},{ports},{impl}")
-    return "\n".join(out) + "\n", [f"{n} rows: {why}" for why, n in skipped.items()]
+        spread.append((float(row["p10_us"]) * 1e-6, float(row["p90_us"]) * 1e-6))
+    return "\n".join(out) + "\n", [f"{n} rows: {why}" for why, n in skipped.items()], spread
 
 
-def score(cal) -> dict:
-    """Median and largest |prediction / measured - 1| over the scored cells, and winners per scored size."""
+def score(cal, spread: dict) -> dict:
+    """Median and largest |prediction / measured - 1| over the scored cells, and winners per scored size.
+
+    The predicted winner is right when it is the measured one, or when the measurement cannot tell the two apart:
+    their 10th-90th percentile ranges overlap (``tie``). ``spread`` maps (label, bytes) to (p10, p90) in s."""
     ms = cal.measurements
     cv = np.array(cal.cross_validation["residuals"])
     sizes = np.array([m.size for m in ms])
@@ -114,7 +121,10 @@ def score(cal) -> dict:
         at = np.flatnonzero(sizes == size)
         measured = ms[at[np.argmin(seconds[at])]].label
         model = ms[at[np.argmin(predicted[at])]].label
-        winners.append({"bytes": int(size), "measured": measured, "predicted": model, "same": measured == model})
+        (lo_w, hi_w), (lo_p, hi_p) = spread[measured, int(size)], spread[model, int(size)]
+        tie = model != measured and lo_p <= hi_w and lo_w <= hi_p
+        winners.append({"bytes": int(size), "measured": measured, "predicted": model, "tie": tie,
+                        "same": measured == model or tie})
     return {"cells": int(scored.sum()), "median_abs": float(np.median(np.abs(cv[scored]))),
             "max_abs": float(np.max(np.abs(cv[scored]))), "winners": winners,
             "winners_right": sum(w["same"] for w in winners), "sizes": len(winners)}
@@ -124,6 +134,7 @@ def main() -> int:
     p = benchcli.parser(__doc__, ESTIMATE)
     p.add_argument("--runs", help="comma list of run names (default: all)")
     p.add_argument("--json", help="also write the results to this file")
+    p.add_argument("--figure", help="also draw measured against predicted times, one panel per run, to this PNG")
     args = p.parse_args()
     out = benchcli.begin(args, ESTIMATE, "real_machines")
 
@@ -149,14 +160,18 @@ def main() -> int:
     for run in runs:
         mine = [r for r in rows if r["run"] == run]
         topology = parse(f"torus:{mine[0]['shape']}")
-        text, skipped = run_csv(mine, topology)
+        text, skipped, spread = run_csv(mine, topology)
         (out / f"{run}.csv").write_text(text)
         t0 = time.perf_counter()
-        cal = calibrate(parse_csv(text, f"{run}.csv"), topology, fit=FIT, base=BASE, source=f"{run}.csv")
-        s = score(cal)
+        measurements = parse_csv(text, f"{run}.csv")
+        cal = calibrate(measurements, topology, fit=FIT, base=BASE, source=f"{run}.csv")
+        s = score(cal, {(m.label, int(m.size)): pq for m, pq in zip(measurements, spread, strict=True)})
         results[run] = {"topology": topology.spec, "seconds": time.perf_counter() - t0, "skipped": skipped,
                         "fitted": cal.fitted, "rms_in_sample": cal.rms, **s,
-                        "by_variant": cal.cross_validation["by_label"]}
+                        "by_variant": cal.cross_validation["by_label"],
+                        "cells": [{"label": m.label, "implementation": m.implementation, "bytes": m.size,
+                                   "measured_s": m.seconds, "predicted_s": m.seconds * (1 + r)}
+                                  for m, r in zip(measurements, cal.cross_validation["residuals"], strict=True)]}
         print(f"## {run} on {topology.spec}: {len(cal.measurements)} cells, {s['cells']} of 64 KiB or more\n")
         print(f"Leave one variant out, cells >= 64 KiB: median |error| {s['median_abs']:.1%}, largest "
               f"{s['max_abs']:.1%}; winner right at {s['winners_right']} of {s['sizes']} sizes; in-sample RMS "
@@ -168,13 +183,62 @@ def main() -> int:
         print("\n| size | measured winner | predicted winner |")
         print("|---|---|---|")
         for w in s["winners"]:
-            mark = "" if w["same"] else " (wrong)"
+            mark = " (tie: p10-p90 ranges overlap)" if w["tie"] else "" if w["same"] else " (wrong)"
             print(f"| {format_size(w['bytes'])} | {w['measured'].replace(' allreduce', '')} | "
                   f"{w['predicted'].replace(' allreduce', '')}{mark} |")
         print("\nLeft out: " + "; ".join(skipped) + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    if args.figure:
+        figure(results, args.figure)
     return 0
+
+
+def figure(results: dict, path: str) -> None:
+    """Measured against leave-one-variant-out predicted time, log-log, a panel per run; the diagonal and the
+    +-25 % band; hollow markers below the scored sizes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 5.0), squeeze=False,
+                             layout="constrained")
+    markers = {"fujitsu-mpi": "s", "libswing-mpi": "^", "libswing-utofu": "o"}
+    for ax, (run, res) in zip(axes[0], results.items(), strict=True):
+        cells = res["cells"]
+        lo = min(min(c["measured_s"], c["predicted_s"]) for c in cells) * 1e6 / 1.5
+        hi = max(max(c["measured_s"], c["predicted_s"]) for c in cells) * 1e6 * 1.5
+        grid = np.geomspace(lo, hi, 50)
+        ax.fill_between(grid, grid * 0.75, grid * 1.25, color="0.9", label="within 25 %")
+        ax.plot(grid, grid, color="0.4", lw=0.8)
+        for impl, mark in markers.items():
+            for scored in (True, False):
+                pick = [c for c in cells if c["implementation"] == impl and (c["bytes"] >= SCORED) == scored]
+                if pick:
+                    ax.scatter([c["measured_s"] * 1e6 for c in pick], [c["predicted_s"] * 1e6 for c in pick],
+                               marker=mark, s=18, facecolors=f"C{list(markers).index(impl)}" if scored else "none",
+                               edgecolors=f"C{list(markers).index(impl)}", lw=0.8,
+                               label=impl if scored else None)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_aspect("equal")
+        ax.set_title(f"{run[:10].replace('_', '-')} on {res['topology']}\nmedian error >= 64 KiB "
+                     f"{res['median_abs']:.0%}", fontsize=9)
+        ax.set_xlabel("measured time (us)")
+        ax.grid(True, which="major", lw=0.3)
+    axes[0][0].set_ylabel("predicted time, variant left out (us)")
+    handles = {}
+    for ax in axes[0]:
+        for h, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, h)
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=len(handles), fontsize=8)
+    fig.suptitle("Fugaku allreduce: step model, each variant predicted from the others (hollow: below 64 KiB)",
+                 fontsize=10)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

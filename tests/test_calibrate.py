@@ -78,6 +78,16 @@ def test_gamma_without_reductions_is_not_identifiable():
     assert_recovered(cal, TRUTH, ("alpha", "link_bandwidth", "per_hop_latency"))
 
 
+def test_gamma_fitted_at_zero_is_kept_when_it_has_an_effect():
+    # reductions whose true cost is 0: the fit drives gamma to the bottom of its range, where a probe of 1 % of the
+    # value would change nothing; gamma still changes the times and must not be called "not identifiable"
+    truth = replace(TRUTH, gamma=0.0)
+    cal = calibrate(synthetic("torus:4x4", ["ring", "swing", "recursive-doubling"], params=truth), "torus:4x4")
+    assert not any("not identifiable" in w for w in cal.warnings), cal.warnings
+    assert cal.fitted["gamma"] < 1e-15  # s/B: effectively 0
+    assert any(n.startswith("gamma fitted at the bottom of its range") for n in cal.notes), cal.notes
+
+
 def test_link_bandwidth_behind_a_host_injection_limit_is_not_identifiable():
     host = NetworkParams(host_injection=1e9)  # every transfer is held to 1 GB/s by its host, not its links
     truth = replace(TRUTH, host_injection=1e9, link_bandwidth=None)

@@ -507,9 +507,10 @@ def _identifiability(keys, x, model, seconds, sizes):
         name = _name(key)
         scale = 1.0 if name == "bandwidth_efficiency" else (
             (latency_scale if name in _LATENCY else per_byte_scale) / _UNIT[name])
-        # 1 % of the value (of the time scale, for a latency near 0); links step faster (would faster links change
-        # anything: not when a cap binds), an efficiency steps down, below 1
-        step = 0.01 * (max(x[j], scale) if name in _LATENCY else x[j]) * (
+        # 1 % of the value (of its scale, for a latency or gamma fitted near 0: a probe of 1 % of ~0 would call a
+        # term that matters "without effect"); links step faster (would faster links change anything: not when a
+        # cap binds), an efficiency steps down, below 1
+        step = 0.01 * (max(x[j], scale) if name in _LATENCY or name == "gamma" else x[j]) * (
             -1.0 if name in ("bandwidth_efficiency", "link_bandwidth") else 1.0)
         if x[j] + step > _RANGE[name][1]:  # at the top of its range: probe below it
             step = -step
