@@ -236,13 +236,30 @@ def test_cli_json_output_file_and_params_everywhere(tmp_path):
 @pytest.mark.parametrize("args, match", [
     (["--ranks", "4"], "line 3: measured on 4 ranks but ring:8 has 8 compute nodes"),
     ([], "OSU output does not say how many ranks ran; give --ranks N"),
-    (["--ranks", "8", "--alpha", "1us"], "--alpha sets alpha, which --fit fits"),
+    (["--ranks", "8", "--alpha", "1us", "--fit", "alpha,gamma"], "--alpha sets alpha, which --fit fits"),
 ])
 def test_cli_bad_input_is_one_line_and_status_2(tmp_path, args, match):
     out = _cli(["calibrate", str(OSU_FILE), "--topology", "ring:8", *args], tmp_path)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("directcoll: error: ")
     assert match in out.stderr, out.stderr
+
+
+def test_without_fit_an_option_keeps_its_value_and_named_implementations_fit_their_software_terms(tmp_path):
+    out = _cli(["calibrate", str(OSU_FILE), "ring:4", "--ranks", "4", "--alpha", "1us", "--json"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert "alpha" not in doc["fitted"] and doc["params"]["alpha"] == 1e-6 and "link_bandwidth" in doc["fitted"]
+    rows = ["algorithm,ranks,bytes,seconds,ports,implementation"] + [
+        f"{a},16,{b},{t},{p},{i}" for a, p, i, ts in (("ring", "", "lib-a", (3e-6, 2e-4)),
+                                                      ("swing:bandwidth", "2", "lib-b", (9e-6, 1.5e-4)))
+        for b, t in zip((8, 1 << 20), ts, strict=True)]
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    out = _cli(["calibrate", "m.csv", "torus:4x4", "--params", "fugaku-4x4x4", "--json"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    fitted = json.loads(out.stdout)["fitted"]
+    assert "link_bandwidth" not in fitted  # the preset's published link rate is kept
+    assert {"call_overhead@lib-a", "bandwidth_efficiency@lib-b"} <= set(fitted), fitted
 
 
 def test_a_parameters_file_accepts_every_field_of_network_params():

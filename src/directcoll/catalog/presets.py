@@ -98,6 +98,9 @@ class SystemPreset:
         parameter_sources: ``(field, source text)`` pairs, one per JSON field whose value the entry's ``source``
             does not give (``link_bandwidth_bps``, ``alpha_s``, ``rdma_engines``, ...); empty when the entry's
             ``source`` covers every value.
+        implementations: ``(name, terms)`` pairs: the collective libraries measured on the system, each an
+            object of :class:`~directcoll.simulate.implementation.Implementation` fields (for Fugaku, how many
+            threads each runs; software terms only where published).
 
     Raises:
         Nothing: a frozen record; presets are built from the packaged data by :func:`get_preset`.
@@ -125,6 +128,7 @@ class SystemPreset:
     host_injection: float | None = None
     notes: str = ""
     parameter_sources: tuple[tuple[str, str], ...] = ()
+    implementations: tuple[tuple[str, dict], ...] = ()
 
     @property
     def topology(self) -> str | None:
@@ -207,7 +211,7 @@ def _from_entry(name: str, key: str, entry: dict) -> SystemPreset:
         if field in _FIELDS:
             attr, factor = _FIELDS[field]
             values[attr] = float(value) * factor
-        elif field not in ("source", "notes", "topologies", "subtori_used", "parameter_sources"):
+        elif field not in ("source", "notes", "topologies", "subtori_used", "parameter_sources", "implementations"):
             notes.append(f"{field}={value}")
     if "node_bandwidth_bps" in entry:
         # Zhao et al.'s model: a node's bandwidth B is split evenly over its d links (b = B/d).
@@ -218,8 +222,9 @@ def _from_entry(name: str, key: str, entry: dict) -> SystemPreset:
     if not topologies:
         notes.append("no topology shape in the source data: topologies=()")
     sources = tuple((str(k), str(v)) for k, v in entry.get("parameter_sources", {}).items())
+    impls = tuple((str(k), dict(v)) for k, v in entry.get("implementations", {}).items())
     return SystemPreset(name=name, key=key, source=str(entry["source"]), topologies=topologies,
-                        notes="; ".join(notes), parameter_sources=sources, **values)
+                        notes="; ".join(notes), parameter_sources=sources, implementations=impls, **values)
 
 
 @cache

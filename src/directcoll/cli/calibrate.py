@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from directcoll.cli.options import (
@@ -48,8 +49,10 @@ def register(sub) -> None:
     cal.add_argument("spec", nargs="?", help=f"{SPEC_HELP}: the network the measurements ran on (required)")
     cal.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
     cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, per_hop_latency, gamma "
-                                   "(the network's; default all four) and call_overhead, port_overhead, "
-                                   "message_overhead, bandwidth_efficiency (each implementation's)")
+                                   "(the network's) and call_overhead, port_overhead, message_overhead, "
+                                   "bandwidth_efficiency (each implementation's); default the network's four (those "
+                                   "an option sets excepted) and, when the measurements name implementations, "
+                                   "their software terms, with a link bandwidth that --params gives kept")
     cal.add_argument("--format", choices=["csv", "osu"], help="input format (default: detected, OSU output starts "
                                                               "with '#')")
     cal.add_argument("--ranks", type=count(1), help="OSU only (required there): the number of ranks it ran on")
@@ -62,9 +65,10 @@ def register(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    """``directcoll calibrate MEASUREMENTS SPEC``: fit ``--fit`` (default alpha, link_bandwidth,
-    per_hop_latency, gamma) by least squares on relative residuals so that the step model reproduces the measured
-    times (:func:`directcoll.simulate.calibrate.calibrate_file`); ``-o FILE.json`` writes the parameters for
+    """``directcoll calibrate MEASUREMENTS SPEC``: fit ``--fit`` (default
+    :func:`~directcoll.simulate.calibrate.default_fit`, less the values an option sets) by least squares on relative
+    residuals so that the step model reproduces the measured times
+    (:func:`directcoll.simulate.calibrate.calibrate`); ``-o FILE.json`` writes the parameters for
     ``--params FILE.json`` anywhere. Values not fitted come from ``--params`` and the override options (default:
     zero, and the topology's own links).
 
@@ -96,16 +100,18 @@ def cmd_calibrate(args) -> int:
     0
     """
     from directcoll.simulate import NetworkParams, resolve_network
-    from directcoll.simulate.calibrate import calibrate_file, parse_fit
+    from directcoll.simulate.calibrate import calibrate, default_fit, parse_fit
+    from directcoll.simulate.measurements import read_measurements
 
     check_output(args.output, "-o")
     spec = network_spec(args)
     if spec is None:
         raise DirectcollError("calibrate needs the network the measurements ran on: directcoll calibrate "
                               "MEASUREMENTS SPEC, e.g. torus:4x4 or a system preset")
-    fit = parse_fit(args.fit)
+    # without --fit, what the data calls for (default_fit) minus what an option sets; with it, exactly that
+    fit = parse_fit(args.fit) if args.fit is not None else None
     for name, option in _OVERRIDES.items():
-        if name in fit and getattr(args, name) is not None:
+        if fit is not None and name in fit and getattr(args, name) is not None:
             raise DirectcollError(f"{option} sets {name}, which --fit fits; drop {option} or leave {name} out of "
                                   "--fit")
     overrides = {"alpha": args.alpha, "per_hop_latency": args.per_hop_latency, "link_bandwidth": args.link_bandwidth,
@@ -113,8 +119,11 @@ def cmd_calibrate(args) -> int:
                  "packet_size": args.packet_size}
     topology, params, _notes = resolve_network(spec, args.params)
     base = (params if args.params is not None else NetworkParams()).with_(**overrides).use(args.implementation)
-    cal = calibrate_file(args.measurements, topology, fmt=args.format, ranks=args.ranks, algorithm=args.algorithm,
-                         fit=fit, routing=args.routing, base=base)
+    measurements = read_measurements(args.measurements, args.format, ranks=args.ranks, algorithm=args.algorithm)
+    if fit is None:
+        fit = default_fit(measurements, base, [name for name in _OVERRIDES if getattr(args, name) is not None])
+    cal = calibrate(measurements, topology, fit=fit or parse_fit(None), routing=args.routing, base=base,
+                    source=os.fspath(args.measurements))
     for line in cal.warnings:
         print(f"directcoll: warning: {line}", file=sys.stderr)
     if args.output:

@@ -37,6 +37,7 @@ NETWORK = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
 #: (:class:`~directcoll.simulate.implementation.Implementation`)
 SOFTWARE = ("call_overhead", "port_overhead", "message_overhead", "bandwidth_efficiency")
 FITTABLE = NETWORK + SOFTWARE
+#: what is fitted when ``fit`` is not given and no measurement names an implementation (:func:`default_fit`)
 DEFAULT_FIT = NETWORK
 #: a fit is poor when the RMS relative residual is over 10 % or any one is over 25 % (docs/simulation.md,
 #: "Calibration": OSU averages repeat within a few per cent; beyond these the model misses a regime)
@@ -88,6 +89,33 @@ def parse_fit(text: str | None) -> tuple[str, ...]:
         what = f"unknown parameter(s) {', '.join(map(repr, unknown))}" if unknown else "no parameter"
         raise DirectcollError(f"--fit {text!r}: {what}; accepted: a comma list of {', '.join(FITTABLE)}")
     return tuple(n for n in FITTABLE if n in names)
+
+
+def default_fit(measurements, base: NetworkParams, given=()) -> tuple[str, ...]:
+    """What ``calibrate`` fits when not told: :data:`DEFAULT_FIT` for measurements of one (unnamed) implementation;
+    where a measurement names its implementation, the network's alpha, per-hop latency and gamma shared by all and
+    every implementation's software terms (:data:`SOFTWARE`), the link bandwidth only when ``base`` gives none (a
+    published link rate is kept: each implementation's efficiency is fitted against it). Parameters in ``given``
+    (set by the user) are not fitted.
+
+    Returns:
+        tuple of names of :data:`FITTABLE`, in its order.
+
+    Raises:
+        Nothing.
+
+    Source: docs/simulation.md, "Calibration" (what is fitted).
+
+    >>> from directcoll.simulate.measurements import Measurement
+    >>> rows = [Measurement("ring", None, "allreduce", 4, 8.0, 1e-5, implementation="mpi")]
+    >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9), given=("gamma",))
+    ('alpha', 'per_hop_latency', 'call_overhead', 'port_overhead', 'message_overhead', 'bandwidth_efficiency')
+    """
+    if not any(m.implementation for m in measurements):
+        names = DEFAULT_FIT
+    else:
+        names = tuple(n for n in NETWORK if n != "link_bandwidth" or base.link_bandwidth is None) + SOFTWARE
+    return tuple(n for n in names if n not in given)
 
 
 @dataclass(frozen=True)
@@ -202,6 +230,9 @@ def _keys(fit, implementations) -> tuple[str, ...]:
     return tuple(k for n in fit for k in ([n] if n in NETWORK else [f"{n}@{i}" for i in implementations]))
 
 
+_FITTED = "fitted by directcoll calibrate"
+
+
 def _profiles(base: NetworkParams, implementations) -> dict:
     """Every implementation the measurements name: the base parameters' own profile, else a neutral one."""
     out = {}
@@ -209,7 +240,7 @@ def _profiles(base: NetworkParams, implementations) -> dict:
         try:
             out[name] = base.use(name).implementation
         except DirectcollError:
-            out[name] = Implementation(name=name, source="fitted by directcoll calibrate")
+            out[name] = Implementation(name=name, source=_FITTED)
     return out
 
 
@@ -287,7 +318,7 @@ def _solve(residuals, keys, start: np.ndarray, starts=STARTS, search: bool = Tru
     return best.x, best, stalled
 
 
-def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adaptive",
+def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
               base: NetworkParams | None = None, source: str = "measurements", cross_validate: bool = True
               ) -> Calibration:
     """Fit ``fit`` (fields of :data:`FITTABLE`) so that the step model reproduces ``measurements``.
@@ -303,7 +334,8 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
         measurements: :class:`Measurement` rows (sizes in bytes, times in s); every one's ranks must be the
             topology's compute nodes.
         topology: a Topology or a spec string.
-        fit: the parameters to fit (default the network's: alpha, link_bandwidth, per_hop_latency, gamma).
+        fit: the parameters to fit (default :func:`default_fit`: the network's alpha, link_bandwidth,
+            per_hop_latency and gamma; with implementations named, their software terms too).
         routing: ``adaptive`` (default) or ``dor``.
         base: the values not fitted (default :class:`NetworkParams`: zero overheads, the topology's own links),
             with the implementations it describes.
@@ -333,9 +365,12 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
     >>> round(c.fitted["alpha"] * 1e6, 6), round(c.fitted["link_bandwidth"] / 1e9, 6), c.warnings
     (2.0, 10.0, ())
     """
-    fit = parse_fit(",".join(fit)) if not isinstance(fit, str) else parse_fit(fit)
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     measurements = tuple(measurements)
+    base = base if base is not None else NetworkParams()
+    if fit is None:
+        fit = default_fit(measurements, base)
+    fit = parse_fit(",".join(fit)) if not isinstance(fit, str) else parse_fit(fit)
     if not measurements:
         raise DirectcollError(f"{source}: no measurements to fit")
     for m in measurements:
@@ -343,12 +378,14 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, routing: str = "adapti
             raise DirectcollError(f"{source} line {m.line}: measured on {m.ranks} ranks but {topo.spec} has "
                                   f"{topo.num_compute} compute nodes; calibrate one topology at a time (put each "
                                   "rank count in its own file with its --topology)")
-    base = base if base is not None else NetworkParams()
     default = base.implementation.name
     groups = _groups(measurements, topo, source, default)
     implementations = tuple(dict.fromkeys(g[3] for g in groups))
-    profiles = _profiles(base, implementations)
     keys = _keys(fit, implementations)
+    profiles = {name: replace(p, source="; ".join(filter(None, (
+        p.source if p.source != _FITTED else "", f"software terms fitted by directcoll calibrate from {source}"))))
+        if any(k.endswith(f"@{name}") for k in keys) else p
+        for name, p in _profiles(base, implementations).items()}
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])
 
@@ -562,7 +599,7 @@ def _collinear(names, columns: np.ndarray, sizes: np.ndarray) -> list[str]:
 
 
 def calibrate_file(path, topology, *, fmt: str | None = None, ranks: int | None = None,
-                   algorithm: str | None = None, fit=DEFAULT_FIT, routing: str = "adaptive",
+                   algorithm: str | None = None, fit=None, routing: str = "adaptive",
                    base: NetworkParams | None = None) -> Calibration:
     """:func:`calibrate` on the measurements of a file (:func:`~directcoll.simulate.measurements.read_measurements`:
     a CSV, or an OSU benchmark's output with ``ranks`` and ``algorithm``).

@@ -162,7 +162,8 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
 
     Returns:
         NetworkParams named after the preset, its ``source`` the publication the values come from: the entry's
-        ``source``, then the source of each value that publication does not give (``parameter_sources``). A beta
+        ``source``, then the source of each value that publication does not give (``parameter_sources``); its
+        ``implementations`` the libraries the entry describes (the active one stays the project's own). A beta
         in s/byte per process becomes ``host_injection`` and ``link_bandwidth`` of
         1 / beta bytes/s.
 
@@ -175,6 +176,8 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
     >>> f = network_params("fugaku-unit")  # Tofu D (Ajima et al., CLUSTER'18): 6 RDMA engines x 6.8 GB/s links
     >>> f.link_bandwidth, f.host_injection, f.alpha, f.link_latency
     (6800000000.0, 40800000000.0, 4.9e-07, 0.0)
+    >>> f.use("libswing-utofu").implementation.threads is None  # the libraries measured there: a thread per port
+    True
     """
     from directcoll.catalog.presets import get_parameter_preset
 
@@ -187,7 +190,8 @@ def network_params(name: str | None = "swing-sst") -> NetworkParams:
               "host_injection": p.host_injection or per_process, "link_latency": p.link_latency,
               "link_bandwidth": p.link_bandwidth or per_process}
     added = [f"{field}: {text}" for field, text in p.parameter_sources if field != "topologies"]
-    return NetworkParams(**values, name=p.name, source="; ".join([p.source, *added]))
+    impls = tuple(implementation_from_dict(n, terms, f"preset {p.name}") for n, terms in p.implementations)
+    return NetworkParams(**values, name=p.name, source="; ".join([p.source, *added]), implementations=impls)
 
 
 #: the value types of every NetworkParams field in a parameters file (None allowed where the field allows it)
