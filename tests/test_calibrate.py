@@ -237,6 +237,8 @@ def test_cli_json_output_file_and_params_everywhere(tmp_path):
     (["--ranks", "4"], "line 3: measured on 4 ranks but ring:8 has 8 compute nodes"),
     ([], "OSU output does not say how many ranks ran; give --ranks N"),
     (["--ranks", "8", "--alpha", "1us", "--fit", "alpha,gamma"], "--alpha sets alpha, which --fit fits"),
+    (["--ranks", "8", "--alpha", "1us", "--link-bandwidth", "1GB/s", "--per-hop-latency", "0", "--gamma", "0"],
+     "nothing is left to fit"),
 ])
 def test_cli_bad_input_is_one_line_and_status_2(tmp_path, args, match):
     out = _cli(["calibrate", str(OSU_FILE), "--topology", "ring:8", *args], tmp_path)

@@ -122,7 +122,11 @@ def cmd_calibrate(args) -> int:
     measurements = read_measurements(args.measurements, args.format, ranks=args.ranks, algorithm=args.algorithm)
     if fit is None:
         fit = default_fit(measurements, base, [name for name in _OVERRIDES if getattr(args, name) is not None])
-    cal = calibrate(measurements, topology, fit=fit or parse_fit(None), routing=args.routing, base=base,
+        if not fit:
+            raise DirectcollError("every parameter calibrate would fit is set by an option (--alpha, "
+                                  "--link-bandwidth, --per-hop-latency, --gamma): nothing is left to fit; drop one "
+                                  "or name what to fit with --fit")
+    cal = calibrate(measurements, topology, fit=fit, routing=args.routing, base=base,
                     source=os.fspath(args.measurements))
     for line in cal.warnings:
         print(f"directcoll: warning: {line}", file=sys.stderr)
