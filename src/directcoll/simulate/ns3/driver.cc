@@ -211,6 +211,8 @@ class Engine {
         Expect(in, "shape");
         shape_.resize(Next<uint32_t>(in, "dimensions"));
         for (auto& side : shape_) side = Next<uint32_t>(in, "side");
+        stride_.assign(shape_.size(), 1);  // row-major: the last dimension varies fastest
+        for (size_t i = shape_.size(); i-- > 1;) stride_[i - 1] = stride_[i] * shape_[i];
         Expect(in, "params");
         packet_size_ = Next<uint64_t>(in, "packet size");
         per_hop_ = Next<double>(in, "per-hop latency");
@@ -268,6 +270,8 @@ class Engine {
             }
             if (!tr.route.empty() && at != tr.dst)
                 throw std::runtime_error("a source route does not end at its destination");
+            if (!tr.route.empty() && vc_scheme_ == VcScheme::kDuato)
+                throw std::runtime_error("the duato scheme needs adaptive routes");
             tr.packets = static_cast<uint32_t>(std::max<uint64_t>(1, (tr.bytes + packet_size_ - 1) / packet_size_));
         }
         // per rank, per step: the transfers it takes part in and how many of them are unfinished
@@ -359,7 +363,12 @@ class Engine {
                 throw std::runtime_error("a source route does not continue from node " + std::to_string(node));
             return tr.route[hop];
         }
-        const uint32_t l = LeastLoaded(node, tr.dst, false);
+        return Adaptive(node, tr.dst);
+    }
+
+    // the least loaded minimal next hop from `node` towards `dst`; there is always one on a connected network
+    uint32_t Adaptive(uint32_t node, uint32_t dst) {
+        const uint32_t l = LeastLoaded(node, dst, false);
         if (l == UINT32_MAX) throw std::runtime_error("no minimal next hop from node " + std::to_string(node));
         return l;
     }
@@ -417,26 +426,23 @@ class Engine {
         p->PeekPacketTag(tag);
         if (node == Target(tag)) {  // through the NIC at the host's rate, one packet after the other
             if (injection_ == 0) return Eject(node, p);
-            const double now = Simulator::Now().GetSeconds();
-            const double taken = Occupy(nic_in_[node], now, static_cast<double>(Wire(p)) / injection_);
-            Simulator::Schedule(Seconds(taken - now), &Engine::Eject, this, node, p);
+            Simulator::Schedule(Seconds(NicDelay(nic_in_, node, p)), &Engine::Eject, this, node, p);
             return;
         }
-        p->RemovePacketTag(tag);
-        Transfer& tr = transfers_[tag.transfer];
-        ++tag.hop;
-        p->AddPacketTag(tag);
-        // the route is computed as the packet enters the router's pipeline; it joins the queue `per_hop` later
-        const uint32_t l = tag.kind == kData ? NextLink(node, tr, tag.hop) : ControlLink(node, tag);
-        reserved_[l] += Wire(p);
-        Simulator::Schedule(Seconds(per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+        // the route is computed as the packet enters the router's pipeline; its tag counts the hop when it is
+        // transmitted
+        TransferTag next = tag;
+        ++next.hop;
+        const uint32_t l = tag.kind == kData ? NextLink(node, transfers_[tag.transfer], next.hop)
+                                             : ControlLink(node, tag);
+        Route(l, next, p, 0);
     }
 
     // a packet taken by its target's NIC: its buffer's credit goes back; a handshake message answered, or data
     // counted
     void Eject(uint32_t node, Ptr<Packet> p) {
         TransferTag tag;
-        p->RemovePacketTag(tag);
+        p->PeekPacketTag(tag);
         Transfer& tr = transfers_[tag.transfer];
         ReturnCredit(tag.link, tag.vc, Wire(p));
         if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
@@ -465,9 +471,7 @@ class Engine {
     // dateline keeps it deadlock-free), else minimal adaptive
     uint32_t ControlLink(uint32_t node, const TransferTag& tag) {
         if (!transfers_[tag.transfer].route.empty() && !shape_.empty()) return DorLink(node, Target(tag));
-        const uint32_t l = LeastLoaded(node, Target(tag), false);
-        if (l == UINT32_MAX) throw std::runtime_error("no minimal next hop from node " + std::to_string(node));
-        return l;
+        return Adaptive(node, Target(tag));
     }
 
     // a rendezvous message (header bytes only) of transfer i from the rank that sends it, at once
@@ -505,17 +509,11 @@ class Engine {
     // models' dor routes: the first dimension in which they differ, dimension 0 first, the shorter way round
     // (ties "+"; one-way rings: the way that exists)
     uint32_t DorLink(uint32_t node, uint32_t dst) const {
-        std::vector<uint32_t> cu(shape_.size()), cd(shape_.size());
-        for (size_t i = shape_.size(), u = node, d = dst; i-- > 0;) {  // the last dimension varies fastest
-            cu[i] = static_cast<uint32_t>(u % shape_[i]);
-            cd[i] = static_cast<uint32_t>(d % shape_[i]);
-            u /= shape_[i];
-            d /= shape_[i];
-        }
         for (size_t i = 0; i < shape_.size(); ++i) {
             const uint32_t side = shape_[i];
-            if (cu[i] == cd[i]) continue;
-            const uint32_t ahead = (cd[i] + side - cu[i]) % side;
+            const uint32_t cu = node / stride_[i] % side, cd = dst / stride_[i] % side;
+            if (cu == cd) continue;
+            const uint32_t ahead = (cd + side - cu) % side;
             const int want = ahead <= side - ahead ? 1 : -1;
             uint32_t other = UINT32_MAX;
             for (uint32_t l : out_links_[node]) {
@@ -536,18 +534,16 @@ class Engine {
         TransferTag tag;
         p->PeekPacketTag(tag);
         const uint32_t target = Target(tag);
-        if (dist_.empty() || !transfers_[tag.transfer].route.empty())
-            throw std::runtime_error("the duato scheme needs adaptive routes");
         const uint64_t size = Wire(p);
         const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
         uint32_t best_l = UINT32_MAX, best_vc = 0;
         uint64_t best_load = UINT64_MAX, best_credits = 0;
         for (uint32_t l : out_links_[node]) {
             if (dist[link_dst_[l]] + 1 != dist[node]) continue;
+            const uint64_t load = Load(l);
             for (uint32_t vc = 2; vc < vcs_; ++vc) {
                 const uint64_t credits = credits_[l * vcs_ + vc];
                 if (credits < size) continue;
-                const uint64_t load = Load(l);
                 if (load < best_load || (load == best_load && credits > best_credits)) {
                     best_l = l, best_vc = vc, best_load = load, best_credits = credits;
                 }
@@ -662,16 +658,21 @@ class Engine {
     // a new packet from `node`'s NIC onto link l: through the NIC, then the router's pipeline
     void Launch(uint32_t node, uint32_t l, const TransferTag& tag, Ptr<Packet> p) {
         p->AddPacketTag(tag);
-        reserved_[l] += Wire(p);
-        Simulator::Schedule(Seconds(Injected(node, p) + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+        Route(l, tag, p, injection_ == 0 ? 0 : NicDelay(nic_out_, node, p));
     }
 
-    // seconds from now until packet p has passed the NIC of `node` into its router (at the host's rate, after
-    // the packets before it; 0 without a host limit)
-    double Injected(uint32_t node, Ptr<Packet> p) {
-        if (injection_ == 0) return 0;
+    // packet p, whose hop `tag` describes, bound for link l: it enters the router's pipeline `delay` s from now
+    // and joins l's queue `per_hop` after that
+    void Route(uint32_t l, const TransferTag& tag, Ptr<Packet> p, double delay) {
+        reserved_[l] += Wire(p);
+        Simulator::Schedule(Seconds(delay + per_hop_), &Engine::Enqueue, this, l, NextVc(tag, l), p);
+    }
+
+    // seconds from now until packet p has passed the NIC (`nic`: its way out or in) of `node`, at the host's
+    // rate after the packets before it
+    double NicDelay(std::vector<double>& nic, uint32_t node, Ptr<Packet> p) {
         const double now = Simulator::Now().GetSeconds();
-        return Occupy(nic_out_[node], now, static_cast<double>(Wire(p)) / injection_) - now;
+        return Occupy(nic[node], now, static_cast<double>(Wire(p)) / injection_) - now;
     }
 
     // a packet out of the router's pipeline, bound for link l on channel vc: onto the link, or behind the packets
@@ -680,7 +681,7 @@ class Engine {
         const uint64_t size = Wire(p);
         reserved_[l] -= size;
         if (vc == kChoose) std::tie(l, vc) = DuatoChoice(link_src_[l], p);
-        if (buffer_ == 0) return Transmit(l, vc, p);
+        if (buffer_ == 0) return Transmit(l, vc, p, size);
         waiting_[l * vcs_ + vc].push_back(p);
         waiting_bytes_[l] += size;
         Drain(l, vc);
@@ -690,21 +691,24 @@ class Engine {
     void Drain(uint32_t l, uint32_t vc) {
         auto& queue = waiting_[l * vcs_ + vc];
         uint64_t& credits = credits_[l * vcs_ + vc];
-        while (!queue.empty() && credits >= Wire(queue.front())) {
+        while (!queue.empty()) {
             Ptr<Packet> p = queue.front();
-            queue.pop_front();
             const uint64_t size = Wire(p);
+            if (credits < size) break;
+            queue.pop_front();
             credits -= size;
             waiting_bytes_[l] -= size;
-            Transmit(l, vc, p);
+            Transmit(l, vc, p, size);
         }
     }
 
-    // onto link l's output queue: the buffer the packet leaves is freed (its credit goes upstream)
-    void Transmit(uint32_t l, uint32_t vc, Ptr<Packet> p) {
+    // onto link l's output queue (size: its wire bytes): the buffer the packet leaves is freed (its credit goes
+    // upstream); its tag records the hop (counted from 0 at the source)
+    void Transmit(uint32_t l, uint32_t vc, Ptr<Packet> p, uint64_t size) {
         TransferTag tag;
         p->RemovePacketTag(tag);
-        ReturnCredit(tag.link, tag.vc, Wire(p));
+        ReturnCredit(tag.link, tag.vc, size);
+        if (tag.link != UINT32_MAX) ++tag.hop;
         tag.crossed = Crossed(tag, l);
         tag.link = l;
         tag.vc = vc;
@@ -814,6 +818,7 @@ class Engine {
     std::vector<bool> link_wraps_;
     std::vector<int> link_dir_;     // +1 / -1: the way a torus link moves along its dimension; 0: not a torus
     std::vector<uint32_t> shape_;   // the torus's sides (row-major node ids); empty: no coordinates
+    std::vector<uint32_t> stride_;  // node-id stride of each dimension of shape_
     uint64_t buffer_ = 0;  // bytes per input buffer and virtual channel; 0: unbounded, no flow control
     uint32_t vcs_ = 1;
     VcScheme vc_scheme_ = VcScheme::kNone;
