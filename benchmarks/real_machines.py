@@ -159,18 +159,15 @@ def main() -> int:
     args = p.parse_args()
     out = benchcli.begin(args, ESTIMATE, "real_machines")
 
-    from directcoll.simulate.calibrate import FITTABLE, calibrate
-    from directcoll.simulate.implementation import Implementation
+    from directcoll.simulate.calibrate import calibrate
     from directcoll.simulate.measurements import parse_csv
-    from directcoll.simulate.params import NetworkParams
+    from directcoll.simulate.params import network_params
     from directcoll.topology import parse
-
-    # Tofu-D's published link rate (6.8 GB/s a direction) is kept: each implementation's efficiency is fitted
-    # against it. How many threads an implementation runs is its design: the Swing library over uTofu one per port
-    FIT = tuple(f for f in FITTABLE if f != "link_bandwidth")
-    BASE = NetworkParams(link_bandwidth=6.8e9, link_latency=0.0,
-                         implementations=(Implementation("libswing-utofu", threads=None),))
     from directcoll.units import format_size
+
+    # the Fugaku preset: Tofu-D's published link rate (6.8 GB/s a direction), kept by calibrate's default fit, which
+    # fits each implementation's efficiency against it, and the libraries' threads (libswing-utofu: one per port)
+    BASE = network_params("fugaku-4x4x4")
 
     rows = load_rows()
     runs = list(dict.fromkeys(r["run"] for r in rows))
@@ -185,7 +182,7 @@ def main() -> int:
         (out / f"{run}.csv").write_text(text)
         t0 = time.perf_counter()
         measurements = parse_csv(text, f"{run}.csv")
-        cal = calibrate(measurements, topology, fit=FIT, base=BASE, source=f"{run}.csv")
+        cal = calibrate(measurements, topology, base=BASE, source=f"{run}.csv")
         s = score(cal, {(m.label, int(m.size)): pq for m, pq in zip(measurements, spread, strict=True)})
         results[run] = {"topology": topology.spec, "seconds": time.perf_counter() - t0, "skipped": skipped,
                         "fitted": cal.fitted, "rms_in_sample": cal.rms, **s,

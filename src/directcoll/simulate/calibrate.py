@@ -230,17 +230,19 @@ def _keys(fit, implementations) -> tuple[str, ...]:
     return tuple(k for n in fit for k in ([n] if n in NETWORK else [f"{n}@{i}" for i in implementations]))
 
 
-_FITTED = "fitted by directcoll calibrate"
-
-
-def _profiles(base: NetworkParams, implementations) -> dict:
-    """Every implementation the measurements name: the base parameters' own profile, else a neutral one."""
+def _profiles(base: NetworkParams, implementations, keys, source: str) -> dict:
+    """Every implementation the measurements name: the base parameters' own profile, else a neutral one; the
+    source of each whose software terms ``keys`` fits says so."""
     out = {}
     for name in implementations:
         try:
-            out[name] = base.use(name).implementation
+            profile = base.use(name).implementation
         except DirectcollError:
-            out[name] = Implementation(name=name, source=_FITTED)
+            profile = Implementation(name=name)
+        if any(k.endswith(f"@{name}") for k in keys):
+            fitted = f"software terms fitted by directcoll calibrate from {source}"
+            profile = replace(profile, source=f"{profile.source}; {fitted}" if profile.source else fitted)
+        out[name] = profile
     return out
 
 
@@ -382,10 +384,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     groups = _groups(measurements, topo, source, default)
     implementations = tuple(dict.fromkeys(g[3] for g in groups))
     keys = _keys(fit, implementations)
-    profiles = {name: replace(p, source="; ".join(filter(None, (
-        p.source if p.source != _FITTED else "", f"software terms fitted by directcoll calibrate from {source}"))))
-        if any(k.endswith(f"@{name}") for k in keys) else p
-        for name, p in _profiles(base, implementations).items()}
+    profiles = _profiles(base, implementations, keys, source)
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])
 
