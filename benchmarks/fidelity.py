@@ -97,51 +97,51 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None) -> lis
     return rows
 
 
+def _cells(rows: list[dict]) -> dict[tuple, list]:
+    """The rows with a packet time, by (topology, collective, size): one cell of the matrix each."""
+    cells: dict[tuple, list] = {}
+    for r in rows:
+        if r.get("packet_s") not in ("", None):
+            cells.setdefault((r["topology"], r["collective"], r["size"]), []).append(r)
+    return cells
+
+
+def _tied(cell: list[dict], model: str, tol: float) -> list[dict]:
+    """The rows of a cell within ``tol`` of the model's fastest: the model's tie set."""
+    fastest = min(r[f"{model}_s"] for r in cell)
+    return [r for r in cell if r[f"{model}_s"] <= fastest * (1 + tol)]
+
+
 def summarize(rows: list[dict]) -> dict:
-    done = [r for r in rows if r.get("packet_s") not in ("", None)]
+    cells = _cells(rows)
     out = {}
     for model in ("step", "flow"):
-        err = np.array([r[f"{model}_s"] / r["packet_s"] - 1 for r in done if r["size"] >= 4096])
-        cells: dict[tuple, list] = {}
-        for r in done:
-            cells.setdefault((r["topology"], r["collective"], r["size"]), []).append(r)
-        agree, differ = 0, []
+        err = np.array([r[f"{model}_s"] / r["packet_s"] - 1 for c in cells.values() for r in c if r["size"] >= 4096])
+        # per cell of two schedules or more, 4 KiB and up: a winner the packet engine disagrees with (unless within
+        # 0.5 % of its fastest), and a tie the model calls (several schedules within compare's tolerance of its
+        # fastest) that ns-3 separates (their packet times spread by more than the same tolerance)
+        big, differ, called, separated = 0, [], 0, []
         for key, cell in cells.items():
-            if len(cell) < 2:
+            if len(cell) < 2 or key[2] < 4096:
                 continue
+            big += 1
             best_packet = min(cell, key=lambda r: r["packet_s"])
             best_model = min(cell, key=lambda r: r[f"{model}_s"])
             same = (best_model["family"], best_model["variant"]) == (best_packet["family"], best_packet["variant"])
-            # a tie within 0.5 % in the packet engine is no disagreement
-            close = best_model["packet_s"] <= best_packet["packet_s"] * 1.005
-            if same or close:
-                agree += 1
-            elif key[2] >= 4096:
+            if not same and best_model["packet_s"] > best_packet["packet_s"] * 1.005:
                 differ.append((*key, f"{best_model['family']} {best_model['variant']}",
                                f"{best_packet['family']} {best_packet['variant']}",
                                best_model["packet_s"] / best_packet["packet_s"] - 1))
-            else:
-                agree += 0
-        big = sum(1 for k, c in cells.items() if len(c) >= 2 and k[2] >= 4096)
-        agree_big = big - len(differ)
-        # ties the model calls (several schedules within compare's tolerance of its fastest) that ns-3 separates
-        # (their packet times spread by more than the same tolerance)
-        called, separated = 0, []
-        for key, cell in cells.items():
-            if key[2] < 4096:
-                continue
-            fastest = min(r[f"{model}_s"] for r in cell)
-            tied = [r for r in cell if r[f"{model}_s"] <= fastest * (1 + TIE_TOLERANCE)]
-            if len(tied) < 2:
-                continue
-            called += 1
-            spread = max(r["packet_s"] for r in tied) / min(r["packet_s"] for r in tied) - 1
-            if spread > TIE_TOLERANCE:
-                separated.append((*key, len(tied), spread))
+            tied = _tied(cell, model, TIE_TOLERANCE)
+            if len(tied) >= 2:
+                called += 1
+                spread = max(r["packet_s"] for r in tied) / min(r["packet_s"] for r in tied) - 1
+                if spread > TIE_TOLERANCE:
+                    separated.append((*key, len(tied), spread))
         out[model] = {"cells": len(err), "median_abs_err": float(np.median(np.abs(err))) if len(err) else None,
                       "p90_abs_err": float(np.quantile(np.abs(err), 0.9)) if len(err) else None,
                       "max_abs_err": float(np.abs(err).max()) if len(err) else None,
-                      "winner_cells": big, "winner_agree": agree_big, "winner_differs": differ,
+                      "winner_cells": big, "winner_agree": big - len(differ), "winner_differs": differ,
                       "ties_called": called, "ties_separated": separated}
     return out
 
@@ -154,22 +154,17 @@ def tie_coverage(rows: list[dict], tolerances=TOLERANCES) -> dict:
     """Per model and tolerance: in how many (topology, collective, size >= 4 KiB) cells the model's tie set (every
     schedule within the tolerance of the model's fastest) holds a packet-engine winner (a schedule within 0.5 % of
     ns-3's fastest), and the mean size of the tie set. Returns {model: [(tolerance, covered, cells, mean size)]}."""
-    cells: dict[tuple, list] = {}
-    for r in rows:
-        if r.get("packet_s") not in ("", None) and r["size"] >= 4096:
-            cells.setdefault((r["topology"], r["collective"], r["size"]), []).append(r)
-    cells = {k: c for k, c in cells.items() if len(c) >= 2}
+    cells = [c for k, c in _cells(rows).items() if k[2] >= 4096 and len(c) >= 2]
     out = {}
     for model in ("step", "flow"):
         out[model] = []
         for tol in tolerances:
             covered, sizes = 0, []
-            for cell in cells.values():
-                m = np.array([r[f"{model}_s"] for r in cell])
-                p = np.array([r["packet_s"] for r in cell])
-                tie = m <= m.min() * (1 + tol)
-                covered += bool(np.any(tie & (p <= p.min() * 1.005)))
-                sizes.append(int(tie.sum()))
+            for cell in cells:
+                fastest = min(r["packet_s"] for r in cell)
+                tie = _tied(cell, model, tol)
+                covered += any(r["packet_s"] <= fastest * 1.005 for r in tie)
+                sizes.append(len(tie))
             out[model].append((tol, covered, len(cells), float(np.mean(sizes)) if sizes else 0.0))
     return out
 

@@ -45,11 +45,12 @@ def _worker(kind, seed, start, stop, budget, case_seconds, conn) -> None:
     signal.signal(signal.SIGALRM, hang)
     context = make_context(tempfile.mkdtemp(prefix="fuzz-"))
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    budget_bytes = parse_size(budget)
     for i in range(start, stop):
         case = make_case(kind, random.Random(seed * 1_000_003 + i), context)
         # the mappings the worker holds before the case (modules, bounded caches), then the case's budget (a
         # command line's own --memory-budget where it names a larger one) with headroom
-        limit = _vm_bytes() + 2 * max(parse_size(budget), _budget_in(case))
+        limit = _vm_bytes() + 2 * max(budget_bytes, _budget_in(case))
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
         conn.send(("start", i, repr(case)[:300]))
         signal.alarm(case_seconds)
@@ -60,7 +61,7 @@ def _worker(kind, seed, start, stop, budget, case_seconds, conn) -> None:
             outcome = "hang"
         finally:
             signal.alarm(0)
-        conn.send(("done", i, outcome, repr(case)[:300] if outcome not in ("ok", "refused") else ""))
+        conn.send(("done", i, outcome))
     conn.send(("end",))
 
 
@@ -113,8 +114,8 @@ def run_kind(kind: str, cases: int, seed: int, budget: str, case_seconds: int):
                 current, shown = msg[1], msg[2]
             elif msg[0] == "done":
                 counts[msg[2]] += 1
-                if msg[3]:
-                    examples[msg[2]].append(f"case {msg[1]}: {msg[3]}")
+                if msg[2] not in ("ok", "refused"):  # a finding: the case the "start" message showed
+                    examples[msg[2]].append(f"case {msg[1]}: {shown}")
                 i = msg[1] + 1
             else:
                 proc.join()

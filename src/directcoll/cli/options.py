@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from directcoll.errors import DirectcollError
+from directcoll.simulate.packet import MAX_VIRTUAL_CHANNELS, SCHEME_CHANNELS, VC_SCHEMES
 from directcoll.topology.routing import ROUTINGS
 from directcoll.units import parse_bandwidth, parse_duration, parse_size, parse_sizes
 
@@ -803,12 +804,16 @@ def refuse_testbed_options(args) -> None:
 
     Source: docs/testbed.md; docs/architecture.md, "Quality bar" (nothing silently ignored).
     """
-    given = [f"--{k.replace('_', '-')}" for k in ("link_rate", "link_delay", "queue", "routing")
-             if getattr(args, k, None) is not None]
+    given = _given(args, ("link_rate", "link_delay", "queue", "routing"))
     if given:
         one = len(given) == 1
         raise DirectcollError(f"{', '.join(given)} {'shapes' if one else 'shape'} the emulated network of --engine "
                               f"testbed; add it or drop {'it' if one else 'them'}")
+
+
+def _given(args, dests) -> list[str]:
+    """The options among argparse ``dests`` that ``args`` sets, as ``--name``."""
+    return [f"--{k.replace('_', '-')}" for k in dests if getattr(args, k, None) is not None]
 
 
 #: the options of :func:`add_flow_control_options`, as argparse dests
@@ -832,9 +837,9 @@ def add_flow_control_options(p) -> None:
     g.add_argument("--buffer", type=size_option("--buffer"),
                    help="input buffer per link and virtual channel, e.g. 32KiB: credit-based flow control "
                         "(default: unbounded queues, no flow control)")
-    g.add_argument("--virtual-channels", type=count(1, 64), help="virtual channels per link (default 1; 2 for "
-                                                                 "--vc-scheme dateline, 3 for duato)")
-    g.add_argument("--vc-scheme", choices=["none", "hops", "dateline", "duato"],
+    g.add_argument("--virtual-channels", type=count(1, MAX_VIRTUAL_CHANNELS),
+                   help="virtual channels per link (default 1; 2 for --vc-scheme dateline, 3 for duato)")
+    g.add_argument("--vc-scheme", choices=VC_SCHEMES,
                    help="a hop's virtual channel: none, hops (the hop's index: deadlock-free with as many "
                         "channels as the diameter), dateline (tori with --routing dor), duato (tori with "
                         "adaptive routing: 2 escape channels, the rest adaptive)")
@@ -854,7 +859,7 @@ def flow_control(args):
 
     Source: docs/simulation.md, "Packet engine" (flow control).
     """
-    given = [f"--{k.replace('_', '-')}" for k in FLOW_CONTROL_OPTIONS if getattr(args, k, None) is not None]
+    given = _given(args, FLOW_CONTROL_OPTIONS)
     if not given:
         return None
     if getattr(args, "model", None) != "packet":
@@ -865,6 +870,6 @@ def flow_control(args):
                               "buffer size there is no flow control")
     from directcoll.simulate.packet import FlowControl
 
-    channels = args.virtual_channels or {"dateline": 2, "duato": 3}.get(args.vc_scheme, 1)
+    channels = args.virtual_channels or SCHEME_CHANNELS.get(args.vc_scheme, 1)
     return FlowControl(buffer_bytes=int(args.buffer), virtual_channels=channels, scheme=args.vc_scheme or "none",
                        credit_delay=args.credit_delay or 0.0)

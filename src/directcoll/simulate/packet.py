@@ -53,8 +53,12 @@ HEADER_BYTES = 2
 MAX_PACKET_HOPS = 2e7
 #: the ns-3 modules the driver links (pkg-config names of Debian's libns3-dev)
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
-#: virtual channel schemes of :class:`FlowControl`
+#: virtual channel schemes of :class:`FlowControl`; the fewest channels a scheme needs and the routing it keeps
+#: deadlock-free, where it is tied to one; the channels the engine takes per link
 VC_SCHEMES = ("none", "hops", "dateline", "duato")
+SCHEME_CHANNELS = {"dateline": 2, "duato": 3}
+SCHEME_ROUTING = {"dateline": "dor", "duato": "adaptive"}
+MAX_VIRTUAL_CHANNELS = 64
 INSTALL_HINT = ("the packet engine needs ns-3: install Debian's libns3-dev and libgsl-dev "
                 "(apt-get install libns3-dev libgsl-dev pkg-config g++), see the README")
 
@@ -134,15 +138,15 @@ class FlowControl:
         if self.buffer_bytes is not None and (not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1):
             raise DirectcollError(f"flow control: buffer_bytes must be a whole number of bytes >= 1 or None, got "
                                   f"{self.buffer_bytes!r}")
-        if not isinstance(self.virtual_channels, int) or not 1 <= self.virtual_channels <= 64:
-            raise DirectcollError(f"flow control: virtual_channels must be 1..64, got {self.virtual_channels!r}")
+        if not isinstance(self.virtual_channels, int) or not 1 <= self.virtual_channels <= MAX_VIRTUAL_CHANNELS:
+            raise DirectcollError(f"flow control: virtual_channels must be 1..{MAX_VIRTUAL_CHANNELS}, got "
+                                  f"{self.virtual_channels!r}")
         if self.scheme not in VC_SCHEMES:
             raise DirectcollError(f"flow control: unknown scheme {self.scheme!r}; accepted: {', '.join(VC_SCHEMES)}")
-        if self.scheme == "dateline" and self.virtual_channels < 2:
-            raise DirectcollError("flow control: the dateline scheme needs 2 virtual channels")
-        if self.scheme == "duato" and self.virtual_channels < 3:
-            raise DirectcollError("flow control: the duato scheme needs 3 virtual channels or more (2 escape, "
-                                  "the rest adaptive)")
+        if self.virtual_channels < SCHEME_CHANNELS.get(self.scheme, 1):
+            raise DirectcollError("flow control: the dateline scheme needs 2 virtual channels" if self.scheme ==
+                                  "dateline" else "flow control: the duato scheme needs 3 virtual channels or more "
+                                  "(2 escape, the rest adaptive)")
         if not (np.isfinite(self.credit_delay) and self.credit_delay >= 0):
             raise DirectcollError(f"flow control: credit_delay must be a time >= 0 s, got {self.credit_delay!r}")
 
@@ -166,13 +170,12 @@ def link_dimensions(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndar
     n_links = topology.num_links
     none = np.full(n_links, -1, dtype=np.int64), np.zeros(n_links, dtype=bool), np.zeros(n_links, dtype=np.int64)
     offsets = topology.port_offsets
-    if not topology.is_cayley or offsets is None or topology.shape is None:
+    # a Cayley topology's link u * K + k leaves node u by port k (Topology.port_offsets); its nodes are ranks
+    # with row-major coordinates over its shape (Topology.coords)
+    v = topology.num_nodes
+    if offsets is None or topology.shape is None or topology.num_compute != v or n_links != v * len(offsets):
         return none
-    k, v = len(offsets), topology.num_nodes
-    if n_links != v * k or not np.array_equal(topology.link_src, np.repeat(np.arange(v), k)) or \
-            not np.array_equal(topology.coords(np.arange(v)), np.stack(np.unravel_index(np.arange(v),
-                                                                                          topology.shape), axis=1)):
-        return none
+    k = len(offsets)
     offsets = np.asarray(offsets)
     moving = offsets != 0
     single = (moving.sum(axis=1) == 1) & (np.abs(offsets).max(axis=1) == 1)
@@ -237,13 +240,14 @@ def deadlock_free(topology: Topology, routing: str, buffer_bytes: int, credit_de
     longest = _longest_route(schedule)
     if longest is not None:
         scheme, channels = "hops", max(1, longest)
-    elif (dims >= 0).all() and routing in ("adaptive", "dor"):
-        scheme, channels = ("duato", 3) if routing == "adaptive" else ("dateline", 2)
+    elif (dims >= 0).all() and routing in SCHEME_ROUTING.values():
+        scheme = next(k for k, r in SCHEME_ROUTING.items() if r == routing)
+        channels = SCHEME_CHANNELS[scheme]
     else:
         scheme, channels = "hops", max(1, int(bfs_distances(topology).max()))
-    if channels > 64:
+    if channels > MAX_VIRTUAL_CHANNELS:
         raise DirectcollError(f"{topology.spec}: routes of {channels} hops need more virtual channels than the "
-                              "packet engine takes (64)")
+                              f"packet engine takes ({MAX_VIRTUAL_CHANNELS})")
     return FlowControl(buffer_bytes=int(buffer_bytes), virtual_channels=channels, scheme=scheme,
                        credit_delay=credit_delay)
 
@@ -388,7 +392,7 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     pattern, params = prepare(schedule, topology, params, routing)
     flow = flow if flow is not None else FlowControl()
     dims, wraps, ways = link_dimensions(topology)
-    _check_flow(flow, params, topology, routing, dims, _longest_route(pattern) is not None)
+    _check_flow(flow, params, topology, routing, dims, pattern.route_offsets is not None)
     size = float(size_bytes)
     if not np.isfinite(size) or size < 0:
         raise DirectcollError(f"packet engine: vector size must be a finite number of bytes >= 0, got {size_bytes!r}")
