@@ -122,7 +122,8 @@ def test_flow_control_is_checked_before_it_runs():
         simulate_packet(pattern(10, [([0], [1], [1.0])]), parse("genkautz:3:10"), P, PARAMS, "dor",
                         flow=FlowControl(buffer_bytes=2 * P, virtual_channels=2, scheme="dateline"))
     for bad in ({"buffer_bytes": 0}, {"virtual_channels": 0}, {"scheme": "duato"},
-                {"scheme": "dateline", "virtual_channels": 1}, {"credit_delay": -1.0}):
+                {"scheme": "dateline", "virtual_channels": 1}, {"credit_delay": -1.0},
+                {"scheme": "duato", "virtual_channels": 3}, {"virtual_channels": 2}):  # the last two: no buffer
         with pytest.raises(DirectcollError, match="flow control"):
             FlowControl(**bad)
 

@@ -108,15 +108,15 @@ class FlowControl:
 
     Attributes:
         buffer_bytes: bytes per input buffer and virtual channel (at least one packet with its header), or None.
-        virtual_channels: virtual channels per link (>= 1; "dateline" needs 2).
-        scheme: how a hop picks its channel. "none": channel 0. "hops": the hop's index, capped at the last
-            channel (deadlock-free with as many channels as the longest route has hops: a packet only waits for a
-            higher channel). "dateline": on a torus, per dimension, channel 0 until the packet crosses the
-            dimension's wrap-around link and channel 1 from it on (deadlock-free for dimension-order routes,
-            Dally and Seitz 1987). "duato": on a torus with adaptive routing, channels 2 and up carry minimal
-            adaptive hops and channels 0 and 1 are the escape, dimension-order with the dateline: a packet that
-            finds no adaptive channel's credits free waits for its dimension-order hop's escape channel
-            (deadlock-free by Duato's theorem, 1993; needs 3 channels or more).
+        virtual_channels: virtual channels per link (>= 1; "dateline" needs 2; more than 1 needs a buffer).
+        scheme: how a hop picks its channel (any but "none" needs a buffer). "none": channel 0. "hops": the hop's
+            index, capped at the last channel (deadlock-free with as many channels as the longest route has hops: a
+            packet only waits for a higher channel). "dateline": on a torus, per dimension, channel 0 until the
+            packet crosses the dimension's wrap-around link and channel 1 from it on (deadlock-free for
+            dimension-order routes, Dally and Seitz 1987). "duato": on a torus with adaptive routing, channels 2
+            and up carry minimal adaptive hops and channels 0 and 1 are the escape, dimension-order with the
+            dateline: a packet that finds no adaptive channel's credits free waits for its dimension-order hop's
+            escape channel (deadlock-free by Duato's theorem, 1993; needs 3 channels or more).
         credit_delay: seconds a credit takes beyond the link's latency (a router's credit pipeline), >= 0.
 
     Raises:
@@ -143,6 +143,11 @@ class FlowControl:
                                   f"{self.virtual_channels!r}")
         if self.scheme not in VC_SCHEMES:
             raise DirectcollError(f"flow control: unknown scheme {self.scheme!r}; accepted: {', '.join(VC_SCHEMES)}")
+        if self.buffer_bytes is None and (self.scheme != "none" or self.virtual_channels > 1):
+            # without buffers nothing waits for credits: channels would change nothing, and duato would always
+            # take its escape channel
+            raise DirectcollError(f"flow control: virtual channels (scheme {self.scheme!r}, {self.virtual_channels} "
+                                  "channels) need buffer_bytes: without a buffer size there is no flow control")
         if self.virtual_channels < SCHEME_CHANNELS.get(self.scheme, 1):
             raise DirectcollError("flow control: the dateline scheme needs 2 virtual channels" if self.scheme ==
                                   "dateline" else "flow control: the duato scheme needs 3 virtual channels or more "
