@@ -349,3 +349,50 @@ def test_a_csv_with_ports_and_implementation_columns_is_read_and_unknown_columns
         parse_csv("algorithm,ranks,bytes,seconds,threads\nring,4,8,1e-6,2\n")
     with pytest.raises(DirectcollError, match="ports '2.5' must be a whole number"):
         parse_csv("algorithm,ranks,bytes,seconds,ports\nring,4,8,1e-6,2.5\n")
+
+
+def test_calibrate_recovers_what_a_code_path_adds_and_each_implementations_gamma():
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("torus:4x4")
+    network = NetworkParams(alpha=0.5e-6, link_bandwidth=10e9, per_hop_latency=1e-7)
+    path = (("*:bandwidth", (("call_overhead", 30e-6), ("port_overhead", 50e-6))),)
+    truth = {"rdma": Implementation("rdma", call_overhead=5e-6, port_overhead=3e-6, gamma=0.2e-9, threads=None,
+                                    paths=path),
+             "mpi": Implementation("mpi", call_overhead=4e-6, gamma=0.5e-9)}
+    params_of = {k: network.with_(implementation=v) for k, v in truth.items()}
+    rows = [("swing:latency", 1, "rdma"), ("swing:latency", 4, "rdma"), ("swing:bandwidth", 1, "rdma"),
+            ("swing:bandwidth", 4, "rdma"), ("recursive-doubling:bandwidth", 2, "rdma"),
+            ("ring:unidirectional", None, "mpi"), ("recursive-doubling:latency", None, "mpi")]
+    data = _measured(topology, rows, params_of)
+    # the base knows the library's structure (a thread per port, a bandwidth path) and the published alpha and
+    # link rate; the default fit keeps those and fits the rest, gamma once per implementation
+    base = network.with_(per_hop_latency=0.0, implementations=(
+        Implementation("rdma", threads=None, paths=(("*:bandwidth", ()),)),))
+    fit = ("per_hop_latency", "gamma", "call_overhead", "port_overhead")
+    cal = calibrate(data, topology, fit=fit, base=base)
+    assert cal.rms < 1e-6, (cal.rms, cal.warnings)
+    assert cal.fitted["gamma@rdma"] == pytest.approx(0.2e-9, rel=1e-3)
+    assert cal.fitted["gamma@mpi"] == pytest.approx(0.5e-9, rel=1e-3)
+    assert cal.fitted["call_overhead@rdma[*:bandwidth]"] == pytest.approx(30e-6, rel=1e-3)
+    assert cal.fitted["port_overhead@rdma[*:bandwidth]"] == pytest.approx(50e-6, rel=1e-3)
+    assert "gamma" not in cal.fitted and "alpha" not in cal.fitted
+    # the file it writes carries the path, and a schedule the path selects pays it
+    doc = cal.params_file()
+    assert doc["implementations"]["rdma"]["paths"]["*:bandwidth"]["port_overhead"] == pytest.approx(50e-6, rel=1e-3)
+    # leave one algorithm out: exact, except where only one side of the path is left (then it adds nothing)
+    by_label = cal.cross_validation["by_label"]
+    assert max(v for k, v in by_label.items() if "on rdma" in k) < 1e-3, by_label
+    # without rows of the implementation's own path, the path cannot be told from its own terms: not fitted
+    only_bw = [m for m in data if m.variant == "bandwidth" or m.implementation == "mpi"]
+    cal = calibrate(only_bw, topology, fit=fit, base=base, cross_validate=False)
+    assert not any("[" in k for k in cal.fitted)
+
+
+def test_the_default_fit_keeps_a_published_alpha_and_link_rate():
+    from directcoll.simulate.calibrate import default_fit
+
+    rows = [Measurement("ring", None, "allreduce", 4, 8.0, 1e-5, implementation="mpi")]
+    fitted = default_fit(rows, NetworkParams(alpha=0.49e-6, link_bandwidth=6.8e9))
+    assert "alpha" not in fitted and "link_bandwidth" not in fitted and "gamma" in fitted
+    assert "alpha" in default_fit(rows, NetworkParams(link_bandwidth=6.8e9))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -146,3 +147,56 @@ def test_the_command_line_takes_an_implementation_of_a_parameters_file(tmp_path)
     assert json.loads(slow.stdout)["params"]["implementation"]["name"] == "slow"
     bad = simulate_cli("--implementation", "nope")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "'nope'" in bad.stderr, bad.stderr
+
+
+def test_a_code_path_adds_its_overheads_to_the_schedules_it_selects_in_step_and_flow():
+    # the bandwidth-optimal path pays 40 us a call and 50 us a port more; the latency-optimal one nothing more
+    impl = Implementation("lib", call_overhead=5e-6, port_overhead=2e-6,
+                          paths=(("*:bandwidth", (("call_overhead", 40e-6), ("port_overhead", 50e-6))),
+                                 ("swing:latency", (("message_overhead", 1e-6),))))
+    params = BASE.with_(implementation=impl)
+    for variant, extra in (("bandwidth", 40e-6 + 3 * 50e-6), ("latency", None)):
+        pattern = build_pattern("swing", TORUS, "allreduce", variant=variant, ports=3)
+        step, flow = _times(pattern, params, [8.0, 2**20])
+        bare_step, bare_flow = _times(pattern, BASE.with_(implementation=replace(impl, paths=())), [8.0, 2**20])
+        if extra is not None:
+            assert np.allclose(step - bare_step, extra) and np.allclose(flow - bare_flow, extra)
+        else:  # 4 steps on torus:4x4, each rank posting one message per port on its one thread: 3 us a step
+            assert np.allclose(step - bare_step, 4 * 3e-6) and np.allclose(flow - bare_flow, 4 * 3e-6)
+    # the most specific selector wins; an algorithm the paths do not name pays the implementation's own terms
+    assert impl.path_of({"algorithm": "swing", "variant": "latency"}) == "swing:latency"
+    assert impl.path_of({"algorithm": "recursive-doubling", "variant": "bandwidth"}) == "*:bandwidth"
+    assert impl.path_of({"algorithm": "ring", "variant": "unidirectional"}) is None
+    assert impl.on({"algorithm": "ring"}) == replace(impl, paths=())
+
+
+@pytest.mark.packet
+def test_a_code_path_adds_its_overheads_in_the_packet_engine():
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler for the ns-3 driver")
+    from directcoll.simulate.packet import simulate_packet
+
+    topo = parse("torus:4")
+    pattern = build("swing", topo, "allreduce", variant="bandwidth", ports=2)
+    impl = Implementation("lib", paths=(("swing", (("port_overhead", 30e-6),)),))
+    params = BASE.with_(per_hop_latency=0.0, packet_header=2)
+    bare = simulate_packet(pattern, topo, 2**16, params).time_s
+    with_path = simulate_packet(pattern, topo, 2**16, params.with_(implementation=impl)).time_s
+    assert with_path - bare == pytest.approx(2 * 30e-6, rel=1e-6)
+
+
+def test_parameter_files_carry_code_paths_and_refuse_bad_ones(tmp_path):
+    path = tmp_path / "net.json"
+    doc = {"implementations": {"lib": {"paths": {"*:bandwidth": {"port_overhead": 5e-5}}}}}
+    path.write_text(json.dumps(doc))
+    impl = network_params(str(path)).use("lib").implementation
+    assert impl.paths == (("*:bandwidth", (("port_overhead", 5e-5),)),) and not impl.neutral
+    assert impl.to_dict()["paths"] == {"*:bandwidth": {"port_overhead": 5e-5}}
+    for paths, match in [({"*": {}}, r"path '\*'; accepted: ALGORITHM, ALGORITHM:VARIANT or \*:VARIANT"),
+                         ({"swing:": {}}, "path 'swing:'"),
+                         ({"swing": {"gamma": 1e-9}}, "unknown term 'gamma'"),
+                         ({"swing": {"call_overhead": -1.0}}, "call_overhead"),
+                         ([1], "paths must be an object")]:
+        path.write_text(json.dumps({"implementations": {"lib": {"paths": paths}}}))
+        with pytest.raises(DirectcollError, match=match):
+            network_params(str(path))

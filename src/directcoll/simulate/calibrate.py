@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from directcoll.errors import DirectcollError
-from directcoll.simulate.implementation import Implementation
+from directcoll.simulate.implementation import PATH_TERMS, Implementation
 from directcoll.simulate.measurements import read_measurements
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.step import simulate
@@ -93,10 +93,12 @@ def parse_fit(text: str | None) -> tuple[str, ...]:
 
 def default_fit(measurements, base: NetworkParams, given=()) -> tuple[str, ...]:
     """What ``calibrate`` fits when not told: :data:`DEFAULT_FIT` for measurements of one (unnamed) implementation;
-    where a measurement names its implementation, the network's alpha, per-hop latency and gamma shared by all and
-    every implementation's software terms (:data:`SOFTWARE`), the link bandwidth only when ``base`` gives none (a
-    published link rate is kept: each implementation's efficiency is fitted against it). Parameters in ``given``
-    (set by the user) are not fitted.
+    where a measurement names its implementation, the network's per-hop latency shared by all, every
+    implementation's software terms (:data:`SOFTWARE`) and its gamma (its reduction code), what its code paths add
+    (:attr:`~directcoll.simulate.implementation.Implementation.paths`, where the rows tell them apart), and the
+    network's alpha and link bandwidth only where ``base`` gives none: a published value is kept (each
+    implementation's efficiency is fitted against the link rate, its message overhead on top of alpha).
+    Parameters in ``given`` (set by the user) are not fitted.
 
     Returns:
         tuple of names of :data:`FITTABLE`, in its order.
@@ -110,11 +112,14 @@ def default_fit(measurements, base: NetworkParams, given=()) -> tuple[str, ...]:
     >>> rows = [Measurement("ring", None, "allreduce", 4, 8.0, 1e-5, implementation="mpi")]
     >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9), given=("gamma",))
     ('alpha', 'per_hop_latency', 'call_overhead', 'port_overhead', 'message_overhead', 'bandwidth_efficiency')
+    >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9, alpha=4.9e-7))[:2]
+    ('per_hop_latency', 'gamma')
     """
     if not any(m.implementation for m in measurements):
         names = DEFAULT_FIT
     else:
-        names = tuple(n for n in NETWORK if n != "link_bandwidth" or base.link_bandwidth is None) + SOFTWARE
+        names = tuple(n for n in NETWORK if not (n == "link_bandwidth" and base.link_bandwidth is not None)
+                      and not (n == "alpha" and base.alpha > 0)) + SOFTWARE
     return tuple(n for n in names if n not in given)
 
 
@@ -225,21 +230,60 @@ def _name(key: str) -> str:
     return key.partition("@")[0]
 
 
-def _keys(fit, implementations) -> tuple[str, ...]:
-    """The fitted variables: each network term once, each software term once per implementation."""
-    return tuple(k for n in fit for k in ([n] if n in NETWORK else [f"{n}@{i}" for i in implementations]))
+def _split(key: str) -> tuple[str, str, str | None]:
+    """(field, implementation or "", code path selector or None) of a fitted variable's key: ``alpha``,
+    ``call_overhead@fujitsu-mpi``, ``port_overhead@libswing-utofu[*:bandwidth]`` (what that path adds)."""
+    name, _, impl = key.partition("@")
+    if impl.endswith("]") and "[" in impl:
+        impl, _, selector = impl[:-1].partition("[")
+        return name, impl, selector
+    return name, impl, None
 
 
-def _profiles(base: NetworkParams, implementations, keys, source: str) -> dict:
-    """Every implementation the measurements name: the base parameters' own profile, else a neutral one; the
-    source of each whose software terms ``keys`` fits says so."""
+def _keys(fit, implementations, paths, named: bool) -> tuple[str, ...]:
+    """The fitted variables: each network term once, each software term once per implementation (gamma too when
+    the measurements name implementations, ``named``: the reduction runs the library's own code), and the
+    overheads a code path adds once per path in ``paths`` (implementation -> selectors the rows can tell apart
+    from the implementation's own terms)."""
+    out = [k for n in fit for k in ([n] if n in NETWORK and not (named and n == "gamma")
+                                    else [f"{n}@{i}" for i in implementations])]
+    return tuple(out + [f"{n}@{i}[{sel}]" for i in implementations for sel in paths.get(i, ()) for n in fit
+                        if n in PATH_TERMS])
+
+
+def _base_profiles(base: NetworkParams, implementations) -> dict:
+    """Every implementation the measurements name: the base parameters' own profile, else a neutral one."""
     out = {}
     for name in implementations:
         try:
-            profile = base.use(name).implementation
+            out[name] = base.use(name).implementation
         except DirectcollError:
-            profile = Implementation(name=name)
-        if any(k.endswith(f"@{name}") for k in keys):
+            out[name] = Implementation(name=name)
+    return out
+
+
+def _path_rows(groups, profiles: dict, count: int) -> list:
+    """(implementation, code path selector or None) of every measurement."""
+    out = [None] * count
+    for pattern, idx, _, impl in groups:
+        for i in idx:
+            out[i] = (impl, profiles[impl].path_of(pattern.meta))
+    return out
+
+
+def _separable(rows, train=None) -> dict:
+    """Implementation -> the code paths whose extra overheads the (``train``) rows can tell from the
+    implementation's own: rows on the path and rows on no path."""
+    used = [r for r, t in zip(rows, train if train is not None else [True] * len(rows), strict=True) if t]
+    return {impl: tuple(dict.fromkeys(sel for i, sel in used if i == impl and sel))
+            for impl in dict.fromkeys(i for i, sel in used if sel is None)}
+
+
+def _profiles(base_profiles: dict, keys, source: str) -> dict:
+    """The base profiles; the source of each whose software terms ``keys`` fits says so."""
+    out = {}
+    for name, profile in base_profiles.items():
+        if any(_split(k)[1] == name for k in keys):
             fitted = f"software terms fitted by directcoll calibrate from {source}"
             profile = replace(profile, source=f"{profile.source}; {fitted}" if profile.source else fitted)
         out[name] = profile
@@ -249,14 +293,19 @@ def _profiles(base: NetworkParams, implementations, keys, source: str) -> dict:
 def _with_values(base: NetworkParams, keys, x, profiles: dict) -> dict:
     """NetworkParams per implementation name with the fitted values ``x`` (in their units) in place."""
     net, soft = {}, {name: {} for name in profiles}
+    paths = {name: {sel: dict(terms) for sel, terms in profiles[name].paths} for name in profiles}
     for key, v in zip(keys, x, strict=True):
-        name, _, impl = key.partition("@")
+        name, impl, selector = _split(key)
         lo, hi = _RANGE[name]
         v = min(max(float(v), lo), hi)  # a probe or a rounding may step past the range; the values never do
         value = 1.0 / (v * _UNIT[name]) if name == "link_bandwidth" else v * _UNIT[name]
-        (soft[impl] if impl else net)[name] = value
+        if selector:
+            paths[impl].setdefault(selector, {})[name] = value
+        else:
+            (soft[impl] if impl else net)[name] = value
     params = replace(base, **net)
-    impls = tuple(replace(profiles[i], **soft[i]) for i in profiles)
+    impls = tuple(replace(profiles[i], **soft[i], paths=tuple((sel, tuple(t.items())) for sel, t in paths[i].items()))
+                  for i in profiles)
     params = replace(params, implementations=impls + tuple(i for i in base.implementations if i.name not in profiles))
     return {i.name: replace(params, implementation=i) for i in impls}
 
@@ -383,8 +432,10 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     default = base.implementation.name
     groups = _groups(measurements, topo, source, default)
     implementations = tuple(dict.fromkeys(g[3] for g in groups))
-    keys = _keys(fit, implementations)
-    profiles = _profiles(base, implementations, keys, source)
+    own = _base_profiles(base, implementations)
+    rows = _path_rows(groups, own, len(measurements))
+    keys = _keys(fit, implementations, _separable(rows), any(m.implementation for m in measurements))
+    profiles = _profiles(own, keys, source)
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])
 
@@ -414,7 +465,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k, v in zip(kept, x, strict=True)
              if _name(k) != "link_bandwidth" and v <= _RANGE[_name(k)][0] * 1.0001]
     uncertainty = _uncertainty(res, keys, kept, len(measurements))
-    cv = (_cross_validation(measurements, kept, x, lambda v, rows=None: model(v, rows, kept), seconds, default)
+    cv = (_cross_validation(measurements, kept, x, lambda v, rows=None: model(v, rows, kept), seconds, rows)
           if cross_validate else None)
     labels = ", ".join(dict.fromkeys(m.label for m in measurements))
     summary = (f"directcoll calibrate: least squares on {len(measurements)} measurements of {source} ({labels}) "
@@ -438,8 +489,10 @@ def model_for(per_impl: dict, groups, topo: Topology, routing: str, count: int, 
 
 
 def _value_of(per_impl: dict, key: str) -> float:
-    name, _, impl = key.partition("@")
+    name, impl, selector = _split(key)
     params = per_impl[impl] if impl else next(iter(per_impl.values()))
+    if selector:
+        return float(dict(dict(params.implementation.paths)[selector])[name])
     return float(getattr(params.implementation, name) if impl else getattr(params, name))
 
 
@@ -485,10 +538,12 @@ def _uncertainty(res, keys, kept, count: int) -> dict:
     return {k: float(sigma[k]) for k in kept}
 
 
-def _cross_validation(measurements, keys, x, model, seconds, default: str) -> dict | None:
+def _cross_validation(measurements, keys, x, model, seconds, rows) -> dict | None:
     """Leave each algorithm (label) out, refit the rest from the full fit, predict it: residuals per row, the
     median and largest |residual|, and per label. A software term whose implementation only the left-out label
-    has keeps the value of a neutral implementation (it cannot be fitted without it). None with one label."""
+    has keeps the value of a neutral implementation (it cannot be fitted without it); so does what a code path
+    adds when the rest cannot tell it from the implementation's own terms (``rows``: each measurement's
+    implementation and path, :func:`_path_rows`). None with one label."""
     labels = [m.label for m in measurements]
     distinct = list(dict.fromkeys(labels))
     if len(distinct) < 2 or not keys:
@@ -498,8 +553,10 @@ def _cross_validation(measurements, keys, x, model, seconds, default: str) -> di
     for label in distinct:
         out = lab == label
         train = ~out
-        impls_left = {m.implementation or default for m, t in zip(measurements, train, strict=True) if t}
-        free = [i for i, k in enumerate(keys) if "@" not in k or k.partition("@")[2] in impls_left]
+        impls_left = {impl for (impl, _), t in zip(rows, train, strict=True) if t}
+        paths_left = _separable(rows, train)
+        free = [i for i, k in enumerate(keys) if not _split(k)[1] or (
+            _split(k)[1] in impls_left if _split(k)[2] is None else _split(k)[2] in paths_left.get(_split(k)[1], ()))]
         neutral = x.copy()
         for i, k in enumerate(keys):
             if i not in free:

@@ -21,6 +21,12 @@ where an implementation has none:
 - ``threads``: how many threads a rank runs, for posting messages and for reductions; None: one per port the
   schedule uses (libraries that run a thread per port). A rank's reductions in a step take
   ``gamma * bytes / min(threads, ports)``: the one rule of multiport reductions in every engine.
+- ``paths``: code paths that pay more than the rest of the library, each a selector of the schedules it runs
+  (``ALGORITHM``, ``ALGORITHM:VARIANT`` or ``*:VARIANT``) and the call, port and message overheads (s) it adds
+  to the implementation's own. A library's algorithms are different code: the Swing authors' uTofu library
+  exchanges buffer addresses with its peers on every call of its bandwidth-optimal path (it writes into their
+  receive buffers), and not on its latency-optimal path (it writes into buffers registered once). The most
+  specific selector that matches a schedule applies.
 
 Source: docs/simulation.md, "Hosts and implementations"; LogGP (Alexandrov et al., SPAA'95: o, g, G); the eager
 and rendezvous protocols of MPI libraries (e.g. MPICH's and Open MPI's point-to-point layers); Swing (De Sensi et
@@ -30,7 +36,7 @@ al., NSDI'24) Sec. 5 and 6 (a thread and a Tofu network interface per port on Fu
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from directcoll.errors import DirectcollError
 from directcoll.units import MAX_SIZE, check_quantity
@@ -39,6 +45,26 @@ from directcoll.units import MAX_SIZE, check_quantity
 DEFAULT_IMPLEMENTATION = "libdirectcoll"
 #: the quantity of each time field (ranges: :data:`directcoll.units.QUANTITIES`)
 _TIMES = {"call_overhead": "time", "port_overhead": "time", "message_overhead": "time"}
+#: the terms a code path adds to its implementation's (s)
+PATH_TERMS = tuple(_TIMES)
+
+
+def _selector(text: str, where: str) -> tuple[str, str | None]:
+    """(algorithm or "*", variant or None) of a path selector; refuses any other form."""
+    algorithm, colon, variant = text.partition(":") if isinstance(text, str) else ("", "", "")
+    if not algorithm or (colon and not variant) or (algorithm == "*" and not colon) or ":" in variant:
+        raise DirectcollError(f"{where}: path {text!r}; accepted: ALGORITHM, ALGORITHM:VARIANT or *:VARIANT")
+    return algorithm, variant or None
+
+
+def _specificity(selector: str, algorithm, variant) -> int:
+    """How specifically ``selector`` names a schedule of ``algorithm``/``variant`` (0: it does not)."""
+    a, v = _selector(selector, "path")
+    if v is not None and v != variant:
+        return 0
+    if a == "*":
+        return 1
+    return 0 if a != algorithm else 3 if v is not None else 2
 
 
 @dataclass(frozen=True)
@@ -52,11 +78,12 @@ class Implementation:
         bandwidth_efficiency: in (0, 1].
         gamma: s/B per thread, or None (the network's).
         threads: an int >= 1, or None (one per port).
+        paths: ``(selector, ((term, s), ...))`` pairs: what a code path adds (:data:`PATH_TERMS`).
         source: where the values come from.
 
     Raises:
         DirectcollError: a value outside its range (a time of 0 to an hour, a threshold of 0 to 2^53 bytes, an
-            efficiency in (0, 1], threads >= 1), naming the field.
+            efficiency in (0, 1], threads >= 1), a path's selector or term of another form, naming the field.
 
     Source: docs/simulation.md, "Hosts and implementations".
 
@@ -64,6 +91,9 @@ class Implementation:
     3.0
     >>> Implementation("utofu", port_overhead=60e-6, threads=None).reduction_threads(6)
     6
+    >>> lib = Implementation("utofu", call_overhead=10e-6, paths=(("*:bandwidth", (("call_overhead", 40e-6),)),))
+    >>> round(lib.on({"algorithm": "swing", "variant": "bandwidth"}).call_overhead * 1e6, 6)
+    50.0
     """
 
     name: str = DEFAULT_IMPLEMENTATION
@@ -74,6 +104,7 @@ class Implementation:
     bandwidth_efficiency: float = 1.0
     gamma: float | None = None
     threads: int | None = 1
+    paths: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -93,6 +124,31 @@ class Implementation:
         t = self.threads
         if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
             raise DirectcollError(f"{where}: threads = {t!r}; accepted: a whole number >= 1, or null (one per port)")
+        for selector, terms in self.paths:
+            _selector(selector, where)
+            for key, value in terms:
+                if key not in PATH_TERMS:
+                    raise DirectcollError(f"{where}: path {selector!r}: unknown term {key!r}; accepted: "
+                                          f"{', '.join(PATH_TERMS)}")
+                check_quantity(value, "time", f"{where}: path {selector!r}: {key}")
+
+    def path_of(self, meta) -> str | None:
+        """The selector of :attr:`paths` that applies to a schedule (its ``meta``: ``algorithm``, ``variant``),
+        the most specific one; None: the implementation's own terms apply. Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations" (code paths)."""
+        meta = meta if isinstance(meta, dict) else {}
+        ranked = [(_specificity(sel, meta.get("algorithm"), meta.get("variant")), sel) for sel, _ in self.paths]
+        best = max(ranked, default=(0, None))
+        return best[1] if best[0] else None
+
+    def on(self, meta) -> Implementation:
+        """The terms this implementation pays on a schedule (its ``meta``): its own plus those of the code path
+        that runs it (:meth:`path_of`); the result has no paths. Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations" (code paths)."""
+        selector = self.path_of(meta)
+        extra = dict(dict(self.paths)[selector]) if selector else {}
+        return replace(self, paths=(), **{k: getattr(self, k) + v for k, v in extra.items()}) if self.paths \
+            else self
 
     def reduction_threads(self, ports: int) -> int:
         """Threads a rank runs on a schedule of ``ports`` ports: ``threads``, or one per port; at most the port
@@ -112,11 +168,14 @@ class Implementation:
         Source: docs/simulation.md, "Hosts and implementations"."""
         return (not (self.call_overhead or self.port_overhead or self.message_overhead)
                 and self.eager_threshold is None and self.bandwidth_efficiency == 1.0 and self.gamma is None
-                and self.threads == 1)
+                and self.threads == 1 and not self.paths)
 
     def to_dict(self) -> dict:
-        """Every field (s, bytes, s/B as stored). Raises: Nothing. Source: docs/simulation.md."""
-        return asdict(self)
+        """Every field (s, bytes, s/B as stored; ``paths`` as an object of selector: {term: s}). Raises: Nothing.
+        Source: docs/simulation.md."""
+        out = asdict(self)
+        out["paths"] = {selector: dict(terms) for selector, terms in self.paths}
+        return out
 
 
 def implementation_from_dict(name: str, data, where: str) -> Implementation:
@@ -158,6 +217,12 @@ def implementation_from_dict(name: str, data, where: str) -> Implementation:
     values = dict(data)
     if "source" in values and not isinstance(values["source"], str):
         raise DirectcollError(f"{where}: implementation {name!r}: source must be a string")
+    if "paths" in values:
+        paths = values["paths"]
+        if not isinstance(paths, dict) or not all(isinstance(t, dict) for t in paths.values()):
+            raise DirectcollError(f"{where}: implementation {name!r}: paths must be an object of selector: "
+                                  f"{{{', '.join(PATH_TERMS)}}}")
+        values["paths"] = tuple((str(sel), tuple(terms.items())) for sel, terms in paths.items())
     if isinstance(values.get("threads"), float) and float(values["threads"]).is_integer():
         raise DirectcollError(f"{where}: implementation {name!r}: threads must be a whole number, got "
                               f"{values['threads']!r}")

@@ -492,7 +492,7 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
     Source: docs/simulation.md, "The packet engine"; ns-3.37's point-to-point model.
     """
     params = params if params is not None else NetworkParams()
-    impl = params.implementation
+    impl = params.implementation.on(schedule.meta)  # with the code path that runs the schedule
     if impl.bandwidth_efficiency != 1.0:
         raise DirectcollError(f"the packet engine does not model implementation {impl.name!r}'s bandwidth "
                               "efficiency (it carries the packets' headers itself); time it with the step or flow "

@@ -119,7 +119,8 @@ class NetworkParams:
         """Every field by name (a plain dict, s and bytes/s as stored; implementations as dicts). Raises: Nothing.
         Source: docs/simulation.md."""
         out = asdict(self)
-        out["implementations"] = list(out["implementations"])
+        out["implementation"] = self.implementation.to_dict()
+        out["implementations"] = [i.to_dict() for i in self.implementations]
         return out
 
     def use(self, name: str | None) -> NetworkParams:

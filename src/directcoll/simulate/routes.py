@@ -13,6 +13,8 @@ Source: docs/architecture.md, "Engines, runtimes and scale" (three engines, one 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from directcoll.errors import TopologyError
@@ -55,7 +57,9 @@ def prepare(schedule: Schedule | StepPattern, topology: Topology, params: Networ
     if pattern.nranks != topology.num_compute:
         raise TopologyError(f"schedule has {pattern.nranks} ranks but {topology.spec} has "
                             f"{topology.num_compute} compute nodes")
-    return pattern, params if params is not None else NetworkParams()
+    params = params if params is not None else NetworkParams()
+    # the implementation's terms on this schedule: its own plus those of the code path that runs it
+    return pattern, replace(params, implementation=params.implementation.on(pattern.meta))
 
 
 def link_values(topology: Topology, params: NetworkParams) -> tuple[np.ndarray, np.ndarray]:
