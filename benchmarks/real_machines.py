@@ -27,6 +27,7 @@ import io
 import json
 import sys
 import time
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -166,14 +167,19 @@ def main() -> int:
     out = benchcli.begin(args, ESTIMATE, "real_machines")
 
     from directcoll.simulate.calibrate import calibrate
+    from directcoll.simulate.implementation import Implementation
     from directcoll.simulate.measurements import parse_csv
     from directcoll.simulate.params import network_params
     from directcoll.topology import parse
     from directcoll.units import format_size
 
-    # the Fugaku preset: Tofu-D's published link rate (6.8 GB/s a direction), kept by calibrate's default fit, which
-    # fits each implementation's efficiency against it, and the libraries' threads (libswing-utofu: one per port)
-    BASE = network_params("fugaku-4x4x4")
+    # the Fugaku preset: Tofu-D's published link rate (6.8 GB/s a direction) and Put latency, kept by calibrate's
+    # default fit, and the libraries' structure: threads (libswing-utofu: one per port) and code paths; not the
+    # overheads the preset ships (fitted on the 16-node run): each run is predicted from its own rows only
+    preset = network_params("fugaku-4x4x4")
+    BASE = replace(preset, implementations=tuple(
+        Implementation(i.name, threads=i.threads, paths=tuple((sel, ()) for sel, _ in i.paths), source=i.source)
+        for i in preset.implementations))
 
     rows = load_rows()
     runs = list(dict.fromkeys(r["run"] for r in rows))

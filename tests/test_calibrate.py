@@ -305,8 +305,9 @@ def test_calibrate_recovers_software_and_network_terms_of_several_implementation
     # from alpha, which every message pays once
     rows = [("ring:unidirectional", None, "mpi"), ("ring:bidirectional", None, "mpi"),
             ("recursive-doubling:latency", None, "mpi"),
-            ("swing:bandwidth", 1, "mpi"), ("swing:bandwidth", 1, "rdma"), ("swing:bandwidth", 4, "rdma"),
-            ("swing:latency", 2, "rdma"), ("swing:latency", 4, "rdma")]
+            ("swing:bandwidth", 1, "mpi"), ("swing:bandwidth", 1, "rdma"), ("swing:bandwidth", 2, "rdma"),
+            ("swing:bandwidth", 4, "rdma"), ("swing:latency", 1, "rdma"), ("swing:latency", 2, "rdma"),
+            ("swing:latency", 4, "rdma")]
     data = _measured(topology, rows, params_of)
     # the link rate is the network's published figure: each implementation's efficiency is fitted against it (the
     # two together are one product per implementation, not separately identifiable)
@@ -323,7 +324,7 @@ def test_calibrate_recovers_software_and_network_terms_of_several_implementation
             assert cal.fitted[f"{term}@{impl}"] == pytest.approx(getattr(values, term), rel=1e-3, abs=1e-12), term
     assert cal.fitted["port_overhead@rdma"] == pytest.approx(30e-6, rel=1e-3)
     # leave one algorithm out: predicting an algorithm of a known implementation from the others is exact here
-    assert cal.cross_validation["max_abs"] < 1e-3, cal.cross_validation["by_label"]
+    assert cal.cross_validation["max_abs"] < 1e-3, sorted(cal.cross_validation["by_label"].items(), key=lambda kv: -kv[1])[:3]
     assert set(cal.cross_validation["by_label"]) == {m.label for m in data}
     assert all(u is None or u >= 0 for u in cal.uncertainty.values())
     # the file it writes has both implementations, and --implementation picks one
@@ -361,7 +362,8 @@ def test_calibrate_recovers_what_a_code_path_adds_and_each_implementations_gamma
                                     paths=path),
              "mpi": Implementation("mpi", call_overhead=4e-6, gamma=0.5e-9)}
     params_of = {k: network.with_(implementation=v) for k, v in truth.items()}
-    rows = [("swing:latency", 1, "rdma"), ("swing:latency", 4, "rdma"), ("swing:bandwidth", 1, "rdma"),
+    rows = [("swing:latency", 1, "rdma"), ("swing:latency", 2, "rdma"), ("swing:latency", 4, "rdma"),
+            ("swing:bandwidth", 1, "rdma"),
             ("swing:bandwidth", 4, "rdma"), ("recursive-doubling:bandwidth", 2, "rdma"),
             ("ring:unidirectional", None, "mpi"), ("recursive-doubling:latency", None, "mpi")]
     data = _measured(topology, rows, params_of)
@@ -380,9 +382,10 @@ def test_calibrate_recovers_what_a_code_path_adds_and_each_implementations_gamma
     # the file it writes carries the path, and a schedule the path selects pays it
     doc = cal.params_file()
     assert doc["implementations"]["rdma"]["paths"]["*:bandwidth"]["port_overhead"] == pytest.approx(50e-6, rel=1e-3)
-    # leave one algorithm out: exact, except where only one side of the path is left (then it adds nothing)
+    # leave one algorithm out: exact (every fold still has rows on and off the path, and port counts that tell the
+    # per-port costs from the per-call ones)
     by_label = cal.cross_validation["by_label"]
-    assert max(v for k, v in by_label.items() if "on rdma" in k) < 1e-3, by_label
+    assert max(by_label.values()) < 1e-3, by_label
     # without rows of the implementation's own path, the path cannot be told from its own terms: not fitted
     only_bw = [m for m in data if m.variant == "bandwidth" or m.implementation == "mpi"]
     cal = calibrate(only_bw, topology, fit=fit, base=base, cross_validate=False)
@@ -396,3 +399,26 @@ def test_the_default_fit_keeps_a_published_alpha_and_link_rate():
     fitted = default_fit(rows, NetworkParams(alpha=0.49e-6, link_bandwidth=6.8e9))
     assert "alpha" not in fitted and "link_bandwidth" not in fitted and "gamma" in fitted
     assert "alpha" in default_fit(rows, NetworkParams(link_bandwidth=6.8e9))
+
+
+def test_a_left_out_algorithm_is_predicted_from_the_others_alone():
+    # two algorithms of one library: without the ring, recursive doubling alone cannot tell a per-call from a
+    # per-message cost (its step count is fixed); the fold fits one (LogGP's o first) and leaves the other neutral
+    # instead of keeping the value the full fit, ring included, gave it: the ring's prediction cannot depend on
+    # the ring's own times
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("ring:8")
+    impl = Implementation("mpi", call_overhead=3e-6, message_overhead=1e-6, gamma=0.2e-9)
+    truth = {"mpi": NetworkParams(alpha=0.5e-6, link_bandwidth=5e9).with_(implementation=impl)}
+    data = _measured(topology, [("ring:unidirectional", None, "mpi"), ("recursive-doubling:latency", None, "mpi")],
+                     truth)
+    slower = [replace(m, seconds=m.seconds * (1.5 if m.algorithm == "ring" else 1.0)) for m in data]
+    base = NetworkParams(alpha=0.5e-6, link_bandwidth=5e9)
+    fit = ("call_overhead", "message_overhead", "gamma")
+    predicted = []
+    for rows in (data, slower):
+        cal = calibrate(rows, topology, fit=fit, base=base)
+        r = np.array(cal.cross_validation["residuals"])
+        predicted.append([m.seconds * (1 + x) for m, x in zip(rows, r, strict=True) if m.algorithm == "ring"])
+    assert np.allclose(predicted[0], predicted[1], rtol=1e-6)

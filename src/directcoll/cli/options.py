@@ -617,6 +617,10 @@ def _terms(impl) -> str:
 
     out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}" for k in ("call_overhead", "port_overhead",
                                                                                 "message_overhead") if getattr(impl, k)]
+    if impl.copy_overhead:
+        out.append(f"copies {impl.copy_overhead * 1e9:.3g} ns/B")
+    if impl.paths:
+        out.append(f"code paths {', '.join(sel for sel, _ in impl.paths)}")
     if impl.eager_threshold is not None:
         out.append(f"eager up to {impl.eager_threshold:g} B")
     if impl.bandwidth_efficiency != 1.0:

@@ -35,7 +35,7 @@ from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MAX_TIME_PER_BYTE, MIN_BAN
 NETWORK = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
 #: an implementation's terms calibrate can fit, once per implementation the measurements name
 #: (:class:`~directcoll.simulate.implementation.Implementation`)
-SOFTWARE = ("call_overhead", "port_overhead", "message_overhead", "bandwidth_efficiency")
+SOFTWARE = ("call_overhead", "port_overhead", "message_overhead", "copy_overhead", "bandwidth_efficiency")
 FITTABLE = NETWORK + SOFTWARE
 #: what is fitted when ``fit`` is not given and no measurement names an implementation (:func:`default_fit`)
 DEFAULT_FIT = NETWORK
@@ -50,16 +50,25 @@ NO_EFFECT = 1e-9
 #: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and
 #: 1 / link_bandwidth, a share for the bandwidth efficiency
 _UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "call_overhead": 1e-6,
-         "port_overhead": 1e-6, "message_overhead": 1e-6, "bandwidth_efficiency": 1.0}
+         "port_overhead": 1e-6, "message_overhead": 1e-6, "copy_overhead": 1e-9, "bandwidth_efficiency": 1.0}
 #: the range each fitted variable is searched in (in its unit; the fit runs on their logarithms): a picosecond to
 #: an hour, 1 Eb/s to 1 bit/s, a share of 0.1 % to all of the link rate
 _RANGE = {**dict.fromkeys(("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead"),
                           (1e-6, MAX_TIME / 1e-6)),
-          "gamma": (1e-9, MAX_TIME_PER_BYTE / 1e-9), "link_bandwidth": (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH),
+          **dict.fromkeys(("gamma", "copy_overhead"), (1e-9, MAX_TIME_PER_BYTE / 1e-9)),
+          "link_bandwidth": (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH),
           "bandwidth_efficiency": (1e-3, 1.0)}
 #: the smallest inverse bandwidth, ns/B: keeps link_bandwidth finite
 _MIN_BETA = _RANGE["link_bandwidth"][0]
 _LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead")
+#: the value a variable keeps where it is not fitted in a cross-validation fold (0 unless named)
+_NEUTRAL = {"bandwidth_efficiency": 1.0}
+#: which of a set of variables the rows cannot tell apart is fitted (the first; network terms before software
+#: terms): LogGP's o before a per-call cost, the reduction cost before an efficiency or a copy
+_PRIORITY = ("alpha", "per_hop_latency", "link_bandwidth", "message_overhead", "call_overhead", "port_overhead",
+             "gamma", "bandwidth_efficiency", "copy_overhead")
+#: a unit effect column closer than this to the span of those kept is a combination of them
+_TOLD_APART = 1e-4
 #: starting points tried, as factors of the plausible start (the best fit of all is kept)
 STARTS = (1.0, 0.1, 10.0)
 #: iterations of the search in log space (to 1e-8 relative) and of the polish (to 1e-12): each iteration is one
@@ -538,12 +547,37 @@ def _uncertainty(res, keys, kept, count: int) -> dict:
     return {k: float(sigma[k]) for k in kept}
 
 
+def _told_apart(free, keys, x, model, seconds, sizes, train) -> list:
+    """The variables of ``free`` whose effects on the ``train`` rows are not a combination of those kept before
+    them, in :data:`_PRIORITY` order: of a set the rows cannot tell apart (a per-call and a per-message cost when
+    every algorithm left has the same step count) one is fitted and the rest keep their neutral values."""
+    now = model(x, train)
+    kept, basis = [], np.zeros((int(train.sum()), 0))
+    for i in sorted(free, key=lambda i: (_split(keys[i])[2] is not None, _PRIORITY.index(_name(keys[i])))):
+        probe = x.copy()
+        probe[i] += _probe_step(_name(keys[i]), x[i], seconds, sizes)
+        column = ((model(probe, train) - now) / seconds)[train]
+        norm = float(np.linalg.norm(column))
+        if norm == 0.0:
+            continue
+        column = column / norm
+        if basis.shape[1]:
+            rest = column - basis @ np.linalg.lstsq(basis, column, rcond=None)[0]
+            if float(np.linalg.norm(rest)) < _TOLD_APART:
+                continue
+        kept.append(i)
+        basis = np.column_stack([basis, column])
+    return sorted(kept)
+
+
 def _cross_validation(measurements, keys, x, model, seconds, rows) -> dict | None:
     """Leave each algorithm (label) out, refit the rest from the full fit, predict it: residuals per row, the
     median and largest |residual|, and per label. A software term whose implementation only the left-out label
     has keeps the value of a neutral implementation (it cannot be fitted without it); so does what a code path
     adds when the rest cannot tell it from the implementation's own terms (``rows``: each measurement's
-    implementation and path, :func:`_path_rows`). None with one label."""
+    implementation and path, :func:`_path_rows`), and every variable but one of a set whose effects the rest
+    cannot tell apart (:func:`_told_apart`). None with one label."""
+    sizes = np.array([m.size for m in measurements], dtype=float)
     labels = [m.label for m in measurements]
     distinct = list(dict.fromkeys(labels))
     if len(distinct) < 2 or not keys:
@@ -560,7 +594,11 @@ def _cross_validation(measurements, keys, x, model, seconds, rows) -> dict | Non
         neutral = x.copy()
         for i, k in enumerate(keys):
             if i not in free:
-                neutral[i] = 0.0 if _name(k) != "bandwidth_efficiency" else 1.0
+                neutral[i] = _NEUTRAL.get(_name(k), 0.0)
+        free = _told_apart(free, keys, neutral, model, seconds, sizes, train)
+        for i, k in enumerate(keys):
+            if i not in free:
+                neutral[i] = _NEUTRAL.get(_name(k), 0.0)
         sub = [keys[i] for i in free]
 
         def residuals(v, free=free, neutral=neutral, train=train):
@@ -588,27 +626,31 @@ def _pin_links(params: NetworkParams, topology: Topology) -> NetworkParams:
     return replace(params, **values)
 
 
+def _probe_step(name: str, value: float, seconds: np.ndarray, sizes: np.ndarray) -> float:
+    """The step that probes a variable's effect: 1 % of its value (of the data's scale, for a latency or per-byte
+    cost fitted near 0: a probe of 1 % of ~0 would call a term that matters "without effect"); links step faster
+    (would faster links change anything: not when a cap binds), an efficiency steps down, below 1."""
+    if name == "bandwidth_efficiency":
+        scale = 1.0
+    elif name in _LATENCY:
+        scale = float(seconds.min()) / _UNIT[name]
+    else:
+        scale = float((seconds / np.maximum(sizes, 1.0)).min()) / _UNIT[name]
+    step = 0.01 * (max(value, scale) if name in (*_LATENCY, "gamma", "copy_overhead") else value) * (
+        -1.0 if name in ("bandwidth_efficiency", "link_bandwidth") else 1.0)
+    return -step if value + step > _RANGE[name][1] else step  # at the top of its range: probe below it
+
+
 def _identifiability(keys, x, model, seconds, sizes):
     """Probe each fitted variable's effect on the relative times (a 1 % step of its scale); drop the ones without
     effect (they keep their base value); name groups whose effects are proportional. Returns (the keys kept,
     their values, warnings)."""
-    latency_scale = float(seconds.min())
-    per_byte_scale = float((seconds / np.maximum(sizes, 1.0)).min())
     now = model(x)
     columns, kept, out = [], [], []
     for j, key in enumerate(keys):
         name = _name(key)
-        scale = 1.0 if name == "bandwidth_efficiency" else (
-            (latency_scale if name in _LATENCY else per_byte_scale) / _UNIT[name])
-        # 1 % of the value (of its scale, for a latency or gamma fitted near 0: a probe of 1 % of ~0 would call a
-        # term that matters "without effect"); links step faster (would faster links change anything: not when a
-        # cap binds), an efficiency steps down, below 1
-        step = 0.01 * (max(x[j], scale) if name in _LATENCY or name == "gamma" else x[j]) * (
-            -1.0 if name in ("bandwidth_efficiency", "link_bandwidth") else 1.0)
-        if x[j] + step > _RANGE[name][1]:  # at the top of its range: probe below it
-            step = -step
         probe = x.copy()
-        probe[j] += step
+        probe[j] += _probe_step(name, x[j], seconds, sizes)
         column = (model(probe) - now) / seconds
         if np.abs(column).max() <= NO_EFFECT:
             out.append(f"{key} is not identifiable from these measurements: it changes none of the modelled "

@@ -285,7 +285,7 @@ class _Run:
             self.alpha = self.alpha + 2.0 * (self.alpha + prep.latency) * (nbytes > impl.eager_threshold)
         gamma = par.gamma if impl.gamma is None else impl.gamma
         self.reduce_time = gamma * nbytes * p.reduce / threads  # summed per rank: its reductions share its threads
-        self.call_time = impl.call_time(ports_of(p))
+        self.call_time = impl.call_time(ports_of(p), float(size_bytes))
         self.routed = np.diff(prep.ptr) > 0
         # packets (docs/simulation.md, "Packets in the models"): headers on the wire; every further hop waits for
         # a packet's header (cut-through) or whole packet (store-and-forward) before passing it on

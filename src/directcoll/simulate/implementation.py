@@ -10,6 +10,8 @@ where an implementation has none:
   registration, the selection of an algorithm).
 - ``port_overhead`` (s): once per call for every port the schedule uses (a thread and a network interface set
   up per port: uTofu's per-call cost grows with the port count).
+- ``copy_overhead`` (s/B): memory copies the call makes, per byte of the vector, once per call (the copy of a
+  non-in-place call's send buffer into its receive buffer, a remapping of blocks into contiguous messages).
 - ``message_overhead`` (s): LogGP's o, the CPU time of posting one message. A rank's messages of a step are
   posted by its ``threads`` one after another, so a step in which a rank sends or receives m messages adds
   ``o * ceil(m / threads)`` before its transfers complete.
@@ -22,8 +24,8 @@ where an implementation has none:
   schedule uses (libraries that run a thread per port). A rank's reductions in a step take
   ``gamma * bytes / min(threads, ports)``: the one rule of multiport reductions in every engine.
 - ``paths``: code paths that pay more than the rest of the library, each a selector of the schedules it runs
-  (``ALGORITHM``, ``ALGORITHM:VARIANT`` or ``*:VARIANT``) and the call, port and message overheads (s) it adds
-  to the implementation's own. A library's algorithms are different code: the Swing authors' uTofu library
+  (``ALGORITHM``, ``ALGORITHM:VARIANT`` or ``*:VARIANT``) and the call, port, message and copy overheads it
+  adds to the implementation's own. A library's algorithms are different code: the Swing authors' uTofu library
   exchanges buffer addresses with its peers on every call of its bandwidth-optimal path (it writes into their
   receive buffers), and not on its latency-optimal path (it writes into buffers registered once). The most
   specific selector that matches a schedule applies.
@@ -45,8 +47,8 @@ from directcoll.units import MAX_SIZE, check_quantity
 DEFAULT_IMPLEMENTATION = "libdirectcoll"
 #: the quantity of each time field (ranges: :data:`directcoll.units.QUANTITIES`)
 _TIMES = {"call_overhead": "time", "port_overhead": "time", "message_overhead": "time"}
-#: the terms a code path adds to its implementation's (s)
-PATH_TERMS = tuple(_TIMES)
+#: the terms a code path adds to its implementation's (s; copy_overhead s/B)
+PATH_TERMS = (*_TIMES, "copy_overhead")
 
 
 def _selector(text: str, where: str) -> tuple[str, str | None]:
@@ -74,6 +76,7 @@ class Implementation:
     Attributes:
         name: the implementation's name (``fujitsu-mpi``, ``libswing-utofu``, ``libdirectcoll``).
         call_overhead, port_overhead, message_overhead: s (per call, per port and call, per message).
+        copy_overhead: s/B (per byte of the vector, once per call).
         eager_threshold: bytes, or None (eager only).
         bandwidth_efficiency: in (0, 1].
         gamma: s/B per thread, or None (the network's).
@@ -100,6 +103,7 @@ class Implementation:
     call_overhead: float = 0.0
     port_overhead: float = 0.0
     message_overhead: float = 0.0
+    copy_overhead: float = 0.0
     eager_threshold: float | None = None
     bandwidth_efficiency: float = 1.0
     gamma: float | None = None
@@ -111,6 +115,7 @@ class Implementation:
         where = f"implementation {self.name!r}"
         for key, kind in _TIMES.items():
             check_quantity(getattr(self, key), kind, f"{where}: {key}")
+        check_quantity(self.copy_overhead, "time per byte", f"{where}: copy_overhead")
         if self.gamma is not None:
             check_quantity(self.gamma, "time per byte", f"{where}: gamma")
         if self.eager_threshold is not None and not (isinstance(self.eager_threshold, int | float)
@@ -130,7 +135,8 @@ class Implementation:
                 if key not in PATH_TERMS:
                     raise DirectcollError(f"{where}: path {selector!r}: unknown term {key!r}; accepted: "
                                           f"{', '.join(PATH_TERMS)}")
-                check_quantity(value, "time", f"{where}: path {selector!r}: {key}")
+                check_quantity(value, "time per byte" if key == "copy_overhead" else "time",
+                               f"{where}: path {selector!r}: {key}")
 
     def path_of(self, meta) -> str | None:
         """The selector of :attr:`paths` that applies to a schedule (its ``meta``: ``algorithm``, ``variant``),
@@ -157,16 +163,17 @@ class Implementation:
         ports = max(1, int(ports))
         return ports if self.threads is None else max(1, min(self.threads, ports))
 
-    def call_time(self, ports: int) -> float:
-        """``call_overhead + port_overhead * ports``, s: what one call pays besides its steps. Raises: Nothing.
+    def call_time(self, ports: int, size_bytes=0.0):
+        """``call_overhead + port_overhead * ports + copy_overhead * size_bytes``, s: what one call of a vector of
+        ``size_bytes`` bytes (a number or an array) pays besides its steps. Raises: Nothing.
         Source: docs/simulation.md, "Hosts and implementations"."""
-        return self.call_overhead + self.port_overhead * max(1, int(ports))
+        return self.call_overhead + self.port_overhead * max(1, int(ports)) + self.copy_overhead * size_bytes
 
     @property
     def neutral(self) -> bool:
         """Whether it adds nothing to the network's times (the engines then skip it). Raises: Nothing.
         Source: docs/simulation.md, "Hosts and implementations"."""
-        return (not (self.call_overhead or self.port_overhead or self.message_overhead)
+        return (not (self.call_overhead or self.port_overhead or self.message_overhead or self.copy_overhead)
                 and self.eager_threshold is None and self.bandwidth_efficiency == 1.0 and self.gamma is None
                 and self.threads == 1 and not self.paths)
 

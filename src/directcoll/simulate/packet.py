@@ -509,7 +509,8 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
                 raise DeadlockError(f"packet engine on {topology.spec}: {message.split('deadlock: ', 1)[1]}")
             raise DirectcollError(f"packet engine failed: {message}")
         result = _parse(outp.read_text(), topology, params)
-    return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule)))  # the call's own costs
+    # the call's own costs, once
+    return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule), float(size_bytes)))
 
 
 def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult:
