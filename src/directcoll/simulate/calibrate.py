@@ -119,7 +119,7 @@ def default_fit(measurements, base: NetworkParams, given=()) -> tuple[str, ...]:
 
     >>> from directcoll.simulate.measurements import Measurement
     >>> rows = [Measurement("ring", None, "allreduce", 4, 8.0, 1e-5, implementation="mpi")]
-    >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9), given=("gamma",))
+    >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9), given=("gamma", "copy_overhead"))
     ('alpha', 'per_hop_latency', 'call_overhead', 'port_overhead', 'message_overhead', 'bandwidth_efficiency')
     >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9, alpha=4.9e-7))[:2]
     ('per_hop_latency', 'gamma')

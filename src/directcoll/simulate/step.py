@@ -200,7 +200,7 @@ class SimulatedSchedule:
         n = np.atleast_1d(np.asarray(sizes, dtype=float))
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
-        total = total + self.params.implementation.call_time(ports_of(self.pattern), n)  # once per call
+        total = total + self.params.implementation.call_time(ports_of(self.pattern), n.ravel())  # once per call
         return total.reshape(np.shape(sizes)) if np.ndim(sizes) else float(total[0])
 
     def breakdown(self, size: float) -> list[dict]:
