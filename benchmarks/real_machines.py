@@ -1,21 +1,23 @@
 """The step model against real machines: Fugaku's allreduce timings (the package's fugaku_allreduce.csv), every
 variant predicted after fitting the others (leave one variant out), per run.
 
-Each run's rows become a calibrate CSV (``algorithm,ranks,bytes,seconds,ports,segment,implementation``): Fujitsu
+Each run's rows become a calibrate CSV (``algorithm,ranks,bytes,seconds,ports,implementation``): Fujitsu
 MPI's forced ring and recursive doubling (implementation ``fujitsu-mpi``), Swing over MPI point-to-point
 (``libswing-mpi``), Swing and recursive doubling over uTofu RDMA (``libswing-utofu``, one thread and one network
-interface per port). ``directcoll calibrate`` keeps Tofu-D's published link rate (6.8 GB/s a direction), fits
-the network's other terms (alpha, per-hop latency, gamma) shared by all and each implementation's software terms
-(per call, per port, per message, bandwidth efficiency against the link rate), and leaves each variant out in
-turn: its times are predicted by a fit of the others. The tables give
-the error of those predictions and the winner, measured and predicted, at every size of 64 KiB and more.
+interface per port). ``directcoll calibrate``'s default fit starts from the ``fugaku-4x4x4`` preset's published
+figures (Tofu-D's 6.8 GB/s links and 0.49 us Put latency, kept) and its libraries' structure (threads, code
+paths), not the overheads it ships: it fits the per-hop latency shared by all rows and each implementation's
+software terms (per call, per port, per message, per byte copied, gamma, bandwidth efficiency, what a code path
+adds), and leaves each variant out in turn: its times are predicted by a fit of the others. The tables give the
+error of those predictions and the winner, measured and predicted, at every size of 64 KiB and more.
 
 Left out, with the reason printed: Fujitsu's default (its algorithm is not known), its algorithms without a
 schedule here (trix3, trix6, rdbc, nonoverlapping, basic_linear) or whose segment size is not recorded
-(segmented_ring), ``bw`` (each block of a step sent as its own message; ``bw_cont``, one contiguous message per step
-and port, is the schedule's message structure), uTofu segments other than 1 MiB
-(the model has no segments; 1 MiB is the one every run has), and port counts a schedule cannot serve on the run's
-torus (more than 2D).
+(segmented_ring), Fujitsu at one element (every algorithm takes the same time: the forced one does not run),
+Fujitsu's ring below one element per rank (Open MPI's ring runs recursive doubling there), ``bw`` (each block of
+a step sent as its own message; ``bw_cont``, one contiguous message per step and port, is the schedule's message
+structure), uTofu segments other than 1 MiB (the model has no segments; 1 MiB is the one every run has), and port
+counts a schedule cannot serve on the run's torus (more than 2D).
 
 Run: python3 benchmarks/real_machines.py [--out DIR] [--runs RUN,...] [--json FILE] [--figure PNG]
 """
