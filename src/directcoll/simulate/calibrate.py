@@ -547,6 +547,15 @@ def _uncertainty(res, keys, kept, count: int) -> dict:
     return {k: float(sigma[k]) for k in kept}
 
 
+def _neutralised(x: np.ndarray, keys, free) -> np.ndarray:
+    """``x`` with every variable outside ``free`` at its neutral value (:data:`_NEUTRAL`)."""
+    out = x.copy()
+    for i, key in enumerate(keys):
+        if i not in free:
+            out[i] = _NEUTRAL.get(_name(key), 0.0)
+    return out
+
+
 def _told_apart(free, keys, x, model, seconds, sizes, train) -> list:
     """The variables of ``free`` whose effects on the ``train`` rows are not a combination of those kept before
     them, in :data:`_PRIORITY` order: of a set the rows cannot tell apart (a per-call and a per-message cost when
@@ -589,16 +598,13 @@ def _cross_validation(measurements, keys, x, model, seconds, rows) -> dict | Non
         train = ~out
         impls_left = {impl for (impl, _), t in zip(rows, train, strict=True) if t}
         paths_left = _separable(rows, train)
-        free = [i for i, k in enumerate(keys) if not _split(k)[1] or (
-            _split(k)[1] in impls_left if _split(k)[2] is None else _split(k)[2] in paths_left.get(_split(k)[1], ()))]
-        neutral = x.copy()
-        for i, k in enumerate(keys):
-            if i not in free:
-                neutral[i] = _NEUTRAL.get(_name(k), 0.0)
-        free = _told_apart(free, keys, neutral, model, seconds, sizes, train)
-        for i, k in enumerate(keys):
-            if i not in free:
-                neutral[i] = _NEUTRAL.get(_name(k), 0.0)
+        free = []
+        for i, key in enumerate(keys):
+            _, impl, selector = _split(key)
+            if not impl or (impl in impls_left if selector is None else selector in paths_left.get(impl, ())):
+                free.append(i)
+        free = _told_apart(free, keys, _neutralised(x, keys, free), model, seconds, sizes, train)
+        neutral = _neutralised(x, keys, free)
         sub = [keys[i] for i in free]
 
         def residuals(v, free=free, neutral=neutral, train=train):
