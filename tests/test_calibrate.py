@@ -422,3 +422,35 @@ def test_a_left_out_algorithm_is_predicted_from_the_others_alone():
         r = np.array(cal.cross_validation["residuals"])
         predicted.append([m.seconds * (1 + x) for m, x in zip(rows, r, strict=True) if m.algorithm == "ring"])
     assert np.allclose(predicted[0], predicted[1], rtol=1e-6)
+
+
+@pytest.mark.slow  # about 20 s: a calibration and two schedules through the command line
+def test_the_held_out_protocol_through_the_command_line(tmp_path):
+    # train on one library's bandwidth-optimal Swing only, its code path known from the parameters file; predict
+    # its latency-optimal Swing with schedule + simulate --implementation: the latency path does not pay what the
+    # bandwidth path adds, and results[] carries every size, one or several
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("torus:4x4")
+    path = (("*:bandwidth", (("port_overhead", 40e-6),)),)
+    lib = Implementation("lib", call_overhead=5e-6, port_overhead=2e-6, threads=None, paths=path)
+    truth = {"lib": NetworkParams(alpha=0.5e-6, link_bandwidth=10e9).with_(implementation=lib)}
+    data = _measured(topology, [("swing:bandwidth", 1, "lib"), ("swing:bandwidth", 4, "lib")], truth)
+    (tmp_path / "train.csv").write_text("algorithm,ranks,bytes,seconds,ports,implementation\n" + "".join(
+        f"{m.algorithm}:{m.variant},{m.ranks},{m.size:g},{m.seconds!r},{m.ports},lib\n" for m in data))
+    (tmp_path / "base.json").write_text(json.dumps({
+        "alpha": 0.5e-6, "link_bandwidth": 10e9,
+        "implementations": {"lib": {"threads": None, "paths": {"*:bandwidth": {"port_overhead": 40e-6}}}}}))
+    out = _cli(["calibrate", "train.csv", "torus:4x4", "--params", "base.json", "--fit",
+                "call_overhead,port_overhead", "-o", "net.json", "--json"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert _cli(["schedule", "swing", "torus:4x4", "--variant", "latency", "--ports", "2", "-o", "s.json"],
+                tmp_path).returncode == 0
+    for sizes in ("1KiB", "1KiB,1MiB"):
+        sim = _cli(["simulate", "s.json", "--sizes", sizes, "--params", "net.json", "--implementation", "lib",
+                    "--json"], tmp_path)
+        assert sim.returncode == 0, sim.stderr
+        results = json.loads(sim.stdout)["results"]
+        expected = simulate(build_pattern("swing", topology, "allreduce", variant="latency", ports=2), topology,
+                            truth["lib"]).time(np.array([r["size"] for r in results], dtype=float))
+        assert [r["time_s"] for r in results] == pytest.approx(expected.tolist(), rel=1e-4)

@@ -33,7 +33,7 @@ def register(sub) -> None:
     parsers). Source: docs/architecture.md, "Command line"."""
     sim = sub.add_parser("simulate", help="time one schedule file with a per-step breakdown")
     sim.add_argument("file", help="schedule file (.json or .npz)")
-    sim.add_argument("--sizes", help="vector size, one size such as 64MiB (required)")
+    sim.add_argument("--sizes", help="vector sizes: one (64MiB) or a list (1KiB,1MiB or 32B..1GiB) (required)")
     add_deprecated_size(sim)
     sim.add_argument("--topology", help=TOPOLOGY_OVERRIDE_HELP)
     add_network_options(sim)
@@ -52,9 +52,10 @@ def cmd_simulate(args) -> int:
 
     Output: per size a summary line, and for one size a per-step table (the step model's busiest link as ``u->v``,
     with coordinates on grids); ``--json``, one size: {time_s, model, size, steps, algorithm, collective,
-    topology, routing, params, goodput_Bps, variant, ports}, the step model's steps with ``max_link`` (an id) and
-    ``max_link_name`` (``u->v``); several sizes: {sizes, results: [that document per size], algorithm,
-    collective, topology, routing, params, model}; ``--csv``: one row per size and step, ``size_bytes`` first.
+    topology, routing, params, goodput_Bps, variant, ports, sizes, results: [that document]}, the step model's
+    steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``); several sizes: {sizes, results: [that
+    document per size], algorithm, collective, topology, routing, params, model}; ``--csv``: one row per size and
+    step, ``size_bytes`` first.
 
     Returns:
         0.
@@ -102,8 +103,9 @@ def cmd_simulate(args) -> int:
               "ports": None if ports is None else int(ports), "collective": schedule.collective.value,
               "topology": topology.spec, "routing": args.routing, "params": params.to_dict()}
     if args.json:
-        print_json({**docs[0], **common, "goodput_Bps": docs[0]["goodput_Bps"]} if len(docs) == 1 else
-                   {"sizes": sizes, "model": args.model, **common, "results": docs})
+        # one size: its document at the top level too; results[] always, whatever the count
+        print_json({**docs[0], **common, "goodput_Bps": docs[0]["goodput_Bps"], "sizes": sizes, "results": docs}
+                   if len(docs) == 1 else {"sizes": sizes, "model": args.model, **common, "results": docs})
         return 0
     if args.csv:
         _steps_csv([{"size_bytes": d["size"], **row} for d in docs for row in d["steps"]])
