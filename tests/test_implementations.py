@@ -192,9 +192,14 @@ def test_parameter_files_carry_code_paths_and_refuse_bad_ones(tmp_path):
     impl = network_params(str(path)).use("lib").implementation
     assert impl.paths == (("*:bandwidth", (("port_overhead", 5e-5),)),) and not impl.neutral
     assert impl.to_dict()["paths"] == {"*:bandwidth": {"port_overhead": 5e-5}}
+    # an alias becomes the name a schedule records
+    path.write_text(json.dumps({"implementations": {"lib": {"paths": {"rd:bandwidth": {}}}}}))
+    assert network_params(str(path)).use("lib").implementation.paths == (("recursive-doubling:bandwidth", ()),)
     for paths, match in [({"*": {}}, r"path '\*'; accepted: ALGORITHM, ALGORITHM:VARIANT or \*:VARIANT"),
                          ({"swing:": {}}, "path 'swing:'"),
                          ({"swing": {"gamma": 1e-9}}, "unknown term 'gamma'"),
+                         ({"5": {}}, "path '5': unknown algorithm '5'; accepted: bfb, "),
+                         ({"swing:fast": {}}, "unknown variant 'fast' of swing; accepted: bandwidth, latency"),
                          ({"swing": {"call_overhead": -1.0}}, "call_overhead"),
                          ([1], "paths must be an object")]:
         path.write_text(json.dumps({"implementations": {"lib": {"paths": paths}}}))

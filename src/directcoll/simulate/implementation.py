@@ -59,6 +59,26 @@ def _selector(text: str, where: str) -> tuple[str, str | None]:
     return algorithm, variant or None
 
 
+def _registered(text: str, where: str) -> str:
+    """A path selector with its algorithm checked against the registry (an alias becomes the name a schedule
+    records) and its variant against that algorithm's (any algorithm's for ``*``)."""
+    from directcoll.registry import ALGORITHMS, get
+
+    algorithm, variant = _selector(text, where)
+    if algorithm != "*":
+        try:
+            algorithm = get(algorithm).name
+        except DirectcollError:
+            raise DirectcollError(f"{where}: path {text!r}: unknown algorithm {algorithm!r}; accepted: "
+                                  f"{', '.join(sorted(ALGORITHMS))} or *") from None
+    known = ALGORITHMS[algorithm].variants if algorithm != "*" else sorted(
+        {v for alg in ALGORITHMS.values() for v in alg.variants})
+    if variant is not None and variant not in known:
+        raise DirectcollError(f"{where}: path {text!r}: unknown variant {variant!r} of {algorithm}; accepted: "
+                              f"{', '.join(known)}")
+    return algorithm if variant is None else f"{algorithm}:{variant}"
+
+
 def _specificity(selector: str, algorithm, variant) -> int:
     """How specifically ``selector`` names a schedule of ``algorithm``/``variant`` (0: it does not)."""
     a, v = _selector(selector, "path")
@@ -229,7 +249,9 @@ def implementation_from_dict(name: str, data, where: str) -> Implementation:
         if not isinstance(paths, dict) or not all(isinstance(t, dict) for t in paths.values()):
             raise DirectcollError(f"{where}: implementation {name!r}: paths must be an object of selector: "
                                   f"{{{', '.join(PATH_TERMS)}}}")
-        values["paths"] = tuple((str(sel), tuple(terms.items())) for sel, terms in paths.items())
+        where_impl = f"{where}: implementation {name!r}"
+        values["paths"] = tuple((_registered(str(sel), where_impl), tuple(terms.items()))
+                                for sel, terms in paths.items())
     if isinstance(values.get("threads"), float) and float(values["threads"]).is_integer():
         raise DirectcollError(f"{where}: implementation {name!r}: threads must be a whole number, got "
                               f"{values['threads']!r}")
