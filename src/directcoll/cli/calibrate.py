@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from directcoll.cli.options import (
@@ -101,8 +100,7 @@ def cmd_calibrate(args) -> int:
     0
     """
     from directcoll.simulate import NetworkParams, resolve_network
-    from directcoll.simulate.calibrate import calibrate, default_fit, parse_fit
-    from directcoll.simulate.measurements import read_measurements
+    from directcoll.simulate.calibrate import calibrate_file, parse_fit
 
     check_output(args.output, "-o")
     spec = network_spec(args)
@@ -120,15 +118,9 @@ def cmd_calibrate(args) -> int:
                  "packet_size": args.packet_size}
     topology, params, _notes = resolve_network(spec, args.params)
     base = (params if args.params is not None else NetworkParams()).with_(**overrides).use(args.implementation)
-    measurements = read_measurements(args.measurements, args.format, ranks=args.ranks, algorithm=args.algorithm)
-    if fit is None:
-        fit = default_fit(measurements, base, [name for name in _OVERRIDES if getattr(args, name) is not None])
-        if not fit:
-            raise DirectcollError("every parameter calibrate would fit is set by an option (--alpha, "
-                                  "--link-bandwidth, --per-hop-latency, --gamma): nothing is left to fit; drop one "
-                                  "or name what to fit with --fit")
-    cal = calibrate(measurements, topology, fit=fit, routing=args.routing, base=base,
-                    source=os.fspath(args.measurements))
+    cal = calibrate_file(args.measurements, topology, fmt=args.format, ranks=args.ranks, algorithm=args.algorithm,
+                         fit=fit, routing=args.routing, base=base,
+                         given=[name for name in _OVERRIDES if getattr(args, name) is not None])
     for line in cal.warnings:
         print(f"directcoll: warning: {line}", file=sys.stderr)
     if args.output:

@@ -379,8 +379,8 @@ def _solve(residuals, keys, start: np.ndarray, starts=STARTS, search: bool = Tru
 
 
 def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
-              base: NetworkParams | None = None, source: str = "measurements", cross_validate: bool = True
-              ) -> Calibration:
+              base: NetworkParams | None = None, source: str = "measurements", cross_validate: bool = True,
+              given=()) -> Calibration:
     """Fit ``fit`` (fields of :data:`FITTABLE`) so that the step model reproduces ``measurements``.
 
     Network terms (:data:`NETWORK`) are shared by every measurement; software terms (:data:`SOFTWARE`) are fitted
@@ -401,6 +401,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
             with the implementations it describes.
         source: the measurements' file, for messages and the result's name.
         cross_validate: leave each algorithm out once (one refit per label).
+        given: without ``fit``, the parameters the caller set (an option's value), which the default leaves out.
 
     Returns:
         :class:`Calibration`: the fitted NetworkParams (``name`` "calibrated from SOURCE"; its ``implementations``
@@ -409,8 +410,8 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
 
     Raises:
         DirectcollError: no measurements, a measurement whose ranks differ from the topology's compute nodes, an
-            empty or unknown ``fit``; an algorithm, variant, port count or collective the registry refuses (naming
-            the line).
+            empty or unknown ``fit``, a default fit that ``given`` leaves empty; an algorithm, variant, port count
+            or collective the registry refuses (naming the line).
         SpecError, TopologyError, ResourceError: from the topology spec, the routing or a build over the budget.
 
     Source: docs/simulation.md, "Calibration"; scipy.optimize.least_squares (trust region reflective, Branch,
@@ -429,7 +430,10 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     measurements = tuple(measurements)
     base = base if base is not None else NetworkParams()
     if fit is None:
-        fit = default_fit(measurements, base)
+        fit = default_fit(measurements, base, given)
+        if not fit:
+            raise DirectcollError(f"every parameter calibrate would fit is set ({', '.join(given)}): nothing is "
+                                  "left to fit; set one fewer or name what to fit (--fit)")
     fit = parse_fit(",".join(fit)) if not isinstance(fit, str) else parse_fit(fit)
     if not measurements:
         raise DirectcollError(f"{source}: no measurements to fit")
@@ -563,9 +567,7 @@ def _told_apart(free, keys, x, model, seconds, sizes, train) -> list:
     now = model(x, train)
     kept, basis = [], np.zeros((int(train.sum()), 0))
     for i in sorted(free, key=lambda i: (_split(keys[i])[2] is not None, _PRIORITY.index(_name(keys[i])))):
-        probe = x.copy()
-        probe[i] += _probe_step(_name(keys[i]), x[i], seconds, sizes)
-        column = ((model(probe, train) - now) / seconds)[train]
+        column = _effect(model, x, i, keys[i], seconds, sizes, now, train)
         norm = float(np.linalg.norm(column))
         if norm == 0.0:
             continue
@@ -647,6 +649,15 @@ def _probe_step(name: str, value: float, seconds: np.ndarray, sizes: np.ndarray)
     return -step if value + step > _RANGE[name][1] else step  # at the top of its range: probe below it
 
 
+def _effect(model, x: np.ndarray, j: int, key: str, seconds, sizes, now: np.ndarray, rows=None) -> np.ndarray:
+    """The change of every (``rows``') relative time when variable ``j`` takes its probe step
+    (:func:`_probe_step`); ``now``: the model's times at ``x``."""
+    probe = x.copy()
+    probe[j] += _probe_step(_name(key), x[j], seconds, sizes)
+    column = (model(probe, rows) - now) / seconds
+    return column if rows is None else column[rows]
+
+
 def _identifiability(keys, x, model, seconds, sizes):
     """Probe each fitted variable's effect on the relative times (a 1 % step of its scale); drop the ones without
     effect (they keep their base value); name groups whose effects are proportional. Returns (the keys kept,
@@ -654,10 +665,7 @@ def _identifiability(keys, x, model, seconds, sizes):
     now = model(x)
     columns, kept, out = [], [], []
     for j, key in enumerate(keys):
-        name = _name(key)
-        probe = x.copy()
-        probe[j] += _probe_step(name, x[j], seconds, sizes)
-        column = (model(probe) - now) / seconds
+        column = _effect(model, x, j, key, seconds, sizes, now)
         if np.abs(column).max() <= NO_EFFECT:
             out.append(f"{key} is not identifiable from these measurements: it changes none of the modelled "
                        "times (e.g. gamma without reductions); it is left at its base value, leave it out of --fit")
@@ -704,9 +712,9 @@ def _collinear(names, columns: np.ndarray, sizes: np.ndarray) -> list[str]:
 
 def calibrate_file(path, topology, *, fmt: str | None = None, ranks: int | None = None,
                    algorithm: str | None = None, fit=None, routing: str = "adaptive",
-                   base: NetworkParams | None = None) -> Calibration:
+                   base: NetworkParams | None = None, given=()) -> Calibration:
     """:func:`calibrate` on the measurements of a file (:func:`~directcoll.simulate.measurements.read_measurements`:
-    a CSV, or an OSU benchmark's output with ``ranks`` and ``algorithm``).
+    a CSV, or an OSU benchmark's output with ``ranks`` and ``algorithm``; ``given`` as there).
 
     Returns:
         :class:`Calibration` whose params are named ``calibrated from FILE``.
@@ -727,7 +735,8 @@ def calibrate_file(path, topology, *, fmt: str | None = None, ranks: int | None 
     ('calibrated from osu.txt', 0.233)
     """
     measurements = read_measurements(path, fmt, ranks=ranks, algorithm=algorithm)
-    return calibrate(measurements, topology, fit=fit, routing=routing, base=base, source=os.fspath(path))
+    return calibrate(measurements, topology, fit=fit, routing=routing, base=base, source=os.fspath(path),
+                     given=given)
 
 
 def parse_topology(spec: str) -> Topology:
