@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from directcoll.cli.main import main
-from directcoll.runtime.launch import RunError, _Watch, diagnose, run_job
+from directcoll.runtime import launch
+from directcoll.runtime.launch import RunError, _parse_stat, _Watch, diagnose, run_job
 from directcoll.runtime.progress import STARTING, WAITING, Progress, read_status, status_path
 
 pytestmark = pytest.mark.mpi
@@ -265,3 +266,25 @@ def test_a_launcher_that_exits_0_while_a_rank_did_not_finish_fails(tmp_path):
     says = r"^rank 0 died at step 1 of swing:latency allreduce of 1KiB \(repetition 1 of 5\)"
     with pytest.raises(RunError, match=says):
         run_job([sys.executable, "-c", script], status_dir=str(tmp_path), nranks=1, timeout=5.0)
+
+
+def test_a_rank_that_has_begun_to_exit_counts_as_gone():
+    # a killed rank closes its pipes inside do_exit(), before it is a zombie: MPICH's launcher may then end the other
+    # rank first, and the launcher must not take the other one for the first gone
+    line = "4676 (python3 (x)) {} 4674 4674 4025 0 -1 {} 123 0 0 0 0 0 0 0 20 0 1 0 5752335 3133440 385"
+    assert _parse_stat(line.format("R", 4194304))[0] == "R"
+    assert _parse_stat(line.format("D", 4194304 | 0x4))[0] == "exiting"
+    assert _parse_stat(line.format("Z", 4194304 | 0x4))[0] == "Z"
+    assert _parse_stat(line.format("S", 4194304))[1:] == (4674, 4674, 4025, 5752335)
+
+
+def test_the_launcher_takes_an_exiting_rank_for_the_first_gone(tmp_path, monkeypatch):
+    watch = _Watch(2)
+    for rank in range(2):
+        Progress(str(tmp_path), rank).set(WAITING, "step", "swing:latency allreduce of 1KiB", nsteps=1, rep=2, reps=5)
+        watch.statuses[rank] = read_status(status_path(str(tmp_path), rank), rank)
+    monkeypatch.setattr(launch, "_process_states", lambda statuses: {0: "S", 1: "exiting"})
+    watch.look()
+    monkeypatch.setattr(launch, "_process_states", lambda statuses: {0: "Z", 1: "Z"})
+    watch.look()
+    assert watch.first_gone == {1} and watch.gone == {0, 1}

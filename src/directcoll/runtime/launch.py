@@ -153,7 +153,7 @@ class _Watch:
                 self.stopped.add(rank)
             elif state in ("R", "S", "D"):
                 self.stopped.discard(rank)  # running again (a debugger let it go)
-            elif state in ("Z", "X", "gone") and not failed and self.statuses[rank].state != DONE:
+            elif state in ("Z", "X", "exiting", "gone") and not failed and self.statuses[rank].state != DONE:
                 self.gone.add(rank)
         if not self.first_gone:
             self.first_gone = set(self.gone)
@@ -355,19 +355,32 @@ def _keep(path: str) -> str | None:
 # -- processes ------------------------------------------------------------------------------------------------------
 
 
+_PF_EXITING = 0x4  # the kernel's task flag, set as do_exit() starts: before the process closes its files
+
+
 def _stat(pid: int) -> tuple[str, int, int, int, int] | None:
-    """(state, ppid, pgid, sid, start time) of process ``pid`` from /proc, or None."""
+    """(state, ppid, pgid, sid, start time) of process ``pid`` from /proc, or None. The state is "exiting" (not the
+    kernel's letter) once the process has begun to exit."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read().decode("ascii", "replace")
     except OSError:
         return None
+    return _parse_stat(data)
+
+
+def _parse_stat(data: str) -> tuple[str, int, int, int, int]:
     fields = data[data.rindex(")") + 2:].split()
-    return fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
+    state = fields[0]
+    if state not in "ZX" and int(fields[6]) & _PF_EXITING:
+        # a killed rank closes its pipes before it becomes a zombie: MPICH's launcher may see that, kill another
+        # rank, and that one may be a zombie first; the exiting one ended first
+        state = "exiting"
+    return state, int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
 
 
 def _process_states(statuses) -> dict[int, str]:
-    """rank -> process state letter ("R", "S", "T", "Z", ...; "gone") for the ranks on this host."""
+    """rank -> process state letter ("R", "S", "T", "Z", ...; "exiting", "gone") for the ranks on this host."""
     host = socket.gethostname()
     out = {}
     for s in statuses:
