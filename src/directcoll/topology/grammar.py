@@ -12,6 +12,8 @@ around them (docs/expansions.md)::
                                                        nodes): random cables / compute nodes removed (failures)
               | "links" "(" spec ("," KEY "=" VALUE)+ ")"     KEY: dim, offset, link, cable (which links),
                                                        bandwidth, latency (their values or factors such as 0.5x)
+              | "placed" "(" spec "," spec ["," "order" "=" ORDER] ")"   a job's logical network on a physical
+                                                       one, ORDER rows (default) or gray
     family   := KIND[:ARGS]                            a family of FAMILIES or ALIASES
 
 A whole spec may also be ``file:PATH``, a network file (:mod:`directcoll.topology.files`); its path is taken
@@ -19,7 +21,8 @@ as written (case and spaces kept) and operators do not take it.
 
 e.g. ``line^3(circulant:16:3,4)``, ``power(product(ring:4:uni,ring:8:uni),2)``,
 ``punctured(torus:4x4,links=2,seed=1)`` (:func:`directcoll.topology.operators.punctured`),
-``links(torus:4x4,dim=0,bandwidth=0.5x,latency=2us)`` (:func:`directcoll.topology.modifiers.modify_links`).
+``links(torus:4x4,dim=0,bandwidth=0.5x,latency=2us)`` (:func:`directcoll.topology.modifiers.modify_links`),
+``placed(torus:16,hypercube:4,order=gray)`` (:func:`directcoll.topology.placement.placed`).
 Family arguments may contain commas (circulant offsets, twisted-torus twists): inside an operator, a comma not
 followed by a letter continues the family's argument list (every spec starts with a letter), and the trailing
 ``,n`` of ``degree``/``power`` is always their n (so ``degree(circulant:16:3,4,2)`` is C(16,{3,4}) * 2, and
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 from directcoll.errors import SpecError
 from directcoll.topology import modifiers as mods
 from directcoll.topology import operators as ops
+from directcoll.topology import placement
 from directcoll.topology.families.random_graphs import MAX_SEED
 from directcoll.topology.files import FILE_PREFIX, file_path, is_file_spec
 from directcoll.topology.sizes import MAX_NODES, show
@@ -82,6 +86,7 @@ OPERATORS: dict[str, tuple[str, str]] = {
     "bidir": ("bidir(SPEC)", summary(ops.bidirectional)),
     "punctured": ("punctured(SPEC,links=K,nodes=K,seed=S)", summary(ops.punctured)),
     "links": ("links(SPEC,dim=K|offset=S|link=U-V|cable=U-V,bandwidth=B,latency=T)", summary(mods.modify_links)),
+    "placed": ("placed(LOGICAL,PHYSICAL,order=rows|gray)", summary(placement.placed)),
 }
 #: keyword arguments of ``punctured(...)`` and their defaults
 PUNCTURED_KEYS = {"links": 0, "nodes": 0, "seed": 0}
@@ -113,9 +118,9 @@ def number(what: str, field: str, text: str, hi: int = MAX_INT) -> int:
 class SpecNode:
     """One node of a parsed spec: a family leaf (``op == "family"``, ``text`` its spec, e.g.
     ``circulant:16:3,4``) or an operator of :data:`OPERATORS` over ``children`` with integer parameter ``n``
-    (K of ``line^K``, n of ``degree``/``power``; None for ``product``/``bidir``/``punctured``/``links``) and
-    keyword arguments ``kwargs`` (``punctured``: (key, int) pairs of :data:`PUNCTURED_KEYS`, in that order;
-    ``links``: (key, value text) pairs in canonical order, :func:`directcoll.topology.modifiers.links_spec`).
+    (K of ``line^K``, n of ``degree``/``power``; None for the others) and keyword arguments ``kwargs``
+    (``punctured``: (key, int) pairs of :data:`PUNCTURED_KEYS`, in that order; ``links``: (key, value text) pairs
+    in canonical order, :func:`directcoll.topology.modifiers.links_spec`; ``placed``: ``(("order", ORDER),)``).
 
     Raises:
         Nothing: a frozen record; :func:`parse_tree` checks what goes into it.
@@ -141,6 +146,8 @@ class SpecNode:
             return ops.punctured_spec(inner, **dict(self.kwargs))
         if self.op == "links":
             return mods.links_spec(inner, self.kwargs)
+        if self.op == "placed":
+            return placement.placed_spec(str(self.children[0]), str(self.children[1]), *dict(self.kwargs).values())
         if self.op == "line":
             return f"line({inner})" if self.n == 1 else f"line^{self.n}({inner})"
         if self.op in ("degree", "power"):
@@ -240,7 +247,11 @@ class _Parser:
                 children.append(self.spec())
             if len(children) < 2:
                 raise self.fail("',' and a second factor: product(SPEC,SPEC,...) needs at least two")
-        kwargs = self.keywords(op) if op == "punctured" else self.settings(op) if op == "links" else ()
+        elif op == "placed":
+            self.expect(",", f"',' and the physical network of {OPERATORS[op][0]}")
+            children.append(self.spec())
+        kwargs = (self.keywords(op) if op == "punctured" else self.settings(op) if op == "links"
+                  else self.order(op) if op == "placed" else ())
         self.expect(")", f"')' closing {OPERATORS[op][0]}")
         self.depth -= 1
         if n is not None and n < 1:
@@ -275,6 +286,22 @@ class _Parser:
         if not ({"links", "nodes"} & set(got)):
             raise self.fail(f"',links=K' or ',nodes=K': {form} needs at least one of them")
         return tuple((k, got[k]) for k in PUNCTURED_KEYS if k in got)
+
+    def order(self, op: str) -> tuple[tuple[str, str], ...]:
+        """The optional ``,order=ORDER`` of ``placed`` (one of :data:`~directcoll.topology.placement.ORDERS`)."""
+        form = OPERATORS[op][0]
+        if self.peek() != ",":
+            return ()
+        self._keyword(form, ("order",))
+        self.expect("=", f"'=' and an order after 'order' in {form}")
+        j = self.i
+        while self.i < len(self.s) and self.s[self.i].isalpha():
+            self.i += 1
+        word = self.s[j:self.i].lower()
+        if word not in placement.ORDERS:
+            self.i = j
+            raise self.fail(f"an order of {form} ({', '.join(placement.ORDERS)})")
+        return () if word == "rows" else (("order", word),)
 
     def settings(self, op: str) -> tuple[tuple[str, str], ...]:
         """``,KEY=VALUE`` arguments of ``links`` (keys of the modifiers module; a value runs to the next ',' or

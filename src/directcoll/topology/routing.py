@@ -133,9 +133,9 @@ def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarra
     >>> dor_route(parse("torus:4x4"), 0, 5)[0].tolist()
     [0, 18]
     """
-    if topo.shape is None or topo.kind == "hammingmesh":
+    if topo.shape is None or topo.kind in ("hammingmesh", "placed"):
         raise TopologyError(f"{topo.spec}: dimension-order routing needs a torus, mesh, ring, hypercube or "
-                            "HyperX; use adaptive routing")
+                            "HyperX (a placed job's grid is not its links); use adaptive routing")
     cur = topo.coords([src])[0].copy()
     goal = topo.coords([dst])[0]
     nodes = [topo.node_at(cur)]

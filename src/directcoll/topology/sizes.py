@@ -29,7 +29,7 @@ MAX_LINKS = 2**34
 BYTES_PER_LINK, BYTES_PER_NODE, BYTES_PER_LINK_DIM, BYTES_PER_NODE_DIM = 64, 32, 12, 8
 #: Operators build index arrays over the new links (broadcasts, sorts, cable pairing) on top of that.
 BYTES_PER_OPERATOR_LINK = {"line": 70, "degree": 80, "power": 125, "product": 125, "bidir": 70,
-                           "punctured": 180, "links": 100}
+                           "punctured": 180, "links": 100, "placed": 100}
 #: Python objects per node and per undirected edge of a construction written as a Python loop (Odd graphs, the
 #: pairs of an Xpander's base graph).
 BYTES_PER_PYTHON_NODE, BYTES_PER_PYTHON_EDGE = 90, 60
@@ -164,6 +164,9 @@ def operator_size(op: str, n: int | None, kids: list[Size]) -> Size:
     elif op == "bidir":
         nodes, links, out = g.nodes, 2 * g.links, g.max_out + g.max_in
         inn = out
+    elif op == "placed":  # the physical network's nodes and links
+        p = kids[1]
+        nodes, links, out, inn = p.nodes, p.links, p.max_out, p.max_in
     else:  # punctured: at most what G has; links: what G has
         nodes, links, out, inn = g.nodes, g.links, g.max_out, g.max_in
     nbytes = below + per_link * as_float(links) + BYTES_PER_NODE * (1 + len(kids)) * as_float(nodes)

@@ -23,6 +23,7 @@ from directcoll.topology.files import FILE_PREFIX, file_size, read_network
 from directcoll.topology.grammar import OPERATORS, SpecNode, parse_tree
 from directcoll.topology.model import Topology
 from directcoll.topology.modifiers import modify_links
+from directcoll.topology.placement import placed
 from directcoll.topology.sizes import Size, check_caps, count, operator_size, show
 from directcoll.topology.table import read_family
 
@@ -141,6 +142,8 @@ def _build(node: SpecNode, **link_params) -> Topology:
         return ops.punctured(kids[0], **dict(node.kwargs))
     if node.op == "links":
         return modify_links(kids[0], node.kwargs)
+    if node.op == "placed":
+        return placed(kids[0], kids[1], **dict(node.kwargs))
     raise SpecError(f"unknown operator {node.op!r}; accepted: {', '.join(OPERATORS)}")
 
 
