@@ -72,6 +72,7 @@
 #include <fstream>
 #include <functional>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <iomanip>
 #include <iostream>
@@ -86,41 +87,16 @@ using namespace ns3;
 
 namespace {
 
-// Which transfer a packet belongs to and how many links it has crossed: a tag, so the payload stays opaque bytes.
-class TransferTag : public Tag {
-  public:
+// Which transfer a packet belongs to and where it is: kept by the engine per packet (its ns-3 uid, which copies
+// share) rather than in a packet tag, whose list ns-3 copies and reallocates at every rewrite (one per hop).
+struct TransferTag {
     uint32_t transfer = 0;
     uint32_t hop = 0;
     uint32_t link = UINT32_MAX;  // the link the packet arrived on (UINT32_MAX: still at its source)
     uint32_t vc = 0;             // and its virtual channel there
     uint32_t crossed = 0;        // 1: it crossed its current dimension's wrap-around link (the dateline)
     uint32_t kind = 0;           // kData, or a rendezvous's kRequest (to the destination) or kReply (back)
-
-    static TypeId GetTypeId() {
-        static TypeId tid = TypeId("directcoll::TransferTag").SetParent<Tag>().AddConstructor<TransferTag>();
-        return tid;
-    }
-    TypeId GetInstanceTypeId() const override { return GetTypeId(); }
-    uint32_t GetSerializedSize() const override { return 24; }
-    void Serialize(TagBuffer buf) const override {
-        buf.WriteU32(transfer);
-        buf.WriteU32(hop);
-        buf.WriteU32(link);
-        buf.WriteU32(vc);
-        buf.WriteU32(crossed);
-        buf.WriteU32(kind);
-    }
-    void Deserialize(TagBuffer buf) override {
-        transfer = buf.ReadU32();
-        hop = buf.ReadU32();
-        link = buf.ReadU32();
-        vc = buf.ReadU32();
-        crossed = buf.ReadU32();
-        kind = buf.ReadU32();
-    }
-    void Print(std::ostream& os) const override {
-        os << "transfer=" << transfer << " hop=" << hop << " link=" << link << " vc=" << vc;
-    }
+    uint32_t first = UINT32_MAX; // the link it left its source on: its end there counts the packet as sent
 };
 
 enum class VcScheme { kNone, kHops, kDateline, kDuato };
@@ -404,8 +380,8 @@ class Engine {
 
     // cut-through: the next router has the header `latency + header / bandwidth` after the first bit left
     void TxBegin(uint32_t link, Ptr<const Packet> packet) {
-        TransferTag tag;
-        if (!packet->PeekPacketTag(tag) || link_dst_[link] == Target(tag)) return;
+        const auto it = tags_.find(packet->GetUid());
+        if (it == tags_.end() || link_dst_[link] == Target(it->second)) return;
         Ptr<Packet> p = packet->Copy();
         PppHeader ppp;
         p->RemoveHeader(ppp);
@@ -414,16 +390,13 @@ class Engine {
     }
 
     void Received(uint32_t node, Ptr<const Packet> packet) {
-        TransferTag tag;
-        packet->PeekPacketTag(tag);
-        if (cut_through_ && node != Target(tag)) return;  // passed on when its header arrived
+        if (cut_through_ && node != Target(TagOf(packet))) return;  // passed on when its header arrived
         Arrived(node, packet->Copy());
     }
 
     void Arrived(uint32_t node, Ptr<Packet> p) {
         ++events_;
-        TransferTag tag;
-        p->PeekPacketTag(tag);
+        const TransferTag& tag = TagOf(p);
         if (node == Target(tag)) {  // through the NIC at the host's rate, one packet after the other
             if (injection_ == 0) return Eject(node, p);
             Simulator::Schedule(Seconds(NicDelay(nic_in_, node, p)), &Engine::Eject, this, node, p);
@@ -441,8 +414,9 @@ class Engine {
     // a packet taken by its target's NIC: its buffer's credit goes back; a handshake message answered, or data
     // counted
     void Eject(uint32_t node, Ptr<Packet> p) {
-        TransferTag tag;
-        p->PeekPacketTag(tag);
+        const auto it = tags_.find(p->GetUid());
+        const TransferTag tag = it->second;
+        tags_.erase(it);  // nothing of the packet is left in the network
         Transfer& tr = transfers_[tag.transfer];
         ReturnCredit(tag.link, tag.vc, Wire(p));
         if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
@@ -458,6 +432,8 @@ class Engine {
             Simulator::Schedule(Seconds(done - now), &Engine::Done, this, node, tr.step);
         }
     }
+
+    const TransferTag& TagOf(Ptr<const Packet> p) const { return tags_.at(p->GetUid()); }
 
     // a packet's bytes on the wire: ns-3's device adds its 2-byte PPP header
     static uint64_t Wire(Ptr<const Packet> p) { return p->GetSize() + 2; }
@@ -531,8 +507,7 @@ class Engine {
     // Duato's choice as a packet leaves the router: the least loaded minimal next hop with an adaptive channel
     // whose credits cover it (the channel with the most credits), else its dimension-order hop's escape channel
     std::pair<uint32_t, uint32_t> DuatoChoice(uint32_t node, Ptr<Packet> p) {
-        TransferTag tag;
-        p->PeekPacketTag(tag);
+        const TransferTag& tag = TagOf(p);
         const uint32_t target = Target(tag);
         const uint64_t size = Wire(p);
         const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
@@ -556,10 +531,11 @@ class Engine {
 
     void Sent(uint32_t link, Ptr<const Packet> packet) {
         link_bytes_[link] += packet->GetSize();
-        TransferTag tag;
-        if (!packet->PeekPacketTag(tag)) return;
+        const auto it = tags_.find(packet->GetUid());
+        if (it == tags_.end()) return;
+        const TransferTag& tag = it->second;
         Transfer& tr = transfers_[tag.transfer];
-        if (tag.hop == 0 && tag.kind == kData && --tr.left_to_send == 0) Done(tr.src, tr.step);
+        if (link == tag.first && tag.kind == kData && --tr.left_to_send == 0) Done(tr.src, tr.step);
         if (!active_[link_src_[link]].empty()) Pump(link_src_[link]);
     }
 
@@ -657,7 +633,7 @@ class Engine {
 
     // a new packet from `node`'s NIC onto link l: through the NIC, then the router's pipeline
     void Launch(uint32_t node, uint32_t l, const TransferTag& tag, Ptr<Packet> p) {
-        p->AddPacketTag(tag);
+        tags_.emplace(p->GetUid(), tag);
         Route(l, tag, p, injection_ == 0 ? 0 : NicDelay(nic_out_, node, p));
     }
 
@@ -705,15 +681,14 @@ class Engine {
     // onto link l's output queue (size: its wire bytes): the buffer the packet leaves is freed (its credit goes
     // upstream); its tag records the hop (counted from 0 at the source)
     void Transmit(uint32_t l, uint32_t vc, Ptr<Packet> p, uint64_t size) {
-        TransferTag tag;
-        p->RemovePacketTag(tag);
+        TransferTag& tag = tags_.at(p->GetUid());
         ReturnCredit(tag.link, tag.vc, size);
         if (tag.link != UINT32_MAX) ++tag.hop;
+        else tag.first = l;
         tag.crossed = Crossed(tag, l);
         tag.link = l;
         tag.vc = vc;
-        p->AddPacketTag(tag);
-        if (!tx_[l]->Send(p, tx_[l]->GetBroadcast(), 0x0800)) Dropped(p);
+        if (!tx_[l]->Send(p, broadcast_, 0x0800)) Dropped(p);
     }
 
     void ReturnCredit(uint32_t l, uint32_t vc, uint64_t size) {
@@ -735,8 +710,7 @@ class Engine {
         std::vector<std::vector<size_t>> waits(n);  // channel held -> channels its packets wait for
         for (size_t c = 0; c < n; ++c)
             for (const auto& p : waiting_[c]) {
-                TransferTag tag;
-                p->PeekPacketTag(tag);
+                const TransferTag& tag = TagOf(p);
                 if (tag.link != UINT32_MAX) waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(c);
             }
         std::vector<int> state(n, 0);  // 0 unseen, 1 on the path, 2 done
@@ -843,6 +817,7 @@ class Engine {
 
     NodeContainer nodes_;
     std::vector<Ptr<PointToPointNetDevice>> tx_;
+    const Address broadcast_ = Mac48Address::GetBroadcast();  // a point-to-point device's every destination
     std::vector<std::vector<uint32_t>> out_links_;
     std::vector<uint32_t> dist_, rr_, tied_;
     std::vector<uint64_t> reserved_;  // per link: wire bytes inside the router's pipeline, bound for its queue
@@ -850,6 +825,7 @@ class Engine {
     std::vector<std::deque<uint32_t>> active_;
     std::vector<uint64_t> link_bytes_;
     uint64_t drops_ = 0, events_ = 0, packets_ = 0;
+    std::unordered_map<uint64_t, TransferTag> tags_;  // packet uid -> where it is (its copies share the uid)
 };
 
 }  // namespace
