@@ -1,7 +1,7 @@
 """CPU time per packet-hop of the ns-3 packet engine, without and with credit-based flow control, and against
 an earlier engine in the same run.
 
-Run: python3 benchmarks/packet_speed.py [--out DIR] [--repeat 3] [--baseline REV]
+Run: python3 benchmarks/packet_speed.py [--out DIR] [--repeat 3] [--baseline REV] [--targets]
 
 For a few schedules on tori (ring, Swing-B and recursive doubling allreduce on torus:8x8 at 4 MiB, the direct
 all-to-all on torus:4x4 at 1 MiB), runs the engine with unbounded queues and with buffers of one bandwidth-delay
@@ -11,8 +11,10 @@ times links crossed, as ``lower`` estimates them), and the ratio of the two in t
 Swing paper's SST setup with 4 KiB packets and a 2-byte header, cut-through. ``--baseline REV`` (default
 BASELINE, the engine before flow control, buffers, virtual channels and NICs were added) also times the same cases
 with unbounded queues on the project as it was at git revision REV (a temporary ``git worktree``, its own driver
-built on first use), and prints the new/old ratio; ``--baseline none`` skips it. Prints a Markdown table for
-docs/benchmarks.md.
+built on first use), and prints the new/old ratio; ``--baseline none`` skips it. ``--targets`` also times, once
+each with unbounded queues, the two runs the engine's speed is meant for: Swing-B allreduce on torus:16x16 at 32
+MiB (under a minute) and on torus:32x32 at 1 MiB (possible at all), wall and CPU seconds (about a minute more).
+Prints Markdown tables for docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import benchcli
@@ -99,6 +102,8 @@ def baseline_seconds(rev: str, repeat: int) -> list[float]:
 def main() -> None:
     ap = benchcli.parser(__doc__, ESTIMATE)
     ap.add_argument("--repeat", type=int, default=3, help="runs per case and setting; the best is kept")
+    ap.add_argument("--targets", action="store_true",
+                    help="also time Swing-B on torus:16x16 at 32 MiB and torus:32x32 at 1 MiB, once each")
     ap.add_argument("--baseline", default=BASELINE,
                     help=f"git revision of the engine to compare with (default {BASELINE}; 'none' to skip)")
     args = ap.parse_args()
@@ -135,6 +140,27 @@ def main() -> None:
     if speedups:
         print(f"With unbounded queues, this engine takes {np.median(speedups):.2f} times the CPU per packet-hop of "
               f"the engine at {args.baseline} (median of the cases; below 1 is faster).")
+    if args.targets:
+        targets()
+
+
+#: the runs the engine's speed is meant for: (topology, bytes)
+TARGETS = [("torus:16x16", 32 << 20), ("torus:32x32", 1 << 20)]
+
+
+def targets() -> None:
+    """Swing-B allreduce on each of :data:`TARGETS` once, unbounded queues: packet-hops, wall and CPU seconds."""
+    print("\n| Swing-B allreduce | packet-hops | wall s | driver CPU s | µs per packet-hop |")
+    print("|---|---:|---:|---:|---:|")
+    for spec, size in TARGETS:
+        topo = parse(spec)
+        pattern = build_pattern("swing", topo, "allreduce", variant="bandwidth")
+        hops = lower(pattern, topo, size, PARAMS, max_packet_hops=float("inf"))[1]
+        wall = time.perf_counter()
+        cpu = cpu_seconds(functools.partial(simulate_packet, pattern, topo, size, PARAMS,
+                                            max_packet_hops=float("inf")))
+        wall = time.perf_counter() - wall
+        print(f"| {spec}, {size >> 20} MiB | {hops:,} | {wall:.1f} | {cpu:.1f} | {cpu / hops * 1e6:.2f} |")
 
 
 if __name__ == "__main__":
