@@ -64,3 +64,12 @@ def test_dimension_order_routing_refuses_a_placed_job():
     t = parse("placed(torus:4x4,torus:4x4)")
     with pytest.raises(TopologyError, match="a placed job's grid is not its links"):
         simulate(build_pattern("ring", t, "allreduce"), t, NetworkParams(), routing="dor")
+
+
+def test_link_selectors_by_grid_refuse_a_placed_job_and_the_physical_network_takes_them():
+    with pytest.raises(SpecError, match="a placed job's grid is not its links"):
+        parse("links(placed(torus:4x4,torus:4x4),dim=0,bandwidth=0.5x)")
+    inside = parse("placed(torus:16,links(hypercube:4,dim=0,bandwidth=0.5x),order=gray)")
+    assert sorted(set(inside.link_bandwidth.tolist())) == [25e9, 50e9]
+    by_pair = parse("links(placed(torus:16,hypercube:4,order=gray),cable=0-1,bandwidth=0.5x)")
+    assert (by_pair.link_bandwidth < 50e9).sum() == 2
