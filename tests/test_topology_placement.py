@@ -1,9 +1,12 @@
 """placed(LOGICAL,PHYSICAL,order=...): algorithms build on the job's grid, the engines route over the physical
 links, and bad placements are refused in one line."""
 
+import json
+
 import numpy as np
 import pytest
 
+from directcoll.cli.main import main
 from directcoll.errors import SpecError, TopologyError
 from directcoll.registry import build, build_pattern
 from directcoll.simulate.params import NetworkParams
@@ -73,3 +76,11 @@ def test_link_selectors_by_grid_refuse_a_placed_job_and_the_physical_network_tak
     assert sorted(set(inside.link_bandwidth.tolist())) == [25e9, 50e9]
     by_pair = parse("links(placed(torus:16,hypercube:4,order=gray),cable=0-1,bandwidth=0.5x)")
     assert (by_pair.link_bandwidth < 50e9).sum() == 2
+
+
+def test_compare_ranks_the_contenders_on_a_placed_job(capsys):
+    # the expansion contender takes a placed job as a whole (a leaf), as it does a punctured one
+    assert main(["compare", "placed(torus:16,hypercube:4,order=gray)", "--sizes", "64KiB", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"swing", "recursive-doubling", "bfb"} <= {r["family"] for r in doc["results"]}
+    assert all(r["time_s"] > 0 for r in doc["results"])

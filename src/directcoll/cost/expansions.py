@@ -29,8 +29,9 @@ from directcoll.topology.spec import build_tree
 
 #: spec nodes whose schedule is built as a whole (their cost is a base cost): base families, punctured
 #: topologies (failures break the symmetry every expansion theorem needs) and links(...) (links of their own
-#: bandwidth or latency: the theorems assume every link alike)
-LEAVES = ("family", "punctured", "links")
+#: bandwidth or latency: the theorems assume every link alike) and placed(...) (a job's ranks on a physical
+#: network: its schedule is built for the placed whole)
+LEAVES = ("family", "punctured", "links", "placed")
 
 
 class Prediction(NamedTuple):
