@@ -185,24 +185,13 @@ def score(cal, spread: dict) -> dict:
 
 
 def below_bound(measurements, topology, link_rate: float) -> list[str]:
-    """The cells measured faster than the model's network alone allows (link time at ``link_rate`` B/s, no
-    latency, software or reduction cost): where the model's topology cannot be the machine's."""
-    from directcoll.registry import build_pattern
-    from directcoll.simulate.params import NetworkParams
-    from directcoll.simulate.step import simulate
+    """The cells measured faster than the model's network alone allows (calibrate's
+    :func:`~directcoll.simulate.calibrate.faster_than_links`), each as "LABEL at SIZE: RATIO of it"."""
+    from directcoll.simulate.calibrate import faster_than_links
     from directcoll.units import format_size
 
-    bound = NetworkParams(link_bandwidth=link_rate, link_latency=0.0, alpha=0.0, per_hop_latency=0.0, gamma=0.0)
-    out, sims = [], {}
-    for m in measurements:
-        key = (m.algorithm, m.variant, m.ports)
-        if key not in sims:
-            sims[key] = simulate(build_pattern(m.algorithm, topology, m.collective, variant=m.variant,
-                                               ports=m.ports), topology, bound)
-        t = float(sims[key].time(m.size))
-        if m.seconds < t:
-            out.append(f"{m.label.replace(' allreduce', '')} at {format_size(m.size)}: {m.seconds / t:.2f} of it")
-    return out
+    return [f"{measurements[i].label.replace(' allreduce', '')} at {format_size(measurements[i].size)}: "
+            f"{ratio:.2f} of it" for i, ratio in faster_than_links(measurements, topology, link_rate)]
 
 
 def main() -> int:

@@ -454,3 +454,23 @@ def test_the_held_out_protocol_through_the_command_line(tmp_path):
         expected = simulate(build_pattern("swing", topology, "allreduce", variant="latency", ports=2), topology,
                             truth["lib"]).time(np.array([r["size"] for r in results], dtype=float))
         assert [r["time_s"] for r in results] == pytest.approx(expected.tolist(), rel=1e-4)
+
+
+def test_times_faster_than_the_networks_links_are_named_as_not_run_on_it():
+    # recursive doubling on a ring of 16 crosses up to 8 links a step; on a 4D hypercube (the ring along a Gray
+    # code) its partners are 1 to 4 hops away: times the hypercube allows but the ring does not
+    placed = parse("placed(torus:16,hypercube:4,order=gray)")
+    truth = NetworkParams(link_bandwidth=6.8e9, alpha=1e-6)
+    pattern = build_pattern("recursive-doubling", placed, "allreduce", variant="bandwidth")
+    sizes = [1 << 16, 1 << 20, 1 << 24]
+    rows = [Measurement("recursive-doubling", "bandwidth", "allreduce", 16, float(n), float(t))
+            for n, t in zip(sizes, simulate(pattern, placed, truth).time(sizes), strict=True)]
+    base = NetworkParams(link_bandwidth=6.8e9)
+    on_ring = calibrate(rows, "torus:16", fit=("alpha",), base=base, cross_validate=False)
+    assert on_ring.beaten and all(ratio < 1 for _, ratio in on_ring.beaten)
+    assert any("faster than the links of torus:16 alone allow" in w and "placed(" in w for w in on_ring.warnings)
+    assert [r["of_link_bound"] is not None for r in on_ring.to_dict()["measurements"]] == [
+        i in dict(on_ring.beaten) for i in range(3)]
+    on_placed = calibrate(rows, placed, fit=("alpha",), base=base, cross_validate=False)
+    assert not on_placed.beaten and not any("faster than the links" in w for w in on_placed.warnings)
+    assert on_placed.fitted["alpha"] == pytest.approx(1e-6, rel=1e-3)

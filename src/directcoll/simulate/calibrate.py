@@ -142,6 +142,8 @@ class Calibration:
             without effect on the measurements is left out (it keeps its base value; a warning says so).
         measurements: the measurements fitted, in input order.
         model: float64 (M,), the model's time of every measurement, s.
+        beaten: the measurements faster than the topology's links alone allow (:func:`faster_than_links`), as
+            (index, measured / that time) pairs; a warning names them.
         residuals: float64 (M,), model / measured - 1.
         rms, max_abs: the RMS and the largest absolute relative residual.
         warnings: one line each: a poor fit, a parameter that is not identifiable, an unconverged solve.
@@ -174,6 +176,7 @@ class Calibration:
     source: str
     uncertainty: dict | None = None
     cross_validation: dict | None = None
+    beaten: tuple = ()
 
     @property
     def poor(self) -> bool:
@@ -184,7 +187,8 @@ class Calibration:
     def to_dict(self) -> dict:
         """Everything as plain JSON types: ``params`` (:meth:`NetworkParams.to_dict`), ``fitted``, ``rms``,
         ``max_abs``, ``poor``, ``thresholds``, ``warnings``, ``notes``, ``topology``, ``routing``, ``source`` and
-        ``measurements`` (line, algorithm, variant, collective, ranks, bytes, measured_s, model_s, residual).
+        ``measurements`` (line, algorithm, variant, collective, ranks, bytes, measured_s, model_s, residual, and
+        ``of_link_bound``: measured / the links' time where the measurement beats it, else null).
 
         Returns:
             a dict (times in s, sizes in bytes, residuals relative).
@@ -199,9 +203,11 @@ class Calibration:
         >>> sorted(c.to_dict()["measurements"][0])[:3]
         ['algorithm', 'bytes', 'collective']
         """
+        beaten = dict(self.beaten)
         rows = [{"line": m.line, "algorithm": m.algorithm, "variant": m.variant, "collective": m.collective,
                  "ranks": m.ranks, "bytes": m.size, "measured_s": m.seconds, "model_s": float(t),
-                 "residual": float(r)} for m, t, r in zip(self.measurements, self.model, self.residuals, strict=True)]
+                 "residual": float(r), "of_link_bound": beaten.get(i)}
+                for i, (m, t, r) in enumerate(zip(self.measurements, self.model, self.residuals, strict=True))]
         return {"params": self.params.to_dict(), "fitted": dict(self.fitted), "rms": self.rms,
                 "max_abs": self.max_abs, "poor": self.poor, "thresholds": {"rms": POOR_RMS, "max_abs": POOR_MAX},
                 "warnings": list(self.warnings), "notes": list(self.notes), "topology": self.topology,
@@ -336,6 +342,45 @@ def _groups(measurements, topology: Topology, source: str, default: str):
         sizes = np.array([measurements[i].size for i in idx], dtype=float)
         out.append((pattern, np.array(idx), sizes, impl))
     return out
+
+
+def faster_than_links(measurements, topology, link_bandwidth: float | None = None, routing: str = "adaptive",
+                      *, groups=None) -> list[tuple[int, float]]:
+    """The measurements faster than the topology's links alone allow: the time their schedule's bytes take on
+    its links (at ``link_bandwidth`` B/s, default the topology's own rates), with no latency, software, reduction
+    or injection cost, is a lower bound on any run on that network. A measurement below it did not run there.
+
+    Parameters:
+        measurements: :class:`~directcoll.simulate.measurements.Measurement` rows (bytes, s).
+        topology: a Topology or a spec string, the network the rows are said to have run on.
+        link_bandwidth: bytes/s of every link, or None for the topology's own.
+        routing: ``adaptive`` (every minimal path) or ``dor``.
+        groups: the rows' schedules as :func:`calibrate` builds them (built here when None).
+
+    Returns:
+        (index into ``measurements``, measured / the links' time) for every measurement below the bound.
+
+    Raises:
+        DirectcollError: a row whose algorithm the registry refuses on the topology (naming its line).
+
+    Source: docs/simulation.md, "Calibration" (the network check); docs/fidelity.md, "The network of each run".
+
+    >>> from directcoll.simulate.measurements import Measurement
+    >>> rows = [Measurement("ring", None, "allreduce", 4, 8e6, t) for t in (1e-3, 1e-4)]
+    >>> faster_than_links(rows, "ring:4", link_bandwidth=1e10)   # 12 MB over 2 links a rank at 10 GB/s: 0.6 ms
+    [(1, 0.16666666666666666)]
+    """
+    topo = parse_topology(topology) if isinstance(topology, str) else topology
+    measurements = tuple(measurements)
+    if groups is None:
+        groups = _groups(measurements, topo, "measurements", "")
+    bound = NetworkParams(link_bandwidth=link_bandwidth, link_latency=0.0)
+    out = []
+    for pattern, idx, group_sizes, _ in groups:
+        times = simulate(pattern, topo, bound, routing).time(group_sizes)
+        out += [(int(i), measurements[i].seconds / float(t)) for i, t in zip(idx, times, strict=True)
+                if measurements[i].seconds < t]
+    return sorted(out)
 
 
 def _starting_point(keys, seconds: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -474,6 +519,15 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
                            "step model with these parameters does not describe these measurements (see "
                            "docs/simulation.md, Calibration)")
     params = per_impl[default] if default in per_impl else next(iter(per_impl.values()))
+    beaten = tuple(faster_than_links(measurements, topo, params.link_bandwidth, routing, groups=groups))
+    if beaten:
+        i, ratio = min(beaten, key=lambda b: b[1])
+        m = measurements[i]
+        warnings.insert(0, f"{len(beaten)} of {len(measurements)} measurements are faster than the links of "
+                           f"{topo.spec} alone allow (their bytes on its links, no latency or software cost), down "
+                           f"to {ratio:.2f} of it (line {m.line}, {m.label} at {m.size:g} B): they did not run on "
+                           "this network; give the one they ran on (a job's ranks on a machine's network: "
+                           "placed(LOGICAL,PHYSICAL,order=...), docs/topology.md, Placement)")
     fitted = {k: _value_of(per_impl, k) for k in kept}
     notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k, v in zip(kept, x, strict=True)
              if _name(k) != "link_bandwidth" and v <= _RANGE[_name(k)][0] * 1.0001]
@@ -487,7 +541,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     params = replace(_pin_links(params, topo), name=f"calibrated from {os.path.basename(source) or source}",
                      source=summary)
     return Calibration(params, fitted, measurements, times, r, rms, max_abs, tuple(warnings), tuple(notes),
-                       topo.spec, routing, source, uncertainty, cv)
+                       topo.spec, routing, source, uncertainty, cv, beaten)
 
 
 def model_for(per_impl: dict, groups, topo: Topology, routing: str, count: int, rows=None) -> np.ndarray:
