@@ -234,8 +234,7 @@ def main() -> int:
         cal = calibrate(measurements, topology, base=BASE, source=f"{run}.csv")
         s = score(cal, {(m.label, int(m.size)): pq for m, pq in zip(measurements, spread, strict=True)})
         results[run] = {"topology": topology.spec, "networks_tried": tried, "seconds": time.perf_counter() - t0,
-                        "skipped": skipped,
-                        "fitted": cal.fitted, "rms_in_sample": cal.rms, **s,
+                        "skipped": skipped, "fitted": cal.fitted, "rms_in_sample": cal.rms, **s,
                         "by_variant": cal.cross_validation["by_label"],
                         "cells": [{"label": m.label, "implementation": m.implementation, "bytes": m.size,
                                    "measured_s": m.seconds, "predicted_s": m.seconds * (1 + r)}
