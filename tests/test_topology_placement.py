@@ -84,3 +84,6 @@ def test_compare_ranks_the_contenders_on_a_placed_job(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert {"swing", "recursive-doubling", "bfb"} <= {r["family"] for r in doc["results"]}
     assert all(r["time_s"] > 0 for r in doc["results"])
+    # a torus job is compared as one, even where its grid does not embed in the machine's links
+    assert main(["compare", "placed(torus:4x4,torus:4x4,order=gray)", "--sizes", "64KiB", "--json"]) == 0
+    assert {"swing", "bucket", "ring"} <= {r["family"] for r in json.loads(capsys.readouterr().out)["results"]}

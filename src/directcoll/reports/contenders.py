@@ -284,7 +284,8 @@ def generalized_contenders(p: int, collective: Collective, cutoffs: bool = True
 
 def is_direct_connect(topology: Topology) -> bool:
     """Whether ``topology`` is compared as a direct-connect network (Zhao et al.'s contenders): no switch
-    nodes and a kind outside :data:`GRID_KINDS`.
+    nodes and a kind outside :data:`GRID_KINDS` (a placed job's: its logical network's kind, so a torus job on
+    another machine network gets the contenders a torus job runs).
 
     Raises:
         Nothing: reads the topology.
@@ -295,7 +296,8 @@ def is_direct_connect(topology: Topology) -> bool:
     >>> is_direct_connect(parse("circulant:8:1,2")), is_direct_connect(parse("torus:4x4"))
     (True, False)
     """
-    return topology.num_nodes == topology.num_compute and topology.kind not in GRID_KINDS
+    kind = topology.params.get("logical_kind", topology.kind) if topology.kind == "placed" else topology.kind
+    return topology.num_nodes == topology.num_compute and kind not in GRID_KINDS
 
 
 def grid_embeds(topology: Topology) -> bool:

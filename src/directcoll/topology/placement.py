@@ -71,7 +71,8 @@ def placed(logical: Topology, physical: Topology, order: str = "rows") -> Topolo
     reflected Gray code of PHYSICAL's grid); the links are PHYSICAL's with its compute nodes renumbered by rank
     (switches keep their ids), their bandwidth and latency unchanged. The result has kind ``placed``, LOGICAL's
     grid shape and wrap-around (what algorithms read), no Cayley structure (routing is per pair, over the physical
-    links) and ``params`` naming both specs, the order and ``nodes``, the physical node of every rank.
+    links) and ``params`` naming both specs, LOGICAL's kind (``logical_kind``: ``compare`` runs the contenders of
+    that kind of job), the order and ``nodes``, the physical node of every rank.
 
     Parameters:
         logical: the job's network as its ranks are numbered (a grid for Swing, recursive doubling, ...).
@@ -108,7 +109,7 @@ def placed(logical: Topology, physical: Topology, order: str = "rows") -> Topolo
         nodes = np.arange(n, dtype=np.int64)
     rank_of = np.arange(physical.num_nodes, dtype=np.int64)  # switches keep their ids
     rank_of[nodes] = np.arange(n, dtype=np.int64)
-    params = {"logical": logical.spec, "physical": physical.spec, "order": order,
+    params = {"logical": logical.spec, "logical_kind": logical.kind, "physical": physical.spec, "order": order,
               "nodes": tuple(int(v) for v in nodes)}
     return Topology(spec=spec, kind="placed", num_compute=n, num_nodes=physical.num_nodes,
                     link_src=rank_of[physical.link_src], link_dst=rank_of[physical.link_dst],
