@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -178,3 +179,16 @@ def test_a_source_serves_its_transfers_in_turn_so_an_all_to_all_loads_links_even
     r = simulate_packet(schedule, topo, 2**21, params)
     assert r.link_bytes.max() < 1.25 * r.link_bytes.min()   # the skew was 2.3x
     assert r.time_s == pytest.approx(float(simulate(schedule, topo, params).time(2**21)), rel=0.05)
+
+
+@pytest.mark.parametrize("nbytes", [1000, 4096, 1_000_000])
+def test_cut_through_sends_no_byte_before_it_arrived_from_a_slower_link(nbytes):
+    # 0 -> 2 over a link ten times slower, then a full-rate one: the last byte leaves the slow link, crosses the
+    # router and goes on at once, so the time is the slow link's serialisation plus each hop's latency (the fast
+    # link must not finish a packet before its tail has arrived)
+    topo = parse("links(ring:8:uni,link=0-1,bandwidth=0.1x)", link_bandwidth=BW, link_latency=LAT)
+    params = replace(CUT_THROUGH, link_bandwidth=None, link_latency=None)   # the links' own values
+    r = simulate_packet(pattern(8, [([0], [2], [1.0])]), topo, nbytes, params)
+    wire = nbytes + r.header_bytes * r.packets
+    expected = ALPHA + 2 * (LAT + HOP) + wire / (0.1 * BW)
+    assert r.time_s == pytest.approx(expected, rel=1e-9)

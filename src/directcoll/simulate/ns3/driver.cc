@@ -408,7 +408,14 @@ class Engine {
         ++next.hop;
         const uint32_t l = tag.kind == kData ? NextLink(node, transfers_[tag.transfer], next.hop)
                                              : ControlLink(node, tag);
-        Route(l, next, p, 0);
+        // cut-through sends no byte before it has arrived: from a slower link onto a faster one, the packet goes
+        // out no earlier than its tail's arrival less its own time on the link out (equal links: no wait)
+        double wait = 0;
+        if (cut_through_ && tag.link != UINT32_MAX) {
+            const double wire = static_cast<double>(Wire(p));
+            wait = std::max(0.0, (wire - static_cast<double>(header_)) / link_bw_[tag.link] - wire / link_bw_[l]);
+        }
+        Route(l, next, p, wait);
     }
 
     // a packet taken by its target's NIC: its buffer's credit goes back; a handshake message answered, or data
