@@ -106,24 +106,25 @@ def blocks(n: int) -> list[tuple[int, ...]]:
     return out
 
 
-def network(declared, measurements, link_rate: float) -> tuple[object, list[str], list[tuple[str, int, int]]]:
-    """The network a run is modelled on, the cells measured faster than its links allow (:func:`below_bound`), and
-    the candidates tried: (spec, directed links, such cells) each. The declared network unless cells beat its
-    links; then, for a 1D job, the first block (fewest links) that no cell beats, the ranks along a Gray code;
-    else the declared network."""
+def network(declared, measurements, link_rate: float) -> tuple[object, list[tuple[str, int, int]]]:
+    """The network a run is modelled on and the candidates tried: (spec, directed links, cells measured faster than
+    its links allow: :func:`~directcoll.simulate.calibrate.faster_than_links`) each. The declared network unless
+    cells beat its links; then, for a 1D job, the first block (fewest links) that no cell beats, the ranks along a
+    Gray code; else the declared network."""
+    from directcoll.simulate.calibrate import faster_than_links
     from directcoll.topology import parse
 
-    tried = [(declared, below_bound(measurements, declared, link_rate))]
+    tried = [(declared, len(faster_than_links(measurements, declared, link_rate)))]
     if tried[0][1] and len(declared.shape) == 1:
-        n = declared.num_compute
-        grids = sorted((parse(f"mesh:{'x'.join(map(str, g))}") for g in blocks(n)), key=lambda t: t.num_links)
+        grids = sorted((parse(f"mesh:{'x'.join(map(str, g))}") for g in blocks(declared.num_compute)),
+                       key=lambda t: t.num_links)
         for grid in grids:
             t = parse(f"placed({declared.spec},{grid.spec},order=gray)")
-            tried.append((t, below_bound(measurements, t, link_rate)))
+            tried.append((t, len(faster_than_links(measurements, t, link_rate))))
             if not tried[-1][1]:
                 break
-    chosen, fast = next(((t, fast) for t, fast in tried if not fast), tried[0])
-    return chosen, fast, [(t.spec, t.num_links, len(f)) for t, f in tried]
+    chosen = next((t for t, beaten in tried if not beaten), declared)
+    return chosen, [(t.spec, t.num_links, beaten) for t, beaten in tried]
 
 
 def run_csv(rows: list[dict], topology) -> tuple[str, list[str], list[tuple[float, float]]]:
@@ -184,14 +185,14 @@ def score(cal, spread: dict) -> dict:
             "winners_right": sum(w["same"] for w in winners), "sizes": len(winners)}
 
 
-def below_bound(measurements, topology, link_rate: float) -> list[str]:
-    """The cells measured faster than the model's network alone allows (calibrate's
-    :func:`~directcoll.simulate.calibrate.faster_than_links`), each as "LABEL at SIZE: RATIO of it"."""
-    from directcoll.simulate.calibrate import faster_than_links
+def below_bound(cal) -> list[str]:
+    """The cells a calibration found measured faster than its network alone allows (``cal.beaten``), each as
+    "LABEL at SIZE: RATIO of it"."""
     from directcoll.units import format_size
 
-    return [f"{measurements[i].label.replace(' allreduce', '')} at {format_size(measurements[i].size)}: "
-            f"{ratio:.2f} of it" for i, ratio in faster_than_links(measurements, topology, link_rate)]
+    ms = cal.measurements
+    return [f"{ms[i].label.replace(' allreduce', '')} at {format_size(ms[i].size)}: {ratio:.2f} of it"
+            for i, ratio in cal.beaten]
 
 
 def main() -> int:
@@ -230,7 +231,7 @@ def main() -> int:
         (out / f"{run}.csv").write_text(text)
         t0 = time.perf_counter()
         measurements = parse_csv(text, f"{run}.csv")
-        topology, fast, tried = network(declared, measurements, BASE.link_bandwidth)
+        topology, tried = network(declared, measurements, BASE.link_bandwidth)
         cal = calibrate(measurements, topology, base=BASE, source=f"{run}.csv")
         s = score(cal, {(m.label, int(m.size)): pq for m, pq in zip(measurements, spread, strict=True)})
         results[run] = {"topology": topology.spec, "networks_tried": tried, "seconds": time.perf_counter() - t0,
@@ -259,6 +260,7 @@ def main() -> int:
             mark = " (tie: p10-p90 ranges overlap)" if w["tie"] else "" if w["same"] else " (wrong)"
             print(f"| {format_size(w['bytes'])} | {w['measured'].replace(' allreduce', '')} | "
                   f"{w['predicted'].replace(' allreduce', '')}{mark} |")
+        fast = below_bound(cal)
         results[run]["below_bound"] = fast
         print(f"\nMeasured faster than the model's links alone allow: {len(fast)} cells"
               + (": " + "; ".join(fast) if fast else "") + "\n")
