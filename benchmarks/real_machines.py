@@ -26,7 +26,10 @@ virtual torus), and which block was not recorded. The script tries the blocks of
 links: 2x8, 4x4, 2x2x4, 2x2x2x2 for 16 nodes), the ranks along a Gray code (``placed(torus:N,mesh:...,order=gray)``),
 and takes the first that no measured time beats; the table of candidates is printed with the run.
 
-Run: python3 benchmarks/real_machines.py [--out DIR] [--runs RUN,...] [--json FILE] [--figure PNG]
+With ``--fit-injection`` the NIC's injection cap (``host_injection``: what a rank's ports send in all) is fitted
+too, instead of kept at Tofu-D's 6 x 6.8 GB/s.
+
+Run: python3 benchmarks/real_machines.py [--out DIR] [--runs RUN,...] [--json FILE] [--figure PNG] [--fit-injection]
 """
 
 from __future__ import annotations
@@ -200,10 +203,13 @@ def main() -> int:
     p.add_argument("--runs", help="comma list of run names (default: all)")
     p.add_argument("--json", help="also write the results to this file")
     p.add_argument("--figure", help="also draw measured against predicted times, one panel per run, to this PNG")
+    p.add_argument("--fit-injection", action="store_true",
+                   help="also fit the NIC's injection cap (host_injection, shared by the ports of a rank) instead "
+                        "of keeping Tofu-D's 6 x 6.8 GB/s")
     args = p.parse_args()
     out = benchcli.begin(args, ESTIMATE, "real_machines")
 
-    from directcoll.simulate.calibrate import calibrate
+    from directcoll.simulate.calibrate import calibrate, default_fit
     from directcoll.simulate.implementation import Implementation
     from directcoll.simulate.measurements import parse_csv
     from directcoll.simulate.params import network_params
@@ -232,7 +238,8 @@ def main() -> int:
         t0 = time.perf_counter()
         measurements = parse_csv(text, f"{run}.csv")
         topology, tried = network(declared, measurements, BASE.link_bandwidth)
-        cal = calibrate(measurements, topology, base=BASE, source=f"{run}.csv")
+        fit = default_fit(measurements, BASE) + (("host_injection",) if args.fit_injection else ())
+        cal = calibrate(measurements, topology, fit=fit, base=BASE, source=f"{run}.csv")
         s = score(cal, {(m.label, int(m.size)): pq for m, pq in zip(measurements, spread, strict=True)})
         results[run] = {"topology": topology.spec, "networks_tried": tried, "seconds": time.perf_counter() - t0,
                         "skipped": skipped, "fitted": cal.fitted, "rms_in_sample": cal.rms, **s,

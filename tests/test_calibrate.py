@@ -97,6 +97,35 @@ def test_link_bandwidth_behind_a_host_injection_limit_is_not_identifiable():
     assert cal.params.link_bandwidth == float(parse("ring:8").link_bandwidth[0])  # the topology's own, recorded
 
 
+def multiport(spec, ports, params, sizes=SIZES):
+    """Swing bandwidth-optimal timings at each port count of ``ports``, made with the step model."""
+    topology = parse(spec)
+    out = []
+    for p in ports:
+        times = simulate(build_pattern("swing", topology, "allreduce", variant="bandwidth", ports=p), topology,
+                         params).time(np.array(sizes))
+        out += [Measurement("swing", "bandwidth", "allreduce", topology.num_compute, s, float(t), ports=p)
+                for s, t in zip(sizes, times, strict=True)]
+    return out
+
+
+def test_a_nic_cap_is_fitted_only_when_named_and_recovered_from_multiport_timings():
+    # 4 ports at 23 GB/s each would inject 92 GB/s: a 50 GB/s NIC binds at 4 ports, not at 1 or 2 (no reduction
+    # cost: a single thread's gamma would hide the ports' bandwidth)
+    truth = replace(TRUTH, host_injection=50e9, gamma=0.0)
+    rows = multiport("torus:4x4", (1, 2, 4), truth)
+    assert "host_injection" not in calibrate(rows, "torus:4x4", cross_validate=False).fitted
+    cal = calibrate(rows, "torus:4x4", fit=("alpha", "link_bandwidth", "host_injection"))
+    assert cal.fitted["host_injection"] == pytest.approx(50e9, rel=1e-6)
+    assert cal.fitted["link_bandwidth"] == pytest.approx(23e9, rel=1e-6)
+    assert cal.rms < 1e-9 and not cal.warnings
+    # without a port count the cap binds at, nothing tells it apart: called so, and left at the base value
+    low = calibrate(multiport("torus:4x4", (1, 2), truth), "torus:4x4",
+                    fit=("alpha", "link_bandwidth", "host_injection"), cross_validate=False)
+    assert any(w.startswith("host_injection is not identifiable") for w in low.warnings), low.warnings
+    assert low.params.host_injection is None
+
+
 def test_one_algorithm_cannot_separate_alpha_from_per_hop_latency():
     cal = calibrate(synthetic("ring:8", ["ring"]), "ring:8", fit=("alpha", "per_hop_latency", "link_bandwidth"))
     [warning] = [w for w in cal.warnings if "not separately identifiable" in w]

@@ -47,8 +47,9 @@ def register(sub) -> None:
     cal.add_argument("measurements", help="CSV or OSU output file")
     cal.add_argument("spec", nargs="?", help=f"{SPEC_HELP}: the network the measurements ran on (required)")
     cal.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
-    cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, per_hop_latency, gamma "
-                                   "(the network's) and call_overhead, port_overhead, message_overhead, "
+    cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, host_injection, "
+                                   "per_hop_latency, gamma (the network's; host_injection, a rank's NIC cap, only "
+                                   "when named) and call_overhead, port_overhead, message_overhead, "
                                    "copy_overhead, bandwidth_efficiency (each implementation's, and what its code "
                                    "paths add); default the network's four (those an option sets excepted) and, "
                                    "when the measurements name implementations, their software terms and gamma "
@@ -140,7 +141,7 @@ def _value(name: str, value: float) -> str:
     from directcoll.units import format_time
 
     name = name.partition("@")[0]  # a software term: TERM@IMPLEMENTATION
-    if name == "link_bandwidth":
+    if name in ("link_bandwidth", "host_injection"):
         return f"{value / 1e9:.4g} GB/s ({value * 8 / 1e9:.4g} Gb/s)"
     if name == "bandwidth_efficiency":
         return f"{value:.3g} of the link rate"

@@ -31,14 +31,15 @@ from directcoll.simulate.step import simulate
 from directcoll.topology.model import Topology
 from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MAX_TIME_PER_BYTE, MIN_BANDWIDTH
 
-#: the network's terms calibrate can fit (shared by every implementation), and the default ``--fit``
-NETWORK = ("alpha", "link_bandwidth", "per_hop_latency", "gamma")
+#: the network's terms calibrate can fit (shared by every implementation); ``host_injection`` (a rank's NIC cap,
+#: fitted as its inverse like the link rate) only when named: a default fit keeps the base's cap or has none
+NETWORK = ("alpha", "link_bandwidth", "host_injection", "per_hop_latency", "gamma")
 #: an implementation's terms calibrate can fit, once per implementation the measurements name
 #: (:class:`~directcoll.simulate.implementation.Implementation`)
 SOFTWARE = ("call_overhead", "port_overhead", "message_overhead", "copy_overhead", "bandwidth_efficiency")
 FITTABLE = NETWORK + SOFTWARE
 #: what is fitted when ``fit`` is not given and no measurement names an implementation (:func:`default_fit`)
-DEFAULT_FIT = NETWORK
+DEFAULT_FIT = tuple(n for n in NETWORK if n != "host_injection")
 #: a fit is poor when the RMS relative residual is over 10 % or any one is over 25 % (docs/simulation.md,
 #: "Calibration": OSU averages repeat within a few per cent; beyond these the model misses a regime)
 POOR_RMS = 0.10
@@ -49,24 +50,27 @@ COLLINEAR = 1e-6
 NO_EFFECT = 1e-9
 #: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and
 #: 1 / link_bandwidth, a share for the bandwidth efficiency
-_UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "call_overhead": 1e-6,
-         "port_overhead": 1e-6, "message_overhead": 1e-6, "copy_overhead": 1e-9, "bandwidth_efficiency": 1.0}
+_UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "host_injection": 1e-9,
+         "call_overhead": 1e-6, "port_overhead": 1e-6, "message_overhead": 1e-6, "copy_overhead": 1e-9,
+         "bandwidth_efficiency": 1.0}
 #: the range each fitted variable is searched in (in its unit; the fit runs on their logarithms): a picosecond to
 #: an hour, 1 Eb/s to 1 bit/s, a share of 0.1 % to all of the link rate
 _RANGE = {**dict.fromkeys(("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead"),
                           (1e-6, MAX_TIME / 1e-6)),
           **dict.fromkeys(("gamma", "copy_overhead"), (1e-9, MAX_TIME_PER_BYTE / 1e-9)),
-          "link_bandwidth": (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH),
+          **dict.fromkeys(("link_bandwidth", "host_injection"), (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH)),
           "bandwidth_efficiency": (1e-3, 1.0)}
 #: the smallest inverse bandwidth, ns/B: keeps link_bandwidth finite
 _MIN_BETA = _RANGE["link_bandwidth"][0]
 _LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead")
-#: the value a variable keeps where it is not fitted in a cross-validation fold (0 unless named)
-_NEUTRAL = {"bandwidth_efficiency": 1.0}
+#: fitted as inverse rates (ns/B); the bottom of their range is the fastest rate, not 0
+_INVERSE = ("link_bandwidth", "host_injection")
+#: the value a variable keeps where it is not fitted in a cross-validation fold (0 unless named; a cap: none)
+_NEUTRAL = {"bandwidth_efficiency": 1.0, "host_injection": _MIN_BETA}
 #: which of a set of variables the rows cannot tell apart is fitted (the first; network terms before software
 #: terms): LogGP's o before a per-call cost, the reduction cost before an efficiency or a copy
-_PRIORITY = ("alpha", "per_hop_latency", "link_bandwidth", "message_overhead", "call_overhead", "port_overhead",
-             "gamma", "bandwidth_efficiency", "copy_overhead")
+_PRIORITY = ("alpha", "per_hop_latency", "link_bandwidth", "host_injection", "message_overhead", "call_overhead",
+             "port_overhead", "gamma", "bandwidth_efficiency", "copy_overhead")
 #: a unit effect column closer than this to the span of those kept is a combination of them
 _TOLD_APART = 1e-4
 #: starting points tried, as factors of the plausible start (the best fit of all is kept)
@@ -127,7 +131,7 @@ def default_fit(measurements, base: NetworkParams, given=()) -> tuple[str, ...]:
     if not any(m.implementation for m in measurements):
         names = DEFAULT_FIT
     else:
-        names = tuple(n for n in NETWORK if not (n == "link_bandwidth" and base.link_bandwidth is not None)
+        names = tuple(n for n in DEFAULT_FIT if not (n == "link_bandwidth" and base.link_bandwidth is not None)
                       and not (n == "alpha" and base.alpha > 0)) + SOFTWARE
     return tuple(n for n in names if n not in given)
 
@@ -313,7 +317,7 @@ def _with_values(base: NetworkParams, keys, x, profiles: dict) -> dict:
         name, impl, selector = _split(key)
         lo, hi = _RANGE[name]
         v = min(max(float(v), lo), hi)  # a probe or a rounding may step past the range; the values never do
-        value = 1.0 / (v * _UNIT[name]) if name == "link_bandwidth" else v * _UNIT[name]
+        value = 1.0 / (v * _UNIT[name]) if name in _INVERSE else v * _UNIT[name]
         if selector:
             paths[impl].setdefault(selector, {})[name] = value
         else:
@@ -530,7 +534,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
                            "placed(LOGICAL,PHYSICAL,order=...), docs/topology.md, Placement)")
     fitted = {k: _value_of(per_impl, k) for k in kept}
     notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k, v in zip(kept, x, strict=True)
-             if _name(k) != "link_bandwidth" and v <= _RANGE[_name(k)][0] * 1.0001]
+             if _name(k) not in _INVERSE and v <= _RANGE[_name(k)][0] * 1.0001]
     uncertainty = _uncertainty(res, keys, kept, len(measurements))
     cv = (_cross_validation(measurements, kept, x, lambda v, rows=None: model(v, rows, kept), seconds, rows)
           if cross_validate else None)
@@ -572,7 +576,7 @@ def _at_bounds(keys, x) -> list[str]:
         if v >= hi * 0.9999 and _name(key) != "bandwidth_efficiency":
             out.append(f"{key} is at the top of its physical range ({hi * _UNIT[_name(key)]:g}); the model lacks a "
                        "term these measurements need, or they cannot bound it")
-        if _name(key) == "link_bandwidth" and v <= lo * 1.0001:
+        if _name(key) in _INVERSE and v <= lo * 1.0001:
             out.append(f"{key} is at the top of its physical range (1 Eb/s); the measurements do not bound it")
     return out
 
@@ -580,7 +584,7 @@ def _at_bounds(keys, x) -> list[str]:
 def _inherited_caps(base: NetworkParams, keys, x) -> list[str]:
     """A warning when link bandwidth is fitted while the base's host-injection cap binds at the fitted value (the
     cap, not the links, would then set every bandwidth term)."""
-    if base.host_injection is None or "link_bandwidth" not in keys:
+    if base.host_injection is None or "link_bandwidth" not in keys or "host_injection" in keys:
         return []
     bw = 1.0 / (x[list(keys).index("link_bandwidth")] * _UNIT["link_bandwidth"])
     return [f"the base parameters' host_injection of {base.host_injection:g} B/s is kept while link_bandwidth is "
@@ -691,7 +695,8 @@ def _pin_links(params: NetworkParams, topology: Topology) -> NetworkParams:
 def _probe_step(name: str, value: float, seconds: np.ndarray, sizes: np.ndarray) -> float:
     """The step that probes a variable's effect: 1 % of its value (of the data's scale, for a latency or per-byte
     cost fitted near 0: a probe of 1 % of ~0 would call a term that matters "without effect"); links step faster
-    (would faster links change anything: not when a cap binds), an efficiency steps down, below 1."""
+    (would faster links change anything: not when a cap binds), and so does a cap (a cap that binds nowhere, or
+    only just, leaves the times as they are: the data bound it from below only), an efficiency steps down."""
     if name == "bandwidth_efficiency":
         scale = 1.0
     elif name in _LATENCY:
@@ -699,7 +704,7 @@ def _probe_step(name: str, value: float, seconds: np.ndarray, sizes: np.ndarray)
     else:
         scale = float((seconds / np.maximum(sizes, 1.0)).min()) / _UNIT[name]
     step = 0.01 * (max(value, scale) if name in (*_LATENCY, "gamma", "copy_overhead") else value) * (
-        -1.0 if name in ("bandwidth_efficiency", "link_bandwidth") else 1.0)
+        -1.0 if name in ("bandwidth_efficiency", *_INVERSE) else 1.0)
     return -step if value + step > _RANGE[name][1] else step  # at the top of its range: probe below it
 
 
