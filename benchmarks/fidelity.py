@@ -1,7 +1,7 @@
 """Fidelity: the step and flow models against the ns-3 packet engine (docs/fidelity.md).
 
 Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [--max-packet-hops 2e6] [--quick]
-     [--buffer-bdp K]
+     [--buffer-bdp K [--adaptive-channels A]]
      (writes DIR/fidelity.csv and DIR/fidelity.png, DIR defaulting to benchmarks/out/; the files docs/fidelity.md
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
      python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
@@ -14,7 +14,9 @@ step model, the flow model and the packet engine, all with the same parameters: 
 simulation estimated above ``--max-packet-hops`` is skipped (recorded, not guessed). With ``--buffer-bdp K``
 the engine runs with credit-based flow control: input buffers of K bandwidth-delay products per virtual channel
 (``bandwidth_delay_bytes``) under the deadlock-free scheme with the fewest channels (``deadlock_free``: Duato's
-on tori, hop-count channels elsewhere); without it, queues are unbounded. A deadlock would be a skipped cell.
+on tori, hop-count channels elsewhere); ``--adaptive-channels A`` gives Duato's protocol A adaptive channels
+besides its two escape channels (default 1, the fewest; the outputs are then named ``-bdpK-acA``); without
+``--buffer-bdp``, queues are unbounded. A deadlock would be a skipped cell.
 Writes one CSV row per cell and prints, per model, the distribution of |model/packet - 1| over sizes >= 4 KiB and
 the (topology, collective, size) cells where the model's winner differs from the packet engine's.
 """
@@ -27,6 +29,7 @@ import os
 import platform
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import benchcli
@@ -61,7 +64,7 @@ def jobs(quick: bool) -> list[tuple]:
     return out
 
 
-def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None) -> list[dict]:
+def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adaptive: int = 1) -> list[dict]:
     spec, collective, family, name, variant, options = job
     topo = parse(spec)
 
@@ -78,6 +81,8 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None) -> lis
     sizes = np.array(SIZES, dtype=float)
     control = None if buffer_bdp is None else deadlock_free(
         topo, "adaptive", int(np.ceil(buffer_bdp * bandwidth_delay_bytes(topo, PARAMS))), schedule=pattern)
+    if control is not None and control.scheme == "duato":  # the escape's two channels and `adaptive` more
+        control = replace(control, virtual_channels=2 + adaptive)
     step = simulate(pattern, topo, PARAMS).time(sizes)
     flow = flow_times(pattern, topo, sizes, PARAMS)
     rows = []
@@ -209,10 +214,17 @@ def main() -> None:
     ap.add_argument("--from-csv", type=Path, help="summarize this stored fidelity.csv instead of simulating")
     ap.add_argument("--buffer-bdp", type=float, help="flow control: input buffers of this many bandwidth-delay "
                                                      "products per virtual channel (default: unbounded queues)")
+    ap.add_argument("--adaptive-channels", type=int, default=1,
+                    help="with --buffer-bdp: adaptive channels of Duato's protocol on tori, besides the two escape "
+                         "channels (default 1, the fewest)")
     args = ap.parse_args()
-    suffix = "" if args.buffer_bdp is None else f"-bdp{args.buffer_bdp:g}"
+    if args.adaptive_channels < 1:
+        ap.error(f"--adaptive-channels {args.adaptive_channels}: accepted: a whole number >= 1")
+    suffix = "" if args.buffer_bdp is None else f"-bdp{args.buffer_bdp:g}" + (
+        f"-ac{args.adaptive_channels}" if args.adaptive_channels != 1 else "")
     benchcli.begin(args, ESTIMATE, f"fidelity{suffix}")
-    buffers = "unbounded queues" if args.buffer_bdp is None else f"buffers of {args.buffer_bdp:g} BDP"
+    buffers = "unbounded queues" if args.buffer_bdp is None else f"buffers of {args.buffer_bdp:g} BDP" + (
+        f", {args.adaptive_channels} adaptive channels" if args.adaptive_channels != 1 else "")
     if args.from_csv:
         rows = _read(args.from_csv)
         print_summary(rows, f"{args.from_csv} (stored run)")
@@ -224,7 +236,7 @@ def main() -> None:
     rows: list[dict] = []
     with ProcessPoolExecutor(args.workers) as pool:
         for i, result in enumerate(pool.map(run_job, todo, [args.max_packet_hops] * len(todo),
-                                            [args.buffer_bdp] * len(todo))):
+                                            [args.buffer_bdp] * len(todo), [args.adaptive_channels] * len(todo))):
             rows += result
             print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
