@@ -2,12 +2,12 @@
 
 The forward model is the project's step model (:func:`directcoll.simulate.simulate`) on the schedule each
 measured algorithm builds (:func:`directcoll.registry.build_pattern`): every (algorithm, variant, collective)
-is routed once per evaluation and timed at its measured sizes in closed form. A subset of four
+is routed once per evaluation and timed at its measured sizes in closed form. A subset of five
 :class:`~directcoll.simulate.params.NetworkParams` fields is fitted by ``scipy.optimize.least_squares`` (trust
 region reflective, bounds >= 0) on the relative residuals model / measured - 1, in well-scaled variables:
-alpha and per-hop latency in us, gamma and the inverse link bandwidth 1 / ``link_bandwidth`` in ns per byte (the
-model is piecewise linear in these, so the fit is well conditioned). After the fit every fitted parameter's
-effect on the measurements is probed: a parameter without effect is not identifiable (it is put back to its
+alpha and per-hop latency in us, gamma and the inverse rates 1 / ``link_bandwidth`` and 1 / ``host_injection``
+in ns per byte (the model is piecewise linear in these, so the fit is well conditioned). After the fit every
+fitted parameter's effect on the measurements is probed: a parameter without effect is not identifiable (it is put back to its
 base value), and parameters whose effects are proportional (a near-zero singular value of the normalised
 sensitivity matrix) cannot be told apart; both give a warning, as does a poor fit (:data:`POOR_RMS`,
 :data:`POOR_MAX`).
@@ -48,8 +48,8 @@ POOR_MAX = 0.25
 COLLINEAR = 1e-6
 #: a parameter changing no relative time by more than this (for a 1 % change of its scale) has no effect
 NO_EFFECT = 1e-9
-#: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and
-#: 1 / link_bandwidth, a share for the bandwidth efficiency
+#: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and the
+#: inverse rates, a share for the bandwidth efficiency
 _UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "host_injection": 1e-9,
          "call_overhead": 1e-6, "port_overhead": 1e-6, "message_overhead": 1e-6, "copy_overhead": 1e-9,
          "bandwidth_efficiency": 1.0}
