@@ -262,6 +262,19 @@ def test_cli_json_output_file_and_params_everywhere(tmp_path):
     assert params["name"] == "calibrated from meow_ring4_osu_allreduce.txt"
 
 
+def test_cli_table_gives_per_byte_software_costs_in_ns_per_byte(tmp_path):
+    # a library that copies its vectors at 0.5 ns/B on top of the ring's network time
+    topology = parse("ring:4")
+    times = simulate(build_pattern("ring", topology, "allreduce", variant="unidirectional"), topology,
+                     TRUTH).time(np.array(SIZES)) + 0.5e-9 * np.array(SIZES)
+    (tmp_path / "t.csv").write_text("algorithm,ranks,bytes,seconds,implementation\n" + "".join(
+        f"ring:unidirectional,4,{s:g},{float(t)!r},lib\n" for s, t in zip(SIZES, times, strict=True)))
+    out = _cli(["calibrate", "t.csv", "ring:4", "--alpha", "1.7us", "--link-bandwidth", "23GB/s",
+                "--per-hop-latency", "230ns", "--gamma", "0.3ns/B", "--fit", "copy_overhead"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "copy_overhead@lib" in out.stdout and "0.5 ns/B" in out.stdout, out.stdout
+
+
 @pytest.mark.parametrize("args, match", [
     (["--ranks", "4"], "line 3: measured on 4 ranks but ring:8 has 8 compute nodes"),
     ([], "OSU output does not say how many ranks ran; give --ranks N"),

@@ -145,7 +145,7 @@ def _value(name: str, value: float) -> str:
         return f"{value / 1e9:.4g} GB/s ({value * 8 / 1e9:.4g} Gb/s)"
     if name == "bandwidth_efficiency":
         return f"{value:.3g} of the link rate"
-    if name == "gamma":
+    if name in ("gamma", "copy_overhead"):
         return f"{value * 1e9:.4g} ns/B"
     return format_time(value) if value else "0 s"
 
