@@ -116,6 +116,22 @@ class Topology:
         return 0 if self.shape is None else len(self.shape)
 
     @property
+    def grid_is_links(self) -> bool:
+        """Whether the grid (``shape``, coordinates, dimensions) describes the links: False for a placed job, whose
+        grid is its logical network's and whose links are the physical network's.
+
+        Raises:
+            Nothing: reads ``kind``.
+
+        Source: docs/topology.md, "Placement".
+
+        >>> from directcoll.topology import parse
+        >>> parse("torus:4x4").grid_is_links, parse("placed(torus:16,mesh:2x2x2x2,order=gray)").grid_is_links
+        (True, False)
+        """
+        return self.kind != "placed"
+
+    @property
     def is_cayley(self) -> bool:
         """True when routing is translation-invariant (links laid out as ``node*K + port``).
 

@@ -84,7 +84,7 @@ def _selected(g: Topology, spec: str, selectors: list[tuple[str, str]]) -> np.nd
     key, text = selectors[0]
     n = g.num_compute
     compute = (g.link_src < n) & (g.link_dst < n)
-    if key in ("dim", "offset") and g.kind == "placed":
+    if key in ("dim", "offset") and not g.grid_is_links:
         raise SpecError(f"{spec}: {key}= selects links by the grid, and a placed job's grid is not its links; "
                         "modify the physical network inside placed(...), or select link=U-V or cable=U-V")
     if key == "dim":

@@ -133,7 +133,7 @@ def dor_route(topo: Topology, src: int, dst: int) -> tuple[np.ndarray, np.ndarra
     >>> dor_route(parse("torus:4x4"), 0, 5)[0].tolist()
     [0, 18]
     """
-    if topo.shape is None or topo.kind in ("hammingmesh", "placed"):
+    if topo.shape is None or topo.kind == "hammingmesh" or not topo.grid_is_links:
         raise TopologyError(f"{topo.spec}: dimension-order routing needs a torus, mesh, ring, hypercube or "
                             "HyperX (a placed job's grid is not its links); use adaptive routing")
     cur = topo.coords([src])[0].copy()
