@@ -5,7 +5,8 @@ Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [-
      (writes DIR/fidelity.csv and DIR/fidelity.png, DIR defaulting to benchmarks/out/; the files docs/fidelity.md
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
      python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
-     stored run, nothing simulated)
+     stored run, nothing simulated; with --models-only the step and flow models are rerun against its ns-3 times,
+     for checking a model change in seconds)
 
 For every topology of the validation matrix, every default contender of ``directcoll compare`` (allreduce; and
 all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
@@ -27,6 +28,7 @@ import csv
 import datetime
 import os
 import platform
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -64,6 +66,15 @@ def jobs(quick: bool) -> list[tuple]:
     return out
 
 
+def label_of(pattern, variant: str | None, options: dict) -> str:
+    """The ``variant`` column of a schedule's rows: its variant, or the option that tells it apart."""
+    if "r" in options:
+        return f"r={options['r']}"
+    if "chunks" in options:
+        return f"P={options['chunks']}"
+    return variant or pattern.meta.get("variant") or ""
+
+
 def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adaptive: int = 1) -> list[dict]:
     spec, collective, family, name, variant, options = job
     topo = parse(spec)
@@ -73,11 +84,7 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adapti
     except DirectcollError as exc:
         return [{"topology": spec, "collective": collective, "family": family, "algorithm": name,
                  "variant": variant or "", "size": 0, "skipped": f"build: {exc}"}]
-    label = variant or pattern.meta.get("variant") or ""
-    if "r" in options:
-        label = f"r={options['r']}"
-    elif "chunks" in options:
-        label = f"P={options['chunks']}"
+    label = label_of(pattern, variant, options)
     sizes = np.array(SIZES, dtype=float)
     control = None if buffer_bdp is None else deadlock_free(
         topo, "adaptive", int(np.ceil(buffer_bdp * bandwidth_delay_bytes(topo, PARAMS))), schedule=pattern)
@@ -212,6 +219,8 @@ def main() -> None:
     ap.add_argument("--max-packet-hops", type=float, default=2e6)
     ap.add_argument("--quick", action="store_true", help="four small topologies (a few minutes)")
     ap.add_argument("--from-csv", type=Path, help="summarize this stored fidelity.csv instead of simulating")
+    ap.add_argument("--models-only", action="store_true",
+                    help="with --from-csv: recompute the step and flow models' times (the stored ns-3 times kept)")
     ap.add_argument("--buffer-bdp", type=float, help="flow control: input buffers of this many bandwidth-delay "
                                                      "products per virtual channel (default: unbounded queues)")
     ap.add_argument("--adaptive-channels", type=int, default=1,
@@ -225,9 +234,13 @@ def main() -> None:
     benchcli.begin(args, ESTIMATE, f"fidelity{suffix}")
     buffers = "unbounded queues" if args.buffer_bdp is None else f"buffers of {args.buffer_bdp:g} BDP" + (
         f", {args.adaptive_channels} adaptive channels" if args.adaptive_channels != 1 else "")
+    if args.models_only and not args.from_csv:
+        ap.error("--models-only needs --from-csv FILE (the stored ns-3 times to compare with)")
     if args.from_csv:
         rows = _read(args.from_csv)
-        print_summary(rows, f"{args.from_csv} (stored run)")
+        if args.models_only:
+            rows = remodel(rows)
+        print_summary(rows, f"{args.from_csv} (stored run{', models recomputed' if args.models_only else ''})")
         if args.figure:  # redrawn from the stored run (--buffer-bdp names its buffers in the title)
             figure(rows, args.figure, buffers)
         return
@@ -250,6 +263,31 @@ def main() -> None:
     figure(rows, args.figure or args.out / f"fidelity{suffix}.png", buffers)
     print_summary(rows, f"{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
                         f"{buffers}, {time.perf_counter() - t0:.0f} s")
+
+
+def remodel(rows: list[dict]) -> list[dict]:
+    """The stored rows with their step and flow times recomputed by the models as they are now (the packet
+    engine's times kept): a model change is checked against the matrix in seconds, not a rerun of ns-3."""
+    times = {}
+    for spec, collective, _family, name, variant, options in jobs(False):
+        topo = parse(spec)
+        try:
+            pattern = build_pattern(name, topo, collective, variant=variant, **options)
+        except DirectcollError:
+            continue
+        sizes = np.array(SIZES, dtype=float)
+        key = (spec, collective, name, label_of(pattern, variant, options))
+        times[key] = dict(zip(SIZES, zip(simulate(pattern, topo, PARAMS).time(sizes),
+                                         flow_times(pattern, topo, sizes, PARAMS), strict=True), strict=True))
+    out, kept = [], 0
+    for r in rows:
+        new = times.get((r["topology"], r["collective"], r["algorithm"], r["variant"]), {}).get(r["size"])
+        out.append({**r, "step_s": float(new[0]), "flow_s": float(new[1])} if new else r)
+        kept += new is None and r.get("packet_s") not in ("", None)
+    if kept:
+        print(f"fidelity: {kept} stored cells are no schedule of the matrix now: their stored model times are kept",
+              file=sys.stderr)
+    return out
 
 
 def _read(path: Path) -> list[dict]:
