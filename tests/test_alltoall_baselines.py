@@ -276,6 +276,22 @@ def test_compare_alltoall_lists_the_baselines_above_the_mcf_bound():
     json.dumps(d)
 
 
+def test_compare_says_where_its_alltoall_verdict_is_unreliable(capsys):
+    # the fidelity study's band (16 KiB to 1 MiB): the table says so, the JSON carries it, the CSV's stdout stays
+    # the CSV and the note goes to stderr; outside the band, for allreduce and under the packet model: nothing
+    assert main(["compare", "torus:4x4", "--collective", "alltoall", "--sizes", "128KiB,64MiB"]) == 0
+    assert "is no verdict: --model packet checks it" in " ".join(capsys.readouterr().out.split())
+    assert main(["compare", "torus:4x4", "--collective", "alltoall", "--sizes", "128KiB", "--json"]) == 0
+    [caveat] = json.loads(capsys.readouterr().out)["caveats"]
+    assert "16 KiB to 1 MiB" in caveat and "--model packet" in caveat
+    assert main(["compare", "torus:4x4", "--collective", "alltoall", "--sizes", "128KiB", "--csv"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("algorithm,") and "directcoll: note: all-to-all from 16 KiB to 1 MiB" in err
+    for argv in (["--collective", "alltoall", "--sizes", "64MiB"], ["--sizes", "128KiB"]):
+        assert main(["compare", "torus:4x4", *argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["caveats"] == []
+
+
 def test_cli_compare_alltoall(capsys):
     assert main(["compare", "torus:4x4", "--collective", "alltoall", "--sizes", "1MiB,64MiB"]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -167,6 +167,8 @@ def cmd_compare(args) -> int:
         print_json({**cmp.to_dict(), "notes": notes})
         return 0
     if args.csv:
+        for line in cmp.caveats():  # the CSV holds the times only: what they cannot settle goes to stderr
+            print(f"directcoll: note: {line}", file=sys.stderr)
         sys.stdout.write(cmp.to_csv())
         return 0
     print_comparison(cmp, notes, why=args.why, wide=args.wide)
@@ -346,8 +348,8 @@ def print_comparison(cmp, notes, why: bool = False, wide: bool = False) -> None:
                     f" (its variant is left out to fit {width} columns: --wide, --json or --csv show it)")
         console.print(f"Each cell: goodput of the family's best variant{variants}. Families: {families}. best = "
                       f"the fastest." + gain_note + peak)
-    for note in notes:
-        console.print(f"[dim]{note}[/dim]")
+    for note in [*notes, *cmp.caveats()]:
+        console.print(f"[dim]{escape(note)}[/dim]")
     for name, kind, reason in grouped_skips(cmp.skipped):
         console.print(f"[dim]skipped {escape(name)} ({kind}): {escape(reason)}[/dim]", highlight=False)
 

@@ -28,6 +28,9 @@ from directcoll.simulate.params import NetworkParams
 ALLTOALL_GOODPUT = ("size / time, size = bytes in each rank's send buffer (N blocks of size / N, its own included: "
                     "MPI_Alltoall's sendcount x N); Basu et al.'s per-node throughput (N - 1) m / time is "
                     "(N - 1) / N of it")
+#: the all-to-all sizes, bytes, at which the fidelity study found the models' margins between one-step multi-hop
+#: schedules and time-stepped MCF unreliable (docs/fidelity.md, "Where the models and ns-3 differ")
+CAVEAT_SIZES = (16 * 1024, 1024 * 1024)
 
 
 
@@ -214,6 +217,35 @@ class Comparison:
             return None
         return next((f for f in (self.reference, "swing", "bfb") if f in fams), None)
 
+    def caveats(self) -> list[str]:
+        """What the fidelity study says this comparison's model cannot settle, one line each: for all-to-all
+        between 16 KiB and 1 MiB under the step or flow model, the margins between schedules that cross several
+        hops in one step and the time-stepped MCF schedule.
+
+        Returns:
+            A list of strings (empty when nothing applies).
+
+        Raises:
+            Nothing: reads the comparison's fields.
+
+        Source: docs/fidelity.md, "Where the models and ns-3 differ" (mechanisms 1, 2 and 4, measured against
+        the packet engine) and "What a user should take from this".
+
+        >>> import numpy as np
+        >>> c = Comparison("torus:4x4", "alltoall", NetworkParams(), "adaptive", "step", np.array([2.0**17]),
+        ...                [Entry("direct", "direct", "direct", np.array([1e-5]))])
+        >>> len(c.caveats()), Comparison("torus:4x4", "alltoall", NetworkParams(), "adaptive", "packet",
+        ...                               np.array([2.0**17]), c.entries).caveats()
+        (1, [])
+        """
+        band = (self.sizes >= CAVEAT_SIZES[0]) & (self.sizes <= CAVEAT_SIZES[1])
+        if self.collective != "alltoall" or self.model == "packet" or not band.any():
+            return []
+        return ["all-to-all from 16 KiB to 1 MiB: against the packet engine the step and flow models time the "
+                "schedules whose transfers cross several hops in one step (direct, DOR, SSSP, EwSP) up to 52 % "
+                "slow or 18 % fast, and time-stepped MCF exactly (docs/fidelity.md); a margin under about 10 % "
+                "between them is no verdict: --model packet checks it"]
+
     def ties(self) -> list[list[str]]:
         """Per size, the families within :attr:`tie_tolerance` of the fastest (the winner first, then by time): a
         set of more than one is a tie the model cannot resolve.
@@ -383,6 +415,7 @@ class Comparison:
                       **why(w[0], w[1], j)}
                      for j, (s, w) in enumerate(zip(self.sizes, winners, strict=True))],
             "skipped": [k.to_dict() for k in self.skipped],
+            "caveats": self.caveats(),
             **({"bound": {**self.bound, "times_s": [float(t) for t in self.bound_times],
                           "goodput_Bps": [float(g) for g in self.sizes / self.bound_times]},
                 "goodput_definition": ALLTOALL_GOODPUT} if self.bound is not None else {}),
