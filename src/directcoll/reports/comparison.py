@@ -33,7 +33,6 @@ ALLTOALL_GOODPUT = ("size / time, size = bytes in each rank's send buffer (N blo
 CAVEAT_SIZES = (16 * 1024, 1024 * 1024)
 
 
-
 @dataclass
 class Entry:
     """One timed contender: its family, registry name, variant label and time per size.
@@ -241,7 +240,10 @@ class Comparison:
         band = (self.sizes >= CAVEAT_SIZES[0]) & (self.sizes <= CAVEAT_SIZES[1])
         if self.collective != "alltoall" or self.model == "packet" or not band.any():
             return []
-        return ["all-to-all from 16 KiB to 1 MiB: against the packet engine the step and flow models time the "
+        from directcoll.units import format_size
+
+        low, high = (format_size(b) for b in CAVEAT_SIZES)
+        return [f"all-to-all from {low} to {high}: against the packet engine the step and flow models time the "
                 "schedules whose transfers cross several hops in one step (direct, DOR, SSSP, EwSP) up to 52 % "
                 "slow or 18 % fast, and time-stepped MCF exactly (docs/fidelity.md); a margin under about 10 % "
                 "between them is no verdict: --model packet checks it"]
