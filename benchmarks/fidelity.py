@@ -75,6 +75,12 @@ def label_of(pattern, variant: str | None, options: dict) -> str:
     return variant or pattern.meta.get("variant") or ""
 
 
+def model_times(pattern, topo) -> tuple[np.ndarray, np.ndarray]:
+    """The step and flow models' times of a schedule at every size of the matrix, s."""
+    sizes = np.array(SIZES, dtype=float)
+    return simulate(pattern, topo, PARAMS).time(sizes), flow_times(pattern, topo, sizes, PARAMS)
+
+
 def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adaptive: int = 1) -> list[dict]:
     spec, collective, family, name, variant, options = job
     topo = parse(spec)
@@ -85,13 +91,11 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adapti
         return [{"topology": spec, "collective": collective, "family": family, "algorithm": name,
                  "variant": variant or "", "size": 0, "skipped": f"build: {exc}"}]
     label = label_of(pattern, variant, options)
-    sizes = np.array(SIZES, dtype=float)
     control = None if buffer_bdp is None else deadlock_free(
         topo, "adaptive", int(np.ceil(buffer_bdp * bandwidth_delay_bytes(topo, PARAMS))), schedule=pattern)
     if control is not None and control.scheme == "duato":  # the escape's two channels and `adaptive` more
         control = replace(control, virtual_channels=2 + adaptive)
-    step = simulate(pattern, topo, PARAMS).time(sizes)
-    flow = flow_times(pattern, topo, sizes, PARAMS)
+    step, flow = model_times(pattern, topo)
     rows = []
     for size, t_step, t_flow in zip(SIZES, step, flow, strict=True):
         row = {"topology": spec, "collective": collective, "family": family, "algorithm": name, "variant": label,
@@ -275,10 +279,8 @@ def remodel(rows: list[dict]) -> list[dict]:
             pattern = build_pattern(name, topo, collective, variant=variant, **options)
         except DirectcollError:
             continue
-        sizes = np.array(SIZES, dtype=float)
         key = (spec, collective, name, label_of(pattern, variant, options))
-        times[key] = dict(zip(SIZES, zip(simulate(pattern, topo, PARAMS).time(sizes),
-                                         flow_times(pattern, topo, sizes, PARAMS), strict=True), strict=True))
+        times[key] = dict(zip(SIZES, zip(*model_times(pattern, topo), strict=True), strict=True))
     out, kept = [], 0
     for r in rows:
         new = times.get((r["topology"], r["collective"], r["algorithm"], r["variant"]), {}).get(r["size"])

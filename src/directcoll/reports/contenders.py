@@ -296,8 +296,7 @@ def is_direct_connect(topology: Topology) -> bool:
     >>> is_direct_connect(parse("circulant:8:1,2")), is_direct_connect(parse("torus:4x4"))
     (True, False)
     """
-    kind = topology.params.get("logical_kind", topology.kind) if topology.kind == "placed" else topology.kind
-    return topology.num_nodes == topology.num_compute and kind not in GRID_KINDS
+    return topology.num_nodes == topology.num_compute and topology.job_kind not in GRID_KINDS
 
 
 def grid_embeds(topology: Topology) -> bool:

@@ -7,9 +7,9 @@ is routed once per evaluation and timed at its measured sizes in closed form. A 
 region reflective, bounds >= 0) on the relative residuals model / measured - 1, in well-scaled variables:
 alpha and per-hop latency in us, gamma and the inverse rates 1 / ``link_bandwidth`` and 1 / ``host_injection``
 in ns per byte (the model is piecewise linear in these, so the fit is well conditioned). After the fit every
-fitted parameter's effect on the measurements is probed: a parameter without effect is not identifiable (it is put back to its
-base value), and parameters whose effects are proportional (a near-zero singular value of the normalised
-sensitivity matrix) cannot be told apart; both give a warning, as does a poor fit (:data:`POOR_RMS`,
+fitted parameter's effect on the measurements is probed: a parameter without effect is not identifiable (it is
+put back to its base value), and parameters whose effects are proportional (a near-zero singular value of the
+normalised sensitivity matrix) cannot be told apart; both give a warning, as does a poor fit (:data:`POOR_RMS`,
 :data:`POOR_MAX`).
 
 Source: docs/simulation.md, "Calibration"; the least-squares method: scipy.optimize.least_squares, method "trf"

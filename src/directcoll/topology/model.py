@@ -132,6 +132,21 @@ class Topology:
         return self.kind != "placed"
 
     @property
+    def job_kind(self) -> str:
+        """The kind of network the ranks are numbered for: a placed job's logical network's kind, else ``kind``.
+
+        Raises:
+            Nothing: reads ``kind`` and ``params``.
+
+        Source: docs/topology.md, "Placement".
+
+        >>> from directcoll.topology import parse
+        >>> parse("placed(torus:16,mesh:2x2x2x2,order=gray)").job_kind, parse("ring:4").job_kind
+        ('torus', 'ring')
+        """
+        return self.kind if self.grid_is_links else self.params.get("logical_kind", self.kind)
+
+    @property
     def is_cayley(self) -> bool:
         """True when routing is translation-invariant (links laid out as ``node*K + port``).
 
