@@ -301,9 +301,13 @@ def test_without_fit_an_option_keeps_its_value_and_named_implementations_fit_the
     (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
     out = _cli(["calibrate", "m.csv", "torus:4x4", "--params", "fugaku-4x4x4", "--json"], tmp_path)
     assert out.returncode == 0, out.stderr
-    fitted = json.loads(out.stdout)["fitted"]
+    doc = json.loads(out.stdout)
+    fitted = doc["fitted"]
     assert "link_bandwidth" not in fitted  # the preset's published link rate is kept
-    assert {"call_overhead@lib-a", "bandwidth_efficiency@lib-b"} <= set(fitted), fitted
+    assert {"gamma@lib-a", "gamma@lib-b"} <= set(fitted), fitted
+    # four rows cannot tell each implementation's other terms apart: they keep the base's values, and say so
+    [kept] = [w for w in doc["warnings"] if "keep their base values" in w]
+    assert "call_overhead@lib-a" in kept and "bandwidth_efficiency@lib-b" in kept, kept
 
 
 def test_a_parameters_file_accepts_every_field_of_network_params():
@@ -516,3 +520,27 @@ def test_times_faster_than_the_networks_links_are_named_as_not_run_on_it():
     on_placed = calibrate(rows, placed, fit=("alpha",), base=base, cross_validate=False)
     assert not on_placed.beaten and not any("faster than the links" in w for w in on_placed.warnings)
     assert on_placed.fitted["alpha"] == pytest.approx(1e-6, rel=1e-3)
+
+
+def test_a_thread_cost_is_told_from_a_port_cost_by_more_than_two_port_counts_and_else_kept():
+    """One port on the calling thread, more on a thread each: starting and joining them is a cost once per call
+    (thread_overhead), the step from one port to two that further ports do not repeat. Timings at 1, 2 and 4
+    ports recover it beside the per-port and per-call costs; at 1 and 2 ports only, the two cannot be told
+    apart: the per-port cost is fitted and the thread cost keeps its base value, and the warning names it."""
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("ring:16")
+    network = NetworkParams(alpha=0.49e-6, link_bandwidth=6.8e9)
+    truth = Implementation("utofu", call_overhead=11e-6, port_overhead=1.6e-6, thread_overhead=3e-6, threads=None)
+    rows = [("swing:latency", p, "utofu") for p in (1, 2, 4, 6)]
+    data = _measured(topology, rows, {"utofu": network.with_(implementation=truth)})
+    fit = ("call_overhead", "port_overhead", "thread_overhead")
+    base = replace(network, implementations=(Implementation("utofu", thread_overhead=7e-6, threads=None),))
+    cal = calibrate(data, topology, fit=fit, base=base, cross_validate=False)
+    assert cal.rms < 1e-9 and not cal.warnings, cal.warnings
+    for term in fit:
+        assert cal.fitted[f"{term}@utofu"] == pytest.approx(getattr(truth, term), rel=1e-6), term
+    two = calibrate([m for m in data if m.ports <= 2], topology, fit=fit, base=base, cross_validate=False)
+    assert "thread_overhead@utofu" not in two.fitted
+    assert two.params.use("utofu").implementation.thread_overhead == 7e-6  # the base's value
+    assert any("thread_overhead@utofu keep their base values" in w for w in two.warnings), two.warnings

@@ -68,6 +68,16 @@ def test_call_and_port_overheads_add_once_per_call():
     assert np.allclose(step - bare_step, 5e-6 + 3 * 60e-6) and np.allclose(flow - bare_flow, 5e-6 + 3 * 60e-6)
 
 
+@pytest.mark.parametrize("ports, threads, paid", [(1, None, False), (3, None, True), (3, 1, False), (3, 2, True)])
+def test_the_thread_cost_is_paid_once_by_a_call_on_more_than_one_thread(ports, threads, paid):
+    # starting and joining the port threads: once per call whatever their number, never on one thread
+    pattern = build_pattern("swing", TORUS, "allreduce", variant="latency", ports=ports)
+    impl = Implementation("x", call_overhead=5e-6, port_overhead=2e-6, thread_overhead=3e-6, threads=threads)
+    step, flow = _times(pattern, BASE.with_(implementation=impl), [8.0, 2**20])
+    bare_step, bare_flow = _times(pattern, BASE.with_(implementation=replace(impl, thread_overhead=0.0)), [8.0, 2**20])
+    assert np.allclose(step - bare_step, 3e-6 * paid) and np.allclose(flow - bare_flow, 3e-6 * paid)
+
+
 def test_message_overhead_is_serialised_over_the_threads():
     # ring allreduce, bidirectional (2 ports): every rank posts 2 messages a step; one thread posts them one after
     # the other (2 o a step), one per port in parallel (o a step)

@@ -248,7 +248,7 @@ def test_bad_variants_and_ports():
     with pytest.raises(UnsupportedShapeError, match="variant"):
         recursive_doubling(parse("torus:4x4"), variant="fastest")
     for name in NAMES:
-        for ports in (0, 5):
+        for ports in (0, 7):
             with pytest.raises(UnsupportedShapeError, match="ports"):
                 registry.build(name, "torus:4x4", ports=ports)
     assert registry.get("rd").name == registry.get("recdoub").name == "recursive-doubling"

@@ -521,8 +521,30 @@ def test_latency_variant_is_allreduce_only(collective):
         swing(parse("torus:6x10"), collective, variant="latency")
 
 
-@pytest.mark.parametrize("spec, ports", [("torus:4x4", 0), ("torus:4x4", 5), ("ring:8", 3), ("torus:3x3x2", 7),
-                                         ("torus:4x4", -1)])
+@pytest.mark.parametrize("name", ["swing", "recursive-doubling"])
+@pytest.mark.parametrize("spec, ports", [("ring:16", 4), ("ring:16", 6), ("ring:12", 4), ("torus:4x6", 6),
+                                         ("ring:12", 3)])
+@pytest.mark.parametrize("variant", ["bandwidth", "latency"])
+def test_ports_beyond_2d_repeat_the_collectives(name, spec, ports, variant):
+    """More ports than 2D (the Swing library's threads and network interfaces on a ring) run the 2D collectives
+    again on further shares of the vector: the schedule verifies and, with a multiple of 2D ports, its links
+    carry what the 2D ports' do, so the step model's network time (no per-port costs) is the 2D schedule's."""
+    from directcoll.simulate.params import NetworkParams
+    from directcoll.simulate.step import simulate
+
+    topo = parse(spec)
+    many = registry.build(name, spec, variant=variant, ports=ports)
+    assert_ok(many)
+    assert many.meta["ports"] == ports
+    full = registry.build(name, spec, variant=variant, ports=2 * len(topo.shape))
+    if ports % (2 * len(topo.shape)):
+        return
+    params = NetworkParams(alpha=0.0, link_latency=0.0, per_hop_latency=0.0)
+    assert simulate(many, topo, params).time(1 << 20) == pytest.approx(simulate(full, topo, params).time(1 << 20))
+
+
+@pytest.mark.parametrize("spec, ports", [("torus:4x4", 0), ("torus:4x4", 7), ("ring:8", 7), ("torus:3x3x2", 7),
+                                         ("torus:4x4", -1), ("torus:2x2x2x2", 9)])
 def test_ports_out_of_range(spec, ports):
     with pytest.raises(UnsupportedShapeError, match="ports"):
         registry.build("swing", spec, ports=ports)

@@ -108,7 +108,8 @@ def build(algorithm: str, topology, collective="allreduce", *, variant: str | No
         One of the algorithm's variants (``Algorithm.variants``, e.g. Swing's ``bandwidth``, ``latency``,
         ``libswing``); None: the algorithm's default.
     ports : int, optional
-        Concurrent collectives per rank (a count, >= 1; Swing: 1..2D on a D-dimensional grid); None: the
+        Concurrent collectives per rank (a count, >= 1; Swing: 1..2D on a D-dimensional grid, up to 6: ports beyond
+        2D repeat the collectives, as the Swing library does); None: the
         algorithm's default (all ports where it uses them).
     **options
         The algorithm's own options: ``root`` (a rank, broadcast and reduce), ``chunks`` (a count: pieces per shard

@@ -429,23 +429,36 @@ def logical_shape(topology: Topology) -> tuple[int, ...]:
     return topology.shape if topology.shape is not None else (topology.num_compute,)
 
 
+#: the most ports the Swing authors' library runs (``LIBSWING_MAX_SUPPORTED_PORTS``: a thread and one of
+#: Tofu-D's six network interfaces each); a torus of more than 3 dimensions has 2D
+LIBRARY_PORTS = 6
+
+
 def collectives_for_ports(shape: tuple[int, ...], ports: int | None, name: str) -> list[tuple[int, bool]]:
-    """(first dimension, mirrored) of each concurrent collective: all 2D of them by default.
+    """(first dimension, mirrored) of each concurrent collective, one per port on its own share of the vector:
+    all 2D of them by default. More than 2D ports repeat them in the same order (port p runs collective p mod 2D),
+    as the Swing authors' library does on Fugaku, where a port is a thread and a network interface (Tofu-D has
+    six) rather than a link: two ports then share each direction's links.
 
     Raises:
-        UnsupportedShapeError: ports outside 1..2D.
+        UnsupportedShapeError: ports outside 1..max(2D, :data:`LIBRARY_PORTS`).
 
     Returns:
-        ``ports`` pairs ordered plain(dim 0), mirrored(dim 0), plain(dim 1), ...
+        ``ports`` pairs ordered plain(dim 0), mirrored(dim 0), plain(dim 1), ..., then again from the start.
 
-    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (D plain and D mirrored collectives).
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (D plain and D mirrored collectives); beyond 2D,
+    ``is_mirroring_port`` in the authors' ``lib/libswing_common.cc`` (HLC-Lab/bine_trees_fugaku).
 
     >>> collectives_for_ports((4, 4), None, "swing")
     [(0, False), (0, True), (1, False), (1, True)]
+    >>> collectives_for_ports((16,), 4, "swing")  # four ports on a ring: two on each direction
+    [(0, False), (0, True), (0, False), (0, True)]
     """
     full = [(dim, mirrored) for dim in range(len(shape)) for mirrored in (False, True)]
     ports = len(full) if ports is None else ports
-    if not 1 <= ports <= len(full):
-        raise UnsupportedShapeError(f"{name}: ports must be between 1 and 2D = {len(full)} on shape "
-                                    f"{'x'.join(map(str, shape))}, got {ports}")
-    return full[:ports]
+    most = max(len(full), LIBRARY_PORTS)
+    if isinstance(ports, bool) or not isinstance(ports, int | np.integer) or not 1 <= ports <= most:
+        raise UnsupportedShapeError(f"{name}: ports must be between 1 and {most} on shape "
+                                    f"{'x'.join(map(str, shape))} (2D = {len(full)} use every link once; up to "
+                                    f"{LIBRARY_PORTS} as the Swing library runs them), got {ports}")
+    return [full[p % len(full)] for p in range(ports)]

@@ -40,7 +40,8 @@ def recursive_doubling(topology: Topology, collective=Collective.ALLREDUCE, *, v
         collective: allreduce; reduce_scatter / allgather with the bandwidth variant on power-of-two shapes.
         variant: "latency" (default: log2 p steps, whole vector) or "bandwidth" (Rabenseifner:
             2 log2 p steps, Psi = 2D single-port).
-        ports: concurrent collectives, 1 (default, the classic algorithm) .. 2D (mirrored, Sec. 5.1).
+        ports: concurrent collectives, 1 (default, the classic algorithm) .. 2D (mirrored, Sec. 5.1); up to
+            6 as the Swing library runs them (:func:`~directcoll.algorithms.butterfly.collectives_for_ports`).
 
     Returns:
         The schedule; meta = {algorithm, variant, ports, construction}.

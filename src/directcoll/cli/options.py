@@ -615,8 +615,8 @@ def _terms(impl) -> str:
     """An implementation's non-neutral terms, for a report's footer."""
     from directcoll.units import format_time
 
-    out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}" for k in ("call_overhead", "port_overhead",
-                                                                                "message_overhead") if getattr(impl, k)]
+    out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}"
+           for k in ("call_overhead", "port_overhead", "thread_overhead", "message_overhead") if getattr(impl, k)]
     if impl.copy_overhead:
         out.append(f"copies {impl.copy_overhead * 1e9:.3g} ns/B")
     if impl.paths:

@@ -36,7 +36,8 @@ from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MAX_TIME_PER_BYTE, MIN_BAN
 NETWORK = ("alpha", "link_bandwidth", "host_injection", "per_hop_latency", "gamma")
 #: an implementation's terms calibrate can fit, once per implementation the measurements name
 #: (:class:`~directcoll.simulate.implementation.Implementation`)
-SOFTWARE = ("call_overhead", "port_overhead", "message_overhead", "copy_overhead", "bandwidth_efficiency")
+SOFTWARE = ("call_overhead", "port_overhead", "thread_overhead", "message_overhead", "copy_overhead",
+            "bandwidth_efficiency")
 FITTABLE = NETWORK + SOFTWARE
 #: what is fitted when ``fit`` is not given and no measurement names an implementation (:func:`default_fit`)
 DEFAULT_FIT = tuple(n for n in NETWORK if n != "host_injection")
@@ -51,18 +52,18 @@ NO_EFFECT = 1e-9
 #: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and the
 #: inverse rates, a share for the bandwidth efficiency
 _UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "host_injection": 1e-9,
-         "call_overhead": 1e-6, "port_overhead": 1e-6, "message_overhead": 1e-6, "copy_overhead": 1e-9,
-         "bandwidth_efficiency": 1.0}
+         "call_overhead": 1e-6, "port_overhead": 1e-6, "thread_overhead": 1e-6, "message_overhead": 1e-6,
+         "copy_overhead": 1e-9, "bandwidth_efficiency": 1.0}
 #: the range each fitted variable is searched in (in its unit; the fit runs on their logarithms): a picosecond to
 #: an hour, 1 Eb/s to 1 bit/s, a share of 0.1 % to all of the link rate
-_RANGE = {**dict.fromkeys(("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead"),
-                          (1e-6, MAX_TIME / 1e-6)),
+_RANGE = {**dict.fromkeys(("alpha", "per_hop_latency", "call_overhead", "port_overhead", "thread_overhead",
+                           "message_overhead"), (1e-6, MAX_TIME / 1e-6)),
           **dict.fromkeys(("gamma", "copy_overhead"), (1e-9, MAX_TIME_PER_BYTE / 1e-9)),
           **dict.fromkeys(("link_bandwidth", "host_injection"), (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH)),
           "bandwidth_efficiency": (1e-3, 1.0)}
 #: the smallest inverse bandwidth, ns/B: keeps link_bandwidth finite
 _MIN_BETA = _RANGE["link_bandwidth"][0]
-_LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "message_overhead")
+_LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "thread_overhead", "message_overhead")
 #: fitted as inverse rates (ns/B); the bottom of their range is the fastest rate, not 0
 _INVERSE = ("link_bandwidth", "host_injection")
 #: the value a variable keeps where it is not fitted in a cross-validation fold (0 unless named; a cap: none)
@@ -70,7 +71,9 @@ _NEUTRAL = {"bandwidth_efficiency": 1.0, "host_injection": _MIN_BETA}
 #: which of a set of variables the rows cannot tell apart is fitted (the first; network terms before software
 #: terms): LogGP's o before a per-call cost, the reduction cost before an efficiency or a copy
 _PRIORITY = ("alpha", "per_hop_latency", "link_bandwidth", "host_injection", "message_overhead", "call_overhead",
-             "port_overhead", "gamma", "bandwidth_efficiency", "copy_overhead")
+             "port_overhead", "thread_overhead", "gamma", "bandwidth_efficiency", "copy_overhead")
+#: how the identifiability warning ends when the fit keeps every member of a set (the split is not determined)
+_ARBITRARY = "their fitted values are one of many equally good choices"
 #: a unit effect column closer than this to the span of those kept is a combination of them
 _TOLD_APART = 1e-4
 #: starting points tried, as factors of the plausible start (the best fit of all is kept)
@@ -123,8 +126,8 @@ def default_fit(measurements, base: NetworkParams, given=()) -> tuple[str, ...]:
 
     >>> from directcoll.simulate.measurements import Measurement
     >>> rows = [Measurement("ring", None, "allreduce", 4, 8.0, 1e-5, implementation="mpi")]
-    >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9), given=("gamma", "copy_overhead"))
-    ('alpha', 'per_hop_latency', 'call_overhead', 'port_overhead', 'message_overhead', 'bandwidth_efficiency')
+    >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9), given=("gamma", "copy_overhead"))[:5]
+    ('alpha', 'per_hop_latency', 'call_overhead', 'port_overhead', 'thread_overhead')
     >>> default_fit(rows, NetworkParams(link_bandwidth=6.8e9, alpha=4.9e-7))[:2]
     ('per_hop_latency', 'gamma')
     """
@@ -478,6 +481,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     measurements = tuple(measurements)
     base = base if base is not None else NetworkParams()
+    defaulted = fit is None
     if fit is None:
         fit = default_fit(measurements, base, given)
         if not fit:
@@ -497,6 +501,8 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     own = _base_profiles(base, implementations)
     rows = _path_rows(groups, own, len(measurements))
     keys = _keys(fit, implementations, _separable(rows), any(m.implementation for m in measurements))
+    if defaulted:  # a one-thread implementation never starts threads: its thread cost is not a default term
+        keys = tuple(k for k in keys if not (_name(k) == "thread_overhead" and own[_split(k)[1]].threads == 1))
     profiles = _profiles(own, keys, source)
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])
@@ -507,8 +513,23 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     x, res, stalled = _solve(lambda v: model(v) / seconds - 1.0, keys, _starting_point(keys, seconds, sizes))
     warnings = [f"least squares stopped before converging from every start ({res.message}); the values may not be "
                 "the best fit"] if stalled else []
+    solved = keys  # the variables of the last solve (res)
     kept, x, found = _identifiability(keys, x, model, seconds, sizes)
     warnings += found
+    # of a set the rows cannot tell apart, the first (in _PRIORITY order) is fitted and the others keep their base
+    # values (a preset's, else the defaults) rather than an arbitrary split: a prediction for a port count or a
+    # code path the rows lack then rests on what the base says, not on an accident of the search
+    apart = _told_apart(range(len(kept)), kept, x, lambda v, rows=None: model(v, rows, kept), seconds, sizes,
+                        np.ones(len(seconds), dtype=bool))
+    if len(apart) < len(kept):
+        held = [k for i, k in enumerate(kept) if i not in apart]
+        kept = solved = tuple(kept[i] for i in apart)
+        x, res, _ = _solve(lambda v: model(v, use=kept) / seconds - 1.0, kept, x[apart], search=False)
+        told = [w.replace(_ARBITRARY, f"{', '.join(held)} keep their base values and the others are fitted")
+                for w in warnings]
+        warnings = told if told != warnings else [*warnings, (
+            f"not separately identifiable from these measurements: {', '.join(held)} change the modelled times "
+            f"only as {', '.join(kept)} do; they keep their base values and the others are fitted")]
     warnings += _at_bounds(kept, x)
     warnings += _inherited_caps(base, kept, x)
     per_impl = _with_values(base, kept, x, profiles)
@@ -535,7 +556,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     fitted = {k: _value_of(per_impl, k) for k in kept}
     notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k, v in zip(kept, x, strict=True)
              if _name(k) not in _INVERSE and v <= _RANGE[_name(k)][0] * 1.0001]
-    uncertainty = _uncertainty(res, keys, kept, len(measurements))
+    uncertainty = _uncertainty(res, solved, kept, len(measurements))
     cv = (_cross_validation(measurements, kept, x, lambda v, rows=None: model(v, rows, kept), seconds, rows)
           if cross_validate else None)
     labels = ", ".join(dict.fromkeys(m.label for m in measurements))
@@ -765,8 +786,8 @@ def _collinear(names, columns: np.ndarray, sizes: np.ndarray) -> list[str]:
            "every transfer crosses the same number of hops, link_bandwidth and gamma within one allreduce "
            "algorithm)")
     sets_text = "; ".join(" and ".join(s) for s in found)
-    return [f"not separately identifiable from these measurements: {sets_text}: {why}; their fitted values are one "
-            "of many equally good choices; fit fewer (--fit) or add sizes or algorithms that separate them"]
+    return [f"not separately identifiable from these measurements: {sets_text}: {why}; {_ARBITRARY}; fit fewer "
+            "(--fit) or add sizes or algorithms that separate them"]
 
 
 def calibrate_file(path, topology, *, fmt: str | None = None, ranks: int | None = None,

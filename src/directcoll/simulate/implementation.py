@@ -10,6 +10,10 @@ where an implementation has none:
   registration, the selection of an algorithm).
 - ``port_overhead`` (s): once per call for every port the schedule uses (a thread and a network interface set
   up per port: uTofu's per-call cost grows with the port count).
+- ``thread_overhead`` (s): once per call that runs its ports on more than one thread: starting and joining the
+  port threads (an OpenMP parallel region). The Swing authors' uTofu library runs one port on the calling
+  thread (its latency-optimal path) and opens a region for more, which costs a step from one port to two that
+  further ports do not repeat.
 - ``copy_overhead`` (s/B): memory copies the call makes, per byte of the vector, once per call (the copy of a
   non-in-place call's send buffer into its receive buffer, a remapping of blocks into contiguous messages).
 - ``message_overhead`` (s): LogGP's o, the CPU time of posting one message. A rank's messages of a step are
@@ -46,7 +50,8 @@ from directcoll.units import MAX_SIZE, check_quantity
 #: the project's own runtime, libdirectcoll: a single-threaded library whose costs a parameters file gives
 DEFAULT_IMPLEMENTATION = "libdirectcoll"
 #: the quantity of each time field (ranges: :data:`directcoll.units.QUANTITIES`)
-_TIMES = {"call_overhead": "time", "port_overhead": "time", "message_overhead": "time"}
+_TIMES = {"call_overhead": "time", "port_overhead": "time", "thread_overhead": "time",
+          "message_overhead": "time"}
 #: the terms a code path adds to its implementation's (s; copy_overhead s/B)
 PATH_TERMS = (*_TIMES, "copy_overhead")
 
@@ -95,7 +100,8 @@ class Implementation:
 
     Attributes:
         name: the implementation's name (``fujitsu-mpi``, ``libswing-utofu``, ``libdirectcoll``).
-        call_overhead, port_overhead, message_overhead: s (per call, per port and call, per message).
+        call_overhead, port_overhead, thread_overhead, message_overhead: s (per call, per port and call, per
+            call on more than one thread, per message).
         copy_overhead: s/B (per byte of the vector, once per call).
         eager_threshold: bytes, or None (eager only).
         bandwidth_efficiency: in (0, 1].
@@ -122,6 +128,7 @@ class Implementation:
     name: str = DEFAULT_IMPLEMENTATION
     call_overhead: float = 0.0
     port_overhead: float = 0.0
+    thread_overhead: float = 0.0
     message_overhead: float = 0.0
     copy_overhead: float = 0.0
     eager_threshold: float | None = None
@@ -184,16 +191,20 @@ class Implementation:
         return ports if self.threads is None else max(1, min(self.threads, ports))
 
     def call_time(self, ports: int, size_bytes=0.0):
-        """``call_overhead + port_overhead * ports + copy_overhead * size_bytes``, s: what one call of a vector of
-        ``size_bytes`` bytes (a number or an array) pays besides its steps. Raises: Nothing.
+        """``call_overhead + port_overhead * ports + copy_overhead * size_bytes``, plus ``thread_overhead`` when
+        the ports run on more than one thread, s: what one call of a vector of ``size_bytes`` bytes (a number or an
+        array) pays besides its steps. Raises: Nothing.
         Source: docs/simulation.md, "Hosts and implementations"."""
-        return self.call_overhead + self.port_overhead * max(1, int(ports)) + self.copy_overhead * size_bytes
+        threaded = self.thread_overhead if self.reduction_threads(ports) > 1 else 0.0
+        return (self.call_overhead + threaded + self.port_overhead * max(1, int(ports))
+                + self.copy_overhead * size_bytes)
 
     @property
     def neutral(self) -> bool:
         """Whether it adds nothing to the network's times (the engines then skip it). Raises: Nothing.
         Source: docs/simulation.md, "Hosts and implementations"."""
-        return (not (self.call_overhead or self.port_overhead or self.message_overhead or self.copy_overhead)
+        return (not (self.call_overhead or self.port_overhead or self.thread_overhead or self.message_overhead
+                     or self.copy_overhead)
                 and self.eager_threshold is None and self.bandwidth_efficiency == 1.0 and self.gamma is None
                 and self.threads == 1 and not self.paths)
 

@@ -236,7 +236,8 @@ def swing(topology: Topology, collective=Collective.ALLREDUCE, *, variant: str |
             "latency" (allreduce only, sum of log2 steps, whole vector every step) or "libswing" (the authors'
             library's block bitmaps, :func:`libswing_1d_allgather`: the bandwidth variant's steps and block sets on
             even dimensions, blocks in rank order; refuses odd dimensions).
-        ports: concurrent collectives, 1..2D (default 2D: D plain + D mirrored, Sec. 4.1).
+        ports: concurrent collectives, 1..2D (default 2D: D plain + D mirrored, Sec. 4.1); up to 6 as the
+            Swing library runs them (:func:`~directcoll.algorithms.butterfly.collectives_for_ports`).
 
     Returns:
         The schedule, meta = {algorithm, variant, ports, construction}. nblocks = ports * N for the

@@ -100,14 +100,15 @@ def build_swing_tree(topology: Topology, collective="broadcast", *, variant: str
         collective: broadcast or reduce.
         variant: "latency" (default; the Swing tree, whole parts, L steps) or "bandwidth" (scatter + Swing allgather,
             or Swing reduce-scatter + gather: 2L steps, every rank sends about n bytes).
-        ports: parts of the vector, 1..2D (default 2D), part i on the i-th plain or mirrored collective.
+        ports: parts of the vector, 1..2D (default 2D; up to 6, ports beyond 2D repeating the collectives), part
+            i on the i-th plain or mirrored collective.
         root: the root rank.
 
     Returns:
         A Schedule with meta {algorithm, variant, ports, root}: nblocks = ports (latency) or ports * N (bandwidth).
 
     Raises:
-        UnsupportedShapeError: another collective or variant, ports outside 1..2D, or a root outside 0..N-1.
+        UnsupportedShapeError: another collective or variant, ports outside 1..max(2D, 6), or a root outside 0..N-1.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 2.1, 3.1.1, 3.1.2, 4.1 and 6.
 
