@@ -160,7 +160,8 @@ def test_compare_skips_and_names_a_contender_that_deadlocks_and_says_what_it_ass
 def test_duato_escape_channels_keep_adaptive_routing_on_a_torus_deadlock_free():
     """Adaptive minimal routing with one channel and one packet of buffer locks a torus; with Duato's protocol
     (adaptive channels 2.., escape channels 0-1 dimension-order with datelines) the same traffic ends, and an
-    all-to-all too; the escape is there but adaptive hops carry most packets."""
+    all-to-all too, whose packets find the one adaptive channel of one packet's buffer full more often than not:
+    most hops queue for the escape."""
     t = parse("torus:4x4")
     shift = pattern(16, [(list(range(16)), [(r + 5) % 16 for r in range(16)], [1.0] * 16)])
     one = FlowControl(buffer_bytes=P + HEADER_BYTES)
@@ -173,6 +174,7 @@ def test_duato_escape_channels_keep_adaptive_routing_on_a_torus_deadlock_free():
                             [d for s in range(n) for d in range(n) if d != s], [1.0] * (n * (n - 1)))])
     r = simulate_packet(alltoall, t, 4 * P, PARAMS, flow=duato)
     assert r.time_s >= simulate_packet(alltoall, t, 4 * P, PARAMS).time_s
+    assert r.escape_hops > r.adaptive_hops > 0
     with pytest.raises(TopologyError, match="adaptive"):
         simulate_packet(shift, t, P, PARAMS, "dor", flow=duato)
     with pytest.raises(DirectcollError, match="3 virtual channels"):
@@ -254,3 +256,25 @@ def test_deadlock_free_picks_a_scheme_the_routes_allow():
     assert simulate_packet(ewsp, t, 64 * P, PARAMS, flow=control).time_s > 0
     with pytest.raises(TopologyError, match="explicit routes"):
         simulate_packet(ewsp, t, 64 * P, PARAMS, flow=deadlock_free(t, "adaptive", 4 * P))
+
+
+def test_duato_counts_its_choices_and_the_timeline_holds_every_byte_sent():
+    """Every hop under Duato's scheme is one choice, an adaptive channel or the escape: their counts add up to the
+    packet-hops of minimal routes; without flow control there are none. The utilisation timeline bins every byte
+    that left a link, never more than the links could carry, up to the last."""
+    t = parse("torus:4x4")
+    n = 16
+    pairs = [(s, d) for s in range(n) for d in range(n) if d != s]
+    alltoall = pattern(n, [([s for s, _ in pairs], [d for _, d in pairs], [1.0] * len(pairs))])
+    duato = FlowControl(buffer_bytes=3 * (P + HEADER_BYTES), virtual_channels=3, scheme="duato")
+    r = simulate_packet(alltoall, t, 4 * P, PARAMS, flow=duato)
+    dist = bfs_distances(t)
+    assert r.adaptive_hops + r.escape_hops == 4 * sum(int(dist[s, d]) for s, d in pairs)
+    assert r.adaptive_hops > 0
+    sent = r.timeline * r.timeline_bin_s * float(t.link_bandwidth.sum() if PARAMS.link_bandwidth is None
+                                                 else PARAMS.link_bandwidth * t.num_links)
+    assert sent.sum() == pytest.approx(r.link_bytes.sum(), rel=1e-9)
+    assert r.timeline.max() <= 1 + 1e-9 and len(r.timeline) <= 64
+    assert len(r.timeline) * r.timeline_bin_s > r.time_s - LAT  # the last byte leaves its link a latency before
+    plain = simulate_packet(alltoall, t, 4 * P, PARAMS)
+    assert plain.adaptive_hops == plain.escape_hops == 0

@@ -53,9 +53,11 @@ def cmd_simulate(args) -> int:
     Output: per size a summary line, and for one size a per-step table (the step model's busiest link as ``u->v``,
     with coordinates on grids); ``--json``, one size: {time_s, model, size, steps, algorithm, collective,
     topology, routing, params, goodput_Bps, variant, ports, sizes, results: [that document]}, the step model's
-    steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``); several sizes: {sizes, results: [that
-    document per size], algorithm, collective, topology, routing, params, model}; ``--csv``: one row per size and
-    step, ``size_bytes`` first.
+    steps with ``max_link`` (an id) and ``max_link_name`` (``u->v``), the packet model's with ``packets``,
+    ``rank_step_end_s``, ``link_bytes``, ``max_link_utilisation``, ``adaptive_hops``, ``escape_hops`` and
+    ``utilisation_timeline`` ({bin_s, utilisation}); several sizes: {sizes, results: [that document per size],
+    algorithm, collective, topology, routing, params, model}; ``--csv``: one row per size and step, ``size_bytes``
+    first.
 
     Returns:
         0.
@@ -141,7 +143,9 @@ def _simulate_one(schedule, topology, params, args, size: int, sim) -> dict:
         out = {"time_s": res.time_s, "model": "packet", "size": size, "packets": res.packets,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)],
                "rank_step_end_s": res.rank_step_end.tolist(), "link_bytes": res.link_bytes.tolist(),
-               "max_link_utilisation": float(res.link_utilisation.max(initial=0.0))}
+               "max_link_utilisation": float(res.link_utilisation.max(initial=0.0)),
+               "adaptive_hops": res.adaptive_hops, "escape_hops": res.escape_hops,
+               "utilisation_timeline": {"bin_s": res.timeline_bin_s, "utilisation": res.timeline.tolist()}}
     else:
         from directcoll.reports.steps import link_label
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -51,6 +51,8 @@ from directcoll.topology.routing import route_entries
 HEADER_BYTES = 2
 #: packet-hops (packets times links crossed) one simulation may take: about a minute of ns-3 on one core
 MAX_PACKET_HOPS = 2e7
+#: the most bins of a result's utilisation timeline (the driver's 128 to 256, merged in pairs)
+TIMELINE_BINS = 64
 #: the ns-3 modules the driver links (pkg-config names of Debian's libns3-dev)
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
 #: virtual channel schemes of :class:`FlowControl`; the fewest channels a scheme needs and the routing it keeps
@@ -76,6 +78,11 @@ class PacketResult:
         packets: packets injected.
         events: packet arrivals and transfer completions the driver handled.
         header_bytes: header bytes per packet on the wire (:func:`header_bytes`).
+        adaptive_hops, escape_hops: with Duato's scheme, the packet-hops that took an adaptive channel and those
+            that found none free and queued for their escape channel (0 and 0 under any other scheme).
+        timeline_bin_s: the width of a bin of ``timeline``, s.
+        timeline: float64 (B,): the share of all links' capacity in use over each bin from time 0 (bytes that
+            left a link in the bin over the bin times the links' summed bandwidth), at most 64 bins.
 
     Raises:
         Nothing: a record, made by :func:`simulate_packet`.
@@ -90,6 +97,10 @@ class PacketResult:
     packets: int
     events: int
     header_bytes: int
+    adaptive_hops: int = 0
+    escape_hops: int = 0
+    timeline_bin_s: float = 0.0
+    timeline: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def step_end(self) -> np.ndarray:
@@ -514,8 +525,8 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
 
 
 def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult:
-    """The driver's output: ``key value`` lines (time, drops, packets, events), ``steps N S`` and N rows of S
-    times, ``links L`` and L byte counts."""
+    """The driver's output: ``key value`` lines (time, drops, packets, events, adaptive and escape hops, the
+    timeline: a bin width and bytes per bin), ``steps N S`` and N rows of S times, ``links L`` and L byte counts."""
     lines = iter(text.splitlines())
     head: dict[str, list[str]] = {}
     for line in lines:
@@ -532,8 +543,13 @@ def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult
     time_s = float(head["time"][0])
     bw, _ = link_values(topology, params)
     util = link_bytes / (bw * time_s) if time_s > 0 else np.zeros(nl)
+    width, sent = float(head["timeline"][0]), np.array(head["timeline"][1:], dtype=float)
+    while len(sent) > TIMELINE_BINS:  # pairs merged: the driver's bins alias its packets' period
+        sent = np.add.reduceat(np.pad(sent, (0, len(sent) % 2)), np.arange(0, len(sent), 2))
+        width *= 2
     return PacketResult(time_s, rank_step, link_bytes, util, int(head["packets"][0]), int(head["events"][0]),
-                        header_bytes(params))
+                        header_bytes(params), int(head["adaptive_hops"][0]), int(head["escape_hops"][0]), width,
+                        sent / (width * float(bw.sum())))
 
 
 def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, params: NetworkParams | None = None,

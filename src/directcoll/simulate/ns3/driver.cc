@@ -138,6 +138,13 @@ class Engine {
         out << "drops " << drops_ << "\n";
         out << "packets " << packets_ << "\n";
         out << "events " << events_ << "\n";
+        out << "adaptive_hops " << adaptive_hops_ << "\n";
+        out << "escape_hops " << escape_hops_ << "\n";
+        size_t used = timeline_.size();
+        while (used > 0 && timeline_[used - 1] == 0) --used;
+        out << "timeline " << bin_;
+        for (size_t i = 0; i < used; ++i) out << " " << timeline_[i];
+        out << "\n";
         out << "steps " << n_compute_ << " " << steps_ << "\n";
         for (uint32_t r = 0; r < n_compute_; ++r) {
             for (uint32_t t = 0; t < steps_; ++t) out << step_end_[r * steps_ + t] << (t + 1 < steps_ ? " " : "");
@@ -531,13 +538,30 @@ class Engine {
                 }
             }
         }
-        if (best_l != UINT32_MAX) return {best_l, best_vc};
+        if (best_l != UINT32_MAX) {
+            ++adaptive_hops_;
+            return {best_l, best_vc};
+        }
+        ++escape_hops_;
         const uint32_t l = DorLink(node, target);
         return {l, Crossed(tag, l)};
     }
 
+    // `bytes` that left a link at time `t` (s), into the timeline
+    void Busy(double t, uint64_t bytes) {
+        size_t i = static_cast<size_t>(t / bin_);
+        while (i >= kBins) {
+            for (size_t j = 0; j < kBins / 2; ++j) timeline_[j] = timeline_[2 * j] + timeline_[2 * j + 1];
+            std::fill(timeline_.begin() + kBins / 2, timeline_.end(), 0);
+            bin_ *= 2;
+            i = static_cast<size_t>(t / bin_);
+        }
+        timeline_[i] += bytes;
+    }
+
     void Sent(uint32_t link, Ptr<const Packet> packet) {
         link_bytes_[link] += packet->GetSize();
+        Busy(Simulator::Now().GetSeconds(), packet->GetSize());
         const auto it = tags_.find(packet->GetUid());
         if (it == tags_.end()) return;
         const TransferTag& tag = it->second;
@@ -832,6 +856,12 @@ class Engine {
     std::vector<std::deque<uint32_t>> active_;
     std::vector<uint64_t> link_bytes_;
     uint64_t drops_ = 0, events_ = 0, packets_ = 0;
+    uint64_t adaptive_hops_ = 0, escape_hops_ = 0;  // Duato's choices: an adaptive channel, else the escape
+    // bytes sent over all links per time bin of bin_ s: kBins bins, each pair merged (bin_ doubled) when a packet
+    // ends past the last, so a run of any length keeps between kBins / 2 and kBins bins
+    static constexpr size_t kBins = 256;
+    std::vector<uint64_t> timeline_ = std::vector<uint64_t>(kBins, 0);
+    double bin_ = 1e-9;
     std::unordered_map<uint64_t, TransferTag> tags_;  // packet uid -> where it is (its copies share the uid)
 };
 
