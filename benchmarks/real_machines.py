@@ -174,19 +174,15 @@ def beyond_2d(measurements, topology, link_rate: float) -> list[bool]:
     time is the library's per-call, per-thread and per-port software, which the model has; above it, the extra
     collectives share links in ways the model does not express (docs/fidelity.md, "Real machines")."""
     from directcoll.algorithms.butterfly import logical_shape
-    from directcoll.registry import build_pattern
-    from directcoll.simulate.params import NetworkParams
-    from directcoll.simulate.step import simulate
+    from directcoll.simulate.calibrate import link_times
 
     limit = 2 * len(logical_shape(topology))
-    bound = NetworkParams(link_bandwidth=link_rate, link_latency=0.0)
-    keep = []
-    for m in measurements:
-        if not m.ports or m.ports <= limit:
-            keep.append(True)
-            continue
-        pattern = build_pattern(m.algorithm, topology, m.collective, variant=m.variant, ports=m.ports)
-        keep.append(float(simulate(pattern, topology, bound).time(m.size)) < SOFTWARE_SHARE * m.seconds)
+    beyond = [i for i, m in enumerate(measurements) if m.ports and m.ports > limit]
+    keep = [True] * len(measurements)
+    if not beyond:
+        return keep
+    for i, t in zip(beyond, link_times([measurements[i] for i in beyond], topology, link_rate), strict=True):
+        keep[i] = float(t) < SOFTWARE_SHARE * measurements[i].seconds
     return keep
 
 

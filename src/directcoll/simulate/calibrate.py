@@ -379,15 +379,40 @@ def faster_than_links(measurements, topology, link_bandwidth: float | None = Non
     """
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     measurements = tuple(measurements)
+    links = link_times(measurements, topo, link_bandwidth, routing, groups=groups)
+    return [(i, m.seconds / float(t)) for i, (m, t) in enumerate(zip(measurements, links, strict=True))
+            if m.seconds < t]
+
+
+def link_times(measurements, topology, link_bandwidth: float | None = None, routing: str = "adaptive",
+               *, groups=None) -> np.ndarray:
+    """The time each measurement's schedule takes on the topology's links alone: its bytes at ``link_bandwidth``
+    B/s (default the topology's own rates), no latency, software, reduction or injection cost.
+
+    Parameters:
+        measurements, topology, link_bandwidth, routing, groups: as :func:`faster_than_links`.
+
+    Returns:
+        float64 (M,), s, one per measurement.
+
+    Raises:
+        DirectcollError: a row whose algorithm the registry refuses on the topology (naming its line).
+
+    Source: docs/simulation.md, "Calibration" (the network check).
+
+    >>> from directcoll.simulate.measurements import Measurement
+    >>> link_times([Measurement("ring", None, "allreduce", 4, 8e6, 1e-3)], "ring:4", link_bandwidth=1e10)
+    array([0.0006])
+    """
+    topo = parse_topology(topology) if isinstance(topology, str) else topology
+    measurements = tuple(measurements)
     if groups is None:
         groups = _groups(measurements, topo, "measurements", "")
     bound = NetworkParams(link_bandwidth=link_bandwidth, link_latency=0.0)
-    out = []
+    out = np.zeros(len(measurements))
     for pattern, idx, group_sizes, _ in groups:
-        times = simulate(pattern, topo, bound, routing).time(group_sizes)
-        out += [(int(i), measurements[i].seconds / float(t)) for i, t in zip(idx, times, strict=True)
-                if measurements[i].seconds < t]
-    return sorted(out)
+        out[idx] = simulate(pattern, topo, bound, routing).time(group_sizes)
+    return out
 
 
 def _starting_point(keys, seconds: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -514,22 +539,23 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     warnings = [f"least squares stopped before converging from every start ({res.message}); the values may not be "
                 "the best fit"] if stalled else []
     solved = keys  # the variables of the last solve (res)
-    kept, x, found = _identifiability(keys, x, model, seconds, sizes)
+    kept, x, found, columns = _identifiability(keys, x, model, seconds, sizes)
     warnings += found
     # of a set the rows cannot tell apart, the first (in _PRIORITY order) is fitted and the others keep their base
     # values (a preset's, else the defaults) rather than an arbitrary split: a prediction for a port count or a
     # code path the rows lack then rests on what the base says, not on an accident of the search
-    apart = _told_apart(range(len(kept)), kept, x, lambda v, rows=None: model(v, rows, kept), seconds, sizes,
-                        np.ones(len(seconds), dtype=bool))
+    apart = _independent(range(len(kept)), kept, columns.__getitem__)
     if len(apart) < len(kept):
         held = [k for i, k in enumerate(kept) if i not in apart]
         kept = solved = tuple(kept[i] for i in apart)
         x, res, _ = _solve(lambda v: model(v, use=kept) / seconds - 1.0, kept, x[apart], search=False)
-        told = [w.replace(_ARBITRARY, f"{', '.join(held)} keep their base values and the others are fitted")
-                for w in warnings]
-        warnings = told if told != warnings else [*warnings, (
-            f"not separately identifiable from these measurements: {', '.join(held)} change the modelled times "
-            f"only as {', '.join(kept)} do; they keep their base values and the others are fitted")]
+        which = f"{', '.join(held)} keep their base values and the others are fitted"
+        if any(_ARBITRARY in w for w in warnings):
+            warnings = [w.replace(_ARBITRARY, which) for w in warnings]
+        else:
+            warnings.append(f"not separately identifiable from these measurements: {', '.join(held)} change the "
+                            f"modelled times only as {', '.join(kept)} do; they keep their base values and the "
+                            "others are fitted")
     warnings += _at_bounds(kept, x)
     warnings += _inherited_caps(base, kept, x)
     per_impl = _with_values(base, kept, x, profiles)
@@ -644,19 +670,25 @@ def _told_apart(free, keys, x, model, seconds, sizes, train) -> list:
     them, in :data:`_PRIORITY` order: of a set the rows cannot tell apart (a per-call and a per-message cost when
     every algorithm left has the same step count) one is fitted and the rest keep their neutral values."""
     now = model(x, train)
-    kept, basis = [], np.zeros((int(train.sum()), 0))
+    return _independent(free, keys, lambda i: _effect(model, x, i, keys[i], seconds, sizes, now, train))
+
+
+def _independent(free, keys, column_of) -> list:
+    """Of ``free`` (indices into ``keys``), in :data:`_PRIORITY` order (a code path's terms after the rest), those
+    whose effect column (``column_of(i)``) is not within :data:`_TOLD_APART` of the span of those kept before."""
+    kept, basis = [], None
     for i in sorted(free, key=lambda i: (_split(keys[i])[2] is not None, _PRIORITY.index(_name(keys[i])))):
-        column = _effect(model, x, i, keys[i], seconds, sizes, now, train)
+        column = column_of(i)
         norm = float(np.linalg.norm(column))
         if norm == 0.0:
             continue
         column = column / norm
-        if basis.shape[1]:
+        if basis is not None:
             rest = column - basis @ np.linalg.lstsq(basis, column, rcond=None)[0]
             if float(np.linalg.norm(rest)) < _TOLD_APART:
                 continue
         kept.append(i)
-        basis = np.column_stack([basis, column])
+        basis = column[:, None] if basis is None else np.column_stack([basis, column])
     return sorted(kept)
 
 
@@ -741,7 +773,7 @@ def _effect(model, x: np.ndarray, j: int, key: str, seconds, sizes, now: np.ndar
 def _identifiability(keys, x, model, seconds, sizes):
     """Probe each fitted variable's effect on the relative times (a 1 % step of its scale); drop the ones without
     effect (they keep their base value); name groups whose effects are proportional. Returns (the keys kept,
-    their values, warnings)."""
+    their values, warnings, their unit effect columns)."""
     now = model(x)
     columns, kept, out = [], [], []
     for j, key in enumerate(keys):
@@ -758,7 +790,7 @@ def _identifiability(keys, x, model, seconds, sizes):
                    "fit is underdetermined; measure more sizes or algorithms, or fit fewer (--fit)")
     elif len(names) > 1:
         out += _collinear(names, np.array(columns), sizes)
-    return names, x[kept], out
+    return names, x[kept], out, columns
 
 
 def _collinear(names, columns: np.ndarray, sizes: np.ndarray) -> list[str]:

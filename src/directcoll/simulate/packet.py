@@ -51,8 +51,6 @@ from directcoll.topology.routing import route_entries
 HEADER_BYTES = 2
 #: packet-hops (packets times links crossed) one simulation may take: about a minute of ns-3 on one core
 MAX_PACKET_HOPS = 2e7
-#: the most bins of a result's utilisation timeline (the driver's 128 to 256, merged in pairs)
-TIMELINE_BINS = 64
 #: the ns-3 modules the driver links (pkg-config names of Debian's libns3-dev)
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
 #: virtual channel schemes of :class:`FlowControl`; the fewest channels a scheme needs and the routing it keeps
@@ -544,9 +542,6 @@ def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult
     bw, _ = link_values(topology, params)
     util = link_bytes / (bw * time_s) if time_s > 0 else np.zeros(nl)
     width, sent = float(head["timeline"][0]), np.array(head["timeline"][1:], dtype=float)
-    while len(sent) > TIMELINE_BINS:  # pairs merged: the driver's bins alias its packets' period
-        sent = np.add.reduceat(np.pad(sent, (0, len(sent) % 2)), np.arange(0, len(sent), 2))
-        width *= 2
     return PacketResult(time_s, rank_step, link_bytes, util, int(head["packets"][0]), int(head["events"][0]),
                         header_bytes(params), int(head["adaptive_hops"][0]), int(head["escape_hops"][0]), width,
                         sent / (width * float(bw.sum())))

@@ -858,8 +858,9 @@ class Engine {
     uint64_t drops_ = 0, events_ = 0, packets_ = 0;
     uint64_t adaptive_hops_ = 0, escape_hops_ = 0;  // Duato's choices: an adaptive channel, else the escape
     // bytes sent over all links per time bin of bin_ s: kBins bins, each pair merged (bin_ doubled) when a packet
-    // ends past the last, so a run of any length keeps between kBins / 2 and kBins bins
-    static constexpr size_t kBins = 256;
+    // ends past the last, so a run of any length keeps between kBins / 2 and kBins bins (wide enough that they do
+    // not alias the packets' period)
+    static constexpr size_t kBins = 64;
     std::vector<uint64_t> timeline_ = std::vector<uint64_t>(kBins, 0);
     double bin_ = 1e-9;
     std::unordered_map<uint64_t, TransferTag> tags_;  // packet uid -> where it is (its copies share the uid)
