@@ -44,9 +44,11 @@
 //   channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
 //   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new
 //   dimension: deadlock-free for dimension-order routes) or "duato" (minimal adaptive routing on channels 2 and
-//   up, with channels 0 and 1 as the escape: when no minimal next hop has an adaptive channel's credits free as
-//   the packet leaves the router's pipeline, it waits for its dimension-order next hop on the dateline channel,
-//   Duato's protocol). When the simulation runs out of events with packets still waiting, the buffers that wait on
+//   up, with channels 0 and 1 as the escape: as the packet leaves the router's pipeline it takes the least
+//   loaded minimal next hop with an adaptive channel's credits free, else its dimension-order next hop's dateline
+//   channel if that one's are; with neither, it waits for whichever of them frees first, as a virtual-channel
+//   allocator that retries all of a packet's candidate channels every cycle does (BookSim's adaptive routing
+//   functions), preferring an adaptive one: Duato's protocol). When the simulation runs out of events with packets still waiting, the buffers that wait on
 //   each other are reported as a cycle.
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
@@ -122,7 +124,9 @@ class Engine {
         for (uint32_t r = 0; r < n_compute_; ++r) Advance(r);
         Simulator::Run();
         Simulator::Destroy();
-        if (std::any_of(waiting_.begin(), waiting_.end(), [](const auto& q) { return !q.empty(); }))
+        const auto held = [](const auto& q) { return !q.empty(); };
+        if (std::any_of(waiting_.begin(), waiting_.end(), held) ||
+            std::any_of(undecided_.begin(), undecided_.end(), held))
             throw std::runtime_error(Deadlock());
     }
 
@@ -311,6 +315,8 @@ class Engine {
         waiting_bytes_.assign(link_src_.size(), 0);
         credits_.assign(link_src_.size() * vcs_, buffer_);
         waiting_.assign(link_src_.size() * vcs_, {});
+        undecided_.assign(n_nodes_, {});
+        undecided_bytes_.assign(n_nodes_, 0);
         active_.assign(n_nodes_, {});
         if (eager_ >= 0 ||  // rendezvous messages route adaptively
             std::any_of(transfers_.begin(), transfers_.end(), [](const Transfer& t) { return t.route.empty(); }))
@@ -518,8 +524,9 @@ class Engine {
                                  std::to_string(dst));
     }
 
-    // Duato's choice as a packet leaves the router: the least loaded minimal next hop with an adaptive channel
-    // whose credits cover it (the channel with the most credits), else its dimension-order hop's escape channel
+    // Duato's choice for a packet at `node`: the least loaded minimal next hop with an adaptive channel whose
+    // credits cover it (the channel with the most credits), else its dimension-order hop's escape channel if
+    // that one's credits do; {UINT32_MAX, 0} when none does (the packet waits for the first to free)
     std::pair<uint32_t, uint32_t> DuatoChoice(uint32_t node, Ptr<Packet> p) {
         const TransferTag& tag = TagOf(p);
         const uint32_t target = Target(tag);
@@ -542,9 +549,42 @@ class Engine {
             ++adaptive_hops_;
             return {best_l, best_vc};
         }
+        const auto [l, vc] = Escape(node, tag);
+        if (credits_[l * vcs_ + vc] < size) return {UINT32_MAX, 0};
         ++escape_hops_;
-        const uint32_t l = DorLink(node, target);
+        return {l, vc};
+    }
+
+    // a packet's escape at `node`: its dimension-order next hop on the dateline channel
+    std::pair<uint32_t, uint32_t> Escape(uint32_t node, const TransferTag& tag) const {
+        const uint32_t l = DorLink(node, Target(tag));
         return {l, Crossed(tag, l)};
+    }
+
+    // credits for (l, vc) came back: the packets undecided at l's router that may take that channel (an adaptive
+    // one on a minimal next hop, or their escape) do, oldest first, while its credits cover them
+    void Retry(uint32_t l, uint32_t vc) {
+        const uint32_t node = link_src_[l];
+        auto& queue = undecided_[node];
+        uint64_t& credits = credits_[l * vcs_ + vc];
+        for (size_t k = 0; k < queue.size() && credits >= header_;) {
+            const Ptr<Packet>& p = queue[k];
+            const TransferTag& tag = tags_.at(p->GetUid());
+            const uint64_t size = p->GetSize() + 2;
+            const uint32_t* dist = &dist_[static_cast<size_t>(Target(tag)) * n_nodes_];
+            const bool fits = credits >= size && (vc >= 2 ? dist[link_dst_[l]] + 1 == dist[node]
+                                                          : Escape(node, tag) == std::make_pair(l, vc));
+            if (!fits) {
+                ++k;
+                continue;
+            }
+            ++(vc >= 2 ? adaptive_hops_ : escape_hops_);
+            Ptr<Packet> taken = p;
+            queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(k));
+            undecided_bytes_[node] -= size;
+            credits -= size;
+            Transmit(l, vc, taken, size);
+        }
     }
 
     // `bytes` that left a link at time `t` (s), into the timeline
@@ -617,7 +657,11 @@ class Engine {
         return 2 * (packet_size_ + header_) + static_cast<uint64_t>(std::ceil(per_hop_ * link_bw_[l]));
     }
 
-    uint64_t Load(uint32_t l) const { return tx_[l]->GetQueue()->GetNBytes() + reserved_[l] + waiting_bytes_[l]; }
+    // bytes bound for link l and not yet on it: queued, in the pipeline, waiting for its credits, or undecided at
+    // its router (those may take any of its links)
+    uint64_t Load(uint32_t l) const {
+        return tx_[l]->GetQueue()->GetNBytes() + reserved_[l] + waiting_bytes_[l] + undecided_bytes_[link_src_[l]];
+    }
 
     // the port transfer i's next packet may take now, or UINT32_MAX when every port it may use is full
     uint32_t SourcePort(uint32_t node, const Transfer& tr) {
@@ -687,7 +731,14 @@ class Engine {
     void Enqueue(uint32_t l, uint32_t vc, Ptr<Packet> p) {
         const uint64_t size = Wire(p);
         reserved_[l] -= size;
-        if (vc == kChoose) std::tie(l, vc) = DuatoChoice(link_src_[l], p);
+        if (vc == kChoose) {
+            const uint32_t node = link_src_[l];
+            std::tie(l, vc) = DuatoChoice(node, p);
+            if (l == UINT32_MAX) {
+                undecided_bytes_[node] += size;
+                return undecided_[node].push_back(p);
+            }
+        }
         if (buffer_ == 0) return Transmit(l, vc, p, size);
         waiting_[l * vcs_ + vc].push_back(p);
         waiting_bytes_[l] += size;
@@ -731,6 +782,7 @@ class Engine {
         ++events_;
         credits_[l * vcs_ + vc] += size;
         Drain(l, vc);
+        if (!undecided_[link_src_[l]].empty()) Retry(l, vc);
         if (!active_[link_src_[l]].empty()) Pump(link_src_[l]);
     }
 
@@ -743,6 +795,12 @@ class Engine {
             for (const auto& p : waiting_[c]) {
                 const TransferTag& tag = TagOf(p);
                 if (tag.link != UINT32_MAX) waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(c);
+            }
+        for (uint32_t node = 0; node < undecided_.size(); ++node)  // waiting for any channel, the escape included
+            for (const auto& p : undecided_[node]) {
+                const TransferTag& tag = TagOf(p);
+                const auto [l, vc] = Escape(node, tag);
+                if (tag.link != UINT32_MAX) waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(l * vcs_ + vc);
             }
         std::vector<int> state(n, 0);  // 0 unseen, 1 on the path, 2 done
         std::vector<size_t> path;
@@ -765,6 +823,7 @@ class Engine {
             if (state[c] == 0 && !waits[c].empty()) visit(c);
         size_t packets = 0;
         for (const auto& q : waiting_) packets += q.size();
+        for (const auto& q : undecided_) packets += q.size();
         std::string text = "deadlock: " + std::to_string(packets) + " packets wait for credits that never return";
         if (cycle.empty()) return text + " (no cycle of buffers found)";
         text += "; a cycle of full buffers (link src->dst, virtual channel):";
@@ -831,6 +890,8 @@ class Engine {
     std::vector<uint64_t> credits_;               // per link and channel: bytes free in the far end's buffer
     std::vector<std::deque<Ptr<Packet>>> waiting_;  // per link and channel: packets waiting for its credits
     std::vector<uint64_t> waiting_bytes_;         // per link: their wire bytes
+    std::vector<std::deque<Ptr<Packet>>> undecided_;  // per node: Duato's packets waiting for any channel to free
+    std::vector<uint64_t> undecided_bytes_;           // per node: their wire bytes
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
