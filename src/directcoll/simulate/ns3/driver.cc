@@ -568,22 +568,22 @@ class Engine {
         auto& queue = undecided_[node];
         uint64_t& credits = credits_[l * vcs_ + vc];
         for (size_t k = 0; k < queue.size() && credits >= header_;) {
-            const Ptr<Packet>& p = queue[k];
-            const TransferTag& tag = tags_.at(p->GetUid());
-            const uint64_t size = p->GetSize() + 2;
-            const uint32_t* dist = &dist_[static_cast<size_t>(Target(tag)) * n_nodes_];
-            const bool fits = credits >= size && (vc >= 2 ? dist[link_dst_[l]] + 1 == dist[node]
-                                                          : Escape(node, tag) == std::make_pair(l, vc));
+            const Undecided& u = queue[k];
+            const bool fits = credits >= u.size &&
+                              (vc >= 2 ? dist_[static_cast<size_t>(u.target) * n_nodes_ + link_dst_[l]] + 1 ==
+                                             dist_[static_cast<size_t>(u.target) * n_nodes_ + node]
+                                       : u.escape_link == l && u.escape_vc == vc);
             if (!fits) {
                 ++k;
                 continue;
             }
             ++(vc >= 2 ? adaptive_hops_ : escape_hops_);
-            Ptr<Packet> taken = p;
+            Ptr<Packet> p = u.packet;
+            const uint64_t size = u.size;
             queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(k));
             undecided_bytes_[node] -= size;
             credits -= size;
-            Transmit(l, vc, taken, size);
+            Transmit(l, vc, p, size);
         }
     }
 
@@ -675,7 +675,11 @@ class Engine {
     // Round-robin: a transfer that sent a packet goes behind the others; one that could not keeps its place.
     void Pump(uint32_t node) {
         auto& active = active_[node];
-        for (bool progress = true; progress && !active.empty();) {
+        const auto open = [&] {  // a port that can take a packet: else no transfer can send (cheap to rule out)
+            return std::any_of(out_links_[node].begin(), out_links_[node].end(),
+                               [&](uint32_t l) { return Load(l) < Window(l); });
+        };
+        for (bool progress = true; progress && !active.empty() && open();) {
             progress = false;
             std::deque<uint32_t> blocked, served;
             for (uint32_t i : active) {
@@ -735,8 +739,10 @@ class Engine {
             const uint32_t node = link_src_[l];
             std::tie(l, vc) = DuatoChoice(node, p);
             if (l == UINT32_MAX) {
+                const TransferTag& tag = TagOf(p);
+                const auto [escape_link, escape_vc] = Escape(node, tag);
                 undecided_bytes_[node] += size;
-                return undecided_[node].push_back(p);
+                return undecided_[node].push_back({p, Target(tag), escape_link, escape_vc, size});
             }
         }
         if (buffer_ == 0) return Transmit(l, vc, p, size);
@@ -796,11 +802,11 @@ class Engine {
                 const TransferTag& tag = TagOf(p);
                 if (tag.link != UINT32_MAX) waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(c);
             }
-        for (uint32_t node = 0; node < undecided_.size(); ++node)  // waiting for any channel, the escape included
-            for (const auto& p : undecided_[node]) {
-                const TransferTag& tag = TagOf(p);
-                const auto [l, vc] = Escape(node, tag);
-                if (tag.link != UINT32_MAX) waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(l * vcs_ + vc);
+        for (const auto& queue : undecided_)  // waiting for any channel, the escape included
+            for (const Undecided& u : queue) {
+                const TransferTag& tag = TagOf(u.packet);
+                if (tag.link != UINT32_MAX)
+                    waits[static_cast<size_t>(tag.link) * vcs_ + tag.vc].push_back(u.escape_link * vcs_ + u.escape_vc);
             }
         std::vector<int> state(n, 0);  // 0 unseen, 1 on the path, 2 done
         std::vector<size_t> path;
@@ -890,7 +896,13 @@ class Engine {
     std::vector<uint64_t> credits_;               // per link and channel: bytes free in the far end's buffer
     std::vector<std::deque<Ptr<Packet>>> waiting_;  // per link and channel: packets waiting for its credits
     std::vector<uint64_t> waiting_bytes_;         // per link: their wire bytes
-    std::vector<std::deque<Ptr<Packet>>> undecided_;  // per node: Duato's packets waiting for any channel to free
+    // a packet that found none of its channels free (Duato's): what a retry checks
+    struct Undecided {
+        Ptr<Packet> packet;
+        uint32_t target, escape_link, escape_vc;
+        uint64_t size;
+    };
+    std::vector<std::deque<Undecided>> undecided_;  // per node: packets waiting for any of their channels to free
     std::vector<uint64_t> undecided_bytes_;           // per node: their wire bytes
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
