@@ -202,6 +202,28 @@ def test_duato_lets_a_blocked_packet_take_whichever_channel_frees_first():
     assert 0 < bounded.escape_hops < bounded.adaptive_hops
 
 
+def test_a_packet_waits_behind_the_head_of_its_input_buffer():
+    """Head-of-line blocking: an input buffer is first in, first out per channel. On a line 0-1-2-3, rank 1 sends
+    to 2 while rank 3 does too, so rank 2's NIC (half a link's rate) takes rank 1's packets at a quarter of the
+    link's rate, and they queue in router 2's buffer from link 1-2 (buffers deep enough that no credit ever
+    binds). Rank 0's packets to 3 cross that buffer, interleaved with rank 1's: on one channel each waits for the
+    one ahead, so they leave at rank 1's rate and end after it, past 4 n packet times (2 n without the blocking);
+    with a channel per hop they pass on the second channel and end at their NIC's rate, 2 n and the latency."""
+    n = 100
+    line = parse("mesh:4")
+    traffic = from_steps(4, "allreduce", [([1, 0, 3], [2, 3, 2], [1.0] * 3, False)], [0])
+    params = NetworkParams(link_bandwidth=1e9, link_latency=LAT, packet_size=P, forwarding="store-and-forward",
+                           host_injection=0.5e9)
+    deep = 3 * n * (P + HEADER_BYTES)
+    one = simulate_packet(traffic, line, n * P, params, "dor", flow=FlowControl(buffer_bytes=deep))
+    per_hop = simulate_packet(traffic, line, n * P, params, "dor",
+                              flow=FlowControl(buffer_bytes=deep, virtual_channels=3, scheme="hops"))
+    ends = one.rank_step_end[:, 0] / (n * WIRE)
+    assert ends[2] == pytest.approx(4, rel=0.05)                  # rank 2's NIC: 2 n packets at half the rate
+    assert ends[3] >= ends[2]                                     # behind rank 1's last packet
+    assert per_hop.rank_step_end[3, 0] / (n * WIRE) < 2.5         # 2 n and three hops' latency
+
+
 HOP = 300e-9
 RING8 = parse("ring:8")
 

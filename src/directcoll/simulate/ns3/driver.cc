@@ -35,11 +35,15 @@
 //   round-robin order) or a source route per transfer (dimension order, or the schedule's explicit route).
 // - Flow control (with a buffer size; without one, queues are unbounded as above): every directed link feeds an
 //   input buffer of `buffer` bytes per virtual channel at its far end, and its sender holds a credit counter of
-//   those bytes. A packet leaves a router (or the source's NIC) onto link l on virtual channel v only when l's
-//   credits for v cover its wire bytes; it waits in FIFO order behind the packets for (l, v) otherwise, holding
-//   the buffer it arrived in. Leaving, it frees that buffer: the credit travels back to the upstream sender in the
-//   link's latency plus `credit_delay`. A destination takes a packet at once, or through its NIC (below), and
-//   returns its credit the same way. The virtual channel of each hop: "none" (one channel), "hops" (the hop's
+//   those bytes. An input buffer is first in, first out per channel: a packet out of the router's pipeline bids
+//   for its output only once the packets that arrived before it on that link and channel have left (head-of-line
+//   blocking; other channels of the same input pass it). A packet leaves a router (or the source's NIC) onto
+//   link l on virtual channel v only when l's credits for v cover its wire bytes; it waits in FIFO order behind
+//   the packets for (l, v) otherwise, holding the buffer it arrived in. Leaving, it crosses the router's crossbar,
+//   which takes one packet at a time from an input at that input link's rate (no speedup, as SST merlin's
+//   xbar_bw = link_bw and BookSim's internal_speedup 1), and frees its buffer as it starts across: the credit
+//   travels back to the upstream sender in the link's latency plus `credit_delay`. A destination takes the packet
+//   heading its buffer at once, or through its NIC (below), and returns its credit the same way. The virtual channel of each hop: "none" (one channel), "hops" (the hop's
 //   index, capped at the last channel: deadlock-free with as many channels as the longest route has hops, as a
 //   channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
 //   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new
@@ -48,8 +52,8 @@
 //   loaded minimal next hop with an adaptive channel's credits free, else its dimension-order next hop's dateline
 //   channel if that one's are; with neither, it waits for whichever of them frees first, as a virtual-channel
 //   allocator that retries all of a packet's candidate channels every cycle does (BookSim's adaptive routing
-//   functions), preferring an adaptive one: Duato's protocol). When the simulation runs out of events with packets still waiting, the buffers that wait on
-//   each other are reported as a cycle.
+//   functions), preferring an adaptive one: Duato's protocol). When the simulation runs out of events with
+//   packets still waiting, the buffers that wait on each other are reported as a cycle.
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
 //   last packet has left on the first link, and as its destination when the last packet has arrived and, for a
@@ -316,6 +320,8 @@ class Engine {
         credits_.assign(link_src_.size() * vcs_, buffer_);
         waiting_.assign(link_src_.size() * vcs_, {});
         undecided_.assign(n_nodes_, {});
+        inputs_.assign(link_src_.size() * vcs_, {});
+        crossbar_.assign(link_src_.size(), 0.0);
         undecided_bytes_.assign(n_nodes_, 0);
         active_.assign(n_nodes_, {});
         if (eager_ >= 0 ||  // rendezvous messages route adaptively
@@ -410,10 +416,12 @@ class Engine {
     void Arrived(uint32_t node, Ptr<Packet> p) {
         ++events_;
         const TransferTag& tag = TagOf(p);
-        if (node == Target(tag)) {  // through the NIC at the host's rate, one packet after the other
-            if (injection_ == 0) return Eject(node, p);
-            Simulator::Schedule(Seconds(NicDelay(nic_in_, node, p)), &Engine::Eject, this, node, p);
-            return;
+        const bool buffered = buffer_ != 0 && tag.link != UINT32_MAX;
+        if (buffered) inputs_[tag.link * vcs_ + tag.vc].push_back(p->GetUid());  // its input buffer's order
+        if (node == Target(tag)) {  // out of the network once it heads its input buffer
+            if (buffered && inputs_[tag.link * vcs_ + tag.vc].front() != p->GetUid())
+                return static_cast<void>(parked_.emplace(p->GetUid(), Parked{p, UINT32_MAX, 0}));
+            return Deliver(node, p);
         }
         // the route is computed as the packet enters the router's pipeline; its tag counts the hop when it is
         // transmitted
@@ -438,6 +446,7 @@ class Engine {
         const TransferTag tag = it->second;
         tags_.erase(it);  // nothing of the packet is left in the network
         Transfer& tr = transfers_[tag.transfer];
+        Leave(tag);
         ReturnCredit(tag.link, tag.vc, Wire(p));
         if (tag.kind != kData) {  // each message of the handshake, and then the data, leaves alpha later
             if (tag.kind == kRequest)
@@ -735,6 +744,44 @@ class Engine {
     void Enqueue(uint32_t l, uint32_t vc, Ptr<Packet> p) {
         const uint64_t size = Wire(p);
         reserved_[l] -= size;
+        const TransferTag& tag = TagOf(p);
+        if (buffer_ != 0 && tag.link != UINT32_MAX && inputs_[tag.link * vcs_ + tag.vc].front() != p->GetUid()) {
+            parked_.emplace(p->GetUid(), Parked{p, l, vc});  // behind the head of its input buffer: it waits
+            waiting_bytes_[l] += size;
+            return;
+        }
+        Allocate(l, vc, p);
+    }
+
+    // the head of its input buffer parked behind the packet that just left: it now bids for its channel
+    void Unpark(uint64_t uid) {
+        const auto it = parked_.find(uid);
+        if (it == parked_.end()) return;  // still in the router's pipeline: Enqueue will find it the head
+        const Parked park = it->second;
+        parked_.erase(it);
+        if (park.link == UINT32_MAX) return Deliver(link_dst_[TagOf(park.packet).link], park.packet);
+        waiting_bytes_[park.link] -= Wire(park.packet);
+        Allocate(park.link, park.vc, park.packet);
+    }
+
+    // a packet leaves the input buffer it arrived in (`tag` says which): the next one heads it
+    void Leave(const TransferTag& tag) {
+        if (buffer_ == 0 || tag.link == UINT32_MAX) return;
+        auto& order = inputs_[tag.link * vcs_ + tag.vc];
+        order.pop_front();
+        if (!order.empty() && parked_.count(order.front())) Simulator::ScheduleNow(&Engine::Unpark, this, order.front());
+    }
+
+    // a packet at its target: through the NIC at the host's rate, one packet after the other, then out
+    void Deliver(uint32_t node, Ptr<Packet> p) {
+        if (injection_ == 0) return Eject(node, p);
+        Simulator::Schedule(Seconds(NicDelay(nic_in_, node, p)), &Engine::Eject, this, node, p);
+    }
+
+    // a packet at the head of its input buffer (or from the source's NIC), bound for link l on channel vc (or
+    // Duato's choice): onto the link, or behind the packets waiting for that channel's credits
+    void Allocate(uint32_t l, uint32_t vc, Ptr<Packet> p) {
+        const uint64_t size = Wire(p);
         if (vc == kChoose) {
             const uint32_t node = link_src_[l];
             std::tie(l, vc) = DuatoChoice(node, p);
@@ -770,18 +817,39 @@ class Engine {
     // upstream); its tag records the hop (counted from 0 at the source)
     void Transmit(uint32_t l, uint32_t vc, Ptr<Packet> p, uint64_t size) {
         TransferTag& tag = tags_.at(p->GetUid());
-        ReturnCredit(tag.link, tag.vc, size);
+        Leave(tag);
+        // the crossbar takes one packet at a time from an input, at the input link's rate (no speedup): s until
+        // this one starts through it
+        double cross = 0;
+        if (buffer_ != 0 && tag.link != UINT32_MAX) {
+            const double now = Simulator::Now().GetSeconds(), pass = static_cast<double>(size) / link_bw_[tag.link];
+            cross = Occupy(crossbar_[tag.link], now, pass) - pass - now;
+        }
+        ReturnCredit(tag.link, tag.vc, size, cross);
         if (tag.link != UINT32_MAX) ++tag.hop;
         else tag.first = l;
         tag.crossed = Crossed(tag, l);
         tag.link = l;
         tag.vc = vc;
+        if (cross <= 0) return Send(l, p);
+        reserved_[l] += size;  // bound for l, not yet in its queue
+        Simulator::Schedule(Seconds(cross), &Engine::Through, this, l, p);
+    }
+
+    // a packet through the crossbar onto link l's output queue
+    void Through(uint32_t l, Ptr<Packet> p) {
+        reserved_[l] -= Wire(p);
+        Send(l, p);
+    }
+
+    void Send(uint32_t l, Ptr<Packet> p) {
         if (!tx_[l]->Send(p, broadcast_, 0x0800)) Dropped(p);
     }
 
-    void ReturnCredit(uint32_t l, uint32_t vc, uint64_t size) {
+    // the credit of a buffer a packet leaves `after` s from now goes back upstream
+    void ReturnCredit(uint32_t l, uint32_t vc, uint64_t size, double after = 0) {
         if (buffer_ == 0 || l == UINT32_MAX) return;
-        Simulator::Schedule(Seconds(link_lat_[l] + credit_delay_), &Engine::Credit, this, l, vc, size);
+        Simulator::Schedule(Seconds(after + link_lat_[l] + credit_delay_), &Engine::Credit, this, l, vc, size);
     }
 
     void Credit(uint32_t l, uint32_t vc, uint64_t size) {
@@ -903,6 +971,13 @@ class Engine {
         uint64_t size;
     };
     std::vector<std::deque<Undecided>> undecided_;  // per node: packets waiting for any of their channels to free
+    std::vector<std::deque<uint64_t>> inputs_;  // per link and channel: the packets in its far end's buffer, in order
+    struct Parked {  // a packet out of the router's pipeline behind the head of its input buffer
+        Ptr<Packet> packet;
+        uint32_t link, vc;
+    };
+    std::unordered_map<uint64_t, Parked> parked_;
+    std::vector<double> crossbar_;  // per link: when its far end's crossbar input is free
     std::vector<uint64_t> undecided_bytes_;           // per node: their wire bytes
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
