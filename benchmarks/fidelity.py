@@ -6,7 +6,8 @@ Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [-
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
      python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
      stored run, nothing simulated; with --models-only the step and flow models are rerun against its ns-3 times,
-     for checking a model change in seconds)
+     for checking a model change in seconds; with --against OTHER.csv its ns-3 times are compared cell by cell
+     with another stored run's, e.g. 1 BDP of buffer against unbounded queues)
 
 For every topology of the validation matrix, every default contender of ``directcoll compare`` (allreduce; and
 all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
@@ -227,6 +228,9 @@ def main() -> None:
                     help="with --from-csv: recompute the step and flow models' times (the stored ns-3 times kept)")
     ap.add_argument("--buffer-bdp", type=float, help="flow control: input buffers of this many bandwidth-delay "
                                                      "products per virtual channel (default: unbounded queues)")
+    ap.add_argument("--against", type=Path,
+                    help="with --from-csv: compare its ns-3 times cell by cell with this stored run's (another "
+                         "buffer size): how many cells are slower or faster, and where the winner changes")
     ap.add_argument("--adaptive-channels", type=int, default=1,
                     help="with --buffer-bdp: adaptive channels of Duato's protocol on tori, besides the two escape "
                          "channels (default 1, the fewest)")
@@ -245,6 +249,8 @@ def main() -> None:
         if args.models_only:
             rows = remodel(rows)
         print_summary(rows, f"{args.from_csv} (stored run{', models recomputed' if args.models_only else ''})")
+        if args.against:
+            print_against(rows, _read(args.against), args.against)
         if args.figure:  # redrawn from the stored run (--buffer-bdp names its buffers in the title)
             figure(rows, args.figure, buffers)
         return
@@ -267,6 +273,41 @@ def main() -> None:
     figure(rows, args.figure or args.out / f"fidelity{suffix}.png", buffers)
     print_summary(rows, f"{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
                         f"{buffers}, {time.perf_counter() - t0:.0f} s")
+
+
+def print_against(rows: list[dict], other: list[dict], name: Path) -> None:
+    """The ns-3 times of ``rows`` against those of another stored run (``other``, e.g. unbounded queues), over the
+    cells both timed: how many are more than 1 % and 10 % slower or 1 % faster, the extremes, and the (topology,
+    collective, size >= 4 KiB) cells whose ns-3 winner differs by more than compare's tie tolerance in either run
+    (each winner's loss in the other run)."""
+    key = lambda r: (r["topology"], r["collective"], r["family"], r["algorithm"], r["variant"], r["size"])  # noqa: E731
+    theirs = {key(r): r["packet_s"] for r in other if r.get("packet_s") not in ("", None)}
+    pairs = [(r, r["packet_s"] / theirs[key(r)]) for r in rows
+             if r.get("packet_s") not in ("", None) and key(r) in theirs]
+    ratio = np.array([x for _, x in pairs])
+    slowest, fastest = max(pairs, key=lambda p: p[1]), min(pairs, key=lambda p: p[1])
+    print(f"against {name}: {len(pairs)} cells both timed; {int((ratio > 1.01).sum())} more than 1 % slower, "
+          f"{int((ratio > 1.1).sum())} more than 10 % slower, {int((ratio < 0.99).sum())} more than 1 % faster; "
+          f"median ratio {np.median(ratio):.4f}")
+    for label, (r, x) in (("slowest", slowest), ("fastest", fastest)):
+        print(f"   {label}: {r['topology']} {r['collective']} {r['family']} {r['variant']} {r['size']} B: {x:.3f}")
+    mine, base = _cells(rows), _cells([r for r in other if r.get("packet_s") not in ("", None)])
+    for cell_key in sorted(set(mine) & set(base)):
+        a, b = mine[cell_key], base[cell_key]
+        if cell_key[2] < 4096 or len(a) < 2:
+            continue
+        wa, wb = min(a, key=lambda r: r["packet_s"]), min(b, key=lambda r: r["packet_s"])
+        if (wa["family"], wa["variant"]) == (wb["family"], wb["variant"]):
+            continue
+        here = {(r["family"], r["variant"]): r["packet_s"] for r in a}
+        there = {(r["family"], r["variant"]): r["packet_s"] for r in b}
+        lost_here = here.get((wb["family"], wb["variant"]), float("nan")) / wa["packet_s"] - 1
+        lost_there = there.get((wa["family"], wa["variant"]), float("nan")) / wb["packet_s"] - 1
+        if not max(lost_here, lost_there) > TIE_TOLERANCE:  # within compare's tie in both runs: the same verdict
+            continue
+        print(f"   winner differs: {cell_key[0]} {cell_key[1]} {cell_key[2]} B: {wb['family']} {wb['variant']} in "
+              f"{name.name} ({100 * lost_here:.1f} % slower here), {wa['family']} {wa['variant']} here "
+              f"({100 * lost_there:.1f} % slower there)")
 
 
 def remodel(rows: list[dict]) -> list[dict]:
