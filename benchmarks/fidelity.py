@@ -137,7 +137,7 @@ def summarize(rows: list[dict]) -> dict:
         # per cell of two schedules or more, 4 KiB and up: a winner the packet engine disagrees with (unless within
         # 0.5 % of its fastest), and a tie the model calls (several schedules within compare's tolerance of its
         # fastest) that ns-3 separates (their packet times spread by more than the same tolerance)
-        big, differ, called, separated = 0, [], 0, []
+        big, differ, called, separated, lost = 0, [], 0, [], []
         for key, cell in cells.items():
             if len(cell) < 2 or key[2] < 4096:
                 continue
@@ -145,6 +145,7 @@ def summarize(rows: list[dict]) -> dict:
             best_packet = min(cell, key=lambda r: r["packet_s"])
             best_model = min(cell, key=lambda r: r[f"{model}_s"])
             same = (best_model["family"], best_model["variant"]) == (best_packet["family"], best_packet["variant"])
+            lost.append(0.0 if same else best_model["packet_s"] / best_packet["packet_s"] - 1)
             if not same and best_model["packet_s"] > best_packet["packet_s"] * 1.005:
                 differ.append((*key, f"{best_model['family']} {best_model['variant']}",
                                f"{best_packet['family']} {best_packet['variant']}",
@@ -159,10 +160,14 @@ def summarize(rows: list[dict]) -> dict:
                       "p90_abs_err": float(np.quantile(np.abs(err), 0.9)) if len(err) else None,
                       "max_abs_err": float(np.abs(err).max()) if len(err) else None,
                       "winner_cells": big, "winner_agree": big - len(differ), "winner_differs": differ,
+                      "winner_within": {tol: int(sum(x <= tol for x in lost)) for tol in WINNER_TOLERANCES},
                       "ties_called": called, "ties_separated": separated}
     return out
 
 
+#: how much slower in ns-3 than ns-3's own winner a model's winner may be and still count as agreeing (the summary
+#: prints each; 0.5 %, compare's tie, is the one the winner counts use)
+WINNER_TOLERANCES = (0.005, 0.01, 0.02, 0.05)
 #: tie tolerances whose coverage the summary prints (docs/fidelity.md, "Ties"; compare's TIE_TOLERANCE among them)
 TOLERANCES = (0.0, 0.001, 0.005, 0.01, 0.02, 0.05)
 
@@ -353,6 +358,8 @@ def print_summary(rows: list[dict], heading: str) -> None:
         print(f"{model}: sizes >= 4 KiB: {s['cells']} cells, median |err| {s['median_abs_err']:.4f}, "
               f"p90 {s['p90_abs_err']:.4f}, max {s['max_abs_err']:.4f}; winner agrees in {s['winner_agree']}/"
               f"{s['winner_cells']} (topology, collective, size) cells")
+        print("   winner within a tolerance of ns-3's fastest (the model's pick timed by ns-3): " + ", ".join(
+            f"{100 * tol:g} %: {n}/{s['winner_cells']}" for tol, n in s["winner_within"].items()))
         for d in s["winner_differs"]:
             print(f"   differs: {d[0]} {d[1]} {d[2]} B: model picks {d[3]}, packet {d[4]} "
                   f"(model's pick {100 * d[5]:.1f} % slower in ns-3)")

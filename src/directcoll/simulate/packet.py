@@ -77,7 +77,7 @@ class PacketResult:
         events: packet arrivals and transfer completions the driver handled.
         header_bytes: header bytes per packet on the wire (:func:`header_bytes`).
         adaptive_hops, escape_hops: with Duato's scheme, the packet-hops that took an adaptive channel and those
-            that found none free and queued for their escape channel (0 and 0 under any other scheme).
+            that took their escape channel (0 and 0 under any other scheme).
         timeline_bin_s: the width of a bin of ``timeline``, s.
         timeline: float64 (B,): the share of all links' capacity in use over each bin from time 0 (bytes that
             left a link in the bin over the bin times the links' summed bandwidth), at most 64 bins.
