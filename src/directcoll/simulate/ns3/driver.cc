@@ -43,9 +43,9 @@
 //   which takes one packet at a time from an input at that input link's rate (no speedup, as SST merlin's
 //   xbar_bw = link_bw and BookSim's internal_speedup 1), and frees its buffer as it starts across: the credit
 //   travels back to the upstream sender in the link's latency plus `credit_delay`. A destination takes the packet
-//   heading its buffer at once, or through its NIC (below), and returns its credit the same way. The virtual channel of each hop: "none" (one channel), "hops" (the hop's
-//   index, capped at the last channel: deadlock-free with as many channels as the longest route has hops, as a
-//   channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
+//   heading its buffer at once, or through its NIC (below), and returns its credit the same way. The virtual
+//   channel of each hop: "none" (one channel), "hops" (the hop's index, capped at the last channel: deadlock-free
+//   with as many channels as the longest route has hops, as a channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
 //   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new
 //   dimension: deadlock-free for dimension-order routes) or "duato" (minimal adaptive routing on channels 2 and
 //   up, with channels 0 and 1 as the escape: as the packet leaves the router's pipeline it takes the least
@@ -769,7 +769,8 @@ class Engine {
         if (buffer_ == 0 || tag.link == UINT32_MAX) return;
         auto& order = inputs_[tag.link * vcs_ + tag.vc];
         order.pop_front();
-        if (!order.empty() && parked_.count(order.front())) Simulator::ScheduleNow(&Engine::Unpark, this, order.front());
+        if (!order.empty() && parked_.count(order.front()))
+            Simulator::ScheduleNow(&Engine::Unpark, this, order.front());
     }
 
     // a packet at its target: through the NIC at the host's rate, one packet after the other, then out
@@ -971,6 +972,7 @@ class Engine {
         uint64_t size;
     };
     std::vector<std::deque<Undecided>> undecided_;  // per node: packets waiting for any of their channels to free
+    std::vector<uint64_t> undecided_bytes_;         // per node: their wire bytes
     std::vector<std::deque<uint64_t>> inputs_;  // per link and channel: the packets in its far end's buffer, in order
     struct Parked {  // a packet out of the router's pipeline behind the head of its input buffer
         Ptr<Packet> packet;
@@ -978,7 +980,6 @@ class Engine {
     };
     std::unordered_map<uint64_t, Parked> parked_;
     std::vector<double> crossbar_;  // per link: when its far end's crossbar input is free
-    std::vector<uint64_t> undecided_bytes_;           // per node: their wire bytes
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
