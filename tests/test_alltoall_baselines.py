@@ -290,6 +290,10 @@ def test_compare_says_where_its_alltoall_verdict_is_unreliable(capsys):
     for argv in (["--collective", "alltoall", "--sizes", "64MiB"], ["--sizes", "128KiB"]):
         assert main(["compare", "torus:4x4", *argv, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["caveats"] == []
+    # 1 to 8 MiB: the head-of-line blocking of finite buffers, which neither the models nor unbounded queues have
+    assert main(["compare", "torus:4x4", "--collective", "alltoall", "--sizes", "8MiB", "--json"]) == 0
+    [caveat] = json.loads(capsys.readouterr().out)["caveats"]
+    assert "1MiB to 8MiB" in caveat and "head-of-line" in caveat and "--buffer" in caveat
 
 
 def test_cli_compare_alltoall(capsys):
