@@ -696,7 +696,10 @@ class Engine {
         pumping_ = true;
         for (bool progress = true; progress && !active.empty() && count_open();) {
             progress = false;
-            std::deque<uint32_t> blocked, served;
+            auto& blocked = pump_blocked_;
+            auto& served = pump_served_;
+            blocked.clear();
+            served.clear();
             size_t k = 0;
             for (; k < active.size() && open > 0; ++k) {
                 const uint32_t i = active[k];
@@ -715,7 +718,7 @@ class Engine {
             }
             blocked.insert(blocked.end(), active.begin() + static_cast<std::ptrdiff_t>(k), active.end());
             blocked.insert(blocked.end(), served.begin(), served.end());
-            active.swap(blocked);
+            active.assign(blocked.begin(), blocked.end());
         }
         pumping_ = false;
     }
@@ -995,6 +998,7 @@ class Engine {
     std::vector<double> crossbar_;  // per link: when its far end's crossbar input is free
     std::vector<uint64_t> port_load_;  // per link: its Load() as a source's pass over its transfers last read it
     bool pumping_ = false;             // inside that pass: routing reads port_load_
+    std::vector<uint32_t> pump_blocked_, pump_served_;  // the pass's scratch (kept: no allocation per pass)
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
     double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
