@@ -270,9 +270,9 @@ class Comparison:
             low, high = (format_size(b) for b in BUFFER_CAVEAT_SIZES)
             out.append(f"all-to-all from {low} to {high}: routers with finite buffers, first in first out per "
                        "virtual channel, made the schedules whose transfers cross several hops in one step "
-                       "(direct, DOR, SSSP, EwSP) up to 58 % slower in the packet engine than unbounded queues "
-                       "(head-of-line blocking; time-stepped MCF unaffected; docs/fidelity.md), which these times "
-                       "do not include: --model packet --buffer BYTES checks it")
+                       "(direct, DOR, SSSP, EwSP, path-based MCF) up to 58 % slower in the packet engine than "
+                       "unbounded queues (head-of-line blocking; time-stepped MCF unaffected; docs/fidelity.md), "
+                       "which these times do not include: --model packet --buffer BYTES checks it")
         return out
 
     def ties(self) -> list[list[str]]:
