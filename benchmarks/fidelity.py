@@ -146,10 +146,9 @@ def summarize(rows: list[dict]) -> dict:
             best_model = min(cell, key=lambda r: r[f"{model}_s"])
             same = (best_model["family"], best_model["variant"]) == (best_packet["family"], best_packet["variant"])
             lost.append(0.0 if same else best_model["packet_s"] / best_packet["packet_s"] - 1)
-            if not same and best_model["packet_s"] > best_packet["packet_s"] * 1.005:
+            if lost[-1] > 0.005:
                 differ.append((*key, f"{best_model['family']} {best_model['variant']}",
-                               f"{best_packet['family']} {best_packet['variant']}",
-                               best_model["packet_s"] / best_packet["packet_s"] - 1))
+                               f"{best_packet['family']} {best_packet['variant']}", lost[-1]))
             tied = _tied(cell, model, TIE_TOLERANCE)
             if len(tied) >= 2:
                 called += 1
@@ -285,7 +284,9 @@ def print_against(rows: list[dict], other: list[dict], name: Path) -> None:
     cells both timed: how many are more than 1 % and 10 % slower or 1 % faster, the extremes, and the (topology,
     collective, size >= 4 KiB) cells whose ns-3 winner differs by more than compare's tie tolerance in either run
     (each winner's loss in the other run)."""
-    key = lambda r: (r["topology"], r["collective"], r["family"], r["algorithm"], r["variant"], r["size"])  # noqa: E731
+    def key(r: dict) -> tuple:
+        return r["topology"], r["collective"], r["family"], r["algorithm"], r["variant"], r["size"]
+
     theirs = {key(r): r["packet_s"] for r in other if r.get("packet_s") not in ("", None)}
     pairs = [(r, r["packet_s"] / theirs[key(r)]) for r in rows
              if r.get("packet_s") not in ("", None) and key(r) in theirs]

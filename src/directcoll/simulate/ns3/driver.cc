@@ -369,16 +369,16 @@ class Engine {
         return l;
     }
 
-    // Minimal adaptive routing: of the out-links of `node` on a shortest path to `dst` (with `window`: only those
-    // holding fewer than Window() packets), the one with the fewest bytes queued or inside the router's pipeline;
-    // ties go to the tied links in turn. UINT32_MAX when there is none.
+    // Minimal adaptive routing: of the out-links of `node` on a shortest path to `dst` (with `window`, a source's
+    // pass over its transfers: only those holding fewer than Window() packets, their loads as the pass keeps them
+    // in port_load_), the one with the fewest bytes queued or inside the router's pipeline; ties go to the tied
+    // links in turn. UINT32_MAX when there is none.
     uint32_t LeastLoaded(uint32_t node, uint32_t dst, bool window) {
-        const uint32_t* dist = &dist_[static_cast<size_t>(dst) * n_nodes_];
         uint64_t best = UINT64_MAX;
         tied_.clear();
         for (uint32_t l : out_links_[node]) {
-            if (dist[link_dst_[l]] + 1 != dist[node]) continue;
-            const uint64_t load = pumping_ ? port_load_[l] : Load(l);
+            if (!Minimal(node, dst, l)) continue;
+            const uint64_t load = window ? port_load_[l] : Load(l);
             if (window && load >= Window(l)) continue;
             if (load < best) {
                 best = load;
@@ -536,16 +536,15 @@ class Engine {
 
     // Duato's choice for a packet at `node`: the least loaded minimal next hop with an adaptive channel whose
     // credits cover it (the channel with the most credits), else its dimension-order hop's escape channel if
-    // that one's credits do; {UINT32_MAX, 0} when none does (the packet waits for the first to free)
-    std::pair<uint32_t, uint32_t> DuatoChoice(uint32_t node, Ptr<Packet> p) {
+    // that one's credits do; else it waits undecided at `node` for the first of them to free (Retry)
+    void Choose(uint32_t node, Ptr<Packet> p) {
         const TransferTag& tag = TagOf(p);
         const uint32_t target = Target(tag);
         const uint64_t size = Wire(p);
-        const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
         uint32_t best_l = UINT32_MAX, best_vc = 0;
         uint64_t best_load = UINT64_MAX, best_credits = 0;
         for (uint32_t l : out_links_[node]) {
-            if (dist[link_dst_[l]] + 1 != dist[node]) continue;
+            if (!Minimal(node, target, l)) continue;
             const uint64_t load = Load(l);
             for (uint32_t vc = 2; vc < vcs_; ++vc) {
                 const uint64_t credits = credits_[l * vcs_ + vc];
@@ -557,12 +556,21 @@ class Engine {
         }
         if (best_l != UINT32_MAX) {
             ++adaptive_hops_;
-            return {best_l, best_vc};
+            return Commit(best_l, best_vc, p, size);
         }
         const auto [l, vc] = Escape(node, tag);
-        if (credits_[l * vcs_ + vc] < size) return {UINT32_MAX, 0};
-        ++escape_hops_;
-        return {l, vc};
+        if (credits_[l * vcs_ + vc] >= size) {
+            ++escape_hops_;
+            return Commit(l, vc, p, size);
+        }
+        undecided_bytes_[node] += size;
+        undecided_[node].push_back({p, target, l, vc, size});
+    }
+
+    // whether link l out of `node` is on a shortest path to `target`
+    bool Minimal(uint32_t node, uint32_t target, uint32_t l) const {
+        const uint32_t* dist = &dist_[static_cast<size_t>(target) * n_nodes_];
+        return dist[link_dst_[l]] + 1 == dist[node];
     }
 
     // a packet's escape at `node`: its dimension-order next hop on the dateline channel
@@ -579,10 +587,8 @@ class Engine {
         uint64_t& credits = credits_[l * vcs_ + vc];
         for (size_t k = 0; k < queue.size() && credits >= header_;) {
             const Undecided& u = queue[k];
-            const bool fits = credits >= u.size &&
-                              (vc >= 2 ? dist_[static_cast<size_t>(u.target) * n_nodes_ + link_dst_[l]] + 1 ==
-                                             dist_[static_cast<size_t>(u.target) * n_nodes_ + node]
-                                       : u.escape_link == l && u.escape_vc == vc);
+            const bool fits = credits >= u.size && (vc >= 2 ? Minimal(node, u.target, l)
+                                                            : u.escape_link == l && u.escape_vc == vc);
             if (!fits) {
                 ++k;
                 continue;
@@ -693,7 +699,6 @@ class Engine {
             for (uint32_t l : out_links_[node]) open += (port_load_[l] = Load(l)) < Window(l);
             return open > 0;
         };
-        pumping_ = true;
         for (bool progress = true; progress && !active.empty() && count_open();) {
             progress = false;
             auto& blocked = pump_blocked_;
@@ -720,7 +725,6 @@ class Engine {
             blocked.insert(blocked.end(), served.begin(), served.end());
             active.assign(blocked.begin(), blocked.end());
         }
-        pumping_ = false;
     }
 
     void Emit(uint32_t i, uint32_t l) {
@@ -798,17 +802,13 @@ class Engine {
     // a packet at the head of its input buffer (or from the source's NIC), bound for link l on channel vc (or
     // Duato's choice): onto the link, or behind the packets waiting for that channel's credits
     void Allocate(uint32_t l, uint32_t vc, Ptr<Packet> p) {
-        const uint64_t size = Wire(p);
-        if (vc == kChoose) {
-            const uint32_t node = link_src_[l];
-            std::tie(l, vc) = DuatoChoice(node, p);
-            if (l == UINT32_MAX) {
-                const TransferTag& tag = TagOf(p);
-                const auto [escape_link, escape_vc] = Escape(node, tag);
-                undecided_bytes_[node] += size;
-                return undecided_[node].push_back({p, Target(tag), escape_link, escape_vc, size});
-            }
-        }
+        if (vc == kChoose) return Choose(link_src_[l], p);
+        Commit(l, vc, p, Wire(p));
+    }
+
+    // packet p (`size` wire bytes) bound for link l on channel vc: onto the link, or behind the packets waiting
+    // for that channel's credits
+    void Commit(uint32_t l, uint32_t vc, Ptr<Packet> p, uint64_t size) {
         if (buffer_ == 0) return Transmit(l, vc, p, size);
         waiting_[l * vcs_ + vc].push_back(p);
         waiting_bytes_[l] += size;
@@ -997,7 +997,6 @@ class Engine {
     std::unordered_map<uint64_t, Parked> parked_;
     std::vector<double> crossbar_;  // per link: when its far end's crossbar input is free
     std::vector<uint64_t> port_load_;  // per link: its Load() as a source's pass over its transfers last read it
-    bool pumping_ = false;             // inside that pass: routing reads port_load_
     std::vector<uint32_t> pump_blocked_, pump_served_;  // the pass's scratch (kept: no allocation per pass)
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
