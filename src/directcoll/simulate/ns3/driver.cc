@@ -33,27 +33,27 @@
 //   the link stays busy for the whole packet, and the destination still waits for the last bit).
 // - Routing: adaptive (at each router, the minimal next hop whose output queue holds the fewest bytes; ties in
 //   round-robin order) or a source route per transfer (dimension order, or the schedule's explicit route).
-// - Flow control (with a buffer size; without one, queues are unbounded as above): every directed link feeds an
-//   input buffer of `buffer` bytes per virtual channel at its far end, and its sender holds a credit counter of
-//   those bytes. An input buffer is first in, first out per channel: a packet out of the router's pipeline bids
-//   for its output only once the packets that arrived before it on that link and channel have left (head-of-line
-//   blocking; other channels of the same input pass it). A packet leaves a router (or the source's NIC) onto
-//   link l on virtual channel v only when l's credits for v cover its wire bytes; it waits in FIFO order behind
-//   the packets for (l, v) otherwise, holding the buffer it arrived in. Leaving, it crosses the router's crossbar,
-//   which takes one packet at a time from an input at that input link's rate (no speedup, as SST merlin's
-//   xbar_bw = link_bw and BookSim's internal_speedup 1), and frees its buffer as it starts across: the credit
-//   travels back to the upstream sender in the link's latency plus `credit_delay`. A destination takes the packet
-//   heading its buffer at once, or through its NIC (below), and returns its credit the same way. The virtual
-//   channel of each hop: "none" (one channel), "hops" (the hop's index, capped at the last channel: deadlock-free
-//   with as many channels as the longest route has hops, as a channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
-//   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new
-//   dimension: deadlock-free for dimension-order routes) or "duato" (minimal adaptive routing on channels 2 and
-//   up, with channels 0 and 1 as the escape: as the packet leaves the router's pipeline it takes the least
-//   loaded minimal next hop with an adaptive channel's credits free, else its dimension-order next hop's dateline
-//   channel if that one's are; with neither, it waits for whichever of them frees first, as a virtual-channel
-//   allocator that retries all of a packet's candidate channels every cycle does (BookSim's adaptive routing
-//   functions), preferring an adaptive one: Duato's protocol). When the simulation runs out of events with
-//   packets still waiting, the buffers that wait on each other are reported as a cycle.
+// - Flow control (with a buffer size; without one, queues are unbounded as above): every directed link feeds an input
+//   buffer of `buffer` bytes per virtual channel at its far end, and its sender holds a credit counter of those
+//   bytes. An input buffer is first in, first out per channel: a packet out of the router's pipeline bids for its
+//   output only once the packets that arrived before it on that link and channel have left (head-of-line blocking;
+//   other channels of the same input pass it). A packet leaves a router (or the source's NIC) onto link l on virtual
+//   channel v only when l's credits for v cover its wire bytes; it waits in FIFO order behind the packets for (l, v)
+//   otherwise, holding the buffer it arrived in. Leaving, it crosses the router's crossbar, which takes one packet at
+//   a time from an input at that input link's rate (no speedup, as SST merlin's xbar_bw = link_bw and BookSim's
+//   internal_speedup 1), and frees its buffer as it starts across: the credit travels back to the upstream sender in
+//   the link's latency plus `credit_delay`. A destination takes the packet heading its buffer at once, or through its
+//   NIC (below), and returns its credit the same way. The virtual channel of each hop: "none" (one channel), "hops"
+//   (the hop's index, capped at the last channel: deadlock-free with as many channels as the longest route has hops,
+//   as a channel's packets only wait for higher channels) or "dateline" (per dimension of a torus: channel 0 until
+//   the packet crosses its dimension's wrap-around link, channel 1 from that link on, back to 0 in a new dimension:
+//   deadlock-free for dimension-order routes) or "duato" (minimal adaptive routing on channels 2 and up, with
+//   channels 0 and 1 as the escape: as the packet leaves the router's pipeline it takes the least loaded minimal next
+//   hop with an adaptive channel's credits free, else its dimension-order next hop's dateline channel if that one's
+//   are; with neither, it waits for whichever of them frees first, as a virtual-channel allocator that retries all of
+//   a packet's candidate channels every cycle does (BookSim's adaptive routing functions), preferring an adaptive
+//   one: Duato's protocol). When the simulation runs out of events with packets still waiting, the buffers that wait
+//   on each other are reported as a cycle.
 // - Progress (the flow model's rule): a transfer of step t starts when its source and its destination have both
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
 //   last packet has left on the first link, and as its destination when the last packet has arrived and, for a
