@@ -240,11 +240,13 @@ def main() -> int:
     from directcoll.units import format_size
 
     # the Fugaku preset: Tofu-D's published link rate (6.8 GB/s a direction) and Put latency, kept by calibrate's
-    # default fit, and the libraries' structure: threads (libswing-utofu: one per port) and code paths; not the
-    # overheads the preset ships (fitted on the 16-node run): each run is predicted from its own rows only
+    # default fit, and the libraries' structure: threads (libswing-utofu: one per port), code paths and the size
+    # above which a reduction on one thread pays its own cost; not the overheads the preset ships (fitted on the
+    # 16-node run): each run is predicted from its own rows only
     preset = network_params("fugaku-4x4x4")
     BASE = replace(preset, implementations=tuple(
-        Implementation(i.name, threads=i.threads, paths=tuple((sel, ()) for sel, _ in i.paths), source=i.source)
+        Implementation(i.name, threads=i.threads, paths=tuple((sel, ()) for sel, _ in i.paths),
+                       reduction_threshold=i.reduction_threshold, source=i.source)
         for i in preset.implementations))
 
     rows = load_rows()

@@ -544,3 +544,28 @@ def test_a_thread_cost_is_told_from_a_port_cost_by_more_than_two_port_counts_and
     assert "thread_overhead@utofu" not in two.fitted
     assert two.params.use("utofu").implementation.thread_overhead == 7e-6  # the base's value
     assert any("thread_overhead@utofu keep their base values" in w for w in two.warnings), two.warnings
+
+
+def test_a_cost_per_reduction_on_one_thread_is_told_from_gamma_and_the_call_cost():
+    """A 1-port call reduces on its only thread; each of its reductions over the threshold pays its own cost
+    (reduction_overhead), which is what separates it from the per-call cost and from gamma: a step function of
+    the size, where those are a constant and a slope. Calls of 2 ports run on two threads and never pay it."""
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("ring:16")
+    network = NetworkParams(alpha=0.49e-6, link_bandwidth=6.8e9)
+    truth = Implementation("utofu", call_overhead=11e-6, reduction_overhead=10e-6, reduction_threshold=4096,
+                           gamma=0.1e-9, threads=None)
+    rows = [("swing:bandwidth", p, "utofu") for p in (1, 2)] + [("recursive-doubling:bandwidth", 1, "utofu")]
+    data = _measured(topology, rows, {"utofu": network.with_(implementation=truth)})
+    fit = ("call_overhead", "reduction_overhead")
+    base = replace(network, implementations=(Implementation("utofu", reduction_threshold=4096, gamma=0.1e-9,
+                                                            threads=None),))
+    cal = calibrate(data, topology, fit=fit, base=base, cross_validate=False)
+    assert cal.rms < 1e-9 and not cal.warnings, cal.warnings
+    for term in fit:
+        assert cal.fitted[f"{term}@utofu"] == pytest.approx(getattr(truth, term), rel=1e-6), term
+    # on two threads only, nothing shows it: not identifiable, and it keeps its base value
+    two = calibrate([m for m in data if m.ports == 2], topology, fit=fit, base=base, cross_validate=False)
+    assert "reduction_overhead@utofu" not in two.fitted
+    assert two.params.use("utofu").implementation.reduction_overhead == 0.0

@@ -78,6 +78,40 @@ def test_the_thread_cost_is_paid_once_by_a_call_on_more_than_one_thread(ports, t
     assert np.allclose(step - bare_step, 3e-6 * paid) and np.allclose(flow - bare_flow, 3e-6 * paid)
 
 
+@pytest.mark.parametrize("ports, threads, paid", [(1, None, True), (2, None, False), (2, 1, True)])
+def test_a_reduction_over_the_threshold_on_one_thread_pays_its_cost(ports, threads, paid):
+    # Swing-B on torus:16 (a ring of 16): a rank reduces 1/2, 1/4, 1/8 and 1/16 of its port's share of the vector in
+    # the 4 steps of its reduce-scatter, one reduction per port and step; with a 4 KiB threshold a 64 KiB vector on
+    # one port has 3 reductions over it (32, 16 and 8 KiB; 4 KiB is not over), 1 KiB none; more than one thread:
+    # none pays
+    topo = parse("torus:16")
+    pattern = build_pattern("swing", topo, "allreduce", variant="bandwidth", ports=ports)
+    impl = Implementation("x", reduction_overhead=10e-6, reduction_threshold=4096, threads=threads)
+    sizes = [1024.0, 65536.0]
+    step, flow = _times(pattern, BASE.with_(implementation=impl), sizes, topo)
+    bare_step, bare_flow = _times(pattern, BASE.with_(implementation=replace(impl, reduction_overhead=0.0)), sizes,
+                                  topo)
+    over = [0, {1: 3, 2: 2 * 2}[ports]] if paid else [0, 0]  # 2 ports: 2 of each port's halves (16 and 8 KiB)
+    assert np.allclose(step - bare_step, np.multiply(over, 10e-6), rtol=0, atol=1e-12), (step - bare_step)
+    assert np.allclose(flow - bare_flow, np.multiply(over, 10e-6), rtol=0, atol=1e-12), (flow - bare_flow)
+
+
+@pytest.mark.packet
+def test_the_packet_engine_charges_a_reduction_over_the_threshold_as_the_models_do():
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler for the ns-3 driver")
+    from directcoll.simulate.packet import simulate_packet
+
+    topo = parse("torus:8")
+    pattern = build("swing", topo, "allreduce", variant="bandwidth", ports=1)
+    params = BASE.with_(per_hop_latency=0.0, packet_header=2)
+    impl = Implementation("x", reduction_overhead=10e-6, reduction_threshold=4096)
+    size = 2**16  # reductions of 32, 16 and 8 KiB: 3 over the threshold
+    bare = simulate_packet(pattern, topo, size, params).time_s
+    paid = simulate_packet(pattern, topo, size, params.with_(implementation=impl)).time_s
+    assert paid - bare == pytest.approx(3 * 10e-6, rel=1e-6)
+
+
 def test_message_overhead_is_serialised_over_the_threads():
     # ring allreduce, bidirectional (2 ports): every rank posts 2 messages a step; one thread posts them one after
     # the other (2 o a step), one per port in parallel (o a step)

@@ -617,6 +617,9 @@ def _terms(impl) -> str:
 
     out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}"
            for k in ("call_overhead", "port_overhead", "thread_overhead", "message_overhead") if getattr(impl, k)]
+    if impl.reduction_overhead:
+        out.append(f"reduction overhead {format_time(impl.reduction_overhead)} above {impl.reduction_threshold:g} B "
+                   "on one thread")
     if impl.copy_overhead:
         out.append(f"copies {impl.copy_overhead * 1e9:.3g} ns/B")
     if impl.paths:

@@ -14,6 +14,14 @@ where an implementation has none:
   port threads (an OpenMP parallel region). The Swing authors' uTofu library runs one port on the calling
   thread (its latency-optimal path) and opens a region for more, which costs a step from one port to two that
   further ports do not repeat.
+- ``reduction_overhead`` (s): once per reduction larger than ``reduction_threshold`` bytes that a rank runs on
+  its only thread (outside a parallel region of several): starting the threads of a reduction loop the compiler
+  parallelised. The Swing authors' library leaves its reduction loop to the compiler's automatic
+  parallelisation (``reduce_local``, built with Fujitsu's ``-Kparallel``), which forks threads only where the
+  loop does not already run in a parallel region of several threads: a 1-port call pays it on every reduction
+  above a few KiB, a call of several ports never.
+- ``reduction_threshold`` (bytes): the smallest reduction that pays ``reduction_overhead`` is one byte more than
+  this (0: every reduction).
 - ``copy_overhead`` (s/B): memory copies the call makes, per byte of the vector, once per call (the copy of a
   non-in-place call's send buffer into its receive buffer, a remapping of blocks into contiguous messages).
 - ``message_overhead`` (s): LogGP's o, the CPU time of posting one message. A rank's messages of a step are
@@ -51,9 +59,9 @@ from directcoll.units import MAX_SIZE, check_quantity
 DEFAULT_IMPLEMENTATION = "libdirectcoll"
 #: the quantity of each time field (ranges: :data:`directcoll.units.QUANTITIES`)
 _TIMES = {"call_overhead": "time", "port_overhead": "time", "thread_overhead": "time",
-          "message_overhead": "time"}
-#: the terms a code path adds to its implementation's (s; copy_overhead s/B)
-PATH_TERMS = (*_TIMES, "copy_overhead")
+          "message_overhead": "time", "reduction_overhead": "time"}
+#: the terms a code path adds to its implementation's (s; copy_overhead s/B): every path runs the same reduction
+PATH_TERMS = (*(k for k in _TIMES if k != "reduction_overhead"), "copy_overhead")
 
 
 def _selector(text: str, where: str) -> tuple[str, str | None]:
@@ -102,6 +110,8 @@ class Implementation:
         name: the implementation's name (``fujitsu-mpi``, ``libswing-utofu``, ``libdirectcoll``).
         call_overhead, port_overhead, thread_overhead, message_overhead: s (per call, per port and call, per
             call on more than one thread, per message).
+        reduction_overhead: s per reduction above ``reduction_threshold`` bytes on a rank's only thread.
+        reduction_threshold: bytes.
         copy_overhead: s/B (per byte of the vector, once per call).
         eager_threshold: bytes, or None (eager only).
         bandwidth_efficiency: in (0, 1].
@@ -129,6 +139,8 @@ class Implementation:
     call_overhead: float = 0.0
     port_overhead: float = 0.0
     thread_overhead: float = 0.0
+    reduction_overhead: float = 0.0
+    reduction_threshold: float = 0.0
     message_overhead: float = 0.0
     copy_overhead: float = 0.0
     eager_threshold: float | None = None
@@ -145,6 +157,9 @@ class Implementation:
         check_quantity(self.copy_overhead, "time per byte", f"{where}: copy_overhead")
         if self.gamma is not None:
             check_quantity(self.gamma, "time per byte", f"{where}: gamma")
+        if not (isinstance(self.reduction_threshold, int | float) and 0 <= self.reduction_threshold <= MAX_SIZE):
+            raise DirectcollError(f"{where}: reduction_threshold = {self.reduction_threshold!r} is out of range; "
+                                  "accepted: bytes from 0 to 2^53")
         if self.eager_threshold is not None and not (isinstance(self.eager_threshold, int | float)
                                                      and 0 <= self.eager_threshold <= MAX_SIZE):
             raise DirectcollError(f"{where}: eager_threshold = {self.eager_threshold!r} is out of range; accepted: "
@@ -190,6 +205,17 @@ class Implementation:
         ports = max(1, int(ports))
         return ports if self.threads is None else max(1, min(self.threads, ports))
 
+    def forks(self, ports: int) -> bool:
+        """Whether a reduction above :attr:`reduction_threshold` pays :attr:`reduction_overhead` on a schedule of
+        ``ports`` ports: the implementation has one and the rank reduces on a single thread. Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations" (reductions on one thread).
+
+        >>> lib = Implementation("utofu", reduction_overhead=10e-6, reduction_threshold=4096, threads=None)
+        >>> lib.forks(1), lib.forks(2)
+        (True, False)
+        """
+        return bool(self.reduction_overhead) and self.reduction_threads(ports) == 1
+
     def call_time(self, ports: int, size_bytes=0.0):
         """``call_overhead + port_overhead * ports + copy_overhead * size_bytes``, plus ``thread_overhead`` when
         the ports run on more than one thread, s: what one call of a vector of ``size_bytes`` bytes (a number or an
@@ -204,7 +230,7 @@ class Implementation:
         """Whether it adds nothing to the network's times (the engines then skip it). Raises: Nothing.
         Source: docs/simulation.md, "Hosts and implementations"."""
         return (not (self.call_overhead or self.port_overhead or self.thread_overhead or self.message_overhead
-                     or self.copy_overhead)
+                     or self.copy_overhead or self.reduction_overhead)
                 and self.eager_threshold is None and self.bandwidth_efficiency == 1.0 and self.gamma is None
                 and self.threads == 1 and not self.paths)
 

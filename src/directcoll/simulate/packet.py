@@ -384,7 +384,8 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     ``nodes V N``; ``links L`` then L lines ``src dst bandwidth(bytes/s) latency(s) dimension wraps(0/1)
     direction(+1/-1/0)`` (:func:`link_dimensions`); ``shape D side_1 .. side_D`` (D = 0 without coordinates);
     ``params packet_size per_hop(s) alpha(s) gamma(s/byte) header_bytes cut_through(0/1) threads
-    eager_threshold(bytes; -1: none) message_overhead(s) host_injection(bytes/s; 0: none)``; ``flow
+    eager_threshold(bytes; -1: none) message_overhead(s) host_injection(bytes/s; 0: none) reduction_overhead(s; 0:
+    none, or the reductions run on several threads) reduction_threshold(bytes)``; ``flow
     buffer_bytes(0: none) virtual_channels scheme credit_delay(s)`` (:class:`FlowControl`); ``transfers T S``
     then T lines ``step src dst bytes reduce k link_1 .. link_k`` (k = 0: adaptive routing).
 
@@ -441,7 +442,9 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     lines.append(f"params {params.packet_size} {params.per_hop_latency!r} {params.alpha!r} {gamma!r} "
                  f"{header_bytes(params)} {int(params.forwarding == 'cut-through')} "
                  f"{impl.reduction_threads(ports_of(pattern))} {eager!r} {float(impl.message_overhead)!r} "
-                 f"{float(params.host_injection or 0.0)!r}")
+                 f"{float(params.host_injection or 0.0)!r} "
+                 f"{float(impl.reduction_overhead) if impl.forks(ports_of(pattern)) else 0.0!r} "
+                 f"{float(impl.reduction_threshold)!r}")
     lines.append(f"flow {flow.buffer_bytes or 0} {flow.virtual_channels} {flow.scheme} {flow.credit_delay!r}")
     body, work = [], 0
     hops = _hop_counts(topology, routing, per_step)

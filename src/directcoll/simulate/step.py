@@ -63,6 +63,7 @@ class StepLines:
     hops_max: float              # the longest route of the step
     packets: PacketTerms | None = None   # per line, when packet headers or store-and-forward are modelled
     rendezvous: Rendezvous | None = None  # per line, when the implementation has an eager threshold
+    forks: Forks | None = None            # per line, when its receiver pays a cost per reduction on one thread
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
         """float64 (S,): the step's time in s, max_i T_i(n), for every vector size n of ``sizes`` (S,) in bytes
@@ -76,7 +77,45 @@ class StepLines:
             t = t + self.packets.time(n)
         if self.rendezvous is not None:
             t = t + self.rendezvous.time(n)
+        if self.forks is not None:
+            t = t + self.forks.time(n)
         return t.max(axis=0)
+
+
+@dataclass(frozen=True)
+class Forks:
+    """The per-reduction costs of a step's lines: the receiver of a line, reducing on its only thread, pays
+    ``cost`` for each of its reductions of the step larger than ``threshold`` bytes (the implementation's
+    ``reduction_overhead`` and ``reduction_threshold``).
+
+    Attributes:
+        kind: int64 (K,), each line's receiver's row of ``pieces``.
+        pieces: float64 (R, m), the fractions of the vector each kind of receiver reduces in the step, one per
+            reduction (0: none), m the most any receiver reduces.
+        threshold: bytes.
+        cost: s per reduction.
+
+    Raises:
+        Nothing: a record built by :func:`step_lines`.
+
+    Source: docs/simulation.md, "Hosts and implementations" (reductions on one thread).
+
+    >>> import numpy as np
+    >>> f = Forks(np.array([0]), np.array([[0.5, 0.25]]), 4096.0, 1e-5)
+    >>> (f.time(np.array([[8192.0, 65536.0]])) * 1e6).round(6).tolist()  # 4 KiB + 2 KiB, then 32 + 16 KiB
+    [[0.0, 20.0]]
+    """
+
+    kind: np.ndarray
+    pieces: np.ndarray
+    threshold: float
+    cost: float
+
+    def time(self, n: np.ndarray) -> np.ndarray:
+        """float64 (K, S): the cost of each line's receiver's reductions over the threshold at vector sizes n
+        (1, S) in bytes, s. Raises: Nothing. Source: as the class."""
+        over = (self.pieces[:, :, None] * n[:, None, :] > self.threshold).sum(axis=1)  # (R, S)
+        return self.cost * over[self.kind]
 
 
 @dataclass(frozen=True)
@@ -281,6 +320,7 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     threads = impl.reduction_threads(ports)
     gamma = (params.gamma if impl.gamma is None else impl.gamma) / threads  # a rank's reductions, on its threads
     reduced = np.bincount(dst, weights=size * reduce, minlength=n)  # local reductions cost gamma too
+    kind, pieces = _reductions(dst, size, reduce, n) if impl.forks(ports) else (None, None)
     net = src != dst  # local copies and reductions use no link
     # messages each rank posts and takes in the step: its threads post them one after another (LogGP's o)
     posted = np.bincount(src[net], minlength=n), np.bincount(dst[net], minlength=n)
@@ -292,6 +332,8 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         routes = (np.r_[0, np.cumsum(counts)], links[idx])
     src, dst, size, reduce = src[net], dst[net], size[net], reduce[net]
     if not len(src):
+        if kind is not None:  # every rank's reductions, each a line of its own
+            return _lines([np.zeros(n), reduced * gamma], 0.0, -1, 0.0, impl, params, forks=(kind, pieces))
         busy = reduced.max() * gamma
         return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
             np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
@@ -324,16 +366,53 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     if gamma:  # then the receiver reduces what it got
         slope = slope + gamma * reduced[dst]
     top = int(np.argmax(loads))
-    if impl.eager_threshold is not None:  # a rendezvous: a request and a reply before the data, one round trip
-        rows = np.unique(np.column_stack([latency, slope, 2.0 * latency, size]), axis=0)
-        return StepLines(rows[:, 0], rows[:, 1], float(loads[top]), top, float(hops.max()),
-                         rendezvous=Rendezvous(rows[:, 2], rows[:, 3], float(impl.eager_threshold)))
-    if terms is None:
+    return _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
+                  size=size, forks=None if kind is None else (kind[dst], pieces))
+
+
+def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kind (N,), pieces (R, m)): each rank's reductions of a step as a row of fractions of the vector (one per
+    reduced transfer, sorted, 0-padded), the ranks with the same row sharing one kind (symmetric steps: a few)."""
+    dst, size = dst[reduce], size[reduce]
+    order = np.lexsort((-size, dst))
+    dst, size = dst[order], size[order]
+    counts = np.bincount(dst, minlength=n)
+    table = np.zeros((n, max(1, int(counts.max(initial=0)))))
+    table[dst, np.arange(len(dst)) - np.repeat(np.cumsum(counts) - counts, counts)] = size
+    pieces, kind = np.unique(table, axis=0, return_inverse=True)
+    return kind.ravel(), pieces
+
+
+def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: NetworkParams, *, terms=None,
+           size=None, forks=None) -> StepLines:
+    """A step's :class:`StepLines` from each transfer's latency and slope (``base``) and its optional terms: packet
+    terms (``terms``), a rendezvous above the eager threshold (``size``) and its receiver's per-reduction costs
+    (``forks``: each line's kind and the kinds' pieces, :func:`_reductions`); lines equal in every term are kept
+    once (symmetric steps: a few classes), only the Pareto-maximal ones where there is no other term."""
+    latency, slope = base
+    rendezvous = impl.eager_threshold is not None and size is not None
+    if terms is None and not rendezvous and forks is None:
         a, b = _pareto(latency, slope)
-        return StepLines(a, b, float(loads[top]), top, float(hops.max()))
-    rows = np.unique(np.column_stack([latency, slope, terms]), axis=0)   # symmetric steps: a few classes
-    packets = PacketTerms(*(rows[:, j] for j in range(2, 6)), params.packet_size)
-    return StepLines(rows[:, 0], rows[:, 1], float(loads[top]), top, float(hops.max()), packets)
+        return StepLines(a, b, max_link_load, top, hops_max)
+    cols = [latency[:, None], slope[:, None]]
+    if terms is not None:
+        cols.append(terms)
+    if rendezvous:  # a request and a reply before the data, one round trip
+        cols.append(np.column_stack([2.0 * latency, size]))
+    if forks is not None:
+        cols.append(forks[0][:, None])
+    rows = np.unique(np.hstack(cols), axis=0)
+    j, extra = 2, {}
+    if terms is not None:
+        extra["packets"] = PacketTerms(*(rows[:, j + k] for k in range(4)), params.packet_size)
+        j += 4
+    if rendezvous:
+        extra["rendezvous"] = Rendezvous(rows[:, j], rows[:, j + 1], float(impl.eager_threshold))
+        j += 2
+    if forks is not None:
+        extra["forks"] = Forks(rows[:, j].astype(np.int64), forks[1], float(impl.reduction_threshold),
+                               float(impl.reduction_overhead))
+    return StepLines(rows[:, 0], rows[:, 1], max_link_load, top, hops_max, **extra)
 
 
 #: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the

@@ -58,7 +58,7 @@
 //   finished all their transfers of the steps before t. A rank's part of a transfer ends, as its source, when the
 //   last packet has left on the first link, and as its destination when the last packet has arrived and, for a
 //   reduction, `gamma * B` of the rank's reduction threads has run (its reductions share the implementation's
-//   threads, each on the first one free).
+//   threads, each on the first one free), plus the implementation's per-reduction cost where it applies.
 //
 // Input (whitespace-separated, see packet.py): a header line, the nodes, the links (with each link's torus
 // dimension, whether it wraps around and its direction), the torus's shape, the parameters, the flow control,
@@ -215,8 +215,10 @@ class Engine {
         eager_ = Next<double>(in, "eager threshold");
         overhead_ = Next<double>(in, "message overhead");
         injection_ = Next<double>(in, "host injection bandwidth");
+        fork_ = Next<double>(in, "reduction overhead");
+        fork_threshold_ = Next<double>(in, "reduction threshold");
         if (packet_size_ < 1 || per_hop_ < 0 || alpha_ < 0 || gamma_ < 0 || header_ < 2 || threads_ < 1 ||
-            overhead_ < 0 || injection_ < 0)
+            overhead_ < 0 || injection_ < 0 || fork_ < 0 || fork_threshold_ < 0)
             throw std::runtime_error("bad params");
         reducers_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
         send_posts_.assign(static_cast<size_t>(n_nodes_) * threads_, 0.0);
@@ -458,7 +460,7 @@ class Engine {
         }
         if (--tr.left_to_arrive == 0) {
             const double now = Simulator::Now().GetSeconds();
-            const double done = tr.reduce ? Reduce(node, gamma_ * static_cast<double>(tr.bytes), now) : now;
+            const double done = tr.reduce ? Reduce(node, ReductionWork(tr.bytes), now) : now;
             Simulator::Schedule(Seconds(done - now), &Engine::Done, this, node, tr.step);
         }
     }
@@ -634,7 +636,7 @@ class Engine {
         tr.started = true;
         if (tr.src == tr.dst) {  // a local copy or reduction: no packets
             const double now = Simulator::Now().GetSeconds();
-            const double done = tr.reduce ? Reduce(tr.src, gamma_ * static_cast<double>(tr.bytes), now + alpha_)
+            const double done = tr.reduce ? Reduce(tr.src, ReductionWork(tr.bytes), now + alpha_)
                                           : now + alpha_;
             Simulator::Schedule(Seconds(done - now), &Engine::Done, this, tr.src, tr.step);
             return;
@@ -932,6 +934,13 @@ class Engine {
     // implementation's threads: its reductions of a step share them); returns when it ends
     double Reduce(uint32_t rank, double work, double ready) { return OnFirstFreeThread(reducers_, rank, ready, work); }
 
+    // seconds a reduction of `bytes` takes on one thread: gamma per byte, and the per-reduction cost of a rank that
+    // reduces on its only thread (0 otherwise) for one over the threshold
+    double ReductionWork(uint64_t bytes) const {
+        const double b = static_cast<double>(bytes);
+        return gamma_ * b + (b > fork_threshold_ ? fork_ : 0.0);
+    }
+
     // `work` seconds on the first free of `rank`'s threads (`threads`: when each is free) from `ready` on; returns
     // when it ends
     double OnFirstFreeThread(std::vector<double>& threads, uint32_t rank, double ready, double work) const {
@@ -1000,7 +1009,7 @@ class Engine {
     std::vector<uint32_t> pump_blocked_, pump_served_;  // the pass's scratch (kept: no allocation per pass)
     uint64_t packet_size_ = 0, header_ = 2;
     bool cut_through_ = false;
-    double per_hop_ = 0, alpha_ = 0, gamma_ = 0;
+    double per_hop_ = 0, alpha_ = 0, gamma_ = 0, fork_ = 0, fork_threshold_ = 0;
     uint32_t threads_ = 1;
     std::vector<double> reducers_;  // per rank and thread: when the thread is free
     std::vector<double> send_posts_, recv_posts_;  // per rank and thread: when it is done posting sends, receives
