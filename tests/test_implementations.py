@@ -23,6 +23,15 @@ TORUS = parse("torus:4x4")
 BASE = NetworkParams(alpha=1e-6, link_bandwidth=10e9, gamma=1e-9)
 
 
+def _packet_engine():
+    """The packet engine's entry point, or a skip where no C++ compiler can build its ns-3 driver."""
+    if shutil.which("g++") is None:
+        pytest.skip("no C++ compiler for the ns-3 driver")
+    from directcoll.simulate.packet import simulate_packet
+
+    return simulate_packet
+
+
 def _times(pattern, params, sizes, topology=TORUS):
     step = simulate(pattern, topology, params).time(np.array(sizes, dtype=float))
     flow = flow_times(pattern, topology, sizes, params)
@@ -45,9 +54,7 @@ def test_a_multiport_reduction_costs_the_same_in_step_and_flow(threads):
 
 @pytest.mark.packet
 def test_a_multiport_reduction_costs_the_same_in_the_packet_engine():
-    if shutil.which("g++") is None:
-        pytest.skip("no C++ compiler for the ns-3 driver")
-    from directcoll.simulate.packet import simulate_packet
+    simulate_packet = _packet_engine()
 
     pattern = build("swing", parse("torus:4"), "allreduce", variant="bandwidth", ports=2)
     topo = parse("torus:4")
@@ -98,9 +105,7 @@ def test_a_reduction_over_the_threshold_on_one_thread_pays_its_cost(ports, threa
 
 @pytest.mark.packet
 def test_the_packet_engine_charges_a_reduction_over_the_threshold_as_the_models_do():
-    if shutil.which("g++") is None:
-        pytest.skip("no C++ compiler for the ns-3 driver")
-    from directcoll.simulate.packet import simulate_packet
+    simulate_packet = _packet_engine()
 
     topo = parse("torus:8")
     pattern = build("swing", topo, "allreduce", variant="bandwidth", ports=1)
@@ -216,9 +221,7 @@ def test_a_code_path_adds_its_overheads_to_the_schedules_it_selects_in_step_and_
 
 @pytest.mark.packet
 def test_a_code_path_adds_its_overheads_in_the_packet_engine():
-    if shutil.which("g++") is None:
-        pytest.skip("no C++ compiler for the ns-3 driver")
-    from directcoll.simulate.packet import simulate_packet
+    simulate_packet = _packet_engine()
 
     topo = parse("torus:4")
     pattern = build("swing", topo, "allreduce", variant="bandwidth", ports=2)
