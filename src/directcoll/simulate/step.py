@@ -89,9 +89,10 @@ class Forks:
     ``reduction_overhead`` and ``reduction_threshold``).
 
     Attributes:
-        kind: int64 (K,), each line's receiver's row of ``pieces``.
-        pieces: float64 (R, m), the fractions of the vector each kind of receiver reduces in the step, one per
-            reduction (0: none), m the most any receiver reduces.
+        kind: int64 (K,), each line's receiver's kind: receivers of one kind make the same reductions.
+        keys: float64 (P,), sorted: each kind k's reductions as ``k + piece / 2`` (piece: the fraction of the vector
+            a reduction takes, in (0, 1]), so that one sorted array holds every kind's pieces in order.
+        kinds: the number of kinds.
         threshold: bytes.
         cost: s per reduction.
 
@@ -101,20 +102,25 @@ class Forks:
     Source: docs/simulation.md, "Hosts and implementations" (reductions on one thread).
 
     >>> import numpy as np
-    >>> f = Forks(np.array([0]), np.array([[0.5, 0.25]]), 4096.0, 1e-5)
+    >>> f = Forks(np.array([0]), np.array([0.125, 0.25]), 1, 4096.0, 1e-5)  # one kind: halves and quarters
     >>> (f.time(np.array([[8192.0, 65536.0]])) * 1e6).round(6).tolist()  # 4 KiB + 2 KiB, then 32 + 16 KiB
     [[0.0, 20.0]]
     """
 
     kind: np.ndarray
-    pieces: np.ndarray
+    keys: np.ndarray
+    kinds: int
     threshold: float
     cost: float
 
     def time(self, n: np.ndarray) -> np.ndarray:
         """float64 (K, S): the cost of each line's receiver's reductions over the threshold at vector sizes n
         (1, S) in bytes, s. Raises: Nothing. Source: as the class."""
-        over = (self.pieces[:, :, None] * n[:, None, :] > self.threshold).sum(axis=1)  # (R, S)
+        with np.errstate(divide="ignore"):
+            smallest = np.clip(self.threshold / n.ravel(), 0.0, 1.0)  # the largest piece that does not pay
+        k = np.arange(self.kinds, dtype=float)[:, None]
+        end = np.searchsorted(self.keys, k + 0.5, side="right")
+        over = end - np.searchsorted(self.keys, (k + smallest / 2).ravel(), side="right").reshape(len(k), -1)
         return self.cost * over[self.kind]
 
 
@@ -320,7 +326,7 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     threads = impl.reduction_threads(ports)
     gamma = (params.gamma if impl.gamma is None else impl.gamma) / threads  # a rank's reductions, on its threads
     reduced = np.bincount(dst, weights=size * reduce, minlength=n)  # local reductions cost gamma too
-    kind, pieces = _reductions(dst, size, reduce, n) if impl.forks(ports) else (None, None)
+    kind, keys, kinds = _reductions(dst, size, reduce, n) if impl.forks(ports) else (None, None, 0)
     net = src != dst  # local copies and reductions use no link
     # messages each rank posts and takes in the step: its threads post them one after another (LogGP's o)
     posted = np.bincount(src[net], minlength=n), np.bincount(dst[net], minlength=n)
@@ -333,7 +339,7 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     src, dst, size, reduce = src[net], dst[net], size[net], reduce[net]
     if not len(src):
         if kind is not None:  # every rank's reductions, each a line of its own
-            return _lines([np.zeros(n), reduced * gamma], 0.0, -1, 0.0, impl, params, forks=(kind, pieces))
+            return _lines([np.zeros(n), reduced * gamma], 0.0, -1, 0.0, impl, params, forks=(kind, keys, kinds))
         busy = reduced.max() * gamma
         return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
             np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
@@ -367,28 +373,32 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         slope = slope + gamma * reduced[dst]
     top = int(np.argmax(loads))
     return _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
-                  size=size, forks=None if kind is None else (kind[dst], pieces))
+                  size=size, forks=None if kind is None else (kind[dst], keys, kinds))
 
 
-def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(kind (N,), pieces (R, m)): each rank's reductions of a step as a row of fractions of the vector (one per
-    reduced transfer, sorted, 0-padded), the ranks with the same row sharing one kind (symmetric steps: a few)."""
-    dst, size = dst[reduce], size[reduce]
-    order = np.lexsort((-size, dst))
+def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(kind (N,), keys, kinds): each rank's reductions of a step (the fractions of the vector its reduced
+    transfers carry), ranks with the same ones sharing a kind (symmetric steps: a few), as :class:`Forks` keeps
+    them. Memory: O(reduced transfers)."""
+    keep = reduce & (size > 0)
+    dst, size = dst[keep], size[keep]
+    order = np.lexsort((size, dst))
     dst, size = dst[order], size[order]
-    counts = np.bincount(dst, minlength=n)
-    table = np.zeros((n, max(1, int(counts.max(initial=0)))))
-    table[dst, np.arange(len(dst)) - np.repeat(np.cumsum(counts) - counts, counts)] = size
-    pieces, kind = np.unique(table, axis=0, return_inverse=True)
-    return kind.ravel(), pieces
+    bounds = np.searchsorted(dst, np.arange(n + 1))
+    rows = np.empty(n, dtype=object)
+    rows[:] = [size[bounds[r]:bounds[r + 1]].tobytes() for r in range(n)]
+    uniq, first, kind = np.unique(rows, return_index=True, return_inverse=True)
+    keys = np.concatenate([k + size[bounds[r]:bounds[r + 1]] / 2 for k, r in enumerate(first)] or [np.zeros(0)])
+    return kind.ravel(), np.sort(keys), len(uniq)
 
 
 def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: NetworkParams, *, terms=None,
            size=None, forks=None) -> StepLines:
     """A step's :class:`StepLines` from each transfer's latency and slope (``base``) and its optional terms: packet
     terms (``terms``), a rendezvous above the eager threshold (``size``) and its receiver's per-reduction costs
-    (``forks``: each line's kind and the kinds' pieces, :func:`_reductions`); lines equal in every term are kept
-    once (symmetric steps: a few classes), only the Pareto-maximal ones where there is no other term."""
+    (``forks``: each line's receiver's kind, the kinds' keys and their number, :func:`_reductions`); lines equal
+    in every term are kept once (symmetric steps: a few classes), only the Pareto-maximal ones where there is no
+    other term."""
     latency, slope = base
     rendezvous = impl.eager_threshold is not None and size is not None
     if terms is None and not rendezvous and forks is None:
@@ -410,7 +420,7 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
         extra["rendezvous"] = Rendezvous(rows[:, j], rows[:, j + 1], float(impl.eager_threshold))
         j += 2
     if forks is not None:
-        extra["forks"] = Forks(rows[:, j].astype(np.int64), forks[1], float(impl.reduction_threshold),
+        extra["forks"] = Forks(rows[:, j].astype(np.int64), forks[1], forks[2], float(impl.reduction_threshold),
                                float(impl.reduction_overhead))
     return StepLines(rows[:, 0], rows[:, 1], max_link_load, top, hops_max, **extra)
 
