@@ -83,7 +83,7 @@ def test_sweep_interrupted(tmp_path):
 @pytest.mark.packet
 @pytest.mark.skipif(not ns3_available(), reason="ns-3 is not installed (apt-get install libns3-dev libgsl-dev)")
 def test_packet_model_interrupted(tmp_path):
-    check(interrupt(["compare", "torus:4x4", "--model", "packet"], 3.0, tmp_path))
+    check(interrupt(["compare", "torus:8x8", "--model", "packet"], 3.0, tmp_path))
 
 
 @pytest.mark.mpi
