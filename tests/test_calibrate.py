@@ -293,7 +293,10 @@ def test_without_fit_an_option_keeps_its_value_and_named_implementations_fit_the
     out = _cli(["calibrate", str(OSU_FILE), "ring:4", "--ranks", "4", "--alpha", "1us", "--json"], tmp_path)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert "alpha" not in doc["fitted"] and doc["params"]["alpha"] == 1e-6 and "link_bandwidth" in doc["fitted"]
+    assert "alpha" not in doc["fitted"] and doc["params"]["alpha"] == 1e-6
+    # the rest is fitted, or named where these measurements (a workstation's MPI, not a torus) do not tell it
+    assert all(k in doc["fitted"] or any(k in w for w in doc["warnings"])
+               for k in ("link_bandwidth", "per_hop_latency", "gamma")), (doc["fitted"], doc["warnings"])
     rows = ["algorithm,ranks,bytes,seconds,ports,implementation"] + [
         f"{a},16,{b},{t},{p},{i}" for a, p, i, ts in (("ring", "", "lib-a", (3e-6, 2e-4)),
                                                       ("swing:bandwidth", "2", "lib-b", (9e-6, 1.5e-4)))

@@ -169,14 +169,23 @@ def ring_step(op=COPY, transfers=((0, 2, 0, 2), (1, 3, 2, 4)), nranks=8):
 SIZES = np.array([32.0, 1000.0, 2.0**20, 3 * 2.0**27, 2.0**30])
 
 
+def _two_on_one_link(n):
+    """0 -> 2 and 1 -> 3 on ring:8, a quarter of the vector each: both 2 hops, link 1 -> 2 carries both (half the
+    vector). Above one packet a transfer (4 KiB) each waits for the link's whole load: 2 hops + n/2 / BW. Up to one
+    packet, link 1 -> 2 sends them as they come: 1 -> 3's at once (its first hop), 0 -> 2's a hop later (its
+    second) after 1 -> 3's if that is still going; 0 -> 2 is then done a hop after the link, 1 -> 3 two hops after:
+    max(2 hops + w, 1 hop + max(1 hop, w) + w) with w = n/4 / BW, less than 2 hops + 2w whenever w < 1 hop."""
+    w = n / 4 / BW
+    one_packet = np.maximum(2 * HOP + w, HOP + np.maximum(HOP, w) + w)
+    return np.where(n / 4 <= 4096, one_packet, 2 * HOP + n / 2 / BW)
+
+
 @pytest.mark.parametrize("routing", ["adaptive", "dor"])
 def test_hand_checked_step(routing):
     ring = parse("ring:8")
     sim = simulate(ring_step(), ring, SWING_SST, routing)
-    # 0 -> 2 and 1 -> 3, a quarter each: both 2 hops, link 1 -> 2 carries both (half the vector)
-    expected = 2 * HOP + SIZES / 2 / BW
-    assert np.allclose(sim.time(SIZES), expected, rtol=1e-12, atol=0)
-    assert sim.time(1000.0) == pytest.approx(2 * HOP + 500 / BW, rel=1e-12)
+    assert np.allclose(sim.time(SIZES), _two_on_one_link(SIZES), rtol=1e-12, atol=0)
+    assert sim.time(1000.0) == pytest.approx(2 * HOP + 250 / BW, rel=1e-12)  # the packets do not meet
     (row,) = sim.breakdown(2**20)
     assert row["bytes_max_link"] == pytest.approx(2**19) and row["hops_max"] == pytest.approx(2)
     assert row["max_link"] == int(link_between(ring, 1, 2))
@@ -234,8 +243,8 @@ def test_steps_add_up_and_the_empty_step_is_free():
     b.add(0, [0, 1], [2, 3], COPY, [0, 2], [2, 4])
     b.add(2, 0, 4, COPY, 0, 2)  # step 1 has no transfer
     sim = simulate(b.build(), ring, SWING_SST)
-    expected = 2 * HOP + SIZES / 2 / BW + 4 * HOP + SIZES / 8 / BW
-    assert np.allclose(sim.time(SIZES), expected, rtol=1e-12)
+    expected = _two_on_one_link(SIZES) + 4 * HOP + SIZES / 8 / BW
+    assert np.allclose(sim.time(SIZES), expected, rtol=1e-12, atol=0)
     rows = sim.breakdown(1024)
     assert [r["step"] for r in rows] == [0, 1, 2] and rows[1]["time_s"] == 0 and rows[1]["max_link"] == -1
     assert sum(r["time_s"] for r in rows) == pytest.approx(float(sim.time(1024)), rel=1e-12)
@@ -271,9 +280,39 @@ def reference_times(schedule, topo, params: NetworkParams, routing: str, sizes) 
                 latency = params.alpha + (share * lat[links]).sum() + hops * params.per_hop_latency
                 congestion = (loads[links] / bw[links]).max()
                 step = max(step, latency + congestion + params.gamma * reduced[dst])
+            if all(n * f <= params.packet_size for src, dst, f, *_ in transfers if src != dst):
+                step = min(step, _first_come_first_served(topo, params, transfers, n, bw, lat, reduced))
             total += step
         totals.append(total)
     return totals
+
+
+def _first_come_first_served(topo, params, transfers, n, bw, lat, reduced) -> float:
+    """A step of one-packet transfers, link by link: each entry of a route reaches its link after the route's
+    latency per hop times its hop (its BFS distance from the source), the link sends the arrivals in order
+    (equal arrivals together), and a packet is done its remaining hops after the link's last byte of its group."""
+    arrivals = {}  # link -> [(arrival, work, tail)]
+    for src, dst, f, _, links, share in transfers:
+        if src == dst:
+            continue
+        hop = bfs_distances(topo, [src])[0][topo.link_src[links]]
+        per_hop = ((share * lat[links]).sum() + share.sum() * params.per_hop_latency) / share.sum()
+        for link, sh, h in zip(links, share, hop, strict=True):
+            arrivals.setdefault(int(link), []).append(
+                (params.alpha + h * per_hop, sh * n * f / bw[link],
+                 (share.sum() - h) * per_hop + params.gamma * reduced[dst]))
+    end = 0.0
+    for queue in arrivals.values():
+        queue.sort()
+        free, i = 0.0, 0
+        while i < len(queue):
+            j = i
+            while j < len(queue) and abs(queue[j][0] - queue[i][0]) < 1e-13:
+                j += 1
+            free = max(free, queue[i][0]) + sum(w for _, w, _ in queue[i:j])
+            end = max(end, free + max(t for _, _, t in queue[i:j]))
+            i = j
+    return end
 
 
 def test_adaptive_route_shares_add_up_to_the_hop_distance():

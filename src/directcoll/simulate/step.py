@@ -21,7 +21,7 @@ link (congestion, Sec. 4.1) and minimal adaptive routing as in its Sec. 2.2 and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
 from directcoll.topology.model import Topology
-from directcoll.topology.routing import RouteEntries, route_entries, route_pattern, uniform_offsets
+from directcoll.topology.routing import RouteEntries, route_entries, route_hops, route_pattern, uniform_offsets
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class StepLines:
     packets: PacketTerms | None = None   # per line, when packet headers or store-and-forward are modelled
     rendezvous: Rendezvous | None = None  # per line, when the implementation has an eager threshold
     forks: Forks | None = None            # per line, when its receiver pays a cost per reduction on one thread
+    one_packet: OnePacket | None = None   # the step's lines while every transfer is at most one packet
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
         """float64 (S,): the step's time in s, max_i T_i(n), for every vector size n of ``sizes`` (S,) in bytes
@@ -79,6 +80,49 @@ class StepLines:
             t = t + self.rendezvous.time(n)
         if self.forks is not None:
             t = t + self.forks.time(n)
+        t = t.max(axis=0)
+        if self.one_packet is not None:
+            t = np.where(sizes <= self.one_packet.upto, np.minimum(self.one_packet.time(sizes), t), t)
+        return t
+
+
+@dataclass(frozen=True)
+class OnePacket:
+    """A step's lines while each of its transfers is at most one packet (vector sizes up to ``upto`` bytes): a
+    packet crosses every link of its route as one unit, reaching it after the route's latency up to that link,
+    and each link sends the packets that reach it first come, first served (its output queue), so the link's
+    busy period over those arrivals, not its whole load after the whole route's latency, sets when the last
+    packet through it leaves. A packet that waits at one link reaches the next later than the model assumes
+    (queueing upstream is not carried forward), which puts these lines below the truth where upstream links
+    queue; they are never above the step's own lines.
+
+    Attributes:
+        latency, slope: float64 (K,): lines a_i + b_i n (s, s per byte of the vector).
+        upto: the largest vector size (bytes) at which every transfer is at most one packet.
+        forks: the per-reduction costs of each line's receiver (:class:`Forks`), or None.
+
+    Raises:
+        Nothing: a record built by :func:`step_lines`.
+
+    Source: docs/simulation.md, "Step model" (transfers of one packet); Lindley's recursion for a first-come,
+    first-served queue.
+
+    >>> import numpy as np
+    >>> OnePacket(np.array([1e-6]), np.array([1e-9]), 4096.0).time(np.array([1000.0])).round(12).tolist()
+    [2e-06]
+    """
+
+    latency: np.ndarray
+    slope: np.ndarray
+    upto: float
+    forks: Forks | None = None
+
+    def time(self, sizes: np.ndarray) -> np.ndarray:
+        """float64 (S,): max_i (a_i + b_i n) at vector sizes n (S,) in bytes, plus the receivers' per-reduction
+        costs, s. Raises: Nothing. Source: as the class."""
+        t = self.latency[:, None] + self.slope[:, None] * sizes[None, :]
+        if self.forks is not None:
+            t = t + self.forks.time(sizes[None, :])
         return t.max(axis=0)
 
 
@@ -242,7 +286,7 @@ class SimulatedSchedule:
         >>> (sim.time([0, 4e6]) * 1e6).round(3).tolist()  # microseconds: 3 steps of 100 ns + 1 MB / 1 GB/s
         [0.3, 3000.3]
         """
-        n = np.atleast_1d(np.asarray(sizes, dtype=float))
+        n = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
         total = total + self.params.implementation.call_time(ports_of(self.pattern), n.ravel())  # once per call
@@ -356,9 +400,10 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
     slope = np.maximum.reduceat(ratio[link], starts)
     hops = np.add.reduceat(share, starts)
-    latency = params.alpha + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
+    before = np.full(len(hops), params.alpha)  # what a transfer waits before its first link
     if impl.message_overhead:
-        latency = latency + impl.message_overhead * np.ceil(np.maximum(posted[0][src], posted[1][dst]) / threads)
+        before = before + impl.message_overhead * np.ceil(np.maximum(posted[0][src], posted[1][dst]) / threads)
+    latency = before + np.add.reduceat(share * lat[link], starts) + hops * params.per_hop_latency
     if params.host_injection:
         slope = np.maximum(slope, np.maximum(sent[src], recv[dst]))
     terms = None
@@ -372,8 +417,59 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     if gamma:  # then the receiver reduces what it got
         slope = slope + gamma * reduced[dst]
     top = int(np.argmax(loads))
-    return _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
-                  size=size, forks=None if kind is None else (kind[dst], keys, kinds))
+    lines = _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
+                   size=size, forks=None if kind is None else (kind[dst], keys, kinds))
+    if entries.hop is None or saf or params.host_injection or impl.eager_threshold is not None or not (size > 0).any():
+        return lines
+    reducing = gamma * reduced[dst] if gamma else np.zeros(len(dst))
+    forks = None if kind is None else (kind[dst], keys, kinds, impl)
+    return replace(lines, one_packet=_one_packet(entries, before, latency, hops, size, reducing, bw, header,
+                                                 params.packet_size, forks))
+
+
+def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw, header: float,
+                packet_size: int, forks=None) -> OnePacket:
+    """:class:`OnePacket` of a step: each transfer t reaches the link of its route entry at hop h at
+    ``before_t + h c_t`` (c_t: its route's latency per hop) with ``share (header + size_t n) / bandwidth`` of
+    work, and is done ``(hops_t - h) c_t`` after that link sends its last byte, plus its receiver's reduction
+    (``reducing``, s per byte of the vector). Per link, arrivals at one time form a group; a link sends group h's
+    last byte at max over groups g <= h of (arrival_g + the work of groups g..h): a line for every (g, h) and
+    every distinct tail of group h. ``forks``: (each transfer's receiver kind, keys, kinds, implementation) when
+    receivers pay a cost per reduction (:class:`Forks`), kept per line."""
+    t, link, share, hop = entries.transfer, entries.link, entries.share, entries.hop
+    per_hop = (latency - before) / np.maximum(hops, 1e-300)
+    arrive = before[t] + hop * per_hop[t]
+    tail = (hops[t] - hop) * per_hop[t]
+    fixed, rate = share * header / bw[link], share * size[t] / bw[link]
+    ticks = np.rint(arrive * 1e13)  # equal arrivals up to 0.1 ps form one group
+    order = np.lexsort((ticks, link))
+    receiver = np.zeros(len(t), dtype=np.int64) if forks is None else forks[0][t]
+    link, ticks, arrive, tail, fixed, rate, red, receiver = (
+        x[order] for x in (link, ticks, arrive, tail, fixed, rate, reducing[t], receiver))
+    first = np.flatnonzero(np.r_[True, (link[1:] != link[:-1]) | (ticks[1:] != ticks[:-1])])
+    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
+    g_fixed, g_rate = np.add.reduceat(fixed, first), np.add.reduceat(rate, first)
+    g_arrive, g_link = arrive[first], link[first]
+    new_link = np.r_[True, g_link[1:] != g_link[:-1]]
+    link_first = np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
+    cum_fixed, cum_rate = np.cumsum(g_fixed), np.cumsum(g_rate)
+    tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
+    h, d, r, kind = tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], tails[:, 3].astype(np.int64)
+    a, b, k = [], [], []
+    for back in range(int((h - link_first[h]).max()) + 1):  # g = h - back, within h's link
+        ok = h - back >= link_first[h]
+        hh, g = h[ok], h[ok] - back
+        a.append(g_arrive[g] + cum_fixed[hh] - cum_fixed[g] + g_fixed[g] + d[ok])
+        b.append(cum_rate[hh] - cum_rate[g] + g_rate[g] + r[ok])
+        k.append(kind[ok])
+    upto = packet_size / float(size.max())
+    if forks is None:
+        return OnePacket(*_pareto(np.concatenate(a), np.concatenate(b)), upto)
+    rows = np.unique(np.column_stack([np.concatenate(a), np.concatenate(b), np.concatenate(k)]), axis=0)
+    impl = forks[3]
+    return OnePacket(rows[:, 0], rows[:, 1], upto, Forks(rows[:, 2].astype(np.int64), forks[1], forks[2],
+                                                         float(impl.reduction_threshold),
+                                                         float(impl.reduction_overhead)))
 
 
 def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -448,7 +544,7 @@ def _routed(topology: Topology, src, dst, size, reduce, bw, lat, routing: str, r
         return hit[0]
     uniform = _uniform(topology, src, dst, size, reduce, bw, lat, routing) if routes is None and every_net else None
     if uniform is None:
-        entries = route_entries(topology, src, dst, routing, routes)
+        entries = route_entries(topology, src, dst, routing, routes, hops=True)
         uniform = (src, dst, size, reduce, entries, entries.loads(size, topology.num_links))
     _remember(key, uniform)
     return uniform
@@ -457,8 +553,8 @@ def _routed(topology: Topology, src, dst, size, reduce, bw, lat, routing: str, r
 def _remember(key, routed) -> None:
     """Keep ``routed`` in :data:`_ROUTED` within its count and byte bounds, dropping the oldest steps."""
     src, dst, size, reduce, entries, loads = routed
-    arrays = (src, dst, size, reduce, entries.transfer, entries.link, entries.share, loads)
-    nbytes = sum(a.nbytes for a in arrays) + sum(len(k) for k in key if isinstance(k, bytes))
+    arrays = (src, dst, size, reduce, entries.transfer, entries.link, entries.share, entries.hop, loads)
+    nbytes = sum(a.nbytes for a in arrays if a is not None) + sum(len(k) for k in key if isinstance(k, bytes))
     limit = ROUTED_CACHE_SHARE * memory_budget()
     if nbytes > limit:
         return
@@ -488,7 +584,8 @@ def _uniform(topology: Topology, src, dst, size, reduce, bw, lat, routing: str):
     link = np.concatenate([pl % k for pl, _ in routes])
     share = np.concatenate([ps for _, ps in routes])
     transfer = np.repeat(np.arange(c, dtype=np.int64), count)
-    entries = RouteEntries(transfer, link, share)
+    hop = np.concatenate([route_hops(topology, 0, int(o), routing) for o in offsets])
+    entries = RouteEntries(transfer, link, share, hop)
     return (np.zeros(c, dtype=np.int64), offsets, size[:, 0].copy(), reduce[:, 0].copy(), entries,
             entries.loads(size[:, 0], topology.num_links))
 

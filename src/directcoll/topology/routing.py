@@ -249,6 +249,29 @@ def _route_cached(topo: Topology, src: int, dst: int, routing: str) -> tuple[np.
     return minimal_route(topo, src, dst)
 
 
+def route_hops(topo: Topology, src: int, dst: int, routing: str = "adaptive") -> np.ndarray:
+    """int64 (k,): the hop at which each link of :func:`route_pattern` (same arguments) is crossed, from 0 at the
+    source: every routing here is minimal, so a link u -> w of the route is crossed at hop dist(src, u), on
+    whichever of the minimal paths carries it. Cached like the pattern.
+
+    Raises:
+        TopologyError: as :func:`route_pattern`.
+
+    Source: docs/simulation.md, "Step model" (transfers of one packet).
+
+    >>> from directcoll.topology import parse
+    >>> route_hops(parse("ring:4"), 0, 2, "dor").tolist()
+    [0, 1]
+    """
+    links, _ = route_pattern(topo, src, dst, routing)
+    return _distances_from(topo, int(src))[topo.link_src[links]]
+
+
+@lru_cache(maxsize=256)
+def _distances_from(topo: Topology, src: int) -> np.ndarray:
+    return bfs_distances(topo, [src])[0]
+
+
 def _check_routing(routing: str) -> None:
     if routing not in ROUTINGS:
         raise TopologyError(f"unknown routing {routing!r}; accepted: {', '.join(ROUTINGS)}")
@@ -296,6 +319,7 @@ class RouteEntries:
     transfer: np.ndarray
     link: np.ndarray
     share: np.ndarray
+    hop: np.ndarray | None = None  # int64 (K,): the hop at which each entry's link is crossed, when asked for
 
     def loads(self, amount, num_links: int) -> np.ndarray:
         """float64 (num_links,): every link's load when transfer i carries ``amount[i]`` (any unit), in that unit.
@@ -318,7 +342,8 @@ def _explicit(offsets, links, num_links: int, spec: str) -> RouteEntries:
     if len(links) and (links.min() < 0 or links.max() >= num_links):
         raise TopologyError(f"a route uses a link id outside 0..{num_links - 1} of {spec}")
     counts = np.diff(offsets)
-    return RouteEntries(np.repeat(np.arange(len(counts)), counts), links, np.ones(len(links)))
+    hop = np.arange(len(links), dtype=np.int64) - np.repeat(offsets[:-1], counts)  # routes list links in order
+    return RouteEntries(np.repeat(np.arange(len(counts)), counts), links, np.ones(len(links)), hop)
 
 
 @lru_cache(maxsize=8)
@@ -400,7 +425,7 @@ def uniform_offsets(topo: Topology, src, dst) -> np.ndarray | None:
 def _groups(topo: Topology, src: np.ndarray, dst: np.ndarray, routing: str):
     """Transfers sharing one route pattern: Cayley topologies group by offset (the pattern from node 0),
     HammingMeshes by the pair moved to board 0 (:mod:`directcoll.topology.symmetry`), others by (src, dst) pair.
-    Yields (transfers (G,), pattern links (k,), pattern shares (k,))."""
+    Yields (transfers (G,), pattern links (k,), pattern shares (k,), the pattern's source, its destination)."""
     v = topo.num_nodes
     if topo.is_cayley:
         src, dst = np.zeros_like(src), _cayley_offset(topo, src, dst)
@@ -415,7 +440,8 @@ def _groups(topo: Topology, src: np.ndarray, dst: np.ndarray, routing: str):
     order = np.argsort(inverse, kind="stable")  # transfers of one group together, in increasing order
     bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
     for j, key in enumerate(uniq):
-        yield (order[bounds[j]: bounds[j + 1]], *route_pattern(topo, int(key // v), int(key % v), routing))
+        a, b = int(key // v), int(key % v)
+        yield (order[bounds[j]: bounds[j + 1]], *route_pattern(topo, a, b, routing), a, b)
 
 
 def _placed(topo: Topology, src: np.ndarray, sel: np.ndarray, pattern: np.ndarray, routing: str) -> np.ndarray:
@@ -429,7 +455,8 @@ def _placed(topo: Topology, src: np.ndarray, sel: np.ndarray, pattern: np.ndarra
     return np.tile(pattern, len(sel))
 
 
-def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=None) -> RouteEntries:
+def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=None, *,
+                  hops: bool = False) -> RouteEntries:
     """The links every transfer src[i] -> dst[i] uses and the share of its bytes on each: the lowered routing
     every simulation engine starts from.
 
@@ -439,6 +466,7 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
         routing: ``adaptive``, ``dor`` or ``single`` (:data:`ROUTINGS`), for transfers without an explicit route.
         routes: optional explicit routes (offsets (T + 1,), links (R,)): transfer i uses
             ``links[offsets[i]:offsets[i + 1]]``, share 1 each; every transfer must have one.
+        hops: also fill :attr:`RouteEntries.hop` (explicit routes always have it: a link's place in its route).
 
     Returns:
         :class:`RouteEntries` grouped by transfer.
@@ -467,17 +495,20 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
     _check_routing(routing)
     groups = list(_groups(topo, src, dst, routing))
     count = np.zeros(len(src), dtype=np.int64)
-    for sel, pl, _ in groups:
+    for sel, pl, *_ in groups:
         count[sel] = len(pl)
     start = np.r_[0, np.cumsum(count)]
     # entries (transfer, link, share: 24 B) plus one group's positions and placed links while filling them
     check_memory(f"route entries of {len(src):,} transfers on {topo.spec}", 40.0 * float(start[-1]))
     link, share = np.empty(start[-1], dtype=np.int64), np.empty(start[-1])
-    for sel, pl, ps in groups:  # every group's entries go straight to their transfers' places (no sort)
+    hop = np.empty(start[-1], dtype=np.int64) if hops else None
+    for sel, pl, ps, pattern_src, pattern_dst in groups:  # each group's entries go straight to their places
         pos = (start[sel][:, None] + np.arange(len(pl))).ravel()
         link[pos] = _placed(topo, src, sel, pl, routing)
         share[pos] = np.tile(ps, len(sel))
-    return RouteEntries(np.repeat(np.arange(len(src), dtype=np.int64), count), link, share)
+        if hops:  # a pattern placed at another source keeps its hop numbers (a translation or a board move)
+            hop[pos] = np.tile(route_hops(topo, pattern_src, pattern_dst, routing), len(sel))
+    return RouteEntries(np.repeat(np.arange(len(src), dtype=np.int64), count), link, share, hop)
 
 
 def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", routes=None) -> np.ndarray:
@@ -536,7 +567,7 @@ def link_loads(topo: Topology, src, dst, amount, *, routing: str = "adaptive", r
             sel = src == s
             loads += _source_loads(topo, int(s), dst[sel], amount[sel])
         return loads
-    for sel, pl, ps in _groups(topo, src, dst, routing):
+    for sel, pl, ps, *_ in _groups(topo, src, dst, routing):
         check_memory(f"link loads of {len(sel):,} transfers over {len(pl):,} links each on {topo.spec}",
                      32.0 * float(len(sel)) * float(len(pl)))
         weights = (amount[sel][:, None] * ps[None, :]).ravel()
