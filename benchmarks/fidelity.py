@@ -6,8 +6,9 @@ Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [-
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
      python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
      stored run, nothing simulated; with --models-only the step and flow models are rerun against its ns-3 times,
-     for checking a model change in seconds; with --against OTHER.csv its ns-3 times are compared cell by cell
-     with another stored run's, e.g. 1 BDP of buffer against unbounded queues)
+     for checking a model change in seconds, and the run is written again to OUT with the new model times; with
+     --against OTHER.csv its ns-3 times are compared cell by cell with another stored run's, e.g. 1 BDP of buffer
+     against unbounded queues)
 
 For every topology of the validation matrix, every default contender of ``directcoll compare`` (allreduce; and
 all-to-all on the smaller topologies) and every size from 32 B to 64 MiB (every 8x), times the schedule with the
@@ -252,6 +253,7 @@ def main() -> None:
         rows = _read(args.from_csv)
         if args.models_only:
             rows = remodel(rows)
+            _write(rows, args.out / args.from_csv.name)  # the stored run with the models as they are now
         print_summary(rows, f"{args.from_csv} (stored run{', models recomputed' if args.models_only else ''})")
         if args.against:
             print_against(rows, _read(args.against), args.against)
@@ -267,13 +269,7 @@ def main() -> None:
             rows += result
             print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    csv_path = args.out / f"fidelity{suffix}.csv"
-    keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
-            "packet_wall_s", "skipped"]
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+    _write(rows, args.out / f"fidelity{suffix}.csv")
     figure(rows, args.figure or args.out / f"fidelity{suffix}.png", buffers)
     print_summary(rows, f"{datetime.date.today()} {platform.node()} {os.cpu_count()} cores, {len(todo)} schedules, "
                         f"{buffers}, {time.perf_counter() - t0:.0f} s")
@@ -339,6 +335,16 @@ def remodel(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _write(rows: list[dict], path: Path) -> None:
+    """A fidelity.csv: one row per (schedule, size), the three engines' times."""
+    keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
+            "packet_wall_s", "skipped"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def _read(path: Path) -> list[dict]:
     """The rows of a stored fidelity.csv, numbers as numbers."""
     rows = []
@@ -373,6 +379,17 @@ def print_summary(rows: list[dict], heading: str) -> None:
     for r in worst:
         print(f"   {r['topology']} {r['collective']} {r['family']} {r['variant']} {r['size']} B: "
               f"step/packet {r['step_s'] / r['packet_s']:.3f}, flow/packet {r['flow_s'] / r['packet_s']:.3f}")
+    print("per topology (sizes >= 4 KiB): | topology | collective | cells | step median | step max | flow median | "
+          "flow max |")
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        if r.get("packet_s") not in ("", None) and r["size"] >= 4096:
+            groups.setdefault((r["topology"], r["collective"]), []).append(
+                (abs(r["step_s"] / r["packet_s"] - 1), abs(r["flow_s"] / r["packet_s"] - 1)))
+    for (spec, collective), errs in groups.items():
+        e = np.array(errs)
+        print(f"   | {spec} | {collective.replace('alltoall', 'all-to-all')} | {len(e)} | "
+              + " | ".join(f"{100 * f(e[:, j]):.1f} %" for j in (0, 1) for f in (np.median, np.max)) + " |")
     print("ties: cells whose model tie set holds a packet-engine winner (within 0.5 % of ns-3's fastest)")
     for model, per_tol in tie_coverage(rows).items():
         print(f"   {model}: " + "; ".join(f"{100 * tol:g} %: {c}/{n}, {size:.2f} schedules"

@@ -264,7 +264,7 @@ class Comparison:
             low, high = (format_size(b) for b in CAVEAT_SIZES)
             out.append(f"all-to-all from {low} to {high}: against the packet engine the step and flow models time "
                        "the schedules whose transfers cross several hops in one step (direct, DOR, SSSP, EwSP) up "
-                       "to 52 % slow or 18 % fast, and time-stepped MCF exactly (docs/fidelity.md); a margin under "
+                       "to 38 % slow or 26 % fast, and time-stepped MCF exactly (docs/fidelity.md); a margin under "
                        "about 10 % between them is no verdict: --model packet checks it")
         if not (self.model == "packet" and self.flow) and within(BUFFER_CAVEAT_SIZES):
             low, high = (format_size(b) for b in BUFFER_CAVEAT_SIZES)
