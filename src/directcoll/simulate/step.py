@@ -81,25 +81,36 @@ class StepLines:
         if self.forks is not None:
             t = t + self.forks.time(n)
         t = t.max(axis=0)
-        if self.one_packet is not None:
-            t = np.where(sizes <= self.one_packet.upto, np.minimum(self.one_packet.time(sizes), t), t)
+        small = sizes <= self.one_packet.upto if self.one_packet is not None else None
+        if small is not None and small.any():
+            t[small] = np.minimum(self.one_packet.time(sizes[small]), t[small])
         return t
 
 
 @dataclass(frozen=True)
 class OnePacket:
-    """A step's lines while each of its transfers is at most one packet (vector sizes up to ``upto`` bytes): a
+    """A step's time while each of its transfers is at most one packet (vector sizes up to ``upto`` bytes): a
     packet crosses every link of its route as one unit, reaching it after the route's latency up to that link,
     and each link sends the packets that reach it first come, first served (its output queue), so the link's
     busy period over those arrivals, not its whole load after the whole route's latency, sets when the last
     packet through it leaves. A packet that waits at one link reaches the next later than the model assumes
-    (queueing upstream is not carried forward), which puts these lines below the truth where upstream links
-    queue; they are never above the step's own lines.
+    (queueing upstream is not carried forward), which puts this time below the truth where upstream links
+    queue; it is never above the step's lines.
+
+    The arrivals are kept per link and arrival time (a group: packets that reach a link at once) and timed at
+    each size by Lindley's recursion, F_h = max(F_(h-1), arrival_h) + work_h(n) over a link's groups in order,
+    which stays linear in the groups (all the lines a_g + work_(g..h)(n) of every pair g <= h would be quadratic).
 
     Attributes:
-        latency, slope: float64 (K,): lines a_i + b_i n (s, s per byte of the vector).
+        by_position: int64 (G,): the groups ordered by their place among their link's groups (0: the first).
+        bounds: int64 (P + 1,): ``by_position[bounds[p]:bounds[p + 1]]`` are the groups in place p.
+        arrive, fixed, rate: float64 (G,): each group's arrival (s) and work, ``fixed + rate * n`` (s, s per
+            byte of the vector), in link order: group i - 1 is the one before i on the same link when i is not
+            in place 0.
+        group, tail, reduce: the tails (T,): a packet of group ``group`` is done ``tail + reduce * n`` after its
+            link sends the group's last byte (its remaining hops, its receiver's reduction).
         upto: the largest vector size (bytes) at which every transfer is at most one packet.
-        forks: the per-reduction costs of each line's receiver (:class:`Forks`), or None.
+        forks: the per-reduction costs of each tail's receiver (:class:`Forks`), or None.
 
     Raises:
         Nothing: a record built by :func:`step_lines`.
@@ -108,19 +119,32 @@ class OnePacket:
     first-served queue.
 
     >>> import numpy as np
-    >>> OnePacket(np.array([1e-6]), np.array([1e-9]), 4096.0).time(np.array([1000.0])).round(12).tolist()
-    [2e-06]
+    >>> one = OnePacket(np.arange(2), np.array([0, 1, 2]), np.array([0.0, 1e-6]), np.zeros(2), np.array([1e-9, 1e-9]),
+    ...                 np.array([1]), np.array([1e-7]), np.zeros(1), 4096.0)
+    >>> (one.time(np.array([100.0, 2000.0])) * 1e6).round(6).tolist()  # the second group waits past 1 us
+    [1.2, 4.1]
     """
 
-    latency: np.ndarray
-    slope: np.ndarray
+    by_position: np.ndarray
+    bounds: np.ndarray
+    arrive: np.ndarray
+    fixed: np.ndarray
+    rate: np.ndarray
+    group: np.ndarray
+    tail: np.ndarray
+    reduce: np.ndarray
     upto: float
     forks: Forks | None = None
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
-        """float64 (S,): max_i (a_i + b_i n) at vector sizes n (S,) in bytes, plus the receivers' per-reduction
-        costs, s. Raises: Nothing. Source: as the class."""
-        t = self.latency[:, None] + self.slope[:, None] * sizes[None, :]
+        """float64 (S,): the step's time at vector sizes n (S,) in bytes, s. Raises: Nothing. Source: as the
+        class."""
+        done = np.empty((len(self.arrive), len(sizes)))
+        for p in range(len(self.bounds) - 1):
+            sel = self.by_position[self.bounds[p]:self.bounds[p + 1]]
+            start = self.arrive[sel][:, None] if p == 0 else np.maximum(self.arrive[sel][:, None], done[sel - 1])
+            done[sel] = start + self.fixed[sel][:, None] + self.rate[sel][:, None] * sizes[None, :]
+        t = done[self.group] + self.tail[:, None] + self.reduce[:, None] * sizes[None, :]
         if self.forks is not None:
             t = t + self.forks.time(sizes[None, :])
         return t.max(axis=0)
@@ -419,7 +443,8 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     top = int(np.argmax(loads))
     lines = _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
                    size=size, forks=None if kind is None else (kind[dst], keys, kinds))
-    if entries.hop is None or saf or params.host_injection or impl.eager_threshold is not None or not (size > 0).any():
+    if (entries.hop is None or saf or params.host_injection or impl.eager_threshold is not None
+            or not (size > 0).any() or ONE_PACKET_BYTES * len(entries.link) > ONE_PACKET_SHARE * memory_budget()):
         return lines
     reducing = gamma * reduced[dst] if gamma else np.zeros(len(dst))
     forks = None if kind is None else (kind[dst], keys, kinds, impl)
@@ -432,10 +457,9 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     """:class:`OnePacket` of a step: each transfer t reaches the link of its route entry at hop h at
     ``before_t + h c_t`` (c_t: its route's latency per hop) with ``share (header + size_t n) / bandwidth`` of
     work, and is done ``(hops_t - h) c_t`` after that link sends its last byte, plus its receiver's reduction
-    (``reducing``, s per byte of the vector). Per link, arrivals at one time form a group; a link sends group h's
-    last byte at max over groups g <= h of (arrival_g + the work of groups g..h): a line for every (g, h) and
-    every distinct tail of group h. ``forks``: (each transfer's receiver kind, keys, kinds, implementation) when
-    receivers pay a cost per reduction (:class:`Forks`), kept per line."""
+    (``reducing``, s per byte of the vector). Per link, packets that arrive at one time form a group.
+    ``forks``: (each transfer's receiver kind, keys, kinds, implementation) when receivers pay a cost per
+    reduction (:class:`Forks`), kept per tail."""
     t, link, share, hop = entries.transfer, entries.link, entries.share, entries.hop
     per_hop = (latency - before) / np.maximum(hops, 1e-300)
     arrive = before[t] + hop * per_hop[t]
@@ -447,29 +471,21 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     link, ticks, arrive, tail, fixed, rate, red, receiver = (
         x[order] for x in (link, ticks, arrive, tail, fixed, rate, reducing[t], receiver))
     first = np.flatnonzero(np.r_[True, (link[1:] != link[:-1]) | (ticks[1:] != ticks[:-1])])
-    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
-    g_fixed, g_rate = np.add.reduceat(fixed, first), np.add.reduceat(rate, first)
-    g_arrive, g_link = arrive[first], link[first]
+    g_link = link[first]
     new_link = np.r_[True, g_link[1:] != g_link[:-1]]
-    link_first = np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
-    cum_fixed, cum_rate = np.cumsum(g_fixed), np.cumsum(g_rate)
-    tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
-    h, d, r, kind = tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], tails[:, 3].astype(np.int64)
-    a, b, k = [], [], []
-    for back in range(int((h - link_first[h]).max()) + 1):  # g = h - back, within h's link
-        ok = h - back >= link_first[h]
-        hh, g = h[ok], h[ok] - back
-        a.append(g_arrive[g] + cum_fixed[hh] - cum_fixed[g] + g_fixed[g] + d[ok])
-        b.append(cum_rate[hh] - cum_rate[g] + g_rate[g] + r[ok])
-        k.append(kind[ok])
+    position = np.arange(len(first)) - np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
+    by_position = np.argsort(position, kind="stable")
+    bounds = np.searchsorted(position[by_position], np.arange(position.max() + 2))
     upto = packet_size / float(size.max())
-    if forks is None:
-        return OnePacket(*_pareto(np.concatenate(a), np.concatenate(b)), upto)
-    rows = np.unique(np.column_stack([np.concatenate(a), np.concatenate(b), np.concatenate(k)]), axis=0)
-    impl = forks[3]
-    return OnePacket(rows[:, 0], rows[:, 1], upto, Forks(rows[:, 2].astype(np.int64), forks[1], forks[2],
-                                                         float(impl.reduction_threshold),
-                                                         float(impl.reduction_overhead)))
+    common = (by_position, bounds, arrive[first], np.add.reduceat(fixed, first), np.add.reduceat(rate, first))
+    if forks is None and (np.maximum.reduceat(red, first) == np.minimum.reduceat(red, first)).all():
+        # one reduction per group (symmetric steps, or none): its longest tail is the group's only one
+        return OnePacket(*common, np.arange(len(first)), np.maximum.reduceat(tail, first), red[first], upto)
+    group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
+    tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
+    extra = None if forks is None else Forks(tails[:, 3].astype(np.int64), forks[1], forks[2],
+                                             float(forks[3].reduction_threshold), float(forks[3].reduction_overhead))
+    return OnePacket(*common, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], upto, extra)
 
 
 def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -521,6 +537,10 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
     return StepLines(rows[:, 0], rows[:, 1], max_link_load, top, hops_max, **extra)
 
 
+#: bytes per route entry that timing a step's one-packet transfers link by link holds at once (its sorted copies),
+#: and the share of the memory budget it may take: a larger step keeps its lines (never below the truth)
+ONE_PACKET_BYTES = 100.0
+ONE_PACKET_SHARE = 0.1
 #: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the
 #: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values). At
 #: most ROUTED_CACHE steps and ROUTED_CACHE_SHARE of the memory budget (a step of adaptive routes on a dense
