@@ -474,18 +474,38 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     g_link = link[first]
     new_link = np.r_[True, g_link[1:] != g_link[:-1]]
     position = np.arange(len(first)) - np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
+    upto = packet_size / float(size.max())
+    g_arrive, g_fixed, g_rate = arrive[first], np.add.reduceat(fixed, first), np.add.reduceat(rate, first)
+    if forks is None and (np.maximum.reduceat(red, first) == np.minimum.reduceat(red, first)).all():
+        # one reduction per group (symmetric steps, or none): its longest tail is the group's only one; links
+        # with the same groups in the same order (every translate of a link, on a torus) are timed once
+        groups = np.column_stack([g_arrive, g_fixed, g_rate, np.maximum.reduceat(tail, first), red[first]])
+        keep = _distinct_links(groups, position, new_link)
+        groups, position = groups[keep], position[keep]
+        by_position = np.argsort(position, kind="stable")
+        bounds = np.searchsorted(position[by_position], np.arange(position.max() + 2))
+        return OnePacket(by_position, bounds, *groups[:, :3].T, np.arange(len(groups)), *groups[:, 3:].T, upto)
     by_position = np.argsort(position, kind="stable")
     bounds = np.searchsorted(position[by_position], np.arange(position.max() + 2))
-    upto = packet_size / float(size.max())
-    common = (by_position, bounds, arrive[first], np.add.reduceat(fixed, first), np.add.reduceat(rate, first))
-    if forks is None and (np.maximum.reduceat(red, first) == np.minimum.reduceat(red, first)).all():
-        # one reduction per group (symmetric steps, or none): its longest tail is the group's only one
-        return OnePacket(*common, np.arange(len(first)), np.maximum.reduceat(tail, first), red[first], upto)
+    common = (by_position, bounds, g_arrive, g_fixed, g_rate)
     group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
     tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
     extra = None if forks is None else Forks(tails[:, 3].astype(np.int64), forks[1], forks[2],
                                              float(forks[3].reduction_threshold), float(forks[3].reduction_overhead))
     return OnePacket(*common, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], upto, extra)
+
+
+def _distinct_links(groups: np.ndarray, position: np.ndarray, new_link: np.ndarray) -> np.ndarray:
+    """bool (G,): the groups of one link of each distinct sequence of groups (rows of ``groups``, in place order
+    ``position``; ``new_link`` marks each link's first group): a link whose groups repeat another's adds nothing
+    to the step's time."""
+    link = np.cumsum(new_link) - 1
+    width = int(position.max()) + 1
+    table = np.full((int(link[-1]) + 1, width * groups.shape[1]), np.nan)
+    for j in range(groups.shape[1]):  # each link's groups side by side, NaN-padded to the longest
+        table[link, j * width + position] = groups[:, j]
+    _, first = np.unique(np.nan_to_num(table, nan=-1.0), axis=0, return_index=True)
+    return np.isin(link, first)
 
 
 def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray, int]:
