@@ -21,7 +21,7 @@ from directcoll.schedule.pattern import from_steps, pattern_of
 from directcoll.simulate import SWING_SST, NetworkParams, simulate
 from directcoll.topology import bfs_distances, minimal_route, parse
 from directcoll.topology.paths import path_counts
-from directcoll.topology.routing import dor_route, link_between, route_pattern
+from directcoll.topology.routing import dor_route, link_between, route_entries, route_pattern
 
 NS = 1e-9
 BW = 50e9  # SWING_SST: 400 Gb/s links
@@ -530,3 +530,21 @@ def test_a_step_too_large_for_the_one_packet_pass_keeps_its_lines():
         lines = simulate(pattern, topo, SWING_SST).time(16384.0)
     step._ROUTED.clear()
     assert fast < lines * 0.98  # 4 % apart here
+
+
+@pytest.mark.parametrize(("spec", "routing"), [("torus:4x4", "adaptive"), ("torus:4x4x4", "dor"),
+                                               ("genkautz:2:16", "adaptive"), ("hammingmesh:2x2:2x2", "adaptive"),
+                                               ("hyperx:4x4", "dor"), ("circulant:16:1,5", "adaptive")])
+def test_route_entries_carry_the_hop_of_each_link(spec, routing):
+    # every routing here is minimal: a link u -> v of a route is crossed at hop dist(source, u); an explicit route
+    # crosses its links in the order it lists them
+    topo = parse(spec)
+    n = topo.num_compute
+    src, dst = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+    src, dst = src[src != dst], dst[src != dst]
+    e = route_entries(topo, src, dst, routing, hops=True)
+    dist = bfs_distances(topo, np.arange(topo.num_nodes))
+    assert (e.hop == dist[src[e.transfer], topo.link_src[e.link]]).all()
+    explicit = route_entries(topo, np.array([0, 1]), np.array([2, 3]), routes=(np.array([0, 3, 5]),
+                                                                              np.array([7, 3, 5, 1, 2])))
+    assert explicit.hop.tolist() == [0, 1, 2, 0, 1]
