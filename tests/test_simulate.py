@@ -516,9 +516,9 @@ def test_routed_steps_are_kept_within_a_share_of_the_memory_budget():
 
 def test_a_step_too_large_for_the_one_packet_pass_keeps_its_lines():
     # the direct all-to-all on torus:4x4x4 at 16 KiB: 256 B a transfer, 4,032 transfers split over their minimal
-    # paths in about 93,000 route entries (3.6 MiB). Within the budget its links are timed first come, first
-    # served, faster than the additive lines; with 8 MiB of budget the pass would take more than its tenth (100 B
-    # an entry), and the lines stand
+    # paths in about 93,000 route entries (4.3 MiB with their hops). Within the budget its links are timed first
+    # come, first served, faster than the additive lines; with 8 MiB of budget the pass would take more than its
+    # tenth (100 B an entry), and the lines stand
     from directcoll.resources import memory_budget_override
     from directcoll.simulate import step
 

@@ -267,7 +267,7 @@ def route_hops(topo: Topology, src: int, dst: int, routing: str = "adaptive") ->
     return _distances_from(topo, int(src))[topo.link_src[links]]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=8)  # a node's distances (V int64): patterns come grouped by source, Cayley ones all from 0
 def _distances_from(topo: Topology, src: int) -> np.ndarray:
     return bfs_distances(topo, [src])[0]
 
@@ -498,8 +498,9 @@ def route_entries(topo: Topology, src, dst, routing: str = "adaptive", routes=No
     for sel, pl, *_ in groups:
         count[sel] = len(pl)
     start = np.r_[0, np.cumsum(count)]
-    # entries (transfer, link, share: 24 B) plus one group's positions and placed links while filling them
-    check_memory(f"route entries of {len(src):,} transfers on {topo.spec}", 40.0 * float(start[-1]))
+    # entries (transfer, link, share: 24 B; a hop: 8 B more) plus one group's positions and placed links while
+    # filling them
+    check_memory(f"route entries of {len(src):,} transfers on {topo.spec}", (48.0 if hops else 40.0) * float(start[-1]))
     link, share = np.empty(start[-1], dtype=np.int64), np.empty(start[-1])
     hop = np.empty(start[-1], dtype=np.int64) if hops else None
     for sel, pl, ps, pattern_src, pattern_dst in groups:  # each group's entries go straight to their places
