@@ -514,21 +514,17 @@ def test_routed_steps_are_kept_within_a_share_of_the_memory_budget():
     step._ROUTED.clear()
 
 
-def test_a_step_too_large_for_the_one_packet_pass_keeps_its_lines():
+def test_a_step_too_large_for_the_one_packet_pass_keeps_its_lines(monkeypatch):
     # the direct all-to-all on torus:4x4x4 at 16 KiB: 256 B a transfer, 4,032 transfers split over their minimal
-    # paths in about 93,000 route entries (4.3 MiB with their hops). Within the budget its links are timed first
-    # come, first served, faster than the additive lines; with 8 MiB of budget the pass would take more than its
-    # tenth (100 B an entry), and the lines stand
-    from directcoll.resources import memory_budget_override
+    # paths in about 93,000 route entries. Within the cap its links are timed first come, first served, faster
+    # than the additive lines; with a cap of 1,000 entries the lines stand
     from directcoll.simulate import step
 
     topo = parse("torus:4x4x4")
     pattern = build_pattern("direct", topo, "alltoall")
     fast = simulate(pattern, topo, SWING_SST).time(16384.0)
-    step._ROUTED.clear()
-    with memory_budget_override("8MiB"):
-        lines = simulate(pattern, topo, SWING_SST).time(16384.0)
-    step._ROUTED.clear()
+    monkeypatch.setattr(step, "ONE_PACKET_MAX_ENTRIES", 1000)
+    lines = simulate(pattern, topo, SWING_SST).time(16384.0)
     assert fast < lines * 0.98  # 4 % apart here
 
 

@@ -444,7 +444,7 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     lines = _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
                    size=size, forks=None if kind is None else (kind[dst], keys, kinds))
     if (entries.hop is None or saf or params.host_injection or impl.eager_threshold is not None
-            or not (size > 0).any() or ONE_PACKET_BYTES * len(entries.link) > ONE_PACKET_SHARE * memory_budget()):
+            or not (size > 0).any() or len(entries.link) > ONE_PACKET_MAX_ENTRIES):
         return lines
     reducing = gamma * reduced[dst] if gamma else np.zeros(len(dst))
     forks = None if kind is None else (kind[dst], keys, kinds, impl)
@@ -465,8 +465,11 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     arrive = before[t] + hop * per_hop[t]
     tail = (hops[t] - hop) * per_hop[t]
     fixed, rate = share * header / bw[link], share * size[t] / bw[link]
-    ticks = np.rint(arrive * 1e13)  # equal arrivals up to 0.1 ps form one group
-    order = np.lexsort((ticks, link))
+    ticks = np.rint(arrive * 1e13).astype(np.int64)  # equal arrivals up to 0.1 ps form one group
+    ticks -= ticks.min()
+    span = int(ticks.max()) + 1
+    # by link, then arrival: one sort of a combined key where it fits in 63 bits (three times a lexsort's speed)
+    order = np.argsort(link * span + ticks) if int(link.max()) < (1 << 62) // span else np.lexsort((ticks, link))
     receiver = np.zeros(len(t), dtype=np.int64) if forks is None else forks[0][t]
     link, ticks, arrive, tail, fixed, rate, red, receiver = (
         x[order] for x in (link, ticks, arrive, tail, fixed, rate, reducing[t], receiver))
@@ -557,10 +560,10 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
     return StepLines(rows[:, 0], rows[:, 1], max_link_load, top, hops_max, **extra)
 
 
-#: bytes per route entry that timing a step's one-packet transfers link by link holds at once (its sorted copies),
-#: and the share of the memory budget it may take: a larger step keeps its lines (never below the truth)
-ONE_PACKET_BYTES = 100.0
-ONE_PACKET_SHARE = 0.1
+#: the most route entries of a step whose one-packet transfers are timed link by link: the pass sorts them and holds
+#: about 100 bytes an entry, about a second and 200 MB here at this size; a larger step keeps its lines (an upper
+#: bound), so a comparison on a network of 100,000 ranks costs what it did without the pass (docs/simulation.md)
+ONE_PACKET_MAX_ENTRIES = 1 << 21
 #: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the
 #: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values). At
 #: most ROUTED_CACHE steps and ROUTED_CACHE_SHARE of the memory budget (a step of adaptive routes on a dense
