@@ -507,7 +507,14 @@ def _distinct_links(groups: np.ndarray, position: np.ndarray, new_link: np.ndarr
     table = np.full((int(link[-1]) + 1, width * groups.shape[1]), np.nan)
     for j in range(groups.shape[1]):  # each link's groups side by side, NaN-padded to the longest
         table[link, j * width + position] = groups[:, j]
-    _, first = np.unique(np.nan_to_num(table, nan=-1.0), axis=0, return_index=True)
+    bits = np.nan_to_num(table, nan=-1.0).view(np.uint64)
+    # one 64-bit hash per link (its bits times odd constants, wrapping), then checked: every link must equal the
+    # first link of its hash; a collision, never seen, falls back to comparing whole rows
+    mix = np.random.default_rng(0).integers(1, 1 << 63, bits.shape[1], dtype=np.uint64) | np.uint64(1)
+    _, first, inverse = np.unique((bits * mix).sum(axis=1, dtype=np.uint64), return_index=True,
+                                  return_inverse=True)
+    if not (bits[first[inverse.ravel()]] == bits).all():
+        _, first = np.unique(bits, axis=0, return_index=True)
     return np.isin(link, first)
 
 
@@ -561,9 +568,9 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
 
 
 #: the most route entries of a step whose one-packet transfers are timed link by link: the pass sorts them and holds
-#: about 100 bytes an entry, about a second and 200 MB here at this size; a larger step keeps its lines (an upper
-#: bound), so a comparison on a network of 100,000 ranks costs what it did without the pass (docs/simulation.md)
-ONE_PACKET_MAX_ENTRIES = 1 << 21
+#: about 100 bytes an entry; a larger step keeps its lines (an upper bound), so a comparison on a network of 100,000
+#: ranks costs about what it did without the pass (docs/simulation.md, docs/benchmarks.md)
+ONE_PACKET_MAX_ENTRIES = 1 << 20
 #: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the
 #: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values). At
 #: most ROUTED_CACHE steps and ROUTED_CACHE_SHARE of the memory budget (a step of adaptive routes on a dense
