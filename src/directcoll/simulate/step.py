@@ -484,18 +484,21 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
         # with the same groups in the same order (every translate of a link, on a torus) are timed once
         groups = np.column_stack([g_arrive, g_fixed, g_rate, np.maximum.reduceat(tail, first), red[first]])
         keep = _distinct_links(groups, position, new_link)
-        groups, position = groups[keep], position[keep]
-        by_position = np.argsort(position, kind="stable")
-        bounds = np.searchsorted(position[by_position], np.arange(position.max() + 2))
-        return OnePacket(by_position, bounds, *groups[:, :3].T, np.arange(len(groups)), *groups[:, 3:].T, upto)
-    by_position = np.argsort(position, kind="stable")
-    bounds = np.searchsorted(position[by_position], np.arange(position.max() + 2))
-    common = (by_position, bounds, g_arrive, g_fixed, g_rate)
+        groups = groups[keep]
+        return OnePacket(*_by_place(position[keep]), *groups[:, :3].T, np.arange(len(groups)), *groups[:, 3:].T,
+                         upto)
+    common = (*_by_place(position), g_arrive, g_fixed, g_rate)
     group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
     tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
     extra = None if forks is None else Forks(tails[:, 3].astype(np.int64), forks[1], forks[2],
                                              float(forks[3].reduction_threshold), float(forks[3].reduction_overhead))
     return OnePacket(*common, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], upto, extra)
+
+
+def _by_place(position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(groups ordered by their place among their link's groups, the bounds of each place in that order)."""
+    by_position = np.argsort(position, kind="stable")
+    return by_position, np.searchsorted(position[by_position], np.arange(position.max() + 2))
 
 
 def _distinct_links(groups: np.ndarray, position: np.ndarray, new_link: np.ndarray) -> np.ndarray:
