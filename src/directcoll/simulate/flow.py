@@ -285,9 +285,7 @@ class _Run:
             self.alpha = self.alpha + 2.0 * (self.alpha + prep.latency) * (nbytes > impl.eager_threshold)
         gamma = par.gamma if impl.gamma is None else impl.gamma
         self.reduce_time = gamma * nbytes * p.reduce / threads  # summed per rank: its reductions share its threads
-        if impl.forks(ports_of(p)):  # one thread: each reduction over the threshold pays its own cost
-            over = p.reduce & (nbytes > impl.reduction_threshold)
-            self.reduce_time = self.reduce_time + impl.reduction_overhead * over
+        self.reduce_time = self.reduce_time + p.reduce * impl.reduction_cost(ports_of(p), nbytes)
         self.call_time = impl.call_time(ports_of(p), float(size_bytes))
         self.routed = np.diff(prep.ptr) > 0
         # packets (docs/simulation.md, "Packets in the models"): headers on the wire; every further hop waits for

@@ -52,6 +52,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
+import numpy as np
+
 from directcoll.errors import DirectcollError
 from directcoll.units import MAX_SIZE, check_quantity
 
@@ -215,6 +217,17 @@ class Implementation:
         (True, False)
         """
         return bool(self.reduction_overhead) and self.reduction_threads(ports) == 1
+
+    def reduction_cost(self, ports: int, size_bytes):
+        """s: what each reduction of ``size_bytes`` bytes (a number or an array) pays besides γ on a schedule of
+        ``ports`` ports: :attr:`reduction_overhead` where :meth:`forks` and it is over the threshold, else 0.
+        Raises: Nothing. Source: docs/simulation.md, "Hosts and implementations" (reductions on one thread).
+
+        >>> float(Implementation("utofu", reduction_overhead=1e-5, reduction_threshold=4096).reduction_cost(1, 8192.0))
+        1e-05
+        """
+        over = np.asarray(size_bytes) > self.reduction_threshold
+        return self.reduction_overhead * over if self.forks(ports) else 0.0 * over
 
     def call_time(self, ports: int, size_bytes=0.0):
         """``call_overhead + port_overhead * ports + copy_overhead * size_bytes``, plus ``thread_overhead`` when

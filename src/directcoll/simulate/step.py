@@ -81,8 +81,8 @@ class StepLines:
         if self.forks is not None:
             t = t + self.forks.time(n)
         t = t.max(axis=0)
-        small = sizes <= self.one_packet.upto if self.one_packet is not None else None
-        if small is not None and small.any():
+        if self.one_packet is not None:  # below one packet a transfer, the links' queues may save time
+            small = sizes <= self.one_packet.upto
             t[small] = np.minimum(self.one_packet.time(sizes[small]), t[small])
         return t
 
@@ -313,7 +313,7 @@ class SimulatedSchedule:
         n = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
-        total = total + self.params.implementation.call_time(ports_of(self.pattern), n.ravel())  # once per call
+        total = total + self.params.implementation.call_time(ports_of(self.pattern), n)  # once per call
         return total.reshape(np.shape(sizes)) if np.ndim(sizes) else float(total[0])
 
     def breakdown(self, size: float) -> list[dict]:
@@ -394,7 +394,7 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     threads = impl.reduction_threads(ports)
     gamma = (params.gamma if impl.gamma is None else impl.gamma) / threads  # a rank's reductions, on its threads
     reduced = np.bincount(dst, weights=size * reduce, minlength=n)  # local reductions cost gamma too
-    kind, keys, kinds = _reductions(dst, size, reduce, n) if impl.forks(ports) else (None, None, 0)
+    forks = _reductions(dst, size, reduce, n, impl) if impl.forks(ports) else None  # a kind per rank
     net = src != dst  # local copies and reductions use no link
     # messages each rank posts and takes in the step: its threads post them one after another (LogGP's o)
     posted = np.bincount(src[net], minlength=n), np.bincount(dst[net], minlength=n)
@@ -406,8 +406,8 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
         routes = (np.r_[0, np.cumsum(counts)], links[idx])
     src, dst, size, reduce = src[net], dst[net], size[net], reduce[net]
     if not len(src):
-        if kind is not None:  # every rank's reductions, each a line of its own
-            return _lines([np.zeros(n), reduced * gamma], 0.0, -1, 0.0, impl, params, forks=(kind, keys, kinds))
+        if forks is not None:  # every rank's reductions, each a line of its own
+            return _lines([np.zeros(n), reduced * gamma], 0.0, -1, 0.0, impl, params, forks=forks)
         busy = reduced.max() * gamma
         return StepLines(np.zeros(1), np.full(1, busy), 0.0, -1, 0.0) if busy else StepLines(
             np.zeros(0), np.zeros(0), 0.0, -1, 0.0)
@@ -441,13 +441,13 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     if gamma:  # then the receiver reduces what it got
         slope = slope + gamma * reduced[dst]
     top = int(np.argmax(loads))
+    forks = None if forks is None else replace(forks, kind=forks.kind[dst])  # a kind per transfer
     lines = _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
-                   size=size, forks=None if kind is None else (kind[dst], keys, kinds))
+                   size=size, forks=forks)
     if (entries.hop is None or saf or params.host_injection or impl.eager_threshold is not None
             or not (size > 0).any() or len(entries.link) > ONE_PACKET_MAX_ENTRIES):
         return lines
     reducing = gamma * reduced[dst] if gamma else np.zeros(len(dst))
-    forks = None if kind is None else (kind[dst], keys, kinds, impl)
     return replace(lines, one_packet=_one_packet(entries, before, latency, hops, size, reducing, bw, header,
                                                  params.packet_size, forks))
 
@@ -458,8 +458,7 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     ``before_t + h c_t`` (c_t: its route's latency per hop) with ``share (header + size_t n) / bandwidth`` of
     work, and is done ``(hops_t - h) c_t`` after that link sends its last byte, plus its receiver's reduction
     (``reducing``, s per byte of the vector). Per link, packets that arrive at one time form a group.
-    ``forks``: (each transfer's receiver kind, keys, kinds, implementation) when receivers pay a cost per
-    reduction (:class:`Forks`), kept per tail."""
+    ``forks``: the receivers' per-reduction costs (:class:`Forks`, a kind per transfer), kept per tail."""
     t, link, share, hop = entries.transfer, entries.link, entries.share, entries.hop
     per_hop = (latency - before) / np.maximum(hops, 1e-300)
     arrive = before[t] + hop * per_hop[t]
@@ -470,7 +469,7 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     span = int(ticks.max()) + 1
     # by link, then arrival: one sort of a combined key where it fits in 63 bits (three times a lexsort's speed)
     order = np.argsort(link * span + ticks) if int(link.max()) < (1 << 62) // span else np.lexsort((ticks, link))
-    receiver = np.zeros(len(t), dtype=np.int64) if forks is None else forks[0][t]
+    receiver = np.zeros(len(t), dtype=np.int64) if forks is None else forks.kind[t]
     link, ticks, arrive, tail, fixed, rate, red, receiver = (
         x[order] for x in (link, ticks, arrive, tail, fixed, rate, reducing[t], receiver))
     first = np.flatnonzero(np.r_[True, (link[1:] != link[:-1]) | (ticks[1:] != ticks[:-1])])
@@ -490,8 +489,7 @@ def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw
     common = (*_by_place(position), g_arrive, g_fixed, g_rate)
     group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
     tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
-    extra = None if forks is None else Forks(tails[:, 3].astype(np.int64), forks[1], forks[2],
-                                             float(forks[3].reduction_threshold), float(forks[3].reduction_overhead))
+    extra = None if forks is None else replace(forks, kind=tails[:, 3].astype(np.int64))
     return OnePacket(*common, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], upto, extra)
 
 
@@ -521,10 +519,10 @@ def _distinct_links(groups: np.ndarray, position: np.ndarray, new_link: np.ndarr
     return np.isin(link, first)
 
 
-def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(kind (N,), keys, kinds): each rank's reductions of a step (the fractions of the vector its reduced
-    transfers carry), ranks with the same ones sharing a kind (symmetric steps: a few), as :class:`Forks` keeps
-    them. Memory: O(reduced transfers)."""
+def _reductions(dst, size, reduce, n: int, impl) -> Forks:
+    """:class:`Forks` of a step with a kind per rank: each rank's reductions (the fractions of the vector its
+    reduced transfers carry), ranks with the same ones sharing a kind (symmetric steps: a few), at the
+    implementation's threshold and cost. Memory: O(reduced transfers)."""
     keep = reduce & (size > 0)
     dst, size = dst[keep], size[keep]
     order = np.lexsort((size, dst))
@@ -534,14 +532,15 @@ def _reductions(dst, size, reduce, n: int) -> tuple[np.ndarray, np.ndarray, int]
     rows[:] = [size[bounds[r]:bounds[r + 1]].tobytes() for r in range(n)]
     uniq, first, kind = np.unique(rows, return_index=True, return_inverse=True)
     keys = np.concatenate([k + size[bounds[r]:bounds[r + 1]] / 2 for k, r in enumerate(first)] or [np.zeros(0)])
-    return kind.ravel(), np.sort(keys), len(uniq)
+    return Forks(kind.ravel(), np.sort(keys), len(uniq), float(impl.reduction_threshold),
+                 float(impl.reduction_overhead))
 
 
 def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: NetworkParams, *, terms=None,
            size=None, forks=None) -> StepLines:
     """A step's :class:`StepLines` from each transfer's latency and slope (``base``) and its optional terms: packet
     terms (``terms``), a rendezvous above the eager threshold (``size``) and its receiver's per-reduction costs
-    (``forks``: each line's receiver's kind, the kinds' keys and their number, :func:`_reductions`); lines equal
+    (``forks``: :class:`Forks` with a kind per transfer); lines equal
     in every term are kept once (symmetric steps: a few classes), only the Pareto-maximal ones where there is no
     other term."""
     latency, slope = base
@@ -555,7 +554,7 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
     if rendezvous:  # a request and a reply before the data, one round trip
         cols.append(np.column_stack([2.0 * latency, size]))
     if forks is not None:
-        cols.append(forks[0][:, None])
+        cols.append(forks.kind[:, None])
     rows = np.unique(np.hstack(cols), axis=0)
     j, extra = 2, {}
     if terms is not None:
@@ -565,8 +564,7 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
         extra["rendezvous"] = Rendezvous(rows[:, j], rows[:, j + 1], float(impl.eager_threshold))
         j += 2
     if forks is not None:
-        extra["forks"] = Forks(rows[:, j].astype(np.int64), forks[1], forks[2], float(impl.reduction_threshold),
-                               float(impl.reduction_overhead))
+        extra["forks"] = replace(forks, kind=rows[:, j].astype(np.int64))
     return StepLines(rows[:, 0], rows[:, 1], max_link_load, top, hops_max, **extra)
 
 

@@ -269,7 +269,8 @@ def route_hops(topo: Topology, src: int, dst: int, routing: str = "adaptive") ->
 
 @lru_cache(maxsize=8)  # a node's distances (V int64): patterns come grouped by source, Cayley ones all from 0
 def _distances_from(topo: Topology, src: int) -> np.ndarray:
-    return bfs_distances(topo, [src])[0]
+    origin = _origin(topo) if src == 0 and topo.is_cayley else None  # node 0's, already found for its routes
+    return origin[0] if origin is not None else bfs_distances(topo, [src])[0]
 
 
 def _check_routing(routing: str) -> None:
