@@ -194,12 +194,12 @@ def test_flow_agrees_with_step_model_on_tori(spec, name, variant):
 
 def test_flow_is_faster_where_ranks_can_run_ahead():
     # torus:6x6 is not a power of two: Swing's steps have transfers of different lengths, so the step model waits
-    # for the longest one every step, while in the flow model ranks with short transfers run ahead (8 KiB: more
-    # than one packet a transfer, where the step model is bulk-synchronous)
+    # for the longest one every step, while in the flow model ranks with short transfers run ahead (32 KiB: a
+    # transfer takes longer on a link than a hop's latency, where the step model keeps its bulk-synchronous lines)
     topo = parse("torus:6x6")
     pat = build_pattern("swing", topo, variant="latency")
-    flow = simulate_flow(pat, topo, 8192, SWING_SST)
-    assert flow.time_s < simulate(pat, topo, SWING_SST).time(8192)
+    flow = simulate_flow(pat, topo, 32768, SWING_SST)
+    assert flow.time_s < simulate(pat, topo, SWING_SST).time(32768)
     assert flow.events > 2 * pat.num_steps     # not in lockstep
 
 

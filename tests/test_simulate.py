@@ -171,13 +171,14 @@ SIZES = np.array([32.0, 1000.0, 2.0**20, 3 * 2.0**27, 2.0**30])
 
 def _two_on_one_link(n):
     """0 -> 2 and 1 -> 3 on ring:8, a quarter of the vector each: both 2 hops, link 1 -> 2 carries both (half the
-    vector). Above one packet a transfer (4 KiB) each waits for the link's whole load: 2 hops + n/2 / BW. Up to one
-    packet, link 1 -> 2 sends them as they come: 1 -> 3's at once (its first hop), 0 -> 2's a hop later (its
-    second) after 1 -> 3's if that is still going; 0 -> 2 is then done a hop after the link, 1 -> 3 two hops after:
-    max(2 hops + w, 1 hop + max(1 hop, w) + w) with w = n/4 / BW, less than 2 hops + 2w whenever w < 1 hop."""
+    vector). While a transfer is one packet (4 KiB) or takes at most a hop's latency on a link (w = n/4 / BW <= 1
+    hop), link 1 -> 2 sends them as they come: 1 -> 3's at once (its first hop), 0 -> 2's a hop later (its second)
+    after 1 -> 3's if that is still going; 0 -> 2 is then done a hop after the link, 1 -> 3 two hops after:
+    max(2 hops + w, 1 hop + max(1 hop, w) + w), less than 2 hops + 2w whenever w < 1 hop. Beyond, each waits for
+    the link's whole load: 2 hops + n/2 / BW."""
     w = n / 4 / BW
-    one_packet = np.maximum(2 * HOP + w, HOP + np.maximum(HOP, w) + w)
-    return np.where(n / 4 <= 4096, one_packet, 2 * HOP + n / 2 / BW)
+    short = np.maximum(2 * HOP + w, HOP + np.maximum(HOP, w) + w)
+    return np.where((n / 4 <= 4096) | (w <= HOP), short, 2 * HOP + n / 2 / BW)
 
 
 @pytest.mark.parametrize("routing", ["adaptive", "dor"])
@@ -186,6 +187,15 @@ def test_hand_checked_step(routing):
     sim = simulate(ring_step(), ring, SWING_SST, routing)
     assert np.allclose(sim.time(SIZES), _two_on_one_link(SIZES), rtol=1e-12, atol=0)
     assert sim.time(1000.0) == pytest.approx(2 * HOP + 250 / BW, rel=1e-12)  # the packets do not meet
+    # 16 KiB a transfer (four packets, 0.33 us a link: under a hop's 0.4 us) still passes link 1 -> 2 as one unit,
+    # 22 % under the additive lines; 20 KiB (0.41 us) no longer does
+    short, long = sim.time(np.array([65536.0, 81920.0]))
+    assert short == pytest.approx(2 * HOP + 16384 / BW, rel=1e-12) and short < 0.8 * (2 * HOP + 32768 / BW)
+    assert long == pytest.approx(2 * HOP + 40960 / BW, rel=1e-12)
+    # with 64-byte headers a transfer of three packets carries three of them (and its second hop waits for the
+    # first header: cut-through)
+    headed = simulate(ring_step(), ring, SWING_SST.with_(packet_header=64), routing).time(49152.0)
+    assert headed == pytest.approx(2 * HOP + 64 / BW + (12288 + 3 * 64) / BW, rel=1e-12)
     (row,) = sim.breakdown(2**20)
     assert row["bytes_max_link"] == pytest.approx(2**19) and row["hops_max"] == pytest.approx(2)
     assert row["max_link"] == int(link_between(ring, 1, 2))
@@ -280,17 +290,26 @@ def reference_times(schedule, topo, params: NetworkParams, routing: str, sizes) 
                 latency = params.alpha + (share * lat[links]).sum() + hops * params.per_hop_latency
                 congestion = (loads[links] / bw[links]).max()
                 step = max(step, latency + congestion + params.gamma * reduced[dst])
-            if all(n * f <= params.packet_size for src, dst, f, *_ in transfers if src != dst):
+            if all(n * f <= params.packet_size or _within_a_hop(params, n * f, links, share, bw, lat)
+                   for src, dst, f, _, links, share in transfers if src != dst):
                 step = min(step, _first_come_first_served(topo, params, transfers, n, bw, lat, reduced))
             total += step
         totals.append(total)
     return totals
 
 
+def _within_a_hop(params, nbytes, links, share, bw, lat) -> bool:
+    """Whether a transfer of ``nbytes`` (no packet headers) takes at most its route's latency per hop on each of
+    its links: it has left a link before the transfers one hop behind it reach it."""
+    per_hop = ((share * lat[links]).sum() + share.sum() * params.per_hop_latency) / share.sum()
+    return bool((share * nbytes / bw[links] <= per_hop * (1 + 1e-12)).all())
+
+
 def _first_come_first_served(topo, params, transfers, n, bw, lat, reduced) -> float:
-    """A step of one-packet transfers, link by link: each entry of a route reaches its link after the route's
-    latency per hop times its hop (its BFS distance from the source), the link sends the arrivals in order
-    (equal arrivals together), and a packet is done its remaining hops after the link's last byte of its group."""
+    """A step of short transfers (one packet, or at most a hop's latency on each link), link by link: each entry
+    of a route reaches its link after the route's latency per hop times its hop (its BFS distance from the
+    source), the link sends the arrivals in order (equal arrivals together), and a transfer is done its remaining
+    hops after the link's last byte of its group."""
     arrivals = {}  # link -> [(arrival, work, tail)]
     for src, dst, f, _, links, share in transfers:
         if src == dst:
@@ -514,7 +533,7 @@ def test_routed_steps_are_kept_within_a_share_of_the_memory_budget():
     step._ROUTED.clear()
 
 
-def test_a_step_too_large_for_the_one_packet_pass_keeps_its_lines(monkeypatch):
+def test_a_step_too_large_for_the_short_transfers_pass_keeps_its_lines(monkeypatch):
     # the direct all-to-all on torus:4x4x4 at 16 KiB: 256 B a transfer, 4,032 transfers split over their minimal
     # paths in about 93,000 route entries. Within the cap its links are timed first come, first served, faster
     # than the additive lines; with a cap of 1,000 entries the lines stand
@@ -523,7 +542,7 @@ def test_a_step_too_large_for_the_one_packet_pass_keeps_its_lines(monkeypatch):
     topo = parse("torus:4x4x4")
     pattern = build_pattern("direct", topo, "alltoall")
     fast = simulate(pattern, topo, SWING_SST).time(16384.0)
-    monkeypatch.setattr(step, "ONE_PACKET_MAX_ENTRIES", 1000)
+    monkeypatch.setattr(step, "SHORT_MAX_ENTRIES", 1000)
     lines = simulate(pattern, topo, SWING_SST).time(16384.0)
     assert fast < lines * 0.98  # 4 % apart here
 

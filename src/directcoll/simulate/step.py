@@ -64,7 +64,7 @@ class StepLines:
     packets: PacketTerms | None = None   # per line, when packet headers or store-and-forward are modelled
     rendezvous: Rendezvous | None = None  # per line, when the implementation has an eager threshold
     forks: Forks | None = None            # per line, when its receiver pays a cost per reduction on one thread
-    one_packet: OnePacket | None = None   # the step's lines while every transfer is at most one packet
+    short: ShortTransfers | None = None   # the step's time while every transfer passes each link as one unit
 
     def time(self, sizes: np.ndarray) -> np.ndarray:
         """float64 (S,): the step's time in s, max_i T_i(n), for every vector size n of ``sizes`` (S,) in bytes
@@ -81,46 +81,52 @@ class StepLines:
         if self.forks is not None:
             t = t + self.forks.time(n)
         t = t.max(axis=0)
-        if self.one_packet is not None:  # below one packet a transfer, the links' queues may save time
-            small = sizes <= self.one_packet.upto
-            t[small] = np.minimum(self.one_packet.time(sizes[small]), t[small])
+        if self.short is not None:  # transfers that pass each link as one unit: the links' queues may save time
+            small = sizes <= self.short.upto
+            t[small] = np.minimum(self.short.time(sizes[small]), t[small])
         return t
 
 
 @dataclass(frozen=True)
-class OnePacket:
-    """A step's time while each of its transfers is at most one packet (vector sizes up to ``upto`` bytes): a
-    packet crosses every link of its route as one unit, reaching it after the route's latency up to that link,
-    and each link sends the packets that reach it first come, first served (its output queue), so the link's
-    busy period over those arrivals, not its whole load after the whole route's latency, sets when the last
-    packet through it leaves. A packet that waits at one link reaches the next later than the model assumes
-    (queueing upstream is not carried forward), which puts this time below the truth where upstream links
-    queue; it is never above the step's lines.
+class ShortTransfers:
+    """A step's time while each of its transfers passes every link of its route as one unit (vector sizes up to
+    ``upto`` bytes): a transfer of at most one packet, or one whose serialisation on each link is at most its
+    route's latency per hop, so that it has left a link before the transfers one hop behind it reach it. Each
+    transfer reaches a link after the route's latency up to that link, and each link sends what reaches it
+    first come, first served (its output queue), so the link's busy period over those arrivals, not its whole
+    load after the whole route's latency, sets when the last transfer through it leaves. A transfer that waits
+    at one link reaches the next later than the model assumes (queueing upstream is not carried forward), which
+    puts this time below the truth where upstream links queue; it is never above the step's lines.
 
     The arrivals are kept per link and arrival time (a group: packets that reach a link at once) and timed at
     each size by Lindley's recursion, F_h = max(F_(h-1), arrival_h) + work_h(n) over a link's groups in order,
     which stays linear in the groups (all the lines a_g + work_(g..h)(n) of every pair g <= h would be quadratic).
+    A group's work is ``fixed + rate n`` plus the headers of its transfers' further packets,
+    ``max(0, header_rate n - fixed)`` (one header a packet, as :class:`PacketTerms`; exact for a group of
+    transfers of one size).
 
     Attributes:
         by_position: int64 (G,): the groups ordered by their place among their link's groups (0: the first).
         bounds: int64 (P + 1,): ``by_position[bounds[p]:bounds[p + 1]]`` are the groups in place p.
         arrive, fixed, rate: float64 (G,): each group's arrival (s) and work, ``fixed + rate * n`` (s, s per
-            byte of the vector), in link order: group i - 1 is the one before i on the same link when i is not
-            in place 0.
+            byte of the vector: one header a transfer, and the payload), in link order: group i - 1 is the one
+            before i on the same link when i is not in place 0.
+        header_rate: float64 (G,): the group's headers if each transfer carried one per packet of its payload, s
+            per byte of the vector.
         group, tail, reduce: the tails (T,): a packet of group ``group`` is done ``tail + reduce * n`` after its
             link sends the group's last byte (its remaining hops, its receiver's reduction).
-        upto: the largest vector size (bytes) at which every transfer is at most one packet.
+        upto: the largest vector size (bytes) at which every transfer passes each link as one unit.
         forks: the per-reduction costs of each tail's receiver (:class:`Forks`), or None.
 
     Raises:
         Nothing: a record built by :func:`step_lines`.
 
-    Source: docs/simulation.md, "Step model" (transfers of one packet); Lindley's recursion for a first-come,
+    Source: docs/simulation.md, "Step model" (short transfers); Lindley's recursion for a first-come,
     first-served queue.
 
     >>> import numpy as np
-    >>> one = OnePacket(np.arange(2), np.array([0, 1, 2]), np.array([0.0, 1e-6]), np.zeros(2), np.array([1e-9, 1e-9]),
-    ...                 np.array([1]), np.array([1e-7]), np.zeros(1), 4096.0)
+    >>> one = ShortTransfers(np.arange(2), np.array([0, 1, 2]), np.array([0.0, 1e-6]), np.zeros(2),
+    ...                      np.array([1e-9, 1e-9]), np.zeros(2), np.array([1]), np.array([1e-7]), np.zeros(1), 4096.0)
     >>> (one.time(np.array([100.0, 2000.0])) * 1e6).round(6).tolist()  # the second group waits past 1 us
     [1.2, 4.1]
     """
@@ -130,6 +136,7 @@ class OnePacket:
     arrive: np.ndarray
     fixed: np.ndarray
     rate: np.ndarray
+    header_rate: np.ndarray
     group: np.ndarray
     tail: np.ndarray
     reduce: np.ndarray
@@ -143,7 +150,9 @@ class OnePacket:
         for p in range(len(self.bounds) - 1):
             sel = self.by_position[self.bounds[p]:self.bounds[p + 1]]
             start = self.arrive[sel][:, None] if p == 0 else np.maximum(self.arrive[sel][:, None], done[sel - 1])
-            done[sel] = start + self.fixed[sel][:, None] + self.rate[sel][:, None] * sizes[None, :]
+            fixed = self.fixed[sel][:, None]
+            done[sel] = (start + fixed + self.rate[sel][:, None] * sizes[None, :]
+                         + np.maximum(self.header_rate[sel][:, None] * sizes[None, :] - fixed, 0.0))
         t = done[self.group] + self.tail[:, None] + self.reduce[:, None] * sizes[None, :]
         if self.forks is not None:
             t = t + self.forks.time(sizes[None, :])
@@ -445,52 +454,60 @@ def step_lines(topology: Topology, src, dst, size, reduce, params: NetworkParams
     lines = _lines([latency, slope], float(loads[top]), top, float(hops.max()), impl, params, terms=terms,
                    size=size, forks=forks)
     if (entries.hop is None or saf or params.host_injection or impl.eager_threshold is not None
-            or not (size > 0).any() or len(entries.link) > ONE_PACKET_MAX_ENTRIES):
+            or not (size > 0).any() or len(entries.link) > SHORT_MAX_ENTRIES):
         return lines
     reducing = gamma * reduced[dst] if gamma else np.zeros(len(dst))
-    return replace(lines, one_packet=_one_packet(entries, before, latency, hops, size, reducing, bw, header,
+    return replace(lines, short=_short_transfers(entries, before, latency, hops, size, reducing, bw, header,
                                                  params.packet_size, forks))
 
 
-def _one_packet(entries: RouteEntries, before, latency, hops, size, reducing, bw, header: float,
-                packet_size: int, forks=None) -> OnePacket:
-    """:class:`OnePacket` of a step: each transfer t reaches the link of its route entry at hop h at
+def _short_transfers(entries: RouteEntries, before, latency, hops, size, reducing, bw, header: float,
+                     packet_size: int, forks=None) -> ShortTransfers:
+    """:class:`ShortTransfers` of a step: each transfer t reaches the link of its route entry at hop h at
     ``before_t + h c_t`` (c_t: its route's latency per hop) with ``share (header + size_t n) / bandwidth`` of
-    work, and is done ``(hops_t - h) c_t`` after that link sends its last byte, plus its receiver's reduction
-    (``reducing``, s per byte of the vector). Per link, packets that arrive at one time form a group.
-    ``forks``: the receivers' per-reduction costs (:class:`Forks`, a kind per transfer), kept per tail."""
+    work (a header per packet beyond the first), and is done ``(hops_t - h) c_t`` after that link sends its
+    last byte, plus its receiver's reduction (``reducing``, s per byte of the vector). Per link, transfers that
+    arrive at one time form a group. The regime ends where a transfer grows past one packet and past c_t of
+    serialisation on one of its links. ``forks``: the receivers' per-reduction costs (:class:`Forks`, a kind per
+    transfer), kept per tail."""
     t, link, share, hop = entries.transfer, entries.link, entries.share, entries.hop
     per_hop = (latency - before) / np.maximum(hops, 1e-300)
     arrive = before[t] + hop * per_hop[t]
     tail = (hops[t] - hop) * per_hop[t]
     fixed, rate = share * header / bw[link], share * size[t] / bw[link]
+    header_rate = rate * header / packet_size
+    # the largest vector size at which each transfer is one packet or takes at most c_t on each of its links
+    work = rate + header_rate  # s on the link per byte of the vector
+    within = np.full(len(size), np.inf)
+    np.minimum.at(within, t[work > 0], (per_hop[t] / np.where(work > 0, work, 1.0))[work > 0])
+    sized = size > 0
+    upto = float(np.maximum(packet_size / np.where(sized, size, 1.0), within)[sized].min())
     ticks = np.rint(arrive * 1e13).astype(np.int64)  # equal arrivals up to 0.1 ps form one group
     ticks -= ticks.min()
     span = int(ticks.max()) + 1
     # by link, then arrival: one sort of a combined key where it fits in 63 bits (three times a lexsort's speed)
     order = np.argsort(link * span + ticks) if int(link.max()) < (1 << 62) // span else np.lexsort((ticks, link))
     receiver = np.zeros(len(t), dtype=np.int64) if forks is None else forks.kind[t]
-    link, ticks, arrive, tail, fixed, rate, red, receiver = (
-        x[order] for x in (link, ticks, arrive, tail, fixed, rate, reducing[t], receiver))
+    link, ticks, arrive, tail, fixed, rate, header_rate, red, receiver = (
+        x[order] for x in (link, ticks, arrive, tail, fixed, rate, header_rate, reducing[t], receiver))
     first = np.flatnonzero(np.r_[True, (link[1:] != link[:-1]) | (ticks[1:] != ticks[:-1])])
     g_link = link[first]
     new_link = np.r_[True, g_link[1:] != g_link[:-1]]
     position = np.arange(len(first)) - np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
-    upto = packet_size / float(size.max())
-    g_arrive, g_fixed, g_rate = arrive[first], np.add.reduceat(fixed, first), np.add.reduceat(rate, first)
+    work = (arrive[first], *(np.add.reduceat(x, first) for x in (fixed, rate, header_rate)))
     if forks is None and (np.maximum.reduceat(red, first) == np.minimum.reduceat(red, first)).all():
         # one reduction per group (symmetric steps, or none): its longest tail is the group's only one; links
         # with the same groups in the same order (every translate of a link, on a torus) are timed once
-        groups = np.column_stack([g_arrive, g_fixed, g_rate, np.maximum.reduceat(tail, first), red[first]])
+        groups = np.column_stack([*work, np.maximum.reduceat(tail, first), red[first]])
         keep = _distinct_links(groups, position, new_link)
         groups = groups[keep]
-        return OnePacket(*_by_place(position[keep]), *groups[:, :3].T, np.arange(len(groups)), *groups[:, 3:].T,
-                         upto)
-    common = (*_by_place(position), g_arrive, g_fixed, g_rate)
+        return ShortTransfers(*_by_place(position[keep]), *groups[:, :4].T, np.arange(len(groups)),
+                              *groups[:, 4:].T, upto)
     group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
     tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
     extra = None if forks is None else replace(forks, kind=tails[:, 3].astype(np.int64))
-    return OnePacket(*common, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2], upto, extra)
+    return ShortTransfers(*_by_place(position), *work, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2],
+                          upto, extra)
 
 
 def _by_place(position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -568,10 +585,10 @@ def _lines(base, max_link_load: float, top: int, hops_max: float, impl, params: 
     return StepLines(rows[:, 0], rows[:, 1], max_link_load, top, hops_max, **extra)
 
 
-#: the most route entries of a step whose one-packet transfers are timed link by link: the pass sorts them and holds
+#: the most route entries of a step whose short transfers are timed link by link: the pass sorts them and holds
 #: about 100 bytes an entry; a larger step keeps its lines (an upper bound), so a comparison on a network of 100,000
 #: ranks costs about what it did without the pass (docs/simulation.md, docs/benchmarks.md)
-ONE_PACKET_MAX_ENTRIES = 1 << 20
+SHORT_MAX_ENTRIES = 1 << 20
 #: routed steps kept for reuse: the routes and loads of a step depend on the topology, the transfers and the
 #: routing, not on the parameters (a calibration times the same steps under hundreds of parameter values). At
 #: most ROUTED_CACHE steps and ROUTED_CACHE_SHARE of the memory budget (a step of adaptive routes on a dense

@@ -257,7 +257,7 @@ def route_hops(topo: Topology, src: int, dst: int, routing: str = "adaptive") ->
     Raises:
         TopologyError: as :func:`route_pattern`.
 
-    Source: docs/simulation.md, "Step model" (transfers of one packet).
+    Source: docs/simulation.md, "Step model" (short transfers).
 
     >>> from directcoll.topology import parse
     >>> route_hops(parse("ring:4"), 0, 2, "dor").tolist()
