@@ -28,6 +28,12 @@ virtual torus), and which block was not recorded. The script tries the blocks of
 links: 2x8, 4x4, 2x2x4, 2x2x2x2 for 16 nodes), the ranks along a Gray code (``placed(torus:N,mesh:...,order=gray)``),
 and takes the first that no measured time beats; the table of candidates is printed with the run.
 
+Where a run timed Fujitsu's algorithms, the script also follows the held-out protocol through the command line,
+as an outside check would run it: ``directcoll calibrate`` on Fujitsu's ring and recursive doubling and Swing's
+bandwidth path over uTofu at 1 and 6 ports (from the same base as above, written as a parameters file), then
+``directcoll schedule`` and ``directcoll simulate --implementation`` for every variant, scored on the variants
+left out (error) and on all of them (winners).
+
 With ``--fit-injection`` the NIC's injection cap (``host_injection``: what a rank's ports send in all) is fitted
 too, instead of kept at Tofu-D's 6 x 6.8 GB/s.
 
@@ -40,6 +46,7 @@ import csv
 import io
 import json
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from importlib import resources
@@ -211,6 +218,69 @@ def score(cal, spread: dict) -> dict:
             "winners_right": sum(w["same"] for w in winners), "sizes": len(winners)}
 
 
+def trained(line: str) -> bool:
+    """Whether a calibrate CSV row is in the held-out protocol's training set: Fujitsu's algorithms and Swing's
+    bandwidth path over uTofu at 1 and 6 ports."""
+    algorithm, _, _, _, ports, impl = line.split(",")
+    return impl == "fujitsu-mpi" or (algorithm == "swing:bandwidth" and impl == "libswing-utofu"
+                                     and ports in ("1", "6"))
+
+
+def held_out(text: str, topology, base, spread: list, work: Path) -> dict | None:
+    """The held-out protocol on one run's calibrate CSV (``text``) through the command line: calibrate on the
+    training rows (:func:`trained`) from ``base``, then schedule and simulate every variant with the fitted
+    parameters and its implementation. None when the run has no Fujitsu rows. ``spread``: each CSV row's (p10,
+    p90) in s; ``work``: a directory for the files. Returns the error over the rows left out (>= 64 KiB) and the
+    winner per size (>= 64 KiB) over every row, as :func:`score` does."""
+    import subprocess
+
+    header, *lines = text.splitlines()
+    if not any(trained(line) and ",fujitsu-mpi" in line for line in lines):
+        return None
+    spec = topology.spec
+    (work / "base.json").write_text(json.dumps(base.file_dict()))
+    (work / "train.csv").write_text("\n".join([header, *[line for line in lines if trained(line)]]) + "\n")
+
+    def cli(*argv: str) -> str:
+        done = subprocess.run(["directcoll", *argv], capture_output=True, text=True, cwd=work)
+        if done.returncode:
+            raise SystemExit(f"directcoll {' '.join(argv)}: {done.stderr.strip()}")
+        return done.stdout
+
+    cli("calibrate", "train.csv", spec, "--params", "base.json", "-o", "net.json", "--json")
+    variants: dict[tuple, list[int]] = {}
+    for i, line in enumerate(lines):
+        algorithm, _, _, _, ports, impl = line.split(",")
+        variants.setdefault((algorithm, ports, impl), []).append(i)
+    predicted = [0.0] * len(lines)
+    for (algorithm, ports, impl), rows in variants.items():
+        name, _, variant = algorithm.partition(":")
+        cli("schedule", name, spec, "-o", "s.json", *(["--variant", variant] if variant else []),
+            *(["--ports", ports] if ports else []))
+        sizes = ",".join(f"{lines[i].split(',')[2]}B" for i in rows)
+        times = json.loads(cli("simulate", "s.json", "--sizes", sizes, "--params", "net.json", "--implementation",
+                               impl, "--json"))["results"]
+        for i, r in zip(rows, times, strict=True):
+            predicted[i] = float(r["time_s"])
+    cells = [(line.split(","), p) for line, p in zip(lines, predicted, strict=True)]
+    label = [f"{c[0]} P={c[4]} on {c[5]}" for c, _ in cells]
+    size = np.array([int(c[2]) for c, _ in cells])
+    seconds = np.array([float(c[3]) for c, _ in cells])
+    error = np.array(predicted) / seconds - 1
+    out_rows = np.array([not trained(line) for line in lines]) & (size >= SCORED)
+    winners = []
+    for b in sorted(set(size[size >= SCORED].tolist())):
+        at = np.flatnonzero(size == b)
+        w, m = at[np.argmin(seconds[at])], at[np.argmin(np.array(predicted)[at])]
+        tie = w != m and spread[m][0] <= spread[w][1] and spread[w][0] <= spread[m][1]
+        winners.append({"bytes": int(b), "measured": label[w], "predicted": label[m], "tie": bool(tie),
+                        "same": bool(w == m or tie)})
+    worst = int(np.flatnonzero(out_rows)[np.argmax(np.abs(error[out_rows]))])
+    return {"cells": int(out_rows.sum()), "median_abs": float(np.median(np.abs(error[out_rows]))),
+            "max_abs": float(abs(error[worst])), "largest": f"{label[worst]} at {int(size[worst])} B",
+            "winners": winners, "winners_right": sum(w["same"] for w in winners), "sizes": len(winners)}
+
+
 def below_bound(cal) -> list[str]:
     """The cells a calibration found measured faster than its network alone allows (``cal.beaten``), each as
     "LABEL at SIZE: RATIO of it"."""
@@ -306,6 +376,22 @@ def main() -> int:
         results[run]["below_bound"] = fast
         print(f"\nMeasured faster than the model's links alone allow: {len(fast)} cells"
               + (": " + "; ".join(fast) if fast else "") + "\n")
+        with tempfile.TemporaryDirectory() as work:
+            protocol = held_out(text, topology, BASE, spread, Path(work))
+        if protocol is not None:
+            results[run]["held_out"] = protocol
+            print(f"Held-out protocol (calibrate on Fujitsu's ring and recursive doubling and Swing's bandwidth path "
+                  f"over uTofu at 1 and 6 ports; every variant scheduled and simulated through the command line): "
+                  f"{protocol['cells']} cells left out of 64 KiB or more, median |error| "
+                  f"{protocol['median_abs']:.1%}, largest {protocol['max_abs']:.1%} ({protocol['largest']}); "
+                  f"winner right at "
+                  f"{protocol['winners_right']} of {protocol['sizes']} sizes\n")
+            print("| size | measured winner | predicted winner |")
+            print("|---|---|---|")
+            for w in protocol["winners"]:
+                mark = " (tie: p10-p90 ranges overlap)" if w["tie"] else "" if w["same"] else " (wrong)"
+                print(f"| {format_size(w['bytes'])} | {w['measured']} | {w['predicted']}{mark} |")
+            print()
         print("Left out: " + "; ".join(skipped) + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

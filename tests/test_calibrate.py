@@ -572,3 +572,16 @@ def test_a_cost_per_reduction_on_one_thread_is_told_from_gamma_and_the_call_cost
     two = calibrate([m for m in data if m.ports == 2], topology, fit=fit, base=base, cross_validate=False)
     assert "reduction_overhead@utofu" not in two.fitted
     assert two.params.use("utofu").implementation.reduction_overhead == 0.0
+
+
+def test_a_parameters_file_round_trips_its_implementations(tmp_path):
+    # a preset with several implementations, written as a parameters file and read back: the same parameters
+    # (what the real-machines benchmark hands to `directcoll calibrate --params FILE`)
+    preset = network_params("fugaku-4x4x4")
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(preset.file_dict()))
+    back = params_from_file(path)
+    mine = {i.name: i for i in back.implementations}  # the file's, and the project's runtime besides
+    assert all(mine[i.name] == i for i in preset.implementations) and back.implementation == preset.implementation
+    assert (back.link_bandwidth, back.alpha, back.host_injection) == (preset.link_bandwidth, preset.alpha,
+                                                                      preset.host_injection)

@@ -240,12 +240,8 @@ class Calibration:
         ('calibrated from measurements', True)
         """
         rest = self.to_dict()
-        params = rest.pop("params")
-        impls = params.pop("implementations")
-        active = params.pop("implementation")
-        default = active["name"]
-        table = {i["name"]: {k: v for k, v in i.items() if k != "name"} for i in [*impls, active]}
-        return {**params, "implementations": table, "default_implementation": default, "calibration": rest}
+        rest.pop("params")
+        return {**self.params.file_dict(), "calibration": rest}
 
 
 def _name(key: str) -> str:

@@ -123,6 +123,21 @@ class NetworkParams:
         out["implementations"] = [i.to_dict() for i in self.implementations]
         return out
 
+    def file_dict(self) -> dict:
+        """What a parameters file holds (``--params FILE``, :func:`params_from_file`): the fields of
+        :meth:`to_dict`, the implementations as a table by name (the active one included) and the active one's
+        name as ``default_implementation``. Raises: Nothing. Source: docs/simulation.md, "Calibration" (the
+        parameters file).
+
+        >>> d = NetworkParams(alpha=1e-6).file_dict()
+        >>> d["alpha"], d["default_implementation"], sorted(d["implementations"])
+        (1e-06, 'libdirectcoll', ['libdirectcoll'])
+        """
+        params = self.to_dict()
+        impls, active = params.pop("implementations"), params.pop("implementation")
+        table = {i["name"]: {k: v for k, v in i.items() if k != "name"} for i in [*impls, active]}
+        return {**params, "implementations": table, "default_implementation": active["name"]}
+
     def use(self, name: str | None) -> NetworkParams:
         """These parameters with the implementation ``name`` of :attr:`implementations` active (None: keep the
         active one); ``libdirectcoll`` (the project's own runtime) is always available, neutral unless described.
