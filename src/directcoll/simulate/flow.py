@@ -28,6 +28,14 @@ model), plus ``gamma * bytes`` for a reduction; that ends the receiver's part. P
 packet_size)`` wire bytes, and every hop after the first adds the wait for a packet's header (cut-through) or for a
 whole packet (store-and-forward) to the arrival.
 
+Short transfers. Where every transfer of a step passes each link as one unit (at most one packet, or at most
+its route's latency per hop c of serialisation on each of its links: the step model's regime, docs/simulation.md,
+"Step model", item 4), its transfers are not fluid flows but units: a unit starting at time s reaches the link at
+hop h of its route at s + h c, and each link sends the units that reach it at once together, in the first gap
+at or after their arrival that earlier units left free; the unit arrives (hops - h) c after its last link sent
+it, and its sender is done when its first link has. Units and fluid flows do not share capacity. For a whole step
+that starts at once this is the step model's first-come-first-served recursion.
+
 Events. The simulation jumps to the earliest next flow drain or flow start; flows that drain within a relative
 tolerance of 1e-9 of the earliest are completed together (symmetric schedules drain thousands at once), and
 rates are recomputed only when the set of flows changes. Between events every flow drains at a constant rate.
@@ -213,6 +221,7 @@ class _Prepared:
     rank_ptr: list           # per distinct step: CSR over ranks of the transfers they take part in
     rank_tr: list
     posted: np.ndarray       # (T,) messages its sender posts (its receiver takes) in its step, the more of the two
+    hop: np.ndarray          # like link: the hop at which the entry's link is crossed (virtual links: -1)
 
 
 def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing: str) -> _Prepared:
@@ -220,6 +229,7 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
     bw, lat = link_values(topology, params)
     n, nl, t_all = pattern.nranks, topology.num_links, len(pattern.src)
     idx, link, share = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+    hop = [np.zeros(0, dtype=np.int64)]
     count = np.zeros((pattern.num_distinct, n), dtype=np.int64)
     posted = np.zeros(t_all)  # messages of its step that the transfer's sender posts or its receiver takes
     rank_ptr, rank_tr = [], []
@@ -238,16 +248,17 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
             continue
         routes = step_routes(pattern, k)
         if routes is not None:  # explicit routes: every transfer of the step follows its own
-            entries = route_entries(topology, src, dst, routing, routes)
+            entries = route_entries(topology, src, dst, routing, routes, hops=True)
             i = entries.transfer
         else:
             sel = np.flatnonzero(net)
-            entries = route_entries(topology, src[sel], dst[sel], routing)
+            entries = route_entries(topology, src[sel], dst[sel], routing, hops=True)
             i = sel[entries.transfer]
         idx.append(i + sl.start)
         link.append(entries.link)
         share.append(entries.share)
-    idx, link, share = np.concatenate(idx), np.concatenate(link), np.concatenate(share)
+        hop.append(entries.hop)
+    idx, link, share, hop = np.concatenate(idx), np.concatenate(link), np.concatenate(share), np.concatenate(hop)
     hops = np.bincount(idx, weights=share, minlength=t_all)
     latency = np.bincount(idx, weights=share * lat[link], minlength=t_all) + hops * params.per_hop_latency
     inv_bw = np.bincount(idx, weights=share / bw[link], minlength=t_all) / np.maximum(hops, 1e-300)
@@ -258,11 +269,12 @@ def _prepare(schedule, topology: Topology, params: NetworkParams | None, routing
         idx = np.concatenate([idx, net, net])
         link = np.concatenate([link, nl + pattern.src[net], nl + n + pattern.dst[net]])
         share = np.concatenate([share, np.ones(2 * len(net))])
+        hop = np.concatenate([hop, np.full(2 * len(net), -1)])
         capacity = np.concatenate([capacity, np.full(2 * n, float(params.host_injection) * efficiency)])
     order = np.argsort(idx, kind="stable")
     ptr = np.concatenate([[0], np.cumsum(np.bincount(idx, minlength=t_all))]).astype(np.int64)
     return _Prepared(pattern, params, ptr, link[order].astype(np.int64), share[order], latency, inv_bw, hops, capacity,
-                     count, rank_ptr, rank_tr, posted)
+                     count, rank_ptr, rank_tr, posted, hop[order].astype(np.int64))
 
 
 class _Run:
@@ -294,6 +306,9 @@ class _Run:
         self.bytes = nbytes + self.routed * header * np.maximum(1.0, nbytes / size)
         packet = header + (np.minimum(nbytes, size) if par.forwarding == "store-and-forward" else 0.0)
         self.latency = prep.latency + self.routed * np.maximum(prep.hops - 1, 0.0) * packet * prep.inv_bw
+        self.per_hop = self.latency / np.maximum(prep.hops, 1e-300)   # c: the route's latency per hop, s
+        self.unit = self._short(nbytes, impl)
+        self.busy: dict[int, list] = {}               # per link, the (start, end) of the units it sends, in order
         n = p.nranks
         self.cur = np.full(n, -1, dtype=np.int64)     # the step each rank is in (nsteps: done)
         self.entry = np.zeros(n)                      # when it entered that step
@@ -308,6 +323,26 @@ class _Run:
         self.a_rate = np.zeros(0)
         self.events = self.rounds = 0
         self._cache: dict[bytes, np.ndarray] = {}    # rates of a set of flows (in order) seen before
+
+    def _short(self, nbytes: np.ndarray, impl) -> np.ndarray:
+        """bool (T,): the transfers that pass each link as one unit: those of distinct steps whose every
+        transfer is at most one packet or takes at most its route's latency per hop on each of its links, as in
+        the step model (docs/simulation.md, "Step model", item 4); none under store-and-forward, a
+        host-injection limit or an eager threshold."""
+        prep, par = self.prep, self.prep.params
+        if par.forwarding == "store-and-forward" or par.host_injection or impl.eager_threshold is not None:
+            return np.zeros(len(nbytes), dtype=bool)
+        owner = np.repeat(np.arange(len(nbytes)), np.diff(prep.ptr))
+        work = prep.share * nbytes[owner] * (1 + par.packet_header / par.packet_size) / prep.capacity[prep.link]
+        long_ = np.zeros(len(nbytes), dtype=bool)
+        long_[owner[work > self.per_hop[owner] * (1 + 1e-12)]] = True
+        long_ &= nbytes > par.packet_size
+        unit = np.zeros(len(nbytes), dtype=bool)
+        p = prep.pattern
+        for k in range(p.num_distinct):
+            sl = p.step(k)
+            unit[sl] = not long_[sl].any()
+        return unit & self.routed & (nbytes > 0)
 
     # -- ranks ------------------------------------------------------------------------------------------
     def _advance(self, ranks: np.ndarray, times: np.ndarray) -> None:
@@ -341,11 +376,11 @@ class _Run:
                 self.q_p = np.concatenate([self.q_p, cand])
                 self.q_t = np.concatenate([self.q_t, np.full(len(cand), step, dtype=np.int64)])
 
-    def _complete(self, p: np.ndarray, t: np.ndarray, now: float) -> None:
-        """Flows of transfers ``p`` (schedule steps ``t``) drained at ``now``."""
+    def _complete(self, p: np.ndarray, t: np.ndarray, sent, arrival) -> None:
+        """Transfers ``p`` (schedule steps ``t``) whose senders were done at ``sent`` and whose data arrived at
+        ``arrival`` (s, scalars or (len(p),))."""
         s, d = self.src[p], self.dst[p]
-        arrival = now + self.latency[p]
-        np.maximum.at(self.acc, s, now)
+        np.maximum.at(self.acc, s, np.broadcast_to(sent, len(p)))
         np.maximum.at(self.acc, d, arrival)
         np.add.at(self.red, d, self.reduce_time[p])
         n = len(self.cur)
@@ -357,6 +392,46 @@ class _Run:
             self.red[ranks] = 0.0
             np.maximum.at(self.step_end, self.cur[ranks], self.acc[ranks])
             self._advance(ranks, self.acc[ranks])
+
+    # -- units ------------------------------------------------------------------------------------------
+    def _units(self, p: np.ndarray, t: np.ndarray, now: float) -> None:
+        """Short transfers ``p`` (steps ``t``) starting at ``now``: each reaches the link at hop h of its route
+        ``h c`` later, and each link sends the units that reach it at once together, in the first gap at or after
+        their arrival that the units before them left free (first come, first served among the units of a
+        start, around those already on the link: the step model's item 4 when a whole step starts at once); a
+        unit arrives ``(hops - h) c`` after its last link sent it. Units do not share the fluid flows' capacity.
+        """
+        prep = self.prep
+        pos, owner = _gather(prep.ptr, p)
+        link, hop, c = prep.link[pos], prep.hop[pos], self.per_hop[p][owner]
+        arrive = now + hop * c
+        work = prep.share[pos] * self.bytes[p][owner] / prep.capacity[link]
+        ticks = np.rint((arrive - now) * 1e13).astype(np.int64)  # equal arrivals up to 0.1 ps form one group
+        order = np.lexsort((link, ticks))                       # by arrival, then link
+        link_s, ticks_s = link[order], ticks[order]
+        first = np.flatnonzero(np.r_[True, (link_s[1:] != link_s[:-1]) | (ticks_s[1:] != ticks_s[:-1])])
+        g_work = np.add.reduceat(work[order], first)
+        done = np.empty(len(first))
+        for g, (e, a, w) in enumerate(zip(link_s[first].tolist(), arrive[order][first].tolist(), g_work.tolist(),
+                                          strict=True)):
+            busy = self.busy.setdefault(e, [])
+            while busy and busy[0][1] <= now:  # nothing that arrives from now on can use a gap before now
+                busy.pop(0)
+            i, start = 0, a
+            while i < len(busy) and busy[i][1] <= start:
+                i += 1
+            while i < len(busy) and busy[i][0] < start + w:  # the first gap of w at or after the arrival
+                start = max(start, busy[i][1])
+                i += 1
+            busy.insert(i, (start, start + w))
+            done[g] = start + w
+        sent_at = np.empty(len(pos))
+        sent_at[order] = np.repeat(done, np.diff(np.r_[first, len(pos)]))
+        arrival = np.zeros(len(p))
+        np.maximum.at(arrival, owner, sent_at + (prep.hops[p][owner] - hop) * c)
+        sent = np.zeros(len(p))
+        np.maximum.at(sent, owner[hop == 0], sent_at[hop == 0])
+        self._complete(p, t, sent, arrival)
 
     # -- flows ------------------------------------------------------------------------------------------
     def _rates(self) -> None:
@@ -409,7 +484,10 @@ class _Run:
                     instant = (self.bytes[p] <= 0) | ~self.routed[p]
                     drained_p = np.concatenate([drained_p, p[instant]])
                     drained_t = np.concatenate([drained_t, t[instant]])
-                    flow = ~instant
+                    unit = ~instant & self.unit[p]
+                    if unit.any():
+                        self._units(p[unit], t[unit], now)
+                    flow = ~instant & ~unit
                     if flow.any():
                         self.a_p = np.concatenate([self.a_p, p[flow]])
                         self.a_t = np.concatenate([self.a_t, t[flow]])
@@ -417,7 +495,7 @@ class _Run:
                         self.a_rate = np.concatenate([self.a_rate, np.zeros(int(flow.sum()))])
                         dirty = True
             if len(drained_p):
-                self._complete(drained_p, drained_t, now)
+                self._complete(drained_p, drained_t, now, now + self.latency[drained_p])
         if (self.cur < self.nsteps).any():
             raise DirectcollError("flow model: some ranks never finished (inconsistent pattern)")
         total = float(self.finish.max()) + self.call_time if n else 0.0  # the call's own costs, once
