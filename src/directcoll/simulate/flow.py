@@ -308,7 +308,8 @@ class _Run:
         self.latency = prep.latency + self.routed * np.maximum(prep.hops - 1, 0.0) * packet * prep.inv_bw
         self.per_hop = self.latency / np.maximum(prep.hops, 1e-300)   # c: the route's latency per hop, s
         self.unit = self._short(nbytes, impl)
-        self.busy: dict[int, list] = {}               # per link, the (start, end) of the units it sends, in order
+        # the units links send: (link, start, end) of each, s; those ending before a start cannot delay it
+        self.resv = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
         n = p.nranks
         self.cur = np.full(n, -1, dtype=np.int64)     # the step each rank is in (nsteps: done)
         self.entry = np.zeros(n)                      # when it entered that step
@@ -407,24 +408,39 @@ class _Run:
         arrive = now + hop * c
         work = prep.share[pos] * self.bytes[p][owner] / prep.capacity[link]
         ticks = np.rint((arrive - now) * 1e13).astype(np.int64)  # equal arrivals up to 0.1 ps form one group
-        order = np.lexsort((link, ticks))                       # by arrival, then link
+        live = self.resv[2] > now  # reservations that arrivals from now on may meet
+        order = np.lexsort((ticks, link)) if not live.any() else np.lexsort((link, ticks))
         link_s, ticks_s = link[order], ticks[order]
         first = np.flatnonzero(np.r_[True, (link_s[1:] != link_s[:-1]) | (ticks_s[1:] != ticks_s[:-1])])
+        g_link, g_arrive = link_s[first], arrive[order][first]
         g_work = np.add.reduceat(work[order], first)
-        done = np.empty(len(first))
-        for g, (e, a, w) in enumerate(zip(link_s[first].tolist(), arrive[order][first].tolist(), g_work.tolist(),
-                                          strict=True)):
-            busy = self.busy.setdefault(e, [])
-            while busy and busy[0][1] <= now:  # nothing that arrives from now on can use a gap before now
-                busy.pop(0)
-            i, start = 0, a
-            while i < len(busy) and busy[i][1] <= start:
-                i += 1
-            while i < len(busy) and busy[i][0] < start + w:  # the first gap of w at or after the arrival
-                start = max(start, busy[i][1])
-                i += 1
-            busy.insert(i, (start, start + w))
-            done[g] = start + w
+        if not live.any():  # every link free: Lindley's recursion over each link's groups, all links at once
+            new = np.r_[True, g_link[1:] != g_link[:-1]]
+            place = np.arange(len(first)) - np.maximum.accumulate(np.where(new, np.arange(len(first)), 0))
+            done = np.empty(len(first))
+            for k in range(int(place.max()) + 1):
+                sel = np.flatnonzero(place == k)
+                done[sel] = (g_arrive[sel] if k == 0 else np.maximum(g_arrive[sel], done[sel - 1])) + g_work[sel]
+            self.resv = (g_link, done - g_work, done)
+        else:  # first fit into each link's gaps, one group at a time, in arrival order
+            busy: dict[int, list] = {}
+            for e, a, z in zip(*(x[live].tolist() for x in self.resv), strict=True):
+                busy.setdefault(e, []).append((a, z))
+            for intervals in busy.values():
+                intervals.sort()
+            done = np.empty(len(first))
+            for g, (e, a, w) in enumerate(zip(g_link.tolist(), g_arrive.tolist(), g_work.tolist(), strict=True)):
+                intervals = busy.setdefault(e, [])
+                i, start = 0, a
+                while i < len(intervals) and intervals[i][1] <= start:
+                    i += 1
+                while i < len(intervals) and intervals[i][0] < start + w:  # the first gap of w from the arrival
+                    start = max(start, intervals[i][1])
+                    i += 1
+                intervals.insert(i, (start, start + w))
+                done[g] = start + w
+            kept = np.array([(e, a, z) for e, intervals in busy.items() for a, z in intervals])
+            self.resv = (kept[:, 0].astype(np.int64), kept[:, 1], kept[:, 2])
         sent_at = np.empty(len(pos))
         sent_at[order] = np.repeat(done, np.diff(np.r_[first, len(pos)]))
         arrival = np.zeros(len(p))
