@@ -68,7 +68,7 @@ from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
-from directcoll.simulate.step import ports_of
+from directcoll.simulate.step import by_place, lindley, link_groups, ports_of, short_limits
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import route_entries
 
@@ -307,7 +307,7 @@ class _Run:
         packet = header + (np.minimum(nbytes, size) if par.forwarding == "store-and-forward" else 0.0)
         self.latency = prep.latency + self.routed * np.maximum(prep.hops - 1, 0.0) * packet * prep.inv_bw
         self.per_hop = self.latency / np.maximum(prep.hops, 1e-300)   # c: the route's latency per hop, s
-        self.unit = self._short(nbytes, impl)
+        self.unit = self._short(nbytes, float(size_bytes), impl)
         # the units links send: (link, start, end) of each, s; those ending before a start cannot delay it
         self.resv = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
         n = p.nranks
@@ -325,7 +325,7 @@ class _Run:
         self.events = self.rounds = 0
         self._cache: dict[bytes, np.ndarray] = {}    # rates of a set of flows (in order) seen before
 
-    def _short(self, nbytes: np.ndarray, impl) -> np.ndarray:
+    def _short(self, nbytes: np.ndarray, size_bytes: float, impl) -> np.ndarray:
         """bool (T,): the transfers that pass each link as one unit: those of distinct steps whose every
         transfer is at most one packet or takes at most its route's latency per hop on each of its links, as in
         the step model (docs/simulation.md, "Step model", item 4); none under store-and-forward, a
@@ -333,16 +333,14 @@ class _Run:
         prep, par = self.prep, self.prep.params
         if par.forwarding == "store-and-forward" or par.host_injection or impl.eager_threshold is not None:
             return np.zeros(len(nbytes), dtype=bool)
-        owner = np.repeat(np.arange(len(nbytes)), np.diff(prep.ptr))
-        work = prep.share * nbytes[owner] * (1 + par.packet_header / par.packet_size) / prep.capacity[prep.link]
-        long_ = np.zeros(len(nbytes), dtype=bool)
-        long_[owner[work > self.per_hop[owner] * (1 + 1e-12)]] = True
-        long_ &= nbytes > par.packet_size
-        unit = np.zeros(len(nbytes), dtype=bool)
         p = prep.pattern
+        owner = np.repeat(np.arange(len(nbytes)), np.diff(prep.ptr))
+        work = prep.share * p.size[owner] * (1 + par.packet_header / par.packet_size) / prep.capacity[prep.link]
+        short = size_bytes <= short_limits(owner, work, self.per_hop, p.size, par.packet_size)
+        unit = np.zeros(len(nbytes), dtype=bool)
         for k in range(p.num_distinct):
             sl = p.step(k)
-            unit[sl] = not long_[sl].any()
+            unit[sl] = short[sl].all()
         return unit & self.routed & (nbytes > 0)
 
     # -- ranks ------------------------------------------------------------------------------------------
@@ -409,18 +407,14 @@ class _Run:
         work = prep.share[pos] * self.bytes[p][owner] / prep.capacity[link]
         ticks = np.rint((arrive - now) * 1e13).astype(np.int64)  # equal arrivals up to 0.1 ps form one group
         live = self.resv[2] > now  # reservations that arrivals from now on may meet
-        order = np.lexsort((ticks, link)) if not live.any() else np.lexsort((link, ticks))
-        link_s, ticks_s = link[order], ticks[order]
-        first = np.flatnonzero(np.r_[True, (link_s[1:] != link_s[:-1]) | (ticks_s[1:] != ticks_s[:-1])])
-        g_link, g_arrive = link_s[first], arrive[order][first]
+        free = not live.any()
+        # by link then arrival where every link is free, else by arrival (equal (link, arrival) stay adjacent)
+        order = np.lexsort((ticks, link)) if free else np.lexsort((link, ticks))
+        first, _, position = link_groups(link[order], ticks[order])
+        g_link, g_arrive = link[order][first], arrive[order][first]
         g_work = np.add.reduceat(work[order], first)
-        if not live.any():  # every link free: Lindley's recursion over each link's groups, all links at once
-            new = np.r_[True, g_link[1:] != g_link[:-1]]
-            place = np.arange(len(first)) - np.maximum.accumulate(np.where(new, np.arange(len(first)), 0))
-            done = np.empty(len(first))
-            for k in range(int(place.max()) + 1):
-                sel = np.flatnonzero(place == k)
-                done[sel] = (g_arrive[sel] if k == 0 else np.maximum(g_arrive[sel], done[sel - 1])) + g_work[sel]
+        if free:  # Lindley's recursion over each link's groups, all links at once
+            done = lindley(*by_place(position), g_arrive, g_work)
             self.resv = (g_link, done - g_work, done)
         else:  # first fit into each link's gaps, one group at a time, in arrival order
             busy: dict[int, list] = {}

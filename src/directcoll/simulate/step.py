@@ -146,13 +146,9 @@ class ShortTransfers:
     def time(self, sizes: np.ndarray) -> np.ndarray:
         """float64 (S,): the step's time at vector sizes n (S,) in bytes, s. Raises: Nothing. Source: as the
         class."""
-        done = np.empty((len(self.arrive), len(sizes)))
-        for p in range(len(self.bounds) - 1):
-            sel = self.by_position[self.bounds[p]:self.bounds[p + 1]]
-            start = self.arrive[sel][:, None] if p == 0 else np.maximum(self.arrive[sel][:, None], done[sel - 1])
-            fixed = self.fixed[sel][:, None]
-            done[sel] = (start + fixed + self.rate[sel][:, None] * sizes[None, :]
-                         + np.maximum(self.header_rate[sel][:, None] * sizes[None, :] - fixed, 0.0))
+        n, fixed = sizes[None, :], self.fixed[:, None]
+        work = fixed + self.rate[:, None] * n + np.maximum(self.header_rate[:, None] * n - fixed, 0.0)
+        done = lindley(self.by_position, self.bounds, self.arrive[:, None], work)
         t = done[self.group] + self.tail[:, None] + self.reduce[:, None] * sizes[None, :]
         if self.forks is not None:
             t = t + self.forks.time(sizes[None, :])
@@ -476,12 +472,7 @@ def _short_transfers(entries: RouteEntries, before, latency, hops, size, reducin
     tail = (hops[t] - hop) * per_hop[t]
     fixed, rate = share * header / bw[link], share * size[t] / bw[link]
     header_rate = rate * header / packet_size
-    # the largest vector size at which each transfer is one packet or takes at most c_t on each of its links
-    work = rate + header_rate  # s on the link per byte of the vector
-    within = np.full(len(size), np.inf)
-    np.minimum.at(within, t[work > 0], (per_hop[t] / np.where(work > 0, work, 1.0))[work > 0])
-    sized = size > 0
-    upto = float(np.maximum(packet_size / np.where(sized, size, 1.0), within)[sized].min())
+    upto = float(short_limits(t, rate + header_rate, per_hop, size, packet_size).min())
     ticks = np.rint(arrive * 1e13).astype(np.int64)  # equal arrivals up to 0.1 ps form one group
     ticks -= ticks.min()
     span = int(ticks.max()) + 1
@@ -490,10 +481,7 @@ def _short_transfers(entries: RouteEntries, before, latency, hops, size, reducin
     receiver = np.zeros(len(t), dtype=np.int64) if forks is None else forks.kind[t]
     link, ticks, arrive, tail, fixed, rate, header_rate, red, receiver = (
         x[order] for x in (link, ticks, arrive, tail, fixed, rate, header_rate, reducing[t], receiver))
-    first = np.flatnonzero(np.r_[True, (link[1:] != link[:-1]) | (ticks[1:] != ticks[:-1])])
-    g_link = link[first]
-    new_link = np.r_[True, g_link[1:] != g_link[:-1]]
-    position = np.arange(len(first)) - np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
+    first, new_link, position = link_groups(link, ticks)
     work = (arrive[first], *(np.add.reduceat(x, first) for x in (fixed, rate, header_rate)))
     if forks is None and (np.maximum.reduceat(red, first) == np.minimum.reduceat(red, first)).all():
         # one reduction per group (symmetric steps, or none): its longest tail is the group's only one; links
@@ -501,16 +489,85 @@ def _short_transfers(entries: RouteEntries, before, latency, hops, size, reducin
         groups = np.column_stack([*work, np.maximum.reduceat(tail, first), red[first]])
         keep = _distinct_links(groups, position, new_link)
         groups = groups[keep]
-        return ShortTransfers(*_by_place(position[keep]), *groups[:, :4].T, np.arange(len(groups)),
+        return ShortTransfers(*by_place(position[keep]), *groups[:, :4].T, np.arange(len(groups)),
                               *groups[:, 4:].T, upto)
     group = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(link)]))
     tails = np.unique(np.column_stack([group, tail, red, receiver]), axis=0)  # each group's distinct tails
     extra = None if forks is None else replace(forks, kind=tails[:, 3].astype(np.int64))
-    return ShortTransfers(*_by_place(position), *work, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2],
+    return ShortTransfers(*by_place(position), *work, tails[:, 0].astype(np.int64), tails[:, 1], tails[:, 2],
                           upto, extra)
 
 
-def _by_place(position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def short_limits(transfer: np.ndarray, work: np.ndarray, per_hop: np.ndarray, size: np.ndarray,
+                 packet_size: int) -> np.ndarray:
+    """float64 (T,): the largest vector size (bytes) at which each transfer passes every link of its route as one
+    unit: its bytes are at most one packet, or take at most its route's latency per hop on each of its links
+    (inf for a transfer of no bytes).
+
+    Args:
+        transfer: int64 (K,), each route entry's transfer. work: float64 (K,), the entry's time on its link, s per
+            byte of the vector (its share of the transfer's bytes and headers over the link's bandwidth).
+        per_hop: float64 (T,), each transfer's route latency per hop, s. size: float64 (T,), each transfer's
+            fraction of the vector. packet_size: bytes of payload a packet.
+
+    Raises:
+        Nothing.
+
+    Source: docs/simulation.md, "Step model", item 4 (short transfers).
+
+    >>> short_limits(np.array([0, 0]), np.array([1e-11, 2e-11]), np.array([4e-7]), np.array([0.5]), 4096).tolist()
+    [20000.0]
+    """
+    within = np.full(len(size), np.inf)
+    carried = work > 0
+    np.minimum.at(within, transfer[carried], per_hop[transfer[carried]] / work[carried])
+    sized = size > 0
+    return np.where(sized, np.maximum(packet_size / np.where(sized, size, 1.0), within), np.inf)
+
+
+def link_groups(link: np.ndarray, ticks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arrival groups of route entries sorted by link, then arrival (``ticks``: integer arrival times): the
+    index of each group's first entry, whether it opens its link, and its place among its link's groups (0: the
+    first). Raises: Nothing. Source: docs/simulation.md, "Step model", item 4.
+
+    >>> [x.tolist() for x in link_groups(np.array([3, 3, 3, 5]), np.array([0, 0, 4, 1]))]
+    [[0, 2, 3], [True, False, True], [0, 1, 0]]
+    """
+    first = np.flatnonzero(np.r_[True, (link[1:] != link[:-1]) | (ticks[1:] != ticks[:-1])])
+    g_link = link[first]
+    new_link = np.r_[True, g_link[1:] != g_link[:-1]]
+    position = np.arange(len(first)) - np.maximum.accumulate(np.where(new_link, np.arange(len(first)), 0))
+    return first, new_link, position
+
+
+def lindley(by_position: np.ndarray, bounds: np.ndarray, arrive: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """When each link sends the last byte of each of its arrival groups, first come, first served: Lindley's
+    recursion F_g = max(F_(g-1), arrival_g) + work_g over a link's groups in place order, all links at once.
+
+    Args:
+        by_position, bounds: the groups by place and each place's bounds (:func:`by_place`); group i - 1 is the
+            one before i on its link when i is not in place 0.
+        arrive: float64 (G,) or (G, 1), s. work: float64 (G,) or (G, S), s (S: sizes timed at once).
+
+    Returns:
+        float64 of ``work``'s shape, s.
+
+    Raises:
+        Nothing.
+
+    Source: docs/simulation.md, "Step model", item 4; Lindley's recursion for a first-come-first-served queue.
+
+    >>> lindley(np.arange(2), np.array([0, 1, 2]), np.array([0.0, 1.0]), np.array([2.0, 1.0])).tolist()
+    [2.0, 3.0]
+    """
+    done = np.empty(np.broadcast_shapes(np.shape(arrive), np.shape(work)))
+    for p in range(len(bounds) - 1):
+        sel = by_position[bounds[p]:bounds[p + 1]]
+        done[sel] = (arrive[sel] if p == 0 else np.maximum(arrive[sel], done[sel - 1])) + work[sel]
+    return done
+
+
+def by_place(position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(groups ordered by their place among their link's groups, the bounds of each place in that order)."""
     by_position = np.argsort(position, kind="stable")
     return by_position, np.searchsorted(position[by_position], np.arange(position.max() + 2))
