@@ -202,44 +202,49 @@ def score(cal, spread: dict) -> dict:
     cv = np.array(cal.cross_validation["residuals"])
     sizes = np.array([m.size for m in ms])
     seconds = np.array([m.seconds for m in ms])
-    predicted = seconds * (1 + cv)
     scored = sizes >= SCORED
-    winners = []
-    for size in sorted(set(sizes[scored].tolist())):
-        at = np.flatnonzero(sizes == size)
-        measured = ms[at[np.argmin(seconds[at])]].label
-        model = ms[at[np.argmin(predicted[at])]].label
-        (lo_w, hi_w), (lo_p, hi_p) = spread[measured, int(size)], spread[model, int(size)]
-        tie = model != measured and lo_p <= hi_w and lo_w <= hi_p
-        winners.append({"bytes": int(size), "measured": measured, "predicted": model, "tie": tie,
-                        "same": measured == model or tie})
+    found = winners([m.label for m in ms], sizes, seconds, seconds * (1 + cv),
+                    [spread[m.label, int(m.size)] for m in ms])
     return {"cells": int(scored.sum()), "median_abs": float(np.median(np.abs(cv[scored]))),
-            "max_abs": float(np.max(np.abs(cv[scored]))), "winners": winners,
-            "winners_right": sum(w["same"] for w in winners), "sizes": len(winners)}
+            "max_abs": float(np.max(np.abs(cv[scored]))), "winners": found,
+            "winners_right": sum(w["same"] for w in found), "sizes": len(found)}
 
 
-def trained(line: str) -> bool:
-    """Whether a calibrate CSV row is in the held-out protocol's training set: Fujitsu's algorithms and Swing's
-    bandwidth path over uTofu at 1 and 6 ports."""
-    algorithm, _, _, _, ports, impl = line.split(",")
-    return impl == "fujitsu-mpi" or (algorithm == "swing:bandwidth" and impl == "libswing-utofu"
-                                     and ports in ("1", "6"))
+def winners(labels: list, sizes, seconds, predicted, spread: list) -> list[dict]:
+    """Per scored size, the measured and the predicted winner among the rows (labels, bytes, measured and
+    predicted s, (p10, p90) s each); a tie where their 10th-90th percentile ranges overlap."""
+    out = []
+    for size in sorted(set(sizes[sizes >= SCORED].tolist())):
+        at = np.flatnonzero(sizes == size)
+        w, m = at[np.argmin(seconds[at])], at[np.argmin(predicted[at])]
+        tie = bool(w != m and spread[m][0] <= spread[w][1] and spread[w][0] <= spread[m][1])
+        out.append({"bytes": int(size), "measured": labels[w], "predicted": labels[m], "tie": tie,
+                    "same": bool(w == m or tie)})
+    return out
 
 
-def held_out(text: str, topology, base, spread: list, work: Path) -> dict | None:
-    """The held-out protocol on one run's calibrate CSV (``text``) through the command line: calibrate on the
-    training rows (:func:`trained`) from ``base``, then schedule and simulate every variant with the fitted
-    parameters and its implementation. None when the run has no Fujitsu rows. ``spread``: each CSV row's (p10,
-    p90) in s; ``work``: a directory for the files. Returns the error over the rows left out (>= 64 KiB) and the
-    winner per size (>= 64 KiB) over every row, as :func:`score` does."""
+def trained(m) -> bool:
+    """Whether a measurement is in the held-out protocol's training set: Fujitsu's algorithms and Swing's bandwidth
+    path over uTofu at 1 and 6 ports."""
+    return m.implementation == "fujitsu-mpi" or (
+        (m.algorithm, m.variant, m.implementation) == ("swing", "bandwidth", "libswing-utofu") and m.ports in (1, 6))
+
+
+def held_out(text: str, measurements, topology, base, spread: list, work: Path) -> dict | None:
+    """The held-out protocol on one run's calibrate CSV (``text``, read as ``measurements``) through the command
+    line: calibrate on the training rows (:func:`trained`) from ``base``, then schedule and simulate every variant
+    with the fitted parameters and its implementation. None when the run has no Fujitsu rows. ``spread``: each
+    row's (p10, p90) in s; ``work``: a directory for the files. Returns the error over the rows left out
+    (>= 64 KiB) and the winner per size (>= 64 KiB) over every row, as :func:`score` does."""
     import subprocess
 
-    header, *lines = text.splitlines()
-    if not any(trained(line) and ",fujitsu-mpi" in line for line in lines):
+    if not any(m.implementation == "fujitsu-mpi" for m in measurements):
         return None
     spec = topology.spec
+    header, *lines = text.splitlines()
     (work / "base.json").write_text(json.dumps(base.file_dict()))
-    (work / "train.csv").write_text("\n".join([header, *[line for line in lines if trained(line)]]) + "\n")
+    (work / "train.csv").write_text("\n".join([header, *(ln for ln, m in zip(lines, measurements, strict=True)
+                                                         if trained(m))]) + "\n")
 
     def cli(*argv: str) -> str:
         done = subprocess.run(["directcoll", *argv], capture_output=True, text=True, cwd=work)
@@ -249,36 +254,26 @@ def held_out(text: str, topology, base, spread: list, work: Path) -> dict | None
 
     cli("calibrate", "train.csv", spec, "--params", "base.json", "-o", "net.json", "--json")
     variants: dict[tuple, list[int]] = {}
-    for i, line in enumerate(lines):
-        algorithm, _, _, _, ports, impl = line.split(",")
-        variants.setdefault((algorithm, ports, impl), []).append(i)
-    predicted = [0.0] * len(lines)
-    for (algorithm, ports, impl), rows in variants.items():
-        name, _, variant = algorithm.partition(":")
+    for i, m in enumerate(measurements):
+        variants.setdefault((m.algorithm, m.variant, m.ports, m.implementation), []).append(i)
+    predicted = np.zeros(len(measurements))
+    for (name, variant, ports, impl), rows in variants.items():
         cli("schedule", name, spec, "-o", "s.json", *(["--variant", variant] if variant else []),
-            *(["--ports", ports] if ports else []))
-        sizes = ",".join(f"{lines[i].split(',')[2]}B" for i in rows)
+            *(["--ports", str(ports)] if ports else []))
+        sizes = ",".join(f"{int(measurements[i].size)}B" for i in rows)
         times = json.loads(cli("simulate", "s.json", "--sizes", sizes, "--params", "net.json", "--implementation",
                                impl, "--json"))["results"]
-        for i, r in zip(rows, times, strict=True):
-            predicted[i] = float(r["time_s"])
-    cells = [(line.split(","), p) for line, p in zip(lines, predicted, strict=True)]
-    label = [f"{c[0]} P={c[4]} on {c[5]}" for c, _ in cells]
-    size = np.array([int(c[2]) for c, _ in cells])
-    seconds = np.array([float(c[3]) for c, _ in cells])
-    error = np.array(predicted) / seconds - 1
-    out_rows = np.array([not trained(line) for line in lines]) & (size >= SCORED)
-    winners = []
-    for b in sorted(set(size[size >= SCORED].tolist())):
-        at = np.flatnonzero(size == b)
-        w, m = at[np.argmin(seconds[at])], at[np.argmin(np.array(predicted)[at])]
-        tie = w != m and spread[m][0] <= spread[w][1] and spread[w][0] <= spread[m][1]
-        winners.append({"bytes": int(b), "measured": label[w], "predicted": label[m], "tie": bool(tie),
-                        "same": bool(w == m or tie)})
+        predicted[rows] = [float(r["time_s"]) for r in times]
+    label = [m.label.replace(" allreduce", "") for m in measurements]
+    size = np.array([m.size for m in measurements])
+    seconds = np.array([m.seconds for m in measurements])
+    error = predicted / seconds - 1
+    out_rows = np.array([not trained(m) for m in measurements]) & (size >= SCORED)
     worst = int(np.flatnonzero(out_rows)[np.argmax(np.abs(error[out_rows]))])
+    found = winners(label, size, seconds, predicted, spread)
     return {"cells": int(out_rows.sum()), "median_abs": float(np.median(np.abs(error[out_rows]))),
             "max_abs": float(abs(error[worst])), "largest": f"{label[worst]} at {int(size[worst])} B",
-            "winners": winners, "winners_right": sum(w["same"] for w in winners), "sizes": len(winners)}
+            "winners": found, "winners_right": sum(w["same"] for w in found), "sizes": len(found)}
 
 
 def below_bound(cal) -> list[str]:
@@ -377,7 +372,7 @@ def main() -> int:
         print(f"\nMeasured faster than the model's links alone allow: {len(fast)} cells"
               + (": " + "; ".join(fast) if fast else "") + "\n")
         with tempfile.TemporaryDirectory() as work:
-            protocol = held_out(text, topology, BASE, spread, Path(work))
+            protocol = held_out(text, measurements, topology, BASE, spread, Path(work))
         if protocol is not None:
             results[run]["held_out"] = protocol
             print(f"Held-out protocol (calibrate on Fujitsu's ring and recursive doubling and Swing's bandwidth path "
