@@ -568,7 +568,12 @@ def lindley(by_position: np.ndarray, bounds: np.ndarray, arrive: np.ndarray, wor
 
 
 def by_place(position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(groups ordered by their place among their link's groups, the bounds of each place in that order)."""
+    """(groups ordered by their place among their link's groups, the bounds of each place in that order): what
+    :func:`lindley` walks. Raises: Nothing. Source: docs/simulation.md, "Step model", item 4.
+
+    >>> [x.tolist() for x in by_place(np.array([0, 1, 0]))]
+    [[0, 2, 1], [0, 2, 3]]
+    """
     by_position = np.argsort(position, kind="stable")
     return by_position, np.searchsorted(position[by_position], np.arange(position.max() + 2))
 
