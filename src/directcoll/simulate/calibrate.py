@@ -577,8 +577,7 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
                            "this network; give the one they ran on (a job's ranks on a machine's network: "
                            "placed(LOGICAL,PHYSICAL,order=...), docs/topology.md, Placement)")
     fitted = {k: _value_of(per_impl, k) for k in kept}
-    notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k, v in zip(kept, x, strict=True)
-             if _name(k) not in _INVERSE and v <= _RANGE[_name(k)][0] * 1.0001]
+    notes = [f"{k} fitted at the bottom of its range (effectively 0)" for k in _at_bottom(kept, x, model)]
     uncertainty = _uncertainty(res, solved, kept, len(measurements))
     cv = (_cross_validation(measurements, kept, x, lambda v, rows=None: model(v, rows, kept), seconds, rows)
           if cross_validate else None)
@@ -609,6 +608,27 @@ def _value_of(per_impl: dict, key: str) -> float:
     if selector:
         return float(dict(dict(params.implementation.paths)[selector])[name])
     return float(getattr(params.implementation, name) if impl else getattr(params, name))
+
+
+#: the largest relative change of any modelled time that setting a term to the bottom of its range may make for
+#: the term to count as effectively 0 (the solver stops short of a bound by a tolerance, not exactly on it)
+_NEGLIGIBLE = 1e-6
+
+
+def _at_bottom(keys, x, model) -> list[str]:
+    """The fitted terms (not inverse rates) within a decade of the bottom of their range whose value there changes
+    no modelled time by more than :data:`_NEGLIGIBLE` against the bottom itself: effectively 0."""
+    base = model(x, use=keys)
+    out = []
+    for i, key in enumerate(keys):
+        lo = _RANGE[_name(key)][0]
+        if _name(key) in _INVERSE or x[i] > 10 * lo:
+            continue
+        y = np.array(x, dtype=float)
+        y[i] = lo
+        if np.max(np.abs(model(y, use=keys) / base - 1.0)) <= _NEGLIGIBLE:
+            out.append(key)
+    return out
 
 
 def _at_bounds(keys, x) -> list[str]:
