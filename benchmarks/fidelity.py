@@ -1,7 +1,7 @@
 """Fidelity: the step and flow models against the ns-3 packet engine (docs/fidelity.md).
 
 Run: python3 benchmarks/fidelity.py [--out DIR] [--figure FILE] [--workers 2] [--max-packet-hops 2e6] [--quick]
-     [--buffer-bdp K [--adaptive-channels A]]
+     [--buffer-bdp K [--adaptive-channels A]] [--orderings N]
      (writes DIR/fidelity.csv and DIR/fidelity.png, DIR defaulting to benchmarks/out/; the files docs/fidelity.md
      shows: --out benchmarks/results --figure docs/img/fidelity.png)
      python3 benchmarks/fidelity.py --from-csv benchmarks/results/fidelity.csv   (the summary and the tie table of a
@@ -19,7 +19,11 @@ the engine runs with credit-based flow control: input buffers of K bandwidth-del
 (``bandwidth_delay_bytes``) under the deadlock-free scheme with the fewest channels (``deadlock_free``: Duato's
 on tori, hop-count channels elsewhere); ``--adaptive-channels A`` gives Duato's protocol A adaptive channels
 besides its two escape channels (default 1, the fewest; the outputs are then named ``-bdpK-acA``); without
-``--buffer-bdp``, queues are unbounded. A deadlock would be a skipped cell.
+``--buffer-bdp``, queues are unbounded. A deadlock would be a skipped cell. With ``--orderings N`` each packet
+cell is also timed with N - 1 other orders of each step's transfers (seeded shuffles, every transfer keeping its
+route: the same problem, which the engine may serve in another order) and the CSV gains the fastest and slowest
+of the N times (``packet_lo_s``, ``packet_hi_s``); the summary then also counts a model's winner as agreeing when
+its ns-3 range overlaps that of ns-3's winner.
 Writes one CSV row per cell and prints, per model, the distribution of |model/packet - 1| over sizes >= 4 KiB and
 the (topology, collective, size) cells where the model's winner differs from the packet engine's.
 """
@@ -32,6 +36,7 @@ import os
 import platform
 import sys
 import time
+import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -47,7 +52,7 @@ from directcoll.simulate.flow import flow_times
 from directcoll.simulate.packet import bandwidth_delay_bytes, deadlock_free, simulate_packet
 from directcoll.topology import parse
 
-ESTIMATE = "about 6 minutes on 2 cores (378 s on 2026-11-26; --quick about 3 minutes)"
+ESTIMATE = "about 6 minutes on 2 cores per ordering (378 s on 2026-11-26; --quick about 3 minutes)"
 
 ALLREDUCE = ["torus:4x4", "torus:8x8", "torus:16x16", "torus:4x4x4", "torus:8x4", "torus:3x3x3", "hypercube:4",
              "hyperx:4x4", "hammingmesh:2x2:2x2", "genkautz:2:16", "circulant:16:1,5"]
@@ -83,7 +88,8 @@ def model_times(pattern, topo) -> tuple[np.ndarray, np.ndarray]:
     return simulate(pattern, topo, PARAMS).time(sizes), flow_times(pattern, topo, sizes, PARAMS)
 
 
-def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adaptive: int = 1) -> list[dict]:
+def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adaptive: int = 1,
+            orderings: int = 1) -> list[dict]:
     spec, collective, family, name, variant, options = job
     topo = parse(spec)
 
@@ -98,6 +104,9 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adapti
     if control is not None and control.scheme == "duato":  # the escape's two channels and `adaptive` more
         control = replace(control, virtual_channels=2 + adaptive)
     step, flow = model_times(pattern, topo)
+    # the other orders of each step's transfers (seeded by the schedule, the same at every size)
+    others = [pattern.reordered(zlib.crc32(f"{spec} {collective} {name} {label} {k}".encode()))
+              for k in range(1, orderings)]
     rows = []
     for size, t_step, t_flow in zip(SIZES, step, flow, strict=True):
         row = {"topology": spec, "collective": collective, "family": family, "algorithm": name, "variant": label,
@@ -106,6 +115,10 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adapti
         try:
             row["packet_s"] = simulate_packet(pattern, topo, size, PARAMS, max_packet_hops=max_hops,
                                               flow=control).time_s
+            if others:
+                times = [row["packet_s"], *(simulate_packet(p, topo, size, PARAMS, max_packet_hops=max_hops,
+                                                            flow=control).time_s for p in others)]
+                row["packet_lo_s"], row["packet_hi_s"] = min(times), max(times)
         except ResourceError:
             row["skipped"] = f"packet: over {max_hops:.0e} packet-hops"
         except DeadlockError as exc:
@@ -138,7 +151,7 @@ def summarize(rows: list[dict]) -> dict:
         # per cell of two schedules or more, 4 KiB and up: a winner the packet engine disagrees with (unless within
         # 0.5 % of its fastest), and a tie the model calls (several schedules within compare's tolerance of its
         # fastest) that ns-3 separates (their packet times spread by more than the same tolerance)
-        big, differ, called, separated, lost = 0, [], 0, [], []
+        big, differ, called, separated, lost, ranged = 0, [], 0, [], [], 0
         for key, cell in cells.items():
             if len(cell) < 2 or key[2] < 4096:
                 continue
@@ -147,6 +160,7 @@ def summarize(rows: list[dict]) -> dict:
             best_model = min(cell, key=lambda r: r[f"{model}_s"])
             same = (best_model["family"], best_model["variant"]) == (best_packet["family"], best_packet["variant"])
             lost.append(0.0 if same else best_model["packet_s"] / best_packet["packet_s"] - 1)
+            ranged += same or _overlap(best_model, best_packet)
             if lost[-1] > 0.005:
                 differ.append((*key, f"{best_model['family']} {best_model['variant']}",
                                f"{best_packet['family']} {best_packet['variant']}", lost[-1]))
@@ -161,7 +175,32 @@ def summarize(rows: list[dict]) -> dict:
                       "max_abs_err": float(np.abs(err).max()) if len(err) else None,
                       "winner_cells": big, "winner_agree": big - len(differ), "winner_differs": differ,
                       "winner_within": {tol: int(sum(x <= tol for x in lost)) for tol in WINNER_TOLERANCES},
-                      "ties_called": called, "ties_separated": separated}
+                      "ties_called": called, "ties_separated": separated,
+                      "winner_agree_in_spread": ranged if _has_spread(rows) else None}
+    return out
+
+
+def _has_spread(rows: list[dict]) -> bool:
+    """Whether a run timed each cell in several orders of its transfers (``--orderings``)."""
+    return any(r.get("packet_lo_s") not in ("", None) for r in rows)
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    """Whether two rows' ns-3 times over the orders of their transfers overlap (a single order: the time itself)."""
+    lo = [r.get("packet_lo_s") if r.get("packet_lo_s") not in ("", None) else r["packet_s"] for r in (a, b)]
+    hi = [r.get("packet_hi_s") if r.get("packet_hi_s") not in ("", None) else r["packet_s"] for r in (a, b)]
+    return lo[0] <= hi[1] and lo[1] <= hi[0]
+
+
+def order_spread(rows: list[dict]) -> dict:
+    """Per collective, over cells >= 4 KiB timed in several orders: (cells, median and largest spread hi/lo - 1,
+    cells over 1 %)."""
+    out = {}
+    for collective in dict.fromkeys(r["collective"] for r in rows):
+        x = np.array([r["packet_hi_s"] / r["packet_lo_s"] - 1 for r in rows if r["collective"] == collective
+                      and r["size"] >= 4096 and r.get("packet_lo_s") not in ("", None)])
+        if len(x):
+            out[collective] = (len(x), float(np.median(x)), float(x.max()), int((x > 0.01).sum()))
     return out
 
 
@@ -236,12 +275,17 @@ def main() -> None:
     ap.add_argument("--against", type=Path,
                     help="with --from-csv: compare its ns-3 times cell by cell with this stored run's (another "
                          "buffer size): how many cells are slower or faster, and where the winner changes")
+    ap.add_argument("--orderings", type=int, default=1,
+                    help="time each packet cell in this many orders of each step's transfers (the first as built, "
+                         "the others seeded shuffles) and record the fastest and slowest (default 1)")
     ap.add_argument("--adaptive-channels", type=int, default=1,
                     help="with --buffer-bdp: adaptive channels of Duato's protocol on tori, besides the two escape "
                          "channels (default 1, the fewest)")
     args = ap.parse_args()
     if args.adaptive_channels < 1:
         ap.error(f"--adaptive-channels {args.adaptive_channels}: accepted: a whole number >= 1")
+    if args.orderings < 1:
+        ap.error(f"--orderings {args.orderings}: accepted: a whole number >= 1")
     suffix = "" if args.buffer_bdp is None else f"-bdp{args.buffer_bdp:g}" + (
         f"-ac{args.adaptive_channels}" if args.adaptive_channels != 1 else "")
     benchcli.begin(args, ESTIMATE, f"fidelity{suffix}")
@@ -265,7 +309,8 @@ def main() -> None:
     rows: list[dict] = []
     with ProcessPoolExecutor(args.workers) as pool:
         for i, result in enumerate(pool.map(run_job, todo, [args.max_packet_hops] * len(todo),
-                                            [args.buffer_bdp] * len(todo), [args.adaptive_channels] * len(todo))):
+                                            [args.buffer_bdp] * len(todo), [args.adaptive_channels] * len(todo),
+                                            [args.orderings] * len(todo))):
             rows += result
             print(f"[{i + 1}/{len(todo)}] {todo[i][0]} {todo[i][1]} {todo[i][3]} {todo[i][4] or ''} "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
@@ -339,6 +384,8 @@ def _write(rows: list[dict], path: Path) -> None:
     """A fidelity.csv: one row per (schedule, size), the three engines' times."""
     keys = ["topology", "collective", "family", "algorithm", "variant", "size", "step_s", "flow_s", "packet_s",
             "packet_wall_s", "skipped"]
+    if any("packet_lo_s" in r for r in rows):  # a run with --orderings
+        keys[9:9] = ["packet_lo_s", "packet_hi_s"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
@@ -351,8 +398,9 @@ def _read(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             r["size"] = int(r["size"])
-            for key in ("step_s", "flow_s", "packet_s"):
-                r[key] = float(r[key]) if r[key] not in ("", None) else ""
+            for key in ("step_s", "flow_s", "packet_s", "packet_lo_s", "packet_hi_s"):
+                if key in r:
+                    r[key] = float(r[key]) if r[key] not in ("", None) else ""
             rows.append(r)
     return rows
 
@@ -367,12 +415,18 @@ def print_summary(rows: list[dict], heading: str) -> None:
               f"{s['winner_cells']} (topology, collective, size) cells")
         print("   winner within a tolerance of ns-3's fastest (the model's pick timed by ns-3): " + ", ".join(
             f"{100 * tol:g} %: {n}/{s['winner_cells']}" for tol, n in s["winner_within"].items()))
+        if s["winner_agree_in_spread"] is not None:
+            print(f"   winner within ns-3's spread over the orders of the transfers (the model's pick and ns-3's "
+                  f"winner overlap): {s['winner_agree_in_spread']}/{s['winner_cells']}")
         for d in s["winner_differs"]:
             print(f"   differs: {d[0]} {d[1]} {d[2]} B: model picks {d[3]}, packet {d[4]} "
                   f"(model's pick {100 * d[5]:.1f} % slower in ns-3)")
         print(f"   ties the model calls (within {100 * TIE_TOLERANCE:g} %): {s['ties_called']} cells; ns-3 separates "
               f"{len(s['ties_separated'])} of them" + "".join(f"; {d[0]} {d[1]} {d[2]} B ({d[3]} tied, ns-3 spread "
                                                                  f"{100 * d[4]:.1f} %)" for d in s["ties_separated"]))
+    for collective, (n, median, largest, over) in order_spread(rows).items():
+        print(f"ns-3's spread over the orders of the transfers, {collective}, sizes >= 4 KiB: {n} cells, median "
+              f"{100 * median:.2f} %, largest {100 * largest:.1f} %, {over} over 1 %")
     worst = sorted((r for r in rows if r.get("packet_s") not in ("", None) and r["size"] >= 4096),
                    key=lambda r: -abs(r["step_s"] / r["packet_s"] - 1))[:8]
     print("largest step-model errors (sizes >= 4 KiB):")

@@ -21,7 +21,7 @@ route once, sweep sizes in closed form).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -151,6 +151,41 @@ class StepPattern:
         mine = [_step_key(self, k) for k in self.sequence]
         theirs = [_step_key(other, k) for k in other.sequence]
         return mine == theirs
+
+    def reordered(self, seed: int) -> StepPattern:
+        """The same pattern with each distinct step's transfers listed in another order (a seeded shuffle), each
+        transfer keeping its explicit route: the same problem for a network. A model's time must not change; an
+        engine that serves transfers ready at once in list order (a NIC's round robin) may move, and how far
+        measures what its verdict between near-equal schedules rests on (docs/fidelity.md, "Ties").
+
+        Args:
+            seed: the shuffle's seed (numpy's ``default_rng``).
+
+        Returns:
+            A :class:`StepPattern` :meth:`equivalent` to this one.
+
+        Raises:
+            Nothing.
+
+        Source: docs/fidelity.md, "Ties" (the packet engine's spread over the orders of the transfers).
+
+        >>> from directcoll.algorithms.ring import build_ring
+        >>> from directcoll.topology import parse
+        >>> p = pattern_of(build_ring(parse("ring:5")))
+        >>> q = p.reordered(1)
+        >>> q.equivalent(p), q.src.tolist() == p.src.tolist()
+        (True, False)
+        """
+        rng = np.random.default_rng(seed)
+        bounds = self.step_offsets
+        perm = np.concatenate([a + rng.permutation(b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+        moved = {"src": self.src[perm], "dst": self.dst[perm], "size": self.size[perm], "reduce": self.reduce[perm]}
+        if self.route_offsets is not None:
+            counts = np.diff(self.route_offsets)[perm]
+            starts = np.repeat(self.route_offsets[:-1][perm], counts)
+            within = np.arange(counts.sum()) - np.repeat(np.r_[0, np.cumsum(counts)[:-1]], counts)
+            moved.update(route_offsets=np.r_[0, np.cumsum(counts)], route_links=self.route_links[starts + within])
+        return replace(self, **moved)
 
 
 def _canonical(src, dst, size, reduce) -> tuple[np.ndarray, ...]:
