@@ -152,7 +152,7 @@ def summarize(rows: list[dict]) -> dict:
         # per cell of two schedules or more, 4 KiB and up: a winner the packet engine disagrees with (unless within
         # 0.5 % of its fastest), and a tie the model calls (several schedules within compare's tolerance of its
         # fastest) that ns-3 separates (their packet times spread by more than the same tolerance)
-        big, differ, called, separated, lost, ranged = 0, [], 0, [], [], 0
+        big, differ, called, separated, lost, ranged, apart = 0, [], 0, [], [], 0, 0
         for key, cell in cells.items():
             if len(cell) < 2 or key[2] < 4096:
                 continue
@@ -171,13 +171,18 @@ def summarize(rows: list[dict]) -> dict:
                 spread = max(r["packet_s"] for r in tied) / min(r["packet_s"] for r in tied) - 1
                 if spread > TIE_TOLERANCE:
                     separated.append((*key, len(tied), spread))
+                    # and in every order of the transfers: the slowest in its fastest order is still beyond the
+                    # tolerance of the fastest in its slowest
+                    slow, fast = (f(tied, key=lambda r: r["packet_s"]) for f in (max, min))
+                    apart += not _reaches(slow, fast, TIE_TOLERANCE)
         out[model] = {"cells": len(err), "median_abs_err": float(np.median(np.abs(err))) if len(err) else None,
                       "p90_abs_err": float(np.quantile(np.abs(err), 0.9)) if len(err) else None,
                       "max_abs_err": float(np.abs(err).max()) if len(err) else None,
                       "winner_cells": big, "winner_agree": big - len(differ), "winner_differs": differ,
                       "winner_within": {tol: int(sum(x <= tol for x in lost)) for tol in WINNER_TOLERANCES},
                       "ties_called": called, "ties_separated": separated,
-                      "winner_agree_in_spread": ranged if _has_spread(rows) else None}
+                      "winner_agree_in_spread": ranged if _has_spread(rows) else None,
+                      "ties_separated_in_spread": apart if _has_spread(rows) else None}
     return out
 
 
@@ -427,6 +432,9 @@ def print_summary(rows: list[dict], heading: str) -> None:
         print(f"   ties the model calls (within {100 * TIE_TOLERANCE:g} %): {s['ties_called']} cells; ns-3 separates "
               f"{len(s['ties_separated'])} of them" + "".join(f"; {d[0]} {d[1]} {d[2]} B ({d[3]} tied, ns-3 spread "
                                                                  f"{100 * d[4]:.1f} %)" for d in s["ties_separated"]))
+        if s["ties_separated_in_spread"] is not None:
+            print(f"   of those, ns-3 separates {s['ties_separated_in_spread']} in every order of the transfers (the "
+                  f"slowest in its fastest order more than {100 * TIE_TOLERANCE:g} % from the fastest in its slowest)")
     for collective, (n, median, largest, over) in order_spread(rows).items():
         print(f"ns-3's spread over the orders of the transfers, {collective}, sizes >= 4 KiB: {n} cells, median "
               f"{100 * median:.2f} %, largest {100 * largest:.1f} %, {over} over 1 %")
