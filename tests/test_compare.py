@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from directcoll.cli.main import main
 from directcoll.errors import DirectcollError
 from directcoll.registry import build_pattern
 from directcoll.reports.compare import compare
+from directcoll.reports.comparison import Comparison, Entry
 from directcoll.reports.contenders import (
     BFB_GRID_MAX_RANKS,
     DBT_CHUNKS,
@@ -235,6 +237,24 @@ def test_cli_compare_options(capsys):
                                                                       ("rabenseifner", "bandwidth")}
 
 
+def test_ties_over_the_orders_of_the_transfers():
+    # the packet engine's times in several orders of each step's transfers: B is 3 % slower as built, but its
+    # fastest order is within 0.5 % of A's slowest, so the engine cannot tell them apart; C's ranges never meet A's
+    sizes = np.array([1024.0])
+    entries = [Entry("a", "a", "", np.array([1.00e-6]), spread=np.array([[0.99e-6, 1.02e-6]])),
+               Entry("b", "b", "", np.array([1.03e-6]), spread=np.array([[1.024e-6, 1.05e-6]])),
+               Entry("c", "c", "", np.array([1.04e-6]), spread=np.array([[1.03e-6, 1.04e-6]]))]
+    cmp = Comparison("ring:4", "alltoall", SWING_SST, "adaptive", "packet", sizes, entries, orderings=3)
+    assert cmp.ties() == [["a", "b"]]
+    assert cmp.to_dict()["results"][1]["time_range_s"] == [1.024e-6, 1.05e-6]
+    assert "3 orders of the transfers" in cmp.conditions()
+    as_built = Comparison("ring:4", "alltoall", SWING_SST, "adaptive", "packet", sizes,
+                          [replace(e, spread=None) for e in entries])
+    assert as_built.ties() == [["a"]]
+    with pytest.raises(DirectcollError, match="only with the packet model"):
+        compare(parse("ring:4"), sizes=[1024], contenders=["ring"], orderings=2)
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["compare", "torus:0x3"], "torus"),
     (["compare", "nonesuch"], "nonesuch"),
@@ -243,6 +263,7 @@ def test_cli_compare_options(capsys):
     (["compare", "--sizes", "1MiB..1KiB"], "cannot read sizes"),
     (["compare", "--algorithms", "nonesuch"], "unknown algorithm"),
     (["compare", "--params", "nonesuch"], "unknown system preset"),
+    (["compare", "--orderings", "3"], "--orderings 3: the packet model's option"),
 ])
 def test_cli_compare_errors(capsys, argv, message):
     code, out, err = run(capsys, *argv)

@@ -111,25 +111,32 @@ def alltoall_bound(topology: Topology, params: NetworkParams | None = None) -> d
 
 
 def _time(pattern, topology: Topology, sizes: np.ndarray, params: NetworkParams, routing: str, model: str,
-          why: bool, flow=None):
-    """(the step model's simulation or None, times per size) of one contender's pattern under ``model``."""
+          why: bool, flow=None, orderings: int = 1):
+    """(the step model's simulation or None, times per size, the (S, 2) fastest and slowest time over
+    ``orderings`` orders of the transfers or None) of one contender's pattern under ``model``."""
     sim = simulate(pattern, topology, params, routing) if model == "step" or why else None
     if model == "step":
-        return sim, sim.time(sizes)
+        return sim, sim.time(sizes), None
     if model == "flow":
         from directcoll.simulate.flow import flow_times
 
-        return sim, flow_times(pattern, topology, sizes, params, routing)
+        return sim, flow_times(pattern, topology, sizes, params, routing), None
     from directcoll.simulate.packet import packet_times
 
-    return sim, packet_times(pattern, topology, sizes, params, routing, flow=flow)
+    times = packet_times(pattern, topology, sizes, params, routing, flow=flow)
+    if orderings == 1:
+        return sim, times, None
+    # the same step sets posted in other orders (seeded: a rerun gives the same ranges)
+    every = [times, *(packet_times(pattern.reordered(k), topology, sizes, params, routing, flow=flow)
+                      for k in range(1, orderings))]
+    return sim, times, np.column_stack([np.min(every, axis=0), np.max(every, axis=0)])
 
 
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,
             routing: str = "adaptive", model: str = "step", contenders=None,
             progress: Callable[..., None] = _progress_noop, bound: bool = True, why: bool = False,
             ports: int | None = None, cutoffs: bool = True, tie_tolerance: float = TIE_TOLERANCE,
-            flow=None) -> Comparison:
+            flow=None, orderings: int = 1) -> Comparison:
     """Time every contender that serves ``topology`` at every size.
 
     Args:
@@ -158,6 +165,11 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         tie_tolerance: fraction within which contenders tie (:data:`TIE_TOLERANCE`), >= 0.
         flow: the packet model's flow control (:class:`~directcoll.simulate.packet.FlowControl`); a contender
             that deadlocks under it is skipped as kind ``deadlock``, naming the cycle.
+        orderings: the packet model: time every contender in this many orders of each step's transfers (the
+            order as built, then seeded shuffles, :meth:`StepPattern.reordered
+            <directcoll.schedule.pattern.StepPattern.reordered>`); its times stay those of the order as built,
+            its ``spread`` holds the fastest and slowest, and :meth:`Comparison.ties` counts two families whose
+            ranges meet within the tolerance as a tie (docs/fidelity.md, "Ties"). 1 (default): the order as built.
 
     Returns:
         A :class:`Comparison`. Every contender that does not run is in ``skipped`` with its kind and reason: a
@@ -167,8 +179,8 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         broadcast and reduce bfb-tree or swing-tree (peak goodput: the node bandwidth).
 
     Raises:
-        DirectcollError: unknown model, a negative ``tie_tolerance``, ``ports`` < 1, or no contender runs (the
-            message lists every skip).
+        DirectcollError: unknown model, a negative ``tie_tolerance``, ``ports`` < 1, ``orderings`` < 1 or above 1
+            with another model than packet, or no contender runs (the message lists every skip).
         ScheduleError: an unknown collective name.
         TopologyError, SolverError: from building a contender (UnsupportedShapeError and ResourceError only skip
             it).
@@ -187,6 +199,9 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
         raise DirectcollError(f"tie tolerance must be a fraction >= 0 (0.005 = 0.5 %), got {tie_tolerance!r}")
     if ports is not None and ports < 1:
         raise DirectcollError(f"ports must be >= 1, got {ports}")
+    if not (isinstance(orderings, int) and orderings >= 1) or (orderings > 1 and model != "packet"):
+        raise DirectcollError(f"orderings {orderings!r}: accepted: a whole number >= 1, above 1 only with the packet "
+                              "model (the step and flow models do not depend on the order of a step's transfers)")
     coll = Collective.parse(collective)
     if sizes is None:  # the packet engine simulates every packet: its default sweep stops at 4 MiB
         sizes = 2 ** np.arange(5, 23 if model == "packet" else 30)
@@ -211,7 +226,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
                 skipped.append(Skipped(c, "ports", f"{c.algorithm} takes no port count (it uses the links its "
                                                    f"construction chooses), so it cannot be restricted to {ports}"))
                 continue
-            sim, times = _time(pattern, topology, sizes, params, routing, model, why, flow)
+            sim, times, spread = _time(pattern, topology, sizes, params, routing, model, why, flow, orderings)
         except DeadlockError as exc:  # its traffic locks the buffers: the others may not
             skipped.append(Skipped(c, "deadlock", str(exc)))
             continue
@@ -223,7 +238,7 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
             continue
         entries.append(Entry(c.family, c.algorithm, c.label or pattern.meta.get("variant") or "",
                              np.asarray(times), explain(pattern, sim, topology) if why else None,
-                             None if built_ports is None else int(built_ports)))
+                             None if built_ports is None else int(built_ports), spread))
         del pattern, sim  # the next contender's schedule may need the memory
     progress(len(run), len(run), "done")
     if not entries:
@@ -252,4 +267,4 @@ def compare(topology: Topology, collective="allreduce", sizes=None, params: Netw
                 mcf_times = sizes / p / mcf["pair_rate_Bps"]
     return Comparison(topology.spec, coll.value, params, routing, model, sizes, entries, skipped, float(peak),
                       reference=reference, bound=mcf, bound_times=mcf_times, tie_tolerance=float(tie_tolerance),
-                      flow=None if flow is None else dataclasses.asdict(flow))
+                      flow=None if flow is None else dataclasses.asdict(flow), orderings=orderings)

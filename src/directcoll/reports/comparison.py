@@ -51,6 +51,9 @@ class Entry:
             for them, else None.
         ports: the port count its schedule records (concurrent collectives per rank, Swing Sec. 4.1), None for
             an algorithm that uses the links its construction chooses (BFB, double binary tree, MCF).
+        spread: float64 (S, 2), the fastest and slowest time per size over several orders of each step's
+            transfers (the packet model with ``orderings`` > 1; :meth:`StepPattern.reordered
+            <directcoll.schedule.pattern.StepPattern.reordered>`), else None.
 
     Raises:
         Nothing: a record built by :func:`compare`.
@@ -63,6 +66,7 @@ class Entry:
     times: np.ndarray  # seconds per size
     why: Why | None = None
     ports: int | None = None
+    spread: np.ndarray | None = None
 
 
 @dataclass
@@ -77,6 +81,7 @@ class Comparison:
             memory budget, a cutoff, a port count, a deadlock), each with its reason.
         tie_tolerance: fraction within which two times are a tie (:data:`TIE_TOLERANCE`).
         flow: the packet model's flow control as a dict, or None (unbounded queues).
+        orderings: how many orders of each step's transfers the packet model timed (1: the order as built).
         peak_goodput: bytes/s (half the injection bandwidth for allreduce).
         reference: the family whose gain is reported; bound, bound_times: all-to-all's MCF bound (s per size).
 
@@ -114,6 +119,8 @@ class Comparison:
     tie_tolerance: float = TIE_TOLERANCE
     #: the packet model's flow control (buffer_bytes, virtual_channels, scheme, credit_delay); None: unbounded
     flow: dict | None = None
+    #: the packet model: orders of each step's transfers timed per contender (entries' ``spread``); 1: as built
+    orderings: int = 1
 
     def conditions(self) -> str:
         """"packet model, dor routing" and, with flow control, its buffers and channels (without: "unbounded
@@ -134,6 +141,8 @@ class Comparison:
             f = self.flow
             text += (f", {f['buffer_bytes']} B buffers x {f['virtual_channels']} virtual channel"
                      f"{'s' if f['virtual_channels'] > 1 else ''} ({f['scheme']})")
+        if self.orderings > 1:
+            text += f", {self.orderings} orders of the transfers"
         return text
 
     def goodput(self, times: np.ndarray) -> np.ndarray:
@@ -281,7 +290,9 @@ class Comparison:
 
     def ties(self) -> list[list[str]]:
         """Per size, the families within :attr:`tie_tolerance` of the fastest (the winner first, then by time): a
-        set of more than one is a tie the model cannot resolve.
+        set of more than one is a tie the model cannot resolve. With entries timed in several orders of their
+        transfers (``spread``), a family ties when its fastest order is within the tolerance of the winner's
+        slowest: the packet engine cannot tell them apart either.
 
         Returns:
             A list of S lists of family names.
@@ -302,13 +313,23 @@ class Comparison:
         fams = self.families()
         names = list(fams)
         stack = np.array([fams[f][0] for f in names])
+        low, high = stack, stack
+        if any(e.spread is not None for e in self.entries):  # over the orders of the transfers: the fastest
+            low, high = (np.array([[self._spread(f, v)[j][k] for j, v in enumerate(fams[f][1])] for f in names])
+                         for k in (0, 1))                    # order of each against the winner's slowest
         out = []
         for j in range(stack.shape[1]):
             col = stack[:, j]
             order = np.argsort(col, kind="stable")
-            limit = col[order[0]] * (1.0 + self.tie_tolerance)
-            out.append([names[i] for i in order if col[i] <= limit])
+            limit = high[order[0], j] * (1.0 + self.tie_tolerance)
+            out.append([names[i] for i in order if low[i, j] <= limit])
         return out
+
+    def _spread(self, family: str, variant: str) -> np.ndarray:
+        """float64 (S, 2): an entry's fastest and slowest time per size over the orders timed (its times twice
+        when it has no spread)."""
+        e = self.entry(family, variant)
+        return e.spread if e.spread is not None else np.column_stack([e.times, e.times])
 
     def gain(self, family: str | None = None) -> np.ndarray | None:
         """goodput(family) / goodput(best rival) - 1 per size (default family: :attr:`gain_family`); None when
@@ -438,11 +459,12 @@ class Comparison:
             "topology": self.topology, "collective": self.collective, "model": self.model, "routing": self.routing,
             "params": self.params.to_dict(), "sizes": [int(s) for s in self.sizes],
             "peak_goodput_Bps": self.peak_goodput, "gain_family": family if gain is not None else None,
-            "tie_tolerance": self.tie_tolerance, "flow_control": self.flow,
+            "tie_tolerance": self.tie_tolerance, "flow_control": self.flow, "orderings": self.orderings,
             "results": [{"algorithm": e.algorithm, "variant": e.variant, "ports": e.ports, "family": e.family,
                          "size": int(s), "time_s": float(t), "goodput_Bps": float(s / t),
+                         **({"time_range_s": [float(x) for x in e.spread[j]]} if e.spread is not None else {}),
                          **(e.why.at(s) if e.why else {})}
-                        for e in self.entries for s, t in zip(self.sizes, e.times, strict=True)],
+                        for e in self.entries for j, (s, t) in enumerate(zip(self.sizes, e.times, strict=True))],
             "best": [{"size": int(s), "algorithm": w[0], "variant": w[1], "ports": ports(w[0], w[1]),
                       "time_s": w[2], "goodput_Bps": float(s / w[2]), "ties": ties[j], **gains(j),
                       **why(w[0], w[1], j)}
