@@ -247,11 +247,17 @@ def figure(rows: list[dict], path: Path, buffers: str = "unbounded queues") -> N
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, model in zip(axes, ("step", "flow"), strict=True):
         for collective, marker in (("allreduce", "o"), ("alltoall", "^")):
-            pts = [(r["size"], r[f"{model}_s"] / r["packet_s"]) for r in done if r["collective"] == collective]
-            if pts:
-                x, y = zip(*pts, strict=True)
-                jitter = np.exp(np.random.default_rng(0).uniform(-0.15, 0.15, len(x)))
-                ax.scatter(np.array(x) * jitter, y, s=9, alpha=0.45, marker=marker, label=collective)
+            mine = [r for r in done if r["collective"] == collective]
+            if mine:
+                x = np.array([r["size"] for r in mine], dtype=float)
+                y = np.array([r[f"{model}_s"] / r["packet_s"] for r in mine])
+                x = x * np.exp(np.random.default_rng(0).uniform(-0.15, 0.15, len(x)))
+                dots = ax.scatter(x, y, s=9, alpha=0.45, marker=marker, label=collective)
+                ranged = [i for i, r in enumerate(mine) if r.get("packet_lo_s") not in ("", None)]
+                if ranged:  # the ratio over ns-3's fastest and slowest order of the transfers
+                    lo = np.array([mine[i][f"{model}_s"] / mine[i]["packet_hi_s"] for i in ranged])
+                    hi = np.array([mine[i][f"{model}_s"] / mine[i]["packet_lo_s"] for i in ranged])
+                    ax.vlines(x[ranged], lo, hi, color=dots.get_facecolor()[0], lw=0.8, alpha=0.6)
         ax.axhline(1.0, color="black", lw=0.8)
         for bound in (0.95, 1.05):
             ax.axhline(bound, color="gray", lw=0.6, ls="--")
@@ -262,7 +268,8 @@ def figure(rows: list[dict], path: Path, buffers: str = "unbounded queues") -> N
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("time ratio")
     axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle(f"Model fidelity against ns-3 (swing-sst parameters, 4 KiB packets, cut-through, {buffers})",
+    spread = "\nbars: from ns-3's fastest to its slowest order of the transfers" if _has_spread(done) else ""
+    fig.suptitle(f"Model fidelity against ns-3 (swing-sst parameters, 4 KiB packets, cut-through, {buffers}){spread}",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
