@@ -26,11 +26,13 @@ from directcoll.cli.options import (
     VARIANT_HELP,
     add_flow_control_options,
     add_network_options,
+    add_orderings_option,
     add_output_options,
     check_output,
     count,
     flow_control,
     fraction,
+    orderings,
     read_sizes,
     resolve_network,
     rooted_option,
@@ -82,10 +84,7 @@ def register(sub) -> None:
                      help="step: congestion-aware step model (default); flow: max-min fair flows, slower; packet: "
                           "ns-3 packet-level engine, slowest (needs libns3-dev)")
     add_flow_control_options(cmp)
-    cmp.add_argument("--orderings", type=count(1), default=1,
-                     help="--model packet: time every contender in N orders of each step's transfers (as built, "
-                          "then seeded shuffles; a NIC serves ready transfers in the order they were posted) and "
-                          "call two families a tie when their ranges meet within the tie tolerance (default 1)")
+    add_orderings_option(cmp)
     cmp.add_argument("--plot", help="write the goodput / gain figure to this file (.png, .pdf or .svg)")
     cmp.add_argument("--format", choices=["png", "pdf", "svg"], help="format of --plot (default: from its suffix; "
                                                                      "a suffix naming another format is refused)")
@@ -139,9 +138,7 @@ def cmd_compare(args) -> int:
     plot_format = _plot_format(args.plot, args.format)
     output_format = _output_format(args.output)
     flow = flow_control(args)
-    if args.orderings > 1 and args.model != "packet":
-        raise DirectcollError(f"--orderings {args.orderings}: the packet model's option (the step and flow models do "
-                              "not depend on the order of a step's transfers); add --model packet or drop it")
+    ordered = orderings(args)
     topology, params, notes = resolve_network(args.spec, args.params, args)
     sizes = read_sizes(args.sizes or (DEFAULT_PACKET_SIZES if args.model == "packet" else DEFAULT_SIZES))
     contenders, skipped = default_policy(topology, args.collective, cutoffs=args.cutoffs)
@@ -158,7 +155,7 @@ def cmd_compare(args) -> int:
     with ProgressBar(len(contenders), "simulating", enabled=not quiet) as tick:
         cmp = compare(topology, args.collective, sizes, params, args.routing, args.model, contenders,
                       progress=tick or noop, why=args.why,
-                      ports=args.ports, tie_tolerance=args.tie_tolerance, flow=flow, orderings=args.orderings)
+                      ports=args.ports, tie_tolerance=args.tie_tolerance, flow=flow, orderings=ordered)
     cmp.skipped[:0] = skipped  # the policy's cutoffs first, then what refused to run
     if args.plot:
         from directcoll.reports.plot import plot_comparison

@@ -854,6 +854,43 @@ def add_flow_control_options(p) -> None:
                                                          "50ns (default 0)")
 
 
+def add_orderings_option(p) -> None:
+    """``--orderings N`` on parser ``p`` (simulate, compare): the packet model times every schedule in N orders
+    of each step's transfers (:meth:`~directcoll.schedule.pattern.StepPattern.reordered`).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        A command with ``--model``.
+
+    Raises:
+        Nothing: adds an argument.
+
+    Source: docs/fidelity.md, "Ties" (the packet engine's spread over the orders of the transfers).
+    """
+    p.add_argument("--orderings", type=count(1), default=1,
+                   help="--model packet: time in N orders of each step's transfers (as built, then seeded shuffles; "
+                        "a NIC serves ready transfers in the order they were posted) and report the fastest and "
+                        "slowest (compare: two families whose ranges meet within the tie tolerance tie) (default 1)")
+
+
+def orderings(args) -> int:
+    """``--orderings`` of :func:`add_orderings_option`, refused in one line above 1 with a model other than packet.
+
+    Returns:
+        The count, >= 1.
+
+    Raises:
+        DirectcollError: ``--orderings`` above 1 without ``--model packet``.
+
+    Source: docs/fidelity.md, "Ties".
+    """
+    if args.orderings > 1 and getattr(args, "model", None) != "packet":
+        raise DirectcollError(f"--orderings {args.orderings}: the packet model's option (the step and flow models do "
+                              "not depend on the order of a step's transfers); add --model packet or drop it")
+    return args.orderings
+
+
 def flow_control(args):
     """The :class:`~directcoll.simulate.packet.FlowControl` of :func:`add_flow_control_options`, or None when
     none of them is given; refused in one line with a model other than packet.

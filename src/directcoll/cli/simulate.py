@@ -19,8 +19,10 @@ from directcoll.cli.options import (
     add_deprecated_size,
     add_flow_control_options,
     add_network_options,
+    add_orderings_option,
     add_output_options,
     flow_control,
+    orderings,
     read_sizes,
     resolve_network,
 )
@@ -40,6 +42,7 @@ def register(sub) -> None:
     sim.add_argument("--model", default="step", choices=["step", "flow", "packet"],
                      help="simulation model: step (default), flow, or packet (ns-3; needs libns3-dev)")
     add_flow_control_options(sim)
+    add_orderings_option(sim)
     add_output_options(sim, csv="CSV rows, one per step (the step model's busiest link, or the flow and packet "
                                 "models' step end times)")
     sim.set_defaults(func=cmd_simulate)
@@ -93,6 +96,7 @@ def cmd_simulate(args) -> int:
                               "such as 1KiB,1MiB or 32B..1GiB")
     sizes = [int(v) for v in read_sizes(args.sizes)]
     args.flow = flow_control(args)
+    orderings(args)
     schedule = load(args.file)
     spec = args.topology or schedule.meta.get("topology")
     if not spec:
@@ -115,7 +119,9 @@ def cmd_simulate(args) -> int:
     for d in docs:
         print(f"{schedule.algorithm} {schedule.collective.value} of {format_size(d['size'])} on {topology.spec} "
               f"({params.name}, {args.routing} routing, {args.model} model): {format_time(d['time_s'])}, goodput "
-              f"{d['goodput_Bps'] * 8 / 1e9:.4g} Gb/s")
+              f"{d['goodput_Bps'] * 8 / 1e9:.4g} Gb/s"
+              + (f"; {format_time(d['time_range_s'][0])} to {format_time(d['time_range_s'][1])} over "
+                 f"{args.orderings} orders of the transfers" if "time_range_s" in d else ""))
     if args.model == "step" and len(docs) == 1:
         rows = [(f"step {r['step']}", f"max link {r['max_link_name']}: {format_size(r['bytes_max_link'])}, "
                  f"{_count(r['hops_max'], 'hop')}, {format_time(r['time_s'])}") for r in docs[0]["steps"]]
@@ -137,10 +143,15 @@ def _simulate_one(schedule, topology, params, args, size: int, sim) -> dict:
         out = {"time_s": float(res.time_s), "model": "flow", "size": size,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)]}
     elif args.model == "packet":
+        from directcoll.schedule.pattern import pattern_of
         from directcoll.simulate.packet import simulate_packet
 
         res = simulate_packet(schedule, topology, size, params, args.routing, flow=args.flow)
-        out = {"time_s": res.time_s, "model": "packet", "size": size, "packets": res.packets,
+        pattern = pattern_of(schedule) if args.orderings > 1 else None
+        others = [simulate_packet(pattern.reordered(k), topology, size, params, args.routing, flow=args.flow).time_s
+                  for k in range(1, args.orderings)]
+        spread = {"time_range_s": [min(res.time_s, *others), max(res.time_s, *others)]} if others else {}
+        out = {"time_s": res.time_s, **spread, "model": "packet", "size": size, "packets": res.packets,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)],
                "rank_step_end_s": res.rank_step_end.tolist(), "link_bytes": res.link_bytes.tolist(),
                "max_link_utilisation": float(res.link_utilisation.max(initial=0.0)),
