@@ -48,7 +48,7 @@ from directcoll.registry import build_pattern
 from directcoll.reports.contenders import TIE_TOLERANCE, default_contenders
 from directcoll.simulate import SWING_SST, simulate
 from directcoll.simulate.flow import flow_times
-from directcoll.simulate.packet import bandwidth_delay_bytes, deadlock_free, simulate_packet
+from directcoll.simulate.packet import bandwidth_delay_bytes, deadlock_free, order_range, simulate_packet
 from directcoll.topology import parse
 
 ESTIMATE = ("about 6 to 8 minutes on 2 cores (350 s with unbounded queues, 426 s with --buffer-bdp 1, both with "
@@ -104,8 +104,6 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adapti
     if control is not None and control.scheme == "duato":  # the escape's two channels and `adaptive` more
         control = replace(control, virtual_channels=2 + adaptive)
     step, flow = model_times(pattern, topo)
-    # the other orders of each step's transfers, the same at every size and as `compare --orderings` takes them
-    others = [pattern.reordered(k) for k in range(1, orderings)]
     rows = []
     for size, t_step, t_flow in zip(SIZES, step, flow, strict=True):
         row = {"topology": spec, "collective": collective, "family": family, "algorithm": name, "variant": label,
@@ -114,10 +112,10 @@ def run_job(job: tuple, max_hops: float, buffer_bdp: float | None = None, adapti
         try:
             row["packet_s"] = simulate_packet(pattern, topo, size, PARAMS, max_packet_hops=max_hops,
                                               flow=control).time_s
-            if others:
-                times = [row["packet_s"], *(simulate_packet(p, topo, size, PARAMS, max_packet_hops=max_hops,
-                                                            flow=control).time_s for p in others)]
-                row["packet_lo_s"], row["packet_hi_s"] = min(times), max(times)
+            if orderings > 1:  # the orders `compare --orderings` takes
+                row["packet_lo_s"], row["packet_hi_s"] = order_range(
+                    pattern, topo, [size], [row["packet_s"]], orderings, PARAMS, flow=control,
+                    max_packet_hops=max_hops)[0].tolist()
         except ResourceError:
             row["skipped"] = f"packet: over {max_hops:.0e} packet-hops"
         except DeadlockError as exc:
@@ -184,16 +182,21 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+def _ranged(r: dict) -> bool:
+    """Whether a row was timed in several orders of its transfers (``--orderings``)."""
+    return r.get("packet_lo_s") not in ("", None)
+
+
 def _has_spread(rows: list[dict]) -> bool:
-    """Whether a run timed each cell in several orders of its transfers (``--orderings``)."""
-    return any(r.get("packet_lo_s") not in ("", None) for r in rows)
+    """Whether a run timed its cells in several orders of their transfers."""
+    return any(map(_ranged, rows))
 
 
 def _reaches(pick: dict, winner: dict, tol: float) -> bool:
     """Whether ns-3 times a model's pick, in its fastest order of the transfers, within ``tol`` of ns-3's winner
     in its slowest (a row timed in one order: its time): the two cannot be told apart by the engine."""
-    lo = pick.get("packet_lo_s") if pick.get("packet_lo_s") not in ("", None) else pick["packet_s"]
-    hi = winner.get("packet_hi_s") if winner.get("packet_hi_s") not in ("", None) else winner["packet_s"]
+    lo = pick["packet_lo_s"] if _ranged(pick) else pick["packet_s"]
+    hi = winner["packet_hi_s"] if _ranged(winner) else winner["packet_s"]
     return lo <= hi * (1 + tol)
 
 
@@ -203,7 +206,7 @@ def order_spread(rows: list[dict]) -> dict:
     out = {}
     for collective in dict.fromkeys(r["collective"] for r in rows):
         x = np.array([r["packet_hi_s"] / r["packet_lo_s"] - 1 for r in rows if r["collective"] == collective
-                      and r["size"] >= 4096 and r.get("packet_lo_s") not in ("", None)])
+                      and r["size"] >= 4096 and _ranged(r)])
         if len(x):
             out[collective] = (len(x), float(np.median(x)), float(x.max()), int((x > 0.01).sum()))
     return out
@@ -251,7 +254,7 @@ def figure(rows: list[dict], path: Path, buffers: str = "unbounded queues") -> N
                 y = np.array([r[f"{model}_s"] / r["packet_s"] for r in mine])
                 x = x * np.exp(np.random.default_rng(0).uniform(-0.15, 0.15, len(x)))
                 dots = ax.scatter(x, y, s=9, alpha=0.45, marker=marker, label=collective)
-                ranged = [i for i, r in enumerate(mine) if r.get("packet_lo_s") not in ("", None)]
+                ranged = [i for i, r in enumerate(mine) if _ranged(r)]
                 if ranged:  # the ratio over ns-3's fastest and slowest order of the transfers
                     lo = np.array([mine[i][f"{model}_s"] / mine[i]["packet_hi_s"] for i in ranged])
                     hi = np.array([mine[i][f"{model}_s"] / mine[i]["packet_lo_s"] for i in ranged])

@@ -143,14 +143,11 @@ def _simulate_one(schedule, topology, params, args, size: int, sim) -> dict:
         out = {"time_s": float(res.time_s), "model": "flow", "size": size,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)]}
     elif args.model == "packet":
-        from directcoll.schedule.pattern import pattern_of
-        from directcoll.simulate.packet import simulate_packet
+        from directcoll.simulate.packet import order_range, simulate_packet
 
         res = simulate_packet(schedule, topology, size, params, args.routing, flow=args.flow)
-        pattern = pattern_of(schedule) if args.orderings > 1 else None
-        others = [simulate_packet(pattern.reordered(k), topology, size, params, args.routing, flow=args.flow).time_s
-                  for k in range(1, args.orderings)]
-        spread = {"time_range_s": [min(res.time_s, *others), max(res.time_s, *others)]} if others else {}
+        spread = {} if args.orderings == 1 else {"time_range_s": order_range(
+            schedule, topology, [size], [res.time_s], args.orderings, params, args.routing, args.flow)[0].tolist()}
         out = {"time_s": res.time_s, **spread, "model": "packet", "size": size, "packets": res.packets,
                "steps": [{"step": t, "end_s": float(e)} for t, e in enumerate(res.step_end)],
                "rank_step_end_s": res.rank_step_end.tolist(), "link_bytes": res.link_bytes.tolist(),

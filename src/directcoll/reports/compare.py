@@ -121,15 +121,11 @@ def _time(pattern, topology: Topology, sizes: np.ndarray, params: NetworkParams,
         from directcoll.simulate.flow import flow_times
 
         return sim, flow_times(pattern, topology, sizes, params, routing), None
-    from directcoll.simulate.packet import packet_times
+    from directcoll.simulate.packet import order_range, packet_times
 
     times = packet_times(pattern, topology, sizes, params, routing, flow=flow)
-    if orderings == 1:
-        return sim, times, None
-    # the same step sets posted in other orders (seeded: a rerun gives the same ranges)
-    every = [times, *(packet_times(pattern.reordered(k), topology, sizes, params, routing, flow=flow)
-                      for k in range(1, orderings))]
-    return sim, times, np.column_stack([np.min(every, axis=0), np.max(every, axis=0)])
+    spread = order_range(pattern, topology, sizes, times, orderings, params, routing, flow) if orderings > 1 else None
+    return sim, times, spread
 
 
 def compare(topology: Topology, collective="allreduce", sizes=None, params: NetworkParams | None = None,

@@ -568,3 +568,36 @@ def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, pa
         if progress is not None:
             progress(i + 1, len(flat))
     return out.reshape(np.shape(sizes)) if np.ndim(sizes) else out.reshape(())
+
+
+def order_range(schedule: Schedule | StepPattern, topology: Topology, sizes, first, orderings: int,
+                params: NetworkParams | None = None, routing: str = "adaptive", flow: FlowControl | None = None,
+                max_packet_hops: float = MAX_PACKET_HOPS) -> np.ndarray:
+    """The fastest and slowest packet-level time per size over the order as built and ``orderings - 1`` other
+    orders of each step's transfers (:meth:`StepPattern.reordered <directcoll.schedule.pattern.StepPattern.
+    reordered>` with seeds 1, 2, ...): the same problem, which the engine serves in list order (a NIC's round
+    robin).
+
+    Args:
+        schedule: a Schedule or StepPattern; topology: its network.
+        sizes: float (S,) vector sizes, bytes.
+        first: float (S,) the times already simulated in the order as built, s.
+        orderings: how many orders in all, >= 1.
+        params, routing, flow, max_packet_hops: as :func:`simulate_packet`.
+
+    Returns:
+        float64 (S, 2): per size, the fastest and the slowest time, s.
+
+    Raises:
+        as :func:`simulate_packet`.
+
+    Source: docs/fidelity.md, "Ties" (the packet engine's spread over the orders of the transfers).
+    """
+    pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
+    sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
+    every = [np.atleast_1d(np.asarray(first, dtype=float))]
+    for seed in range(1, orderings):
+        other = pattern.reordered(seed)
+        every.append(np.array([simulate_packet(other, topology, size, params, routing, flow=flow,
+                                               max_packet_hops=max_packet_hops).time_s for size in sizes]))
+    return np.column_stack([np.min(every, axis=0), np.max(every, axis=0)])
