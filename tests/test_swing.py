@@ -173,9 +173,9 @@ def test_fig4_peers_of_rank_0_on_4x4():
     s = registry.build("swing", "torus:4x4")
     step0 = (s.step == 0) & (s.src == 0)
     assert sorted(s.dst[step0].tolist()) == [1, 3, 4, 12]
-    # collectives ordered plain(dim 0), mirrored(dim 0), plain(dim 1), mirrored(dim 1)
+    # collectives ordered plain(dim 0), plain(dim 1), mirrored(dim 0), mirrored(dim 1), as the authors' library
     which = collective_index(s, 4)[step0]
-    assert dict(zip(which.tolist(), s.dst[step0].tolist(), strict=True)) == {0: 4, 1: 12, 2: 1, 3: 3}
+    assert dict(zip(which.tolist(), s.dst[step0].tolist(), strict=True)) == {0: 4, 1: 1, 2: 12, 3: 3}
 
 
 @pytest.mark.parametrize("shape", [(16,), (1024,), (4, 4), (8, 4, 2), (2, 2, 2, 2), (16, 16)])
@@ -475,7 +475,7 @@ def test_rectangular_fig5(spec):
         if rs_step >= cut:
             assert np.all(dims[sel] == 1), f"step {step} must run in dimension 1"
         else:
-            start = which[sel] // 2  # plain/mirrored dim-0 collectives start in 0, dim-1 ones in 1
+            start = which[sel] % 2  # ports 0, 2 (plain, mirrored) start in dimension 0; ports 1, 3 in 1
             assert np.array_equal(dims[sel], (start + rs_step) % 2)
     if spec == "torus:2x4":  # Fig. 5, node 0: the last step's 4 collectives all go horizontally
         assert set(s.dst[(s.step == 2) & (s.src == 0)].tolist()) == {1, 3}  # 0 + rho(1) = -1 and mirrored

@@ -436,25 +436,31 @@ LIBRARY_PORTS = 6
 
 def collectives_for_ports(shape: tuple[int, ...], ports: int | None, name: str) -> list[tuple[int, bool]]:
     """(first dimension, mirrored) of each concurrent collective, one per port on its own share of the vector:
-    all 2D of them by default. More than 2D ports repeat them in the same order (port p runs collective p mod 2D),
-    as the Swing authors' library does on Fugaku, where a port is a thread and a network interface (Tofu-D has
-    six) rather than a link: two ports then share each direction's links.
+    all 2D of them by default, the D plain collectives (port p starting in dimension p) before the D mirrored ones,
+    so that fewer ports spread over the dimensions before they mirror. More than 2D ports repeat them in the same
+    order (port p runs collective p mod 2D). Both are the order of the Swing authors' library on Fugaku, where a
+    port is a thread and a network interface (Tofu-D has six) rather than a link: two ports then share each
+    direction's links.
 
     Raises:
         UnsupportedShapeError: ports outside 1..max(2D, :data:`LIBRARY_PORTS`).
 
     Returns:
-        ``ports`` pairs ordered plain(dim 0), mirrored(dim 0), plain(dim 1), ..., then again from the start.
+        ``ports`` pairs ordered plain(dim 0), ..., plain(dim D-1), mirrored(dim 0), ..., mirrored(dim D-1), then
+        again from the start.
 
     Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1 (D plain and D mirrored collectives); beyond 2D,
-    ``is_mirroring_port`` in the authors' ``lib/libswing_common.cc`` (HLC-Lab/bine_trees_fugaku).
+    ``is_mirroring_port`` and ``compute_peers`` (port p starts in dimension p mod D) in the authors'
+    ``lib/libswing_common.cc`` (HLC-Lab/bine_trees_fugaku).
 
     >>> collectives_for_ports((4, 4), None, "swing")
-    [(0, False), (0, True), (1, False), (1, True)]
+    [(0, False), (1, False), (0, True), (1, True)]
+    >>> collectives_for_ports((4, 4, 4), 3, "swing")  # three ports on a 3D torus: one plain collective a dimension
+    [(0, False), (1, False), (2, False)]
     >>> collectives_for_ports((16,), 4, "swing")  # four ports on a ring: two on each direction
     [(0, False), (0, True), (0, False), (0, True)]
     """
-    full = [(dim, mirrored) for dim in range(len(shape)) for mirrored in (False, True)]
+    full = [(dim, mirrored) for mirrored in (False, True) for dim in range(len(shape))]
     ports = len(full) if ports is None else ports
     most = max(len(full), LIBRARY_PORTS)
     if isinstance(ports, bool) or not isinstance(ports, int | np.integer) or not 1 <= ports <= most:

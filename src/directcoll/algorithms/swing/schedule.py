@@ -21,7 +21,8 @@ Constructions:
   allreduce (docs/algorithms.md, "Swing on odd dimensions").
 
 Multiport (Sec. 4.1): ``ports`` collectives run side by side on equal parts of the vector, ordered
-plain(dim 0), mirrored(dim 0), plain(dim 1), mirrored(dim 1), ...; the default uses all 2D.
+plain(dim 0), ..., plain(dim D-1), mirrored(dim 0), ..., mirrored(dim D-1), as the authors' library orders its
+ports (:func:`~directcoll.algorithms.butterfly.collectives_for_ports`); the default uses all 2D.
 
 Source: Swing (De Sensi et al., NSDI'24) Sec. 3.1.1 (Eq. (2), Listing 1), 3.1.2, 3.2 (Fig. 3), 4.1, 4.2 and
 App. A.
