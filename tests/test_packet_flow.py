@@ -143,9 +143,12 @@ def test_link_dimensions_mark_each_torus_dimension_and_its_wrap_around_links():
 
 
 def test_compare_skips_and_names_a_contender_that_deadlocks_and_says_what_it_assumed():
+    """One channel (``--vc-scheme none``) locks the ring; the default, each schedule's fewest deadlock-free
+    channels, and the dateline scheme do not."""
     common = ["compare", "ring:8:uni", "--model", "packet", "--sizes", "64KiB", "--routing", "dor",
               "--buffer", str(P + HEADER_BYTES), "--packet-size", str(P), "--json"]
-    for extra, locked in (([], True), (["--vc-scheme", "dateline"], False)):
+    for extra, locked, scheme, channels in ((["--vc-scheme", "none"], True, "none", 1), ([], False, "auto", 1),
+                                            (["--vc-scheme", "dateline"], False, "dateline", 2)):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             assert main(common + extra) == 0
@@ -154,7 +157,33 @@ def test_compare_skips_and_names_a_contender_that_deadlocks_and_says_what_it_ass
         assert bool(deadlocked) == locked
         assert all("cycle of full buffers" in k["reason"] for k in deadlocked)
         assert doc["flow_control"]["buffer_bytes"] == P + HEADER_BYTES
-        assert doc["flow_control"]["virtual_channels"] == (1 if locked else 2)
+        assert (doc["flow_control"]["scheme"], doc["flow_control"]["virtual_channels"]) == (scheme, channels)
+
+
+def test_simulate_with_a_buffer_alone_takes_the_schedules_deadlock_free_channels_and_says_which(tmp_path, capsys):
+    """``--buffer`` without ``--vc-scheme``: dimension-order all-to-all on torus:4x4 (explicit routes of up to 4
+    hops) gets 4 hop-indexed channels, Swing with adaptive routes Duato's 3, and named too few channels are
+    refused in one line; one channel (``--vc-scheme none`` or ``--virtual-channels 1``) reports the deadlock it
+    allows."""
+    t = parse("torus:4x4")
+    dor, swing = tmp_path / "dor.json", tmp_path / "swing.json"
+    assert main(["schedule", "dor", t.spec, "--collective", "alltoall", "-o", str(dor)]) == 0
+    assert main(["schedule", "swing", t.spec, "-o", str(swing)]) == 0
+    capsys.readouterr()
+    buffer = ["--model", "packet", "--sizes", "64KiB", "--buffer", str(8 * (P + HEADER_BYTES)), "--packet-size",
+              str(P)]
+    for path, flow in ((dor, {"scheme": "hops", "virtual_channels": 4}),
+                       (swing, {"scheme": "duato", "virtual_channels": 3})):
+        assert main(["simulate", str(path), *buffer, "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert {k: doc["flow_control"][k] for k in flow} == flow and doc["time_s"] > 0
+    assert main(["simulate", str(swing), *buffer, "--virtual-channels", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 virtual channels are too few" in err[0] and "3 needed" in err[0]
+    for one in (["--vc-scheme", "none"], ["--virtual-channels", "1"]):  # one channel, taken at its word
+        assert main(["simulate", str(dor), *buffer, *one]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cycle of full buffers" in err[0]
 
 
 def test_duato_escape_channels_keep_adaptive_routing_on_a_torus_deadlock_free():

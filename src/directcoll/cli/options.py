@@ -845,11 +845,14 @@ def add_flow_control_options(p) -> None:
                    help="input buffer per link and virtual channel, e.g. 32KiB: credit-based flow control "
                         "(default: unbounded queues, no flow control)")
     g.add_argument("--virtual-channels", type=count(1, MAX_VIRTUAL_CHANNELS),
-                   help="virtual channels per link (default 1; 2 for --vc-scheme dateline, 3 for duato)")
+                   help="virtual channels per link (default: the fewest the scheme needs: 1 for none, 2 for "
+                        "dateline, 3 for duato, the longest route's hops for hops)")
     g.add_argument("--vc-scheme", choices=VC_SCHEMES,
-                   help="a hop's virtual channel: none, hops (the hop's index: deadlock-free with as many "
-                        "channels as the diameter), dateline (tori with --routing dor), duato (tori with "
-                        "adaptive routing: 2 escape channels, the rest adaptive)")
+                   help="a hop's virtual channel: auto (default: the deadlock-free scheme for each schedule's "
+                        "routes: dateline or duato on tori, hops elsewhere and for explicit routes), none (one "
+                        "channel: multi-hop traffic on a torus can deadlock, which is reported), hops (the hop's "
+                        "index: deadlock-free with as many channels as the longest route), dateline (tori with "
+                        "--routing dor), duato (tori with adaptive routing: 2 escape channels, the rest adaptive)")
     g.add_argument("--credit-delay", type=duration, help="a credit's trip back beyond the link latency, e.g. "
                                                          "50ns (default 0)")
 
@@ -896,7 +899,8 @@ def flow_control(args):
     none of them is given; refused in one line with a model other than packet.
 
     Returns:
-        A FlowControl or None.
+        A FlowControl or None; without ``--vc-scheme`` its scheme is "auto", which the packet engine resolves per
+        schedule (:func:`~directcoll.simulate.packet.resolved`) to the fewest deadlock-free channels.
 
     Raises:
         DirectcollError: an option given without ``--model packet``, or without ``--buffer``; or as FlowControl.
@@ -914,6 +918,9 @@ def flow_control(args):
                               "buffer size there is no flow control")
     from directcoll.simulate.packet import FlowControl
 
-    channels = args.virtual_channels or SCHEME_CHANNELS.get(args.vc_scheme, 1)
-    return FlowControl(buffer_bytes=int(args.buffer), virtual_channels=channels, scheme=args.vc_scheme or "none",
+    # "auto" is resolved per schedule (packet.resolved): its fewest deadlock-free channels; one channel asked for
+    # without a scheme is taken at its word
+    scheme = args.vc_scheme or ("none" if args.virtual_channels == 1 else "auto")
+    channels = args.virtual_channels or SCHEME_CHANNELS.get(scheme, 1)
+    return FlowControl(buffer_bytes=int(args.buffer), virtual_channels=channels, scheme=scheme,
                        credit_delay=args.credit_delay or 0.0)

@@ -12,6 +12,7 @@ Source: docs/simulation.md; docs/architecture.md, "Cost and simulation".
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 from directcoll.cli.options import (
@@ -102,12 +103,17 @@ def cmd_simulate(args) -> int:
     if not spec:
         raise DirectcollError(f"{args.file} does not record its topology; pass --topology SPEC")
     topology, params, notes = resolve_network(spec, args.params, args)
+    if args.flow is not None:  # "auto" made concrete for this schedule, so the output says what ran
+        from directcoll.simulate.packet import resolved
+
+        args.flow = resolved(args.flow, topology, args.routing, schedule)
     sim = simulate(schedule, topology, params, args.routing) if args.model == "step" else None
     docs = [_simulate_one(schedule, topology, params, args, size, sim) for size in sizes]
     ports = schedule.meta.get("ports")
     common = {"algorithm": schedule.algorithm, "variant": schedule.meta.get("variant"),
               "ports": None if ports is None else int(ports), "collective": schedule.collective.value,
-              "topology": topology.spec, "routing": args.routing, "params": params.to_dict()}
+              "topology": topology.spec, "routing": args.routing, "params": params.to_dict(),
+              **({"flow_control": dataclasses.asdict(args.flow)} if args.flow is not None else {})}
     if args.json:
         # one size: its document at the top level too; results[] always, whatever the count
         print_json({**docs[0], **common, "goodput_Bps": docs[0]["goodput_Bps"], "sizes": sizes, "results": docs}
@@ -118,7 +124,11 @@ def cmd_simulate(args) -> int:
         return 0
     for d in docs:
         print(f"{schedule.algorithm} {schedule.collective.value} of {format_size(d['size'])} on {topology.spec} "
-              f"({params.name}, {args.routing} routing, {args.model} model): {format_time(d['time_s'])}, goodput "
+              f"({params.name}, {args.routing} routing, {args.model} model"
+              + (f", {args.flow.buffer_bytes} B buffers x {args.flow.virtual_channels} virtual channel"
+                 f"{'s' if args.flow.virtual_channels > 1 else ''} ({args.flow.scheme})" if args.flow is not None
+                 else "")
+              + f"): {format_time(d['time_s'])}, goodput "
               f"{d['goodput_Bps'] * 8 / 1e9:.4g} Gb/s"
               + (f"; {format_time(d['time_range_s'][0])} to {format_time(d['time_range_s'][1])} over "
                  f"{args.orderings} orders of the transfers" if "time_range_s" in d else ""))

@@ -131,13 +131,20 @@ class Comparison:
         >>> Comparison("ring:4", "allreduce", NetworkParams(), "dor", "packet", np.array([8.0]), [],
         ...            flow={"buffer_bytes": 8192, "virtual_channels": 2, "scheme": "dateline"}).conditions()
         'packet model, dor routing, 8192 B buffers x 2 virtual channels (dateline)'
+        >>> Comparison("ring:4", "allreduce", NetworkParams(), "dor", "packet", np.array([8.0]), [],
+        ...            flow={"buffer_bytes": 8192, "virtual_channels": 1, "scheme": "auto"}).conditions()
+        "packet model, dor routing, 8192 B buffers, each schedule's fewest deadlock-free virtual channels"
         >>> Comparison("ring:4", "allreduce", NetworkParams(), "dor", "packet", np.array([8.0]), []).conditions()
         'packet model, dor routing, unbounded queues'
         """
         text = f"{self.model} model, {self.routing} routing"
         if self.model == "packet" and not self.flow:
             text += ", unbounded queues"
-        if self.flow:
+        if self.flow and self.flow["scheme"] == "auto":  # resolved per schedule (packet.resolved)
+            f = self.flow
+            text += (f", {f['buffer_bytes']} B buffers, each schedule's fewest deadlock-free virtual channels"
+                     + (f" (at least {f['virtual_channels']})" if f["virtual_channels"] > 1 else ""))
+        elif self.flow:
             f = self.flow
             text += (f", {f['buffer_bytes']} B buffers x {f['virtual_channels']} virtual channel"
                      f"{'s' if f['virtual_channels'] > 1 else ''} ({f['scheme']})")

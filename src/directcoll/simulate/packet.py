@@ -55,7 +55,7 @@ MAX_PACKET_HOPS = 2e7
 NS3_MODULES = ("ns3-core", "ns3-network", "ns3-point-to-point")
 #: virtual channel schemes of :class:`FlowControl`; the fewest channels a scheme needs and the routing it keeps
 #: deadlock-free, where it is tied to one; the channels the engine takes per link
-VC_SCHEMES = ("none", "hops", "dateline", "duato")
+VC_SCHEMES = ("none", "hops", "dateline", "duato", "auto")
 SCHEME_CHANNELS = {"dateline": 2, "duato": 3}
 SCHEME_ROUTING = {"dateline": "dor", "duato": "adaptive"}
 MAX_VIRTUAL_CHANNELS = 64
@@ -125,7 +125,9 @@ class FlowControl:
             dimension-order routes, Dally and Seitz 1987). "duato": on a torus with adaptive routing, channels 2
             and up carry minimal adaptive hops and channels 0 and 1 are the escape, dimension-order with the
             dateline: a packet that finds no adaptive channel's credits free waits for its dimension-order hop's
-            escape channel (deadlock-free by Duato's theorem, 1993; needs 3 channels or more).
+            escape channel (deadlock-free by Duato's theorem, 1993; needs 3 channels or more). "auto": the scheme
+            :func:`deadlock_free` gives each schedule (its fewest channels, or ``virtual_channels`` if more),
+            resolved by :func:`resolved` when the schedule is known.
         credit_delay: seconds a credit takes beyond the link's latency (a router's credit pipeline), >= 0.
 
     Raises:
@@ -264,6 +266,53 @@ def deadlock_free(topology: Topology, routing: str, buffer_bytes: int, credit_de
                               f"packet engine takes ({MAX_VIRTUAL_CHANNELS})")
     return FlowControl(buffer_bytes=int(buffer_bytes), virtual_channels=channels, scheme=scheme,
                        credit_delay=credit_delay)
+
+
+def resolved(flow: FlowControl | None, topology: Topology, routing: str,
+             schedule: Schedule | StepPattern) -> FlowControl | None:
+    """``flow`` with its "auto" scheme made concrete for ``schedule``: :func:`deadlock_free`'s scheme and channels,
+    or ``flow.virtual_channels`` where those are more (more adaptive channels under Duato's protocol). Any other
+    flow control (or None) is returned as it is.
+
+    Parameters
+    ----------
+    flow : FlowControl or None
+        The requested flow control.
+    topology : Topology
+        The network the schedule runs on.
+    routing : str
+        "adaptive", "dor" or "single": the routes of transfers that bring none.
+    schedule : Schedule or StepPattern
+        The schedule to time (its explicit routes, if any, decide the scheme).
+
+    Returns
+    -------
+    FlowControl or None
+
+    Raises
+    ------
+    DirectcollError
+        ``flow.virtual_channels`` above 1 but fewer than the scheme needs (naming both), or as
+        :func:`deadlock_free`.
+
+    Source: docs/simulation.md, "The packet engine" (flow control).
+
+    >>> from directcoll.topology import parse
+    >>> from directcoll.registry import build
+    >>> t = parse("torus:4x4")
+    >>> resolved(FlowControl(8192, scheme="auto"), t, "adaptive", build("swing", t)).scheme
+    'duato'
+    >>> resolved(FlowControl(8192, scheme="auto"), t, "dor", build("swing", t)).virtual_channels
+    2
+    """
+    if flow is None or flow.scheme != "auto":
+        return flow
+    need = deadlock_free(topology, routing, flow.buffer_bytes, flow.credit_delay, schedule=schedule)
+    if 1 < flow.virtual_channels < need.virtual_channels:
+        raise DirectcollError(f"flow control: {flow.virtual_channels} virtual channels are too few for a deadlock-free "
+                              f"{need.scheme!r} scheme on {topology.spec} ({need.virtual_channels} needed); give "
+                              f"{need.virtual_channels} or more, or name a scheme with --vc-scheme")
+    return replace(need, virtual_channels=max(need.virtual_channels, flow.virtual_channels))
 
 
 def _longest_route(schedule) -> int | None:
@@ -405,7 +454,7 @@ def lower(schedule: Schedule | StepPattern, topology: Topology, size_bytes: floa
     ('directcoll-packet 2', 48)
     """
     pattern, params = prepare(schedule, topology, params, routing)
-    flow = flow if flow is not None else FlowControl()
+    flow = resolved(flow, topology, routing, pattern) if flow is not None else FlowControl()
     dims, wraps, ways = link_dimensions(topology)
     _check_flow(flow, params, topology, routing, dims, pattern.route_offsets is not None)
     size = float(size_bytes)
