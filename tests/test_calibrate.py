@@ -549,6 +549,34 @@ def test_a_thread_cost_is_told_from_a_port_cost_by_more_than_two_port_counts_and
     assert any("thread_overhead@utofu keep their base values" in w for w in two.warnings), two.warnings
 
 
+@pytest.mark.slow  # about 40 s: the default fit (a dozen variables, three starts)
+def test_the_mirrored_collectives_setup_of_a_code_path_is_fitted_as_such_not_as_a_thread_cost():
+    """On a ring every call of two ports or more runs a mirrored collective and more than one thread, so a code
+    path's step from one port to two could be either. Starting threads costs what the library's runtime costs on
+    every path; the default fit gives the path its mirror_overhead (and no thread cost of its own), which a 3D
+    torus's three plain ports then do not pay."""
+    from directcoll.simulate.implementation import Implementation
+
+    topology = parse("ring:16")
+    network = NetworkParams(alpha=0.49e-6, link_bandwidth=6.8e9)
+    path = (("*:bandwidth", (("port_overhead", 40e-6), ("mirror_overhead", 80e-6))),)
+    truth = Implementation("utofu", call_overhead=11e-6, port_overhead=1.6e-6, thread_overhead=3e-6, threads=None,
+                           paths=path)
+    rows = [(f"swing:{v}", p, "utofu") for v in ("latency", "bandwidth") for p in (1, 2, 4, 6)]
+    data = _measured(topology, rows, {"utofu": network.with_(implementation=truth)})
+    base = replace(network, implementations=(Implementation("utofu", threads=None, paths=(("*:bandwidth", ()),)),))
+    cal = calibrate(data, topology, base=base, cross_validate=False)
+    assert cal.rms < 1e-6, cal.warnings
+    assert "thread_overhead@utofu[*:bandwidth]" not in cal.fitted
+    fitted = cal.params.use("utofu").implementation
+    assert fitted.thread_overhead == pytest.approx(3e-6, rel=1e-4)
+    assert dict(dict(fitted.paths)["*:bandwidth"])["mirror_overhead"] == pytest.approx(80e-6, rel=1e-4)
+    cube = parse("torus:4x4x4")
+    three = build_pattern("swing", cube, "allreduce", variant="bandwidth", ports=3)
+    assert simulate(three, cube, cal.params.use("utofu")).time(8.0) == pytest.approx(
+        simulate(three, cube, network.with_(implementation=truth)).time(8.0), rel=1e-4)
+
+
 def test_a_cost_per_reduction_on_one_thread_is_told_from_gamma_and_the_call_cost():
     """A 1-port call reduces on its only thread; each of its reductions over the threshold pays its own cost
     (reduction_overhead), which is what separates it from the per-call cost and from gamma: a step function of

@@ -232,6 +232,42 @@ def test_a_code_path_adds_its_overheads_in_the_packet_engine():
     assert with_path - bare == pytest.approx(2 * 30e-6, rel=1e-6)
 
 
+def test_the_mirrored_collectives_setup_is_paid_only_by_schedules_that_run_them():
+    # ports 0-2 on a 3D torus run the plain collectives and 3-5 the mirrored ones (the authors' library's order);
+    # on a ring every second port is mirrored: 3 ports on torus:4x4x4 do not pay mirror_overhead, 6 do, 2 on a
+    # ring do, in the step and flow models, with the same call, port and thread costs otherwise
+    impl = Implementation("lib", port_overhead=2e-6, thread_overhead=3e-6,
+                          paths=(("*:bandwidth", (("mirror_overhead", 80e-6),)),), threads=None)
+    cube = parse("torus:4x4x4")
+    for topo, ports, mirrored in ((cube, 3, False), (cube, 6, True), (parse("torus:16"), 2, True),
+                                  (parse("torus:16"), 1, False)):
+        for name in ("swing", "recursive-doubling"):
+            pattern = build_pattern(name, topo, "allreduce", variant="bandwidth", ports=ports)
+            assert (pattern.meta["mirrored"] > 0) == mirrored
+            step, flow = _times(pattern, BASE.with_(implementation=impl), [8.0, 2**20], topo)
+            bare_step, bare_flow = _times(pattern, BASE.with_(implementation=replace(impl, paths=())), [8.0, 2**20],
+                                          topo)
+            assert np.allclose(step - bare_step, 80e-6 * mirrored) and np.allclose(flow - bare_flow, 80e-6 * mirrored)
+    # the latency path, without the setup, pays nothing more with its mirrored collectives
+    pattern = build_pattern("swing", cube, "allreduce", variant="latency", ports=6)
+    assert np.allclose(_times(pattern, BASE.with_(implementation=impl), [8.0], cube)[0],
+                       _times(pattern, BASE.with_(implementation=replace(impl, paths=())), [8.0], cube)[0])
+
+
+@pytest.mark.packet
+def test_the_mirrored_collectives_setup_is_paid_in_the_packet_engine():
+    simulate_packet = _packet_engine()
+
+    topo = parse("torus:4")
+    impl = Implementation("lib", paths=(("swing", (("mirror_overhead", 30e-6),)),))
+    params = BASE.with_(per_hop_latency=0.0, packet_header=2)
+    for ports, extra in ((1, 0.0), (2, 30e-6)):
+        pattern = build("swing", topo, "allreduce", variant="bandwidth", ports=ports)
+        bare = simulate_packet(pattern, topo, 2**16, params).time_s
+        with_path = simulate_packet(pattern, topo, 2**16, params.with_(implementation=impl)).time_s
+        assert with_path - bare == pytest.approx(extra, abs=1e-12)
+
+
 def test_parameter_files_carry_code_paths_and_refuse_bad_ones(tmp_path):
     path = tmp_path / "net.json"
     doc = {"implementations": {"lib": {"paths": {"*:bandwidth": {"port_overhead": 5e-5}}}}}

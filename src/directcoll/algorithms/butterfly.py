@@ -468,3 +468,17 @@ def collectives_for_ports(shape: tuple[int, ...], ports: int | None, name: str) 
                                     f"{'x'.join(map(str, shape))} (2D = {len(full)} use every link once; up to "
                                     f"{LIBRARY_PORTS} as the Swing library runs them), got {ports}")
     return [full[p % len(full)] for p in range(ports)]
+
+
+def mirrored_count(parts: list[tuple[int, bool]]) -> int:
+    """How many of :func:`collectives_for_ports`'s collectives are mirrored: a schedule's ``meta["mirrored"]``,
+    which a library that sets up the mirrored collectives' peers apart pays for (``mirror_overhead``,
+    docs/simulation.md, "Hosts and implementations"). Raises: Nothing.
+    Source: Swing (De Sensi et al., NSDI'24) Sec. 4.1.
+
+    >>> mirrored_count(collectives_for_ports((4, 4, 4), 3, "swing"))  # ports 4 to 6 run the mirrored ones
+    0
+    >>> mirrored_count(collectives_for_ports((16,), 2, "swing"))  # on a ring, every second port
+    1
+    """
+    return sum(1 for _, mirrored in parts if mirrored)

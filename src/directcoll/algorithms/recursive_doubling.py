@@ -100,7 +100,7 @@ def recursive_doubling_steps(topology: Topology, collective=Collective.ALLREDUCE
         name = "mirrored-recursive-doubling"
     p = topology.num_compute
     fold = bf.Fold(shape)
-    meta = {"algorithm": name, "variant": variant, "ports": len(parts),
+    meta = {"algorithm": name, "variant": variant, "ports": len(parts), "mirrored": bf.mirrored_count(parts),
             "construction": "fold" if fold.needed else "butterfly"}
     if variant == "latency" and collective is not Collective.ALLREDUCE:
         raise UnsupportedShapeError("recursive-doubling: the latency-optimal variant is an allreduce; use "

@@ -49,7 +49,8 @@ def register(sub) -> None:
     cal.add_argument("--topology", action=Deprecated, use=USE_SPEC, help=argparse.SUPPRESS)
     cal.add_argument("--fit", help="comma list of parameters to fit: alpha, link_bandwidth, host_injection, "
                                    "per_hop_latency, gamma (the network's; host_injection, a rank's NIC cap, only "
-                                   "when named) and call_overhead, port_overhead, thread_overhead, reduction_overhead, "
+                                   "when named) and call_overhead, port_overhead, thread_overhead, mirror_overhead, "
+                                   "reduction_overhead, "
                                    "message_overhead, copy_overhead, bandwidth_efficiency (each implementation's, "
                                    "and what its code paths add); default the network's four (those an option "
                                    "sets excepted) and, when the measurements name implementations, their "

@@ -616,7 +616,8 @@ def _terms(impl) -> str:
     from directcoll.units import format_time
 
     out = [f"{k.replace('_', ' ')} {format_time(getattr(impl, k))}"
-           for k in ("call_overhead", "port_overhead", "thread_overhead", "message_overhead") if getattr(impl, k)]
+           for k in ("call_overhead", "port_overhead", "thread_overhead", "mirror_overhead", "message_overhead")
+           if getattr(impl, k)]
     if impl.reduction_overhead:
         out.append(f"reduction overhead {format_time(impl.reduction_overhead)} above {impl.reduction_threshold:g} B "
                    "on one thread")

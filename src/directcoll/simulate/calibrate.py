@@ -36,8 +36,8 @@ from directcoll.units import MAX_BANDWIDTH, MAX_TIME, MAX_TIME_PER_BYTE, MIN_BAN
 NETWORK = ("alpha", "link_bandwidth", "host_injection", "per_hop_latency", "gamma")
 #: an implementation's terms calibrate can fit, once per implementation the measurements name
 #: (:class:`~directcoll.simulate.implementation.Implementation`)
-SOFTWARE = ("call_overhead", "port_overhead", "thread_overhead", "reduction_overhead", "message_overhead",
-            "copy_overhead", "bandwidth_efficiency")
+SOFTWARE = ("call_overhead", "port_overhead", "thread_overhead", "mirror_overhead", "reduction_overhead",
+            "message_overhead", "copy_overhead", "bandwidth_efficiency")
 FITTABLE = NETWORK + SOFTWARE
 #: what is fitted when ``fit`` is not given and no measurement names an implementation (:func:`default_fit`)
 DEFAULT_FIT = tuple(n for n in NETWORK if n != "host_injection")
@@ -52,13 +52,14 @@ NO_EFFECT = 1e-9
 #: SI value of one unit of the fitted variable: us for the latencies and overheads, ns/B for gamma and the
 #: inverse rates, a share for the bandwidth efficiency
 _UNIT = {"alpha": 1e-6, "per_hop_latency": 1e-6, "gamma": 1e-9, "link_bandwidth": 1e-9, "host_injection": 1e-9,
-         "call_overhead": 1e-6, "port_overhead": 1e-6, "thread_overhead": 1e-6, "reduction_overhead": 1e-6,
+         "call_overhead": 1e-6, "port_overhead": 1e-6, "thread_overhead": 1e-6, "mirror_overhead": 1e-6,
+         "reduction_overhead": 1e-6,
          "message_overhead": 1e-6, "copy_overhead": 1e-9, "bandwidth_efficiency": 1.0}
 #: the range each fitted variable is searched in (in its unit; the fit runs on their logarithms): a picosecond to
 #: half an hour (a code path's term adds to its implementation's, and their sum must stay a valid time), 1 Eb/s
 #: to 1 bit/s, a share of 0.1 % to all of the link rate
-_LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "thread_overhead", "reduction_overhead",
-            "message_overhead")
+_LATENCY = ("alpha", "per_hop_latency", "call_overhead", "port_overhead", "thread_overhead", "mirror_overhead",
+            "reduction_overhead", "message_overhead")
 _RANGE = {**dict.fromkeys(_LATENCY, (1e-6, MAX_TIME / 2e-6)),
           **dict.fromkeys(("gamma", "copy_overhead"), (1e-9, MAX_TIME_PER_BYTE / 1e-9)),
           **dict.fromkeys(("link_bandwidth", "host_injection"), (1e9 / MAX_BANDWIDTH, 1e9 / MIN_BANDWIDTH)),
@@ -72,7 +73,8 @@ _NEUTRAL = {"bandwidth_efficiency": 1.0, "host_injection": _MIN_BETA}
 #: which of a set of variables the rows cannot tell apart is fitted (the first; network terms before software
 #: terms): LogGP's o before a per-call cost, the reduction cost before an efficiency or a copy
 _PRIORITY = ("alpha", "per_hop_latency", "link_bandwidth", "host_injection", "message_overhead", "call_overhead",
-             "port_overhead", "thread_overhead", "reduction_overhead", "gamma", "bandwidth_efficiency", "copy_overhead")
+             "port_overhead", "thread_overhead", "mirror_overhead", "reduction_overhead", "gamma", "bandwidth_efficiency",
+             "copy_overhead")
 #: how the identifiability warning ends when the fit keeps every member of a set (the split is not determined)
 _ARBITRARY = "their fitted values are one of many equally good choices"
 #: a unit effect column closer than this to the span of those kept is a combination of them
@@ -523,8 +525,11 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     own = _base_profiles(base, implementations)
     rows = _path_rows(groups, own, len(measurements))
     keys = _keys(fit, implementations, _separable(rows), any(m.implementation for m in measurements))
-    if defaulted:  # a one-thread implementation never starts threads: its thread cost is not a default term
-        keys = tuple(k for k in keys if not (_name(k) == "thread_overhead" and own[_split(k)[1]].threads == 1))
+    if defaulted:  # a one-thread implementation never starts threads, and starting them costs what the library's
+        # runtime costs, whatever the code path: neither is a default term (a path's step from one port to more is
+        # its own setup of the mirrored collectives' peers, mirror_overhead)
+        keys = tuple(k for k in keys if not (_name(k) == "thread_overhead"
+                                             and (own[_split(k)[1]].threads == 1 or _split(k)[2] is not None)))
     profiles = _profiles(own, keys, source)
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])

@@ -14,6 +14,11 @@ where an implementation has none:
   port threads (an OpenMP parallel region). The Swing authors' uTofu library runs one port on the calling
   thread (its latency-optimal path) and opens a region for more, which costs a step from one port to two that
   further ports do not repeat.
+- ``mirror_overhead`` (s): once per call whose schedule runs mirrored collectives (Swing Sec. 4.1; recursive
+  doubling's multiport form): setting up the mirrored collectives' peers apart from the plain ones'. The Swing
+  authors' uTofu library exchanges buffer addresses with the peers of its plain collectives and, only when a port
+  runs a mirrored one, a second time with theirs (``swing_utofu_exchange_buf_info`` and ``get_mirroring_port`` in
+  ``lib/libswing_common.cc``): on a ring every second port is mirrored, on a 3D torus ports 4 to 6.
 - ``reduction_overhead`` (s): once per reduction larger than ``reduction_threshold`` bytes that a rank runs on
   its only thread (outside a parallel region of several): starting the threads of a reduction loop the compiler
   parallelised. The Swing authors' library leaves its reduction loop to the compiler's automatic
@@ -60,7 +65,7 @@ from directcoll.units import MAX_SIZE, check_quantity
 #: the project's own runtime, libdirectcoll: a single-threaded library whose costs a parameters file gives
 DEFAULT_IMPLEMENTATION = "libdirectcoll"
 #: the quantity of each time field (ranges: :data:`directcoll.units.QUANTITIES`)
-_TIMES = {"call_overhead": "time", "port_overhead": "time", "thread_overhead": "time",
+_TIMES = {"call_overhead": "time", "port_overhead": "time", "thread_overhead": "time", "mirror_overhead": "time",
           "message_overhead": "time", "reduction_overhead": "time"}
 #: the terms a code path adds to its implementation's (s; copy_overhead s/B): every path runs the same reduction
 PATH_TERMS = (*(k for k in _TIMES if k != "reduction_overhead"), "copy_overhead")
@@ -110,8 +115,8 @@ class Implementation:
 
     Attributes:
         name: the implementation's name (``fujitsu-mpi``, ``libswing-utofu``, ``libdirectcoll``).
-        call_overhead, port_overhead, thread_overhead, message_overhead: s (per call, per port and call, per
-            call on more than one thread, per message).
+        call_overhead, port_overhead, thread_overhead, mirror_overhead, message_overhead: s (per call, per port
+            and call, per call on more than one thread, per call with mirrored collectives, per message).
         reduction_overhead: s per reduction above ``reduction_threshold`` bytes on a rank's only thread.
         reduction_threshold: bytes.
         copy_overhead: s/B (per byte of the vector, once per call).
@@ -141,6 +146,7 @@ class Implementation:
     call_overhead: float = 0.0
     port_overhead: float = 0.0
     thread_overhead: float = 0.0
+    mirror_overhead: float = 0.0
     reduction_overhead: float = 0.0
     reduction_threshold: float = 0.0
     message_overhead: float = 0.0
@@ -229,21 +235,27 @@ class Implementation:
         over = np.asarray(size_bytes) > self.reduction_threshold
         return self.reduction_overhead * over if self.forks(ports) else 0.0 * over
 
-    def call_time(self, ports: int, size_bytes=0.0):
+    def call_time(self, ports: int, size_bytes=0.0, mirrored: bool = False):
         """``call_overhead + port_overhead * ports + copy_overhead * size_bytes``, plus ``thread_overhead`` when
-        the ports run on more than one thread, s: what one call of a vector of ``size_bytes`` bytes (a number or an
-        array) pays besides its steps. Raises: Nothing.
-        Source: docs/simulation.md, "Hosts and implementations"."""
+        the ports run on more than one thread and ``mirror_overhead`` when the schedule runs mirrored collectives
+        (``mirrored``), s: what one call of a vector of ``size_bytes`` bytes (a number or an array) pays besides
+        its steps. Raises: Nothing.
+        Source: docs/simulation.md, "Hosts and implementations".
+
+        >>> lib = Implementation("utofu", port_overhead=1e-6, thread_overhead=2e-6, mirror_overhead=80e-6, threads=None)
+        >>> round(lib.call_time(3) * 1e6, 6), round(lib.call_time(6, mirrored=True) * 1e6, 6)
+        (5.0, 88.0)
+        """
         threaded = self.thread_overhead if self.reduction_threads(ports) > 1 else 0.0
-        return (self.call_overhead + threaded + self.port_overhead * max(1, int(ports))
-                + self.copy_overhead * size_bytes)
+        return (self.call_overhead + threaded + (self.mirror_overhead if mirrored else 0.0)
+                + self.port_overhead * max(1, int(ports)) + self.copy_overhead * size_bytes)
 
     @property
     def neutral(self) -> bool:
         """Whether it adds nothing to the network's times (the engines then skip it). Raises: Nothing.
         Source: docs/simulation.md, "Hosts and implementations"."""
-        return (not (self.call_overhead or self.port_overhead or self.thread_overhead or self.message_overhead
-                     or self.copy_overhead or self.reduction_overhead)
+        return (not (self.call_overhead or self.port_overhead or self.thread_overhead or self.mirror_overhead
+                     or self.message_overhead or self.copy_overhead or self.reduction_overhead)
                 and self.eager_threshold is None and self.bandwidth_efficiency == 1.0 and self.gamma is None
                 and self.threads == 1 and not self.paths)
 

@@ -42,7 +42,7 @@ from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern, pattern_of
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
-from directcoll.simulate.step import ports_of
+from directcoll.simulate.step import mirrored_of, ports_of
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import bfs_distances
 from directcoll.topology.routing import route_entries
@@ -571,7 +571,8 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
             raise DirectcollError(f"packet engine failed: {message}")
         result = _parse(outp.read_text(), topology, params)
     # the call's own costs, once
-    return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule), float(size_bytes)))
+    return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule), float(size_bytes),
+                                                                 mirrored_of(schedule)))
 
 
 def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult:

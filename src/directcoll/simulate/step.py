@@ -318,7 +318,8 @@ class SimulatedSchedule:
         n = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
-        total = total + self.params.implementation.call_time(ports_of(self.pattern), n)  # once per call
+        total = total + self.params.implementation.call_time(ports_of(self.pattern), n,
+                                                             mirrored_of(self.pattern))  # once per call
         return total.reshape(np.shape(sizes)) if np.ndim(sizes) else float(total[0])
 
     def breakdown(self, size: float) -> list[dict]:
@@ -766,3 +767,11 @@ def ports_of(schedule) -> int:
     Source: docs/simulation.md, "Hosts and implementations" (threads and per-port costs)."""
     ports = schedule.meta.get("ports") if isinstance(schedule.meta, dict) else None
     return int(ports) if isinstance(ports, int | float) and ports >= 1 else 1
+
+
+def mirrored_of(schedule) -> bool:
+    """Whether a schedule (or step pattern) runs mirrored collectives: its ``meta["mirrored"]`` (how many of its
+    ports run one) is above 0. Raises: Nothing.
+    Source: docs/simulation.md, "Hosts and implementations" (mirror_overhead); Swing (NSDI'24) Sec. 4.1."""
+    mirrored = schedule.meta.get("mirrored") if isinstance(schedule.meta, dict) else None
+    return isinstance(mirrored, int | float) and not isinstance(mirrored, bool) and mirrored > 0

@@ -200,7 +200,7 @@ def swing_steps(topology: Topology, collective=Collective.ALLREDUCE, *, variant:
     variant = variant or "bandwidth"
     shape = bf.logical_shape(topology)
     parts = bf.collectives_for_ports(shape, ports, "swing")
-    meta = {"algorithm": "swing", "variant": variant, "ports": len(parts)}
+    meta = {"algorithm": "swing", "variant": variant, "ports": len(parts), "mirrored": bf.mirrored_count(parts)}
     p = topology.num_compute
     if variant == "latency":
         if collective is not Collective.ALLREDUCE:

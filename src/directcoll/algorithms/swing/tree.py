@@ -121,7 +121,7 @@ def build_swing_tree(topology: Topology, collective="broadcast", *, variant: str
         raise UnsupportedShapeError(f"swing-tree: unknown variant {variant!r}; accepted: {', '.join(VARIANTS)}")
     parts = bf.collectives_for_ports(bf.logical_shape(topology), ports, "swing-tree")
     trees = [swing_tree(topology, root, dim, mirrored) for dim, mirrored in parts]
-    meta = {"algorithm": "swing-tree", "variant": variant, "ports": len(parts)}
+    meta = {"algorithm": "swing-tree", "variant": variant, "ports": len(parts), "mirrored": bf.mirrored_count(parts)}
     if variant == "latency":
         return rooted(collective, tree_broadcast(trees, meta=meta))
     ag = swing(topology, "allgather", variant="bandwidth", ports=len(parts))
