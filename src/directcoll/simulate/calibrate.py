@@ -73,8 +73,8 @@ _NEUTRAL = {"bandwidth_efficiency": 1.0, "host_injection": _MIN_BETA}
 #: which of a set of variables the rows cannot tell apart is fitted (the first; network terms before software
 #: terms): LogGP's o before a per-call cost, the reduction cost before an efficiency or a copy
 _PRIORITY = ("alpha", "per_hop_latency", "link_bandwidth", "host_injection", "message_overhead", "call_overhead",
-             "port_overhead", "thread_overhead", "mirror_overhead", "reduction_overhead", "gamma", "bandwidth_efficiency",
-             "copy_overhead")
+             "port_overhead", "thread_overhead", "mirror_overhead", "reduction_overhead", "gamma",
+             "bandwidth_efficiency", "copy_overhead")
 #: how the identifiability warning ends when the fit keeps every member of a set (the split is not determined)
 _ARBITRARY = "their fitted values are one of many equally good choices"
 #: a unit effect column closer than this to the span of those kept is a combination of them
@@ -265,11 +265,13 @@ def _keys(fit, implementations, paths, named: bool) -> tuple[str, ...]:
     """The fitted variables: each network term once, each software term once per implementation (gamma too when
     the measurements name implementations, ``named``: the reduction runs the library's own code), and the
     overheads a code path adds once per path in ``paths`` (implementation -> selectors the rows can tell apart
-    from the implementation's own terms)."""
+    from the implementation's own terms), but a thread cost: starting threads costs what the library's runtime
+    costs on every path (a path's step from one port to more is its own setup, such as the mirrored collectives'
+    peers, ``mirror_overhead``); a parameters file may still give a path one."""
     out = [k for n in fit for k in ([n] if n in NETWORK and not (named and n == "gamma")
                                     else [f"{n}@{i}" for i in implementations])]
     return tuple(out + [f"{n}@{i}[{sel}]" for i in implementations for sel in paths.get(i, ()) for n in fit
-                        if n in PATH_TERMS])
+                        if n in PATH_TERMS and n != "thread_overhead"])
 
 
 def _base_profiles(base: NetworkParams, implementations) -> dict:
@@ -525,11 +527,8 @@ def calibrate(measurements, topology, *, fit=None, routing: str = "adaptive",
     own = _base_profiles(base, implementations)
     rows = _path_rows(groups, own, len(measurements))
     keys = _keys(fit, implementations, _separable(rows), any(m.implementation for m in measurements))
-    if defaulted:  # a one-thread implementation never starts threads, and starting them costs what the library's
-        # runtime costs, whatever the code path: neither is a default term (a path's step from one port to more is
-        # its own setup of the mirrored collectives' peers, mirror_overhead)
-        keys = tuple(k for k in keys if not (_name(k) == "thread_overhead"
-                                             and (own[_split(k)[1]].threads == 1 or _split(k)[2] is not None)))
+    if defaulted:  # a one-thread implementation never starts threads: its thread cost is not a default term
+        keys = tuple(k for k in keys if not (_name(k) == "thread_overhead" and own[_split(k)[1]].threads == 1))
     profiles = _profiles(own, keys, source)
     seconds = np.array([m.seconds for m in measurements])
     sizes = np.array([m.size for m in measurements])
