@@ -265,8 +265,8 @@ def _keys(fit, implementations, paths, named: bool) -> tuple[str, ...]:
     """The fitted variables: each network term once, each software term once per implementation (gamma too when
     the measurements name implementations, ``named``: the reduction runs the library's own code), and the
     overheads a code path adds once per path in ``paths`` (implementation -> selectors the rows can tell apart
-    from the implementation's own terms), but a thread cost: starting threads costs what the library's runtime
-    costs on every path (a path's step from one port to more is its own setup, such as the mirrored collectives'
+    from the implementation's own terms), a thread cost excepted: starting threads costs what the library's
+    runtime costs on every path (a path's step from one port to more is its own setup, such as the mirrored collectives'
     peers, ``mirror_overhead``); a parameters file may still give a path one."""
     out = [k for n in fit for k in ([n] if n in NETWORK and not (named and n == "gamma")
                                     else [f"{n}@{i}" for i in implementations])]
