@@ -203,7 +203,8 @@ def test_a_launcher_killed_with_sigkill_is_cleaned_by_down_stale(state):
     list` calls it stale, `testbed down --stale` removes every namespace and kills every rank; nothing else."""
     env = {**os.environ}
     mine = subprocess.run(["ip", "netns", "add", "dctbkeep-other"], capture_output=True)  # not ours: must survive
-    proc = subprocess.Popen([*CLI, "testbed", "exec", "ring:4", "--", "sleep", "120"], env=env,
+    # ranks sleep a duration no other process on the machine is likely to (they are found by their command line)
+    proc = subprocess.Popen([*CLI, "testbed", "exec", "ring:4", "--", "sleep", "120.0625"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -227,7 +228,7 @@ def test_a_launcher_killed_with_sigkill_is_cleaned_by_down_stale(state):
         assert down.returncode == 0, down.stderr
         assert sorted(json.loads(down.stdout)["removed"][name]) == sorted(found[0]["namespaces"])
         assert not _ours(name) and not list(state.glob("*.json"))
-        left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid) == b"sleep\x00120\x00"]
+        left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid) == b"sleep\x00120.0625\x00"]
         assert not left, f"ranks left running: {left}"
     finally:
         if proc.poll() is None:
