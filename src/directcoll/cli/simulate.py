@@ -125,9 +125,7 @@ def cmd_simulate(args) -> int:
     for d in docs:
         print(f"{schedule.algorithm} {schedule.collective.value} of {format_size(d['size'])} on {topology.spec} "
               f"({params.name}, {args.routing} routing, {args.model} model"
-              + (f", {args.flow.buffer_bytes} B buffers x {args.flow.virtual_channels} virtual channel"
-                 f"{'s' if args.flow.virtual_channels > 1 else ''} ({args.flow.scheme})" if args.flow is not None
-                 else "")
+              + (f", {args.flow.describe()}" if args.flow is not None else "")
               + f"): {format_time(d['time_s'])}, goodput "
               f"{d['goodput_Bps'] * 8 / 1e9:.4g} Gb/s"
               + (f"; {format_time(d['time_range_s'][0])} to {format_time(d['time_range_s'][1])} over "

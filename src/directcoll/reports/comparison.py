@@ -140,14 +140,10 @@ class Comparison:
         text = f"{self.model} model, {self.routing} routing"
         if self.model == "packet" and not self.flow:
             text += ", unbounded queues"
-        if self.flow and self.flow["scheme"] == "auto":  # resolved per schedule (packet.resolved)
-            f = self.flow
-            text += (f", {f['buffer_bytes']} B buffers, each schedule's fewest deadlock-free virtual channels"
-                     + (f" (at least {f['virtual_channels']})" if f["virtual_channels"] > 1 else ""))
-        elif self.flow:
-            f = self.flow
-            text += (f", {f['buffer_bytes']} B buffers x {f['virtual_channels']} virtual channel"
-                     f"{'s' if f['virtual_channels'] > 1 else ''} ({f['scheme']})")
+        if self.flow:
+            from directcoll.simulate.packet import FlowControl
+
+            text += f", {FlowControl(**self.flow).describe()}"
         if self.orderings > 1:
             text += f", {self.orderings} orders of the transfers"
         return text

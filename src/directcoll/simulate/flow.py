@@ -68,7 +68,7 @@ from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
-from directcoll.simulate.step import by_place, lindley, link_groups, mirrored_of, ports_of, short_limits
+from directcoll.simulate.step import by_place, call_cost, lindley, link_groups, ports_of, short_limits
 from directcoll.topology.model import Topology
 from directcoll.topology.routing import route_entries
 
@@ -298,7 +298,7 @@ class _Run:
         gamma = par.gamma if impl.gamma is None else impl.gamma
         self.reduce_time = gamma * nbytes * p.reduce / threads  # summed per rank: its reductions share its threads
         self.reduce_time = self.reduce_time + p.reduce * impl.reduction_cost(ports_of(p), nbytes)
-        self.call_time = impl.call_time(ports_of(p), float(size_bytes), mirrored_of(p))
+        self.call_time = call_cost(impl, p, float(size_bytes))
         self.routed = np.diff(prep.ptr) > 0
         # packets (docs/simulation.md, "Packets in the models"): headers on the wire; every further hop waits for
         # a packet's header (cut-through) or whole packet (store-and-forward) before passing it on

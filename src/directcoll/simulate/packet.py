@@ -42,7 +42,7 @@ from directcoll.schedule.ir import Schedule
 from directcoll.schedule.pattern import StepPattern, pattern_of
 from directcoll.simulate.params import NetworkParams
 from directcoll.simulate.routes import link_values, prepare, step_routes
-from directcoll.simulate.step import mirrored_of, ports_of
+from directcoll.simulate.step import call_cost, ports_of
 from directcoll.topology.model import Topology
 from directcoll.topology.paths import bfs_distances
 from directcoll.topology.routing import route_entries
@@ -144,6 +144,20 @@ class FlowControl:
     virtual_channels: int = 1
     scheme: str = "none"
     credit_delay: float = 0.0
+
+    def describe(self) -> str:
+        """"8192 B buffers x 2 virtual channels (dateline)", or for "auto" "8192 B buffers, each schedule's fewest
+        deadlock-free virtual channels": what a report says the packet engine assumed. Raises: Nothing.
+        Source: docs/simulation.md, "The packet engine" (flow control).
+
+        >>> FlowControl(8192, virtual_channels=2, scheme="dateline").describe()
+        '8192 B buffers x 2 virtual channels (dateline)'
+        """
+        if self.scheme == "auto":  # resolved per schedule (resolved)
+            return (f"{self.buffer_bytes} B buffers, each schedule's fewest deadlock-free virtual channels"
+                    + (f" (at least {self.virtual_channels})" if self.virtual_channels > 1 else ""))
+        return (f"{self.buffer_bytes} B buffers x {self.virtual_channels} virtual channel"
+                f"{'s' if self.virtual_channels > 1 else ''} ({self.scheme})")
 
     def __post_init__(self) -> None:
         if self.buffer_bytes is not None and (not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1):
@@ -571,8 +585,7 @@ def simulate_packet(schedule: Schedule | StepPattern, topology: Topology, size_b
             raise DirectcollError(f"packet engine failed: {message}")
         result = _parse(outp.read_text(), topology, params)
     # the call's own costs, once
-    return replace(result, time_s=result.time_s + impl.call_time(ports_of(schedule), float(size_bytes),
-                                                                 mirrored_of(schedule)))
+    return replace(result, time_s=result.time_s + call_cost(impl, schedule, float(size_bytes)))
 
 
 def _parse(text: str, topology: Topology, params: NetworkParams) -> PacketResult:
@@ -612,6 +625,7 @@ def packet_times(schedule: Schedule | StepPattern, topology: Topology, sizes, pa
     Source: docs/simulation.md, "The packet engine".
     """
     flat = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
+    flow = resolved(flow, topology, routing, schedule)  # once for every size
     out = np.empty(len(flat))
     for i, size in enumerate(flat):
         out[i] = simulate_packet(schedule, topology, size, params, routing, flow=flow).time_s
@@ -644,6 +658,7 @@ def order_range(schedule: Schedule | StepPattern, topology: Topology, sizes, fir
     Source: docs/fidelity.md, "Ties" (the packet engine's spread over the orders of the transfers).
     """
     pattern = schedule if isinstance(schedule, StepPattern) else pattern_of(schedule)
+    flow = resolved(flow, topology, routing, pattern)  # once for every order and size (routes are kept)
     sizes = np.atleast_1d(np.asarray(sizes, dtype=float))
     every = [np.atleast_1d(np.asarray(first, dtype=float))]
     for seed in range(1, orderings):

@@ -318,8 +318,7 @@ class SimulatedSchedule:
         n = np.atleast_1d(np.asarray(sizes, dtype=float)).ravel()
         per_distinct = np.array([s.time(n) for s in self.steps]).reshape(len(self.steps), len(n))
         total = (self.pattern.multiplicity[:, None] * per_distinct).sum(axis=0)
-        total = total + self.params.implementation.call_time(ports_of(self.pattern), n,
-                                                             mirrored_of(self.pattern))  # once per call
+        total = total + call_cost(self.params.implementation, self.pattern, n)  # once per call
         return total.reshape(np.shape(sizes)) if np.ndim(sizes) else float(total[0])
 
     def breakdown(self, size: float) -> list[dict]:
@@ -775,3 +774,11 @@ def mirrored_of(schedule) -> bool:
     Source: docs/simulation.md, "Hosts and implementations" (mirror_overhead); Swing (NSDI'24) Sec. 4.1."""
     mirrored = schedule.meta.get("mirrored") if isinstance(schedule.meta, dict) else None
     return isinstance(mirrored, int | float) and not isinstance(mirrored, bool) and mirrored > 0
+
+
+def call_cost(implementation, schedule, size_bytes):
+    """s: what one call of ``schedule`` (a vector of ``size_bytes`` bytes, a number or an array) pays under an
+    :class:`~directcoll.simulate.implementation.Implementation` besides its steps, the ports and mirrored
+    collectives read from the schedule's meta (:func:`ports_of`, :func:`mirrored_of`): the one rule every engine
+    applies. Raises: Nothing. Source: docs/simulation.md, "Hosts and implementations"."""
+    return implementation.call_time(ports_of(schedule), size_bytes, mirrored_of(schedule))
